@@ -1,0 +1,32 @@
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/demo.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff format --check src tests bench examples
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy src
+
+test: lint typecheck
+	$(PY) -m pytest -W error --cov=tether --cov-report=term --cov-fail-under=90 -q
+
+bench: $(STAMP)
+	$(PY) bench/dispatch.py
+	$(PY) bench/shell.py
+	$(PY) bench/import_time.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

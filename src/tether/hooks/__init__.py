@@ -1,0 +1,54 @@
+"""The hook engine: events, contexts, the manager, hook configs and command hooks.
+
+This package knows nothing of processes: it dispatches an event with a data dict to an ordered
+chain of hooks and reports what happened.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from ._context import HookContext as HookContext
+from ._errors import CommandHookError as CommandHookError
+from ._errors import HookBlocked as HookBlocked
+from ._errors import HookError as HookError
+from ._errors import HookTimeoutError as HookTimeoutError
+from ._events import BLOCKABLE_EVENTS as BLOCKABLE_EVENTS
+from ._events import HookEvent as HookEvent
+from ._manager import DispatchResult as DispatchResult
+from ._manager import HookErrorInfo as HookErrorInfo
+from ._manager import HookInfo as HookInfo
+from ._manager import HookManager as HookManager
+from ._records import HookRun as HookRun
+from ._shell import SAFE_ENV_VARS as SAFE_ENV_VARS
+from ._shell import ShellHook as ShellHook
+from ._shell import ShellHookResult as ShellHookResult
+
+if TYPE_CHECKING:
+    from ._config import HookConfig as HookConfig
+
+
+def __getattr__(name: str) -> Any:
+    # HookConfig needs pydantic (~0.1 s to import): load it on first use only.
+    if name == "HookConfig":
+        from ._config import HookConfig
+
+        return HookConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "BLOCKABLE_EVENTS",
+    "SAFE_ENV_VARS",
+    "CommandHookError",
+    "DispatchResult",
+    "HookBlocked",
+    "HookConfig",
+    "HookContext",
+    "HookError",
+    "HookErrorInfo",
+    "HookEvent",
+    "HookInfo",
+    "HookManager",
+    "HookRun",
+    "ShellHook",
+    "ShellHookResult",
+]

@@ -1,0 +1,104 @@
+"""HookConfig: one hook declared as data (a command) or in code (a callback)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from ._events import VALID_EVENT_VALUES, parse_event
+
+__all__ = ["MAX_OUTPUT_LIMIT", "HookConfig"]
+
+MAX_OUTPUT_LIMIT = 10 * 1024 * 1024
+
+
+class HookConfig(BaseModel):
+    """A hook declaration: exactly one of ``command`` or ``callback``.
+
+    ``timeout`` unset means 5 s for a command and 30 s for a callback. ``env`` values are
+    secrets: masked in every JSON dump. ``callback`` is never serialized.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=False)
+
+    event: str = Field(description="A HookEvent value, for example 'user_prompt_submit'")
+    command: str | list[str] | None = Field(
+        default=None, description="Program and arguments (a string is split with shlex.split)"
+    )
+    callback: Callable[..., Any] | None = Field(
+        default=None, exclude=True, description="Async Python hook (code only; not serialized)"
+    )
+    timeout: float | None = Field(
+        default=None, gt=0, le=3600, description="Seconds the hook may run (5 command, 30 callback)"
+    )
+    priority: int = Field(default=0, description="Higher runs first")
+    once: bool = Field(default=False, description="Run on the first matching event only")
+    tag: str | None = Field(default=None, description="Group name for remove_by_tag()")
+    fail_closed: bool = Field(
+        default=False, description="An error or timeout blocks the action (blockable events)"
+    )
+    cwd: str | None = Field(default=None, description="Working directory of the command")
+    env: dict[str, SecretStr] = Field(
+        default_factory=dict, description="Extra variables; ${VAR} resolved when the hook runs"
+    )
+    env_passthrough: list[str] = Field(
+        default_factory=list, description="Host environment variables passed to the command"
+    )
+    max_output_bytes: int = Field(
+        default=65536, gt=0, le=MAX_OUTPUT_LIMIT, description="Largest stdout accepted"
+    )
+    mode: Literal["sync", "async"] = Field(
+        default="sync", description="'async' runs the hook in the background after the event"
+    )
+    matcher: dict[str, str | list[str]] | None = Field(
+        default=None, description="Run only when these data fields match glob patterns"
+    )
+    name: str | None = Field(default=None, description="A readable name for catalogs and history")
+
+    @field_validator("event")
+    @classmethod
+    def _known_event(cls, value: str) -> str:
+        try:
+            return parse_event(value).value
+        except ValueError:
+            raise ValueError(
+                f"unknown hook event {value!r}; valid events are: {VALID_EVENT_VALUES}"
+            ) from None
+
+    @field_validator("command")
+    @classmethod
+    def _non_empty_command(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if value is not None and (not value or (isinstance(value, str) and not value.strip())):
+            raise ValueError("command must name a program, got an empty command")
+        return value
+
+    @field_validator("callback")
+    @classmethod
+    def _async_callback(cls, value: Any) -> Any:
+        if value is not None:
+            from ._manager import _callable_name, _is_async_callable
+
+            if not _is_async_callable(value):
+                raise TypeError(
+                    f"callback {_callable_name(value)!r} must be an async function (async def) "
+                    "or an object with an async __call__"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> HookConfig:
+        if (self.command is None) == (self.callback is None):
+            which = "both" if self.command is not None else "neither"
+            raise ValueError(f"set exactly one of 'command' or 'callback' (got {which})")
+        if self.mode == "async" and self.fail_closed:
+            raise ValueError("mode 'async' cannot be fail_closed: a background hook cannot block")
+        if self.matcher is not None:
+            from ._matcher import Matcher
+
+            Matcher.build(parse_event(self.event), dict(self.matcher))
+        return self
+
+
+HookConfig.__module__ = "tether"

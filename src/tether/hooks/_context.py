@@ -1,0 +1,62 @@
+"""The scoped object every hook receives."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from ._events import HookEvent, parse_event
+
+__all__ = ["HookContext"]
+
+
+class HookContext:
+    """What a hook may read and change at one dispatch.
+
+    ``data`` is the dispatch's own copy of the payload: every hook of one dispatch sees the same
+    dict, so a later hook sees what an earlier one changed; the caller's dict is never touched.
+    """
+
+    __slots__ = ("_extras", "data", "event", "metadata", "process_id", "timestamp")
+
+    def __init__(
+        self,
+        event: HookEvent | str,
+        process_id: str = "",
+        data: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        timestamp: datetime | None = None,
+    ) -> None:
+        self.event: HookEvent = parse_event(event)
+        self.process_id = process_id
+        self.data: dict[str, Any] = {} if data is None else data
+        self.metadata: dict[str, Any] = {} if metadata is None else metadata
+        self.timestamp = timestamp if timestamp is not None else datetime.now(UTC)
+        self._extras: dict[str, Any] | None = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Shorthand for ``ctx.data.get(key, default)``."""
+        return self.data.get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        """Shorthand for ``ctx.data[key] = value``."""
+        self.data[key] = value
+
+    def envelope(self) -> dict[str, Any]:
+        """The JSON envelope a command hook receives on stdin."""
+        return {
+            "event": self.event.value,
+            "process_id": self.process_id,
+            "timestamp": self.timestamp.isoformat(),
+            "data": self.data,
+            "metadata": self.metadata,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"HookContext(event={self.event.value!r}, process_id={self.process_id!r}, "
+            f"data={self.data!r})"
+        )
+
+
+HookContext.__module__ = "tether"

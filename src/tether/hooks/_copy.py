@@ -1,0 +1,34 @@
+"""A fast deep copy for JSON-like payloads, so no hook can reach back into the caller's data."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+__all__ = ["copy_payload"]
+
+_IMMUTABLE = (str, int, float, bool, type(None), bytes)
+
+
+def _copy_value(value: Any) -> Any:
+    cls = type(value)
+    if cls in _IMMUTABLE_SET:
+        return value
+    if cls is dict:
+        return {k: _copy_value(v) for k, v in value.items()}
+    if cls is list:
+        return [_copy_value(v) for v in value]
+    if cls is tuple:
+        return tuple(_copy_value(v) for v in value)
+    return copy.deepcopy(value)
+
+
+_IMMUTABLE_SET = frozenset(_IMMUTABLE)
+
+
+def copy_payload(data: dict[str, Any]) -> dict[str, Any]:
+    """Return a deep copy of a payload dict (plain containers copied fast, the rest deep-copied)."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        out[key] = value if type(value) in _IMMUTABLE_SET else _copy_value(value)
+    return out

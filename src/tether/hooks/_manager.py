@@ -1,0 +1,775 @@
+"""HookManager: registration, ordering and dispatch of lifecycle hooks and extension points.
+
+Invariants kept here:
+
+* Order is priority (highest first), ties in registration order; own hooks, then inherited
+  managers (transitively, depth first), then the shared manager. The resolved chain is computed
+  once and cached until any registration or chain link changes (a global generation counter).
+* A dispatch works on the snapshot it took at its start: registrations made or removed while it
+  runs take effect from the next dispatch. The one exception is ``once``: a once hook is removed
+  before it runs and is skipped by any overlapping dispatch that still holds it.
+* A hook that finishes without suspending costs no timer: its coroutine is stepped directly and a
+  timeout is armed only when it actually suspends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import itertools
+import logging
+import time
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from ._context import HookContext
+from ._copy import copy_payload
+from ._errors import HookBlocked, HookTimeoutError
+from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
+from ._records import HookRun, RunRecorder
+
+if TYPE_CHECKING:
+    from ._config import HookConfig
+    from ._matcher import Matcher
+
+__all__ = ["DispatchResult", "HookErrorInfo", "HookInfo", "HookManager"]
+
+logger = logging.getLogger("tether.hooks")
+
+HookCallback = Callable[[HookContext], Awaitable[Any]]
+F = TypeVar("F", bound=Callable[..., Any])
+
+MAX_TIMEOUT: Final = 3600.0
+#: Extra seconds the manager allows a command hook beyond the program's own timeout.
+COMMAND_BACKSTOP: Final = 5.0
+DEFAULT_COMMAND_TIMEOUT: Final = 5.0
+DEFAULT_CALLBACK_TIMEOUT: Final = 30.0
+
+_ids = itertools.count(1)
+_generation = [0]
+
+
+def _bump() -> None:
+    _generation[0] += 1
+
+
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: "Not given" where ``None`` already means "no timeout".
+UNSET: Final = _Unset()
+
+
+class _Removed(int):
+    """A count that can also be awaited (``n = m.remove_owner(o)`` or ``await ...``)."""
+
+    def __await__(self) -> Generator[Any, None, int]:
+        return self
+        yield  # pragma: no cover - makes this a generator
+
+
+@dataclass(slots=True)
+class DispatchResult:
+    """What one dispatch did."""
+
+    fired: int = 0
+    blocked: bool = False
+    reason: str | None = None
+    errors: list[tuple[str, BaseException]] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    runs: list[HookRun] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class HookErrorInfo:
+    """Delivered to error listeners for every isolated hook error (and extension-point error)."""
+
+    event: str
+    hook_id: str
+    hook_name: str
+    process_id: str
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class HookInfo:
+    """A read-only description of one registration, for catalogs."""
+
+    hook_id: str
+    event: str
+    name: str
+    priority: int
+    order: int
+    timeout: float | None
+    fail_closed: bool
+    once: bool
+    tag: str | None
+    source: str
+    mode: str
+    enabled: bool
+    matcher: dict[str, list[str]] | None
+    command: list[str] | str | None
+    owner: str | None
+
+
+class _Hook:
+    __slots__ = (
+        "command",
+        "enabled",
+        "event",
+        "fail_closed",
+        "fn",
+        "hook_id",
+        "is_async_fn",
+        "manager",
+        "matcher",
+        "mode",
+        "name",
+        "once",
+        "owner",
+        "priority",
+        "seq",
+        "source",
+        "spent",
+        "tag",
+        "timeout",
+    )
+
+    def __init__(self, **kw: Any) -> None:
+        for key, value in kw.items():
+            setattr(self, key, value)
+
+    hook_id: str
+    event: HookEvent | str
+    fn: Callable[..., Any]
+    is_async_fn: bool
+    priority: int
+    seq: int
+    once: bool
+    spent: bool
+    tag: str | None
+    timeout: float | _Unset | None
+    fail_closed: bool
+    owner: object | None
+    manager: HookManager
+    name: str
+    source: str
+    mode: str
+    matcher: Matcher | None
+    enabled: bool
+    command: list[str] | str | None
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, Any], first: Any) -> Generator[Any, Any, Any]:
+    """Drive a coroutine that already suspended once (yielding ``first``) to completion.
+
+    A cancellation is thrown into the hook; a hook that swallows it and suspends again is closed,
+    so a timeout really bounds the hook.
+    """
+    pending = first
+    while True:
+        try:
+            sent = yield pending
+        except BaseException as exc:
+            try:
+                pending = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+            if isinstance(exc, asyncio.CancelledError):
+                coro.close()
+                raise
+        else:
+            try:
+                pending = coro.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+
+def _is_async_callable(fn: object) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - we need the class's __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def _callable_name(fn: object) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if name is None:
+        name = type(fn).__qualname__
+    return str(name)
+
+
+def _check_timeout(timeout: float | _Unset | None) -> None:
+    if timeout is UNSET or timeout is None:
+        return
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool):
+        raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not 0 < timeout <= MAX_TIMEOUT:
+        raise ValueError(
+            f"timeout must be > 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout!r}"
+        )
+
+
+def _key(name: HookEvent | str) -> HookEvent | str:
+    """A lifecycle event, or a dotted extension-point name."""
+    if isinstance(name, HookEvent):
+        return name
+    if isinstance(name, str) and "." in name and name.strip(".") == name and " " not in name:
+        return name
+    return parse_event(name)
+
+
+class HookManager:
+    """Holds hooks and dispatches events to them.
+
+    ``default_timeout`` bounds hooks registered without a timeout of their own (``None``: no
+    bound). A manager may inherit other managers and share one more; see :meth:`inherit` and
+    :meth:`share`.
+    """
+
+    def __init__(self, default_timeout: float | None = None) -> None:
+        _check_timeout(default_timeout)
+        self.default_timeout = default_timeout
+        self._hooks: dict[HookEvent | str, list[_Hook]] = {}
+        self._by_id: dict[str, _Hook] = {}
+        self._inherited: list[HookManager] = []
+        self._shared: HookManager | None = None
+        self._cache: dict[HookEvent | str, tuple[_Hook, ...]] = {}
+        self._cache_gen = -1
+        self._error_listeners: list[Callable[[HookErrorInfo], Any]] = []
+        self._deferred: set[asyncio.Task[Any]] = set()
+        self.recorder: RunRecorder | None = None
+
+    # -- chaining --------------------------------------------------------------------------
+
+    def inherit(self, parent: HookManager) -> None:
+        """Run ``parent``'s hooks (and what it inherited) after this manager's own."""
+        if parent is self or self in parent._lineage():
+            raise ValueError("a hook manager cannot inherit itself")
+        if parent not in self._inherited:
+            self._inherited.append(parent)
+            _bump()
+
+    def share(self, shared: HookManager | None) -> None:
+        """Run ``shared``'s hooks after own and inherited hooks (``None`` unsets it)."""
+        if shared is self:
+            raise ValueError("a hook manager cannot share itself")
+        self._shared = shared
+        _bump()
+
+    @property
+    def shared(self) -> HookManager | None:
+        return self._shared
+
+    @property
+    def inherited(self) -> tuple[HookManager, ...]:
+        return tuple(self._inherited)
+
+    def _lineage(self) -> list[HookManager]:
+        seen: list[HookManager] = []
+        stack = [self]
+        while stack:
+            m = stack.pop(0)
+            if m in seen:
+                continue
+            seen.append(m)
+            stack[0:0] = m._inherited
+        return seen
+
+    def _chain(self) -> list[tuple[HookManager, str]]:
+        chain: list[tuple[HookManager, str]] = []
+        for m in self._lineage():
+            chain.append((m, "own" if m is self else "inherited"))
+        if self._shared is not None and all(m is not self._shared for m, _ in chain):
+            chain.append((self._shared, "shared"))
+        return chain
+
+    def _resolved(self, key: HookEvent | str) -> tuple[_Hook, ...]:
+        if self._cache_gen != _generation[0]:
+            self._cache.clear()
+            self._cache_gen = _generation[0]
+        found = self._cache.get(key)
+        if found is None:
+            found = tuple(h for m, _ in self._chain() for h in m._sorted(key))
+            self._cache[key] = found
+        return found
+
+    def _sorted(self, key: HookEvent | str) -> list[_Hook]:
+        hooks = self._hooks.get(key)
+        if not hooks:
+            return []
+        return sorted(hooks, key=lambda h: (-h.priority, h.seq))
+
+    # -- registration ----------------------------------------------------------------------
+
+    def register(
+        self,
+        event: HookEvent | str,
+        callback: Callable[..., Any],
+        *,
+        priority: int = 0,
+        once: bool = False,
+        tag: str | None = None,
+        timeout: float | _Unset | None = UNSET,
+        fail_closed: bool = False,
+        owner: object | None = None,
+        name: str | None = None,
+        source: str = "code",
+        mode: str = "sync",
+        matcher: Matcher | dict[str, Any] | None = None,
+        command: list[str] | str | None = None,
+    ) -> str:
+        """Register ``callback`` for a lifecycle event or a dotted extension point; return its id.
+
+        Lifecycle hooks must be async callables taking one HookContext (a sync one raises
+        TypeError); extension-point handlers may be sync or async.
+        """
+        key = _key(event)
+        is_event = isinstance(key, HookEvent)
+        if not callable(callback):
+            raise TypeError(f"hook callback must be callable, got {callback!r}")
+        is_async = _is_async_callable(callback)
+        if is_event and not is_async:
+            raise TypeError(
+                f"hook {_callable_name(callback)!r} for {key} must be an async function "
+                "(async def) or an object with an async __call__; sync callables are not allowed"
+            )
+        _check_timeout(timeout)
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise TypeError(f"priority must be an int, got {priority!r}")
+        if mode not in ("sync", "async"):
+            raise ValueError(f"mode must be 'sync' or 'async', got {mode!r}")
+        if mode == "async" and fail_closed:
+            raise ValueError("an async hook cannot be fail_closed: it runs after the event")
+        compiled = None
+        if matcher is not None:
+            from ._matcher import Matcher as _M
+
+            compiled = matcher if isinstance(matcher, _M) else _M.build(key, matcher)
+        hook_id = f"hook-{next(_ids)}"
+        hook = _Hook(
+            hook_id=hook_id,
+            event=key,
+            fn=callback,
+            is_async_fn=is_async,
+            priority=priority,
+            seq=next(_ids),
+            once=once,
+            spent=False,
+            tag=tag,
+            timeout=timeout,
+            fail_closed=fail_closed,
+            owner=owner,
+            manager=self,
+            name=name or _callable_name(callback),
+            source=source,
+            mode=mode,
+            matcher=compiled,
+            enabled=True,
+            command=command,
+        )
+        self._hooks.setdefault(key, []).append(hook)
+        self._by_id[hook_id] = hook
+        _bump()
+        return hook_id
+
+    def register_config(
+        self, config: HookConfig, *, source: str = "config", owner: object | None = None
+    ) -> str:
+        """Register a HookConfig: a command becomes a ShellHook, a callback is used as is."""
+        if config.command is not None:
+            from ._shell import ShellHook
+
+            shell = ShellHook.from_config(config)
+            return self.register(
+                config.event,
+                shell.callback,
+                priority=config.priority,
+                once=config.once,
+                tag=config.tag,
+                timeout=shell.timeout + COMMAND_BACKSTOP,
+                fail_closed=config.fail_closed,
+                owner=owner,
+                name=config.name or shell.display_name,
+                source=source,
+                mode=config.mode,
+                matcher=config.matcher,
+                command=config.command,
+            )
+        assert config.callback is not None
+        return self.register(
+            config.event,
+            config.callback,
+            priority=config.priority,
+            once=config.once,
+            tag=config.tag,
+            timeout=config.timeout if config.timeout is not None else DEFAULT_CALLBACK_TIMEOUT,
+            fail_closed=config.fail_closed,
+            owner=owner,
+            name=config.name,
+            source=source,
+            mode=config.mode,
+            matcher=config.matcher,
+        )
+
+    def on(
+        self,
+        event: HookEvent | str,
+        *,
+        priority: int = 0,
+        once: bool = False,
+        tag: str | None = None,
+        timeout: float | _Unset | None = UNSET,
+        fail_closed: bool = False,
+        owner: object | None = None,
+        name: str | None = None,
+        mode: str = "sync",
+        matcher: Matcher | dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator form of :meth:`register`; returns the function unchanged."""
+
+        def decorate(fn: F) -> F:
+            self.register(
+                event,
+                fn,
+                priority=priority,
+                once=once,
+                tag=tag,
+                timeout=timeout,
+                fail_closed=fail_closed,
+                owner=owner,
+                name=name,
+                mode=mode,
+                matcher=matcher,
+            )
+            return fn
+
+        return decorate
+
+    def _drop(self, hook: _Hook) -> bool:
+        if self._by_id.pop(hook.hook_id, None) is None:
+            return False
+        bucket = self._hooks.get(hook.event)
+        if bucket is not None:
+            bucket.remove(hook)
+            if not bucket:
+                del self._hooks[hook.event]
+        _bump()
+        return True
+
+    async def remove(self, hook_id: str) -> bool:
+        """Remove one hook; True if it was registered."""
+        hook = self._by_id.get(hook_id)
+        return hook is not None and self._drop(hook)
+
+    async def remove_by_tag(self, tag: str) -> int:
+        """Remove every hook with this tag; return how many."""
+        return sum(self._drop(h) for h in list(self._by_id.values()) if h.tag == tag)
+
+    def remove_owner(self, owner: object) -> _Removed:
+        """Remove every hook registered with this owner at once; return how many (awaitable)."""
+        return _Removed(sum(self._drop(h) for h in list(self._by_id.values()) if h.owner is owner))
+
+    def registered(self, event: HookEvent | str | None = None) -> list[str]:
+        """Hook ids of this manager's own hooks, for one event or all, in run order."""
+        if event is None:
+            return [h.hook_id for key in list(self._hooks) for h in self._sorted(key)]
+        return [h.hook_id for h in self._sorted(_key(event))]
+
+    def clear(self, event: HookEvent | str | None = None) -> None:
+        """Remove all own hooks, or all own hooks of one event."""
+        if event is None:
+            self._hooks.clear()
+            self._by_id.clear()
+        else:
+            for hook in self._hooks.pop(_key(event), []):
+                self._by_id.pop(hook.hook_id, None)
+        _bump()
+
+    def set_enabled(self, selector: str, enabled: bool) -> int:
+        """Enable or disable hooks by id or tag without removing them; return how many."""
+        hooks = [self._by_id[selector]] if selector in self._by_id else []
+        hooks += [h for h in self._by_id.values() if h.tag == selector and h not in hooks]
+        for hook in hooks:
+            hook.enabled = enabled
+        return len(hooks)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, hook_id: object) -> bool:
+        return hook_id in self._by_id
+
+    def describe(self, event: HookEvent | str | None = None) -> list[HookInfo]:
+        """The resolved chain (own, inherited, shared) as read-only records, in run order."""
+        keys: Iterable[HookEvent | str]
+        if event is not None:
+            keys = [_key(event)]
+        else:
+            seen: dict[HookEvent | str, None] = {}
+            for m, _ in self._chain():
+                seen.update(dict.fromkeys(m._hooks))
+            keys = list(seen)
+        sources = {id(m): role for m, role in self._chain()}
+        out: list[HookInfo] = []
+        for key in keys:
+            for order, h in enumerate(self._resolved(key)):
+                role = sources.get(id(h.manager), "own")
+                out.append(
+                    HookInfo(
+                        hook_id=h.hook_id,
+                        event=str(key),
+                        name=h.name,
+                        priority=h.priority,
+                        order=order,
+                        timeout=self._timeout_of(h),
+                        fail_closed=h.fail_closed,
+                        once=h.once,
+                        tag=h.tag,
+                        source=h.source if role == "own" else role,
+                        mode=h.mode,
+                        enabled=h.enabled,
+                        matcher=h.matcher.as_dict() if h.matcher is not None else None,
+                        command=h.command,
+                        owner=getattr(h.owner, "name", None) if h.owner is not None else None,
+                    )
+                )
+        return out
+
+    def _timeout_of(self, hook: _Hook) -> float | None:
+        t = hook.timeout
+        if t is UNSET:
+            t = hook.manager.default_timeout
+            if t is None:
+                t = self.default_timeout
+        assert not isinstance(t, _Unset)
+        return t
+
+    # -- errors ----------------------------------------------------------------------------
+
+    def on_error(self, listener: Callable[[HookErrorInfo], Any]) -> Callable[[HookErrorInfo], Any]:
+        """Call ``listener(info)`` for every isolated hook error (sync or async listener)."""
+        self._error_listeners.append(listener)
+        return listener
+
+    async def _report(self, info: HookErrorInfo, owner: HookManager) -> None:
+        listeners = list(self._error_listeners)
+        if owner is not self:
+            listeners += [fn for fn in owner._error_listeners if fn not in listeners]
+        for fn in listeners:
+            try:
+                outcome = fn(info)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("hook error listener %r failed", fn)
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    async def dispatch(
+        self,
+        event: HookEvent | str,
+        data: dict[str, Any] | None = None,
+        *,
+        process_id: str = "",
+        metadata: dict[str, Any] | None = None,
+        context_factory: Callable[..., HookContext] | None = None,
+        depth: int = 0,
+    ) -> DispatchResult:
+        """Run the resolved chain for ``event`` on a copy of ``data``; never raises hook errors."""
+        ev = event if type(event) is HookEvent else parse_event(event)
+        hooks = self._resolved(ev)
+        recorder = self.recorder
+        if not hooks:
+            return DispatchResult(data=dict(data) if data else {})
+        payload = copy_payload(data) if data else {}
+        if context_factory is None:
+            ctx = HookContext(ev, process_id, payload, dict(metadata) if metadata else {})
+        else:
+            ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
+        result = DispatchResult()
+        errors: list[tuple[_Hook, BaseException]] | None = None
+        blockable = ev in BLOCKABLE_EVENTS
+        background: list[_Hook] | None = None
+        fired = 0
+        for hook in hooks:
+            if not hook.enabled:
+                continue
+            if hook.mode == "async":
+                if background is None:
+                    background = []
+                background.append(hook)
+                continue
+            if hook.matcher is not None and not hook.matcher.matches(ctx.data):
+                if recorder is not None:
+                    recorder.skipped(self, hook, ctx, depth)
+                continue
+            if hook.once:
+                if hook.spent:
+                    continue
+                hook.spent = True
+                hook.manager._drop(hook)
+            fired += 1
+            started = time.perf_counter() if recorder is not None else 0.0
+            before = ctx.data if recorder is None else dict(ctx.data)
+            outcome = "passed"
+            error: BaseException | None = None
+            try:
+                coro = hook.fn(ctx)
+                try:
+                    pending = coro.send(None)
+                except StopIteration:
+                    pass
+                except AttributeError:
+                    if hasattr(coro, "send"):
+                        raise
+                    await self._await_bounded(hook, coro)
+                else:
+                    timeout = self._timeout_of(hook)
+                    if timeout is None:
+                        await _resume(coro, pending)
+                    else:
+                        try:
+                            async with asyncio.timeout(timeout) as scope:
+                                await _resume(coro, pending)
+                        except TimeoutError:
+                            if scope.expired():
+                                raise HookTimeoutError(
+                                    f"hook {hook.name!r} ({hook.hook_id}) timed out "
+                                    f"after {timeout:g}s"
+                                ) from None
+                            raise
+            except HookBlocked as exc:
+                if blockable:
+                    result.blocked = True
+                    result.reason = exc.reason
+                    outcome = "blocked"
+                    if recorder is not None:
+                        recorder.ran(self, hook, ctx, depth, outcome, started, None, before)
+                    break
+                logger.warning(
+                    "hook %s (%s) tried to block %s, which cannot be blocked; ignored",
+                    hook.name,
+                    hook.hook_id,
+                    ev.value,
+                )
+            except Exception as exc:
+                error = exc
+                outcome = "timed_out" if isinstance(exc, HookTimeoutError) else "failed"
+                logger.warning(
+                    "hook %s (%s) failed on %s: %r",
+                    hook.name,
+                    hook.hook_id,
+                    ev.value,
+                    exc,
+                    exc_info=exc,
+                )
+                if errors is None:
+                    errors = []
+                errors.append((hook, exc))
+                if hook.fail_closed and blockable:
+                    result.blocked = True
+                    result.reason = f"hook failed (fail_closed): {exc}"
+                    if recorder is not None:
+                        recorder.ran(self, hook, ctx, depth, outcome, started, error, before)
+                    break
+            if recorder is not None:
+                recorder.ran(self, hook, ctx, depth, outcome, started, error, before)
+        result.fired = fired
+        result.data = ctx.data
+        if errors is not None:
+            result.errors = [(h.hook_id, e) for h, e in errors]
+            for h, e in errors:
+                await self._report(
+                    HookErrorInfo(ev.value, h.hook_id, h.name, process_id, e), h.manager
+                )
+        if background is not None:
+            self._run_background(background, ctx, depth)
+        return result
+
+    async def _await_bounded(self, hook: _Hook, awaitable: Awaitable[Any]) -> Any:
+        timeout = self._timeout_of(hook)
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                return await awaitable
+        except TimeoutError:
+            if scope.expired():
+                raise HookTimeoutError(
+                    f"hook {hook.name!r} ({hook.hook_id}) timed out after {timeout:g}s"
+                ) from None
+            raise
+
+    def _run_background(self, hooks: list[_Hook], ctx: HookContext, depth: int) -> None:
+        from ._background import submit
+
+        submit(self, hooks, ctx, depth)
+
+    # -- extension points ------------------------------------------------------------------
+
+    async def call(self, name: str, *, firstresult: bool = False, **kwargs: Any) -> Any:
+        """Call every handler of extension point ``name`` in priority order.
+
+        Returns the list of results (a failed handler's slot is None, its error reported to the
+        error listeners), or with ``firstresult`` the first non-None result (None if none).
+        """
+        key = _key(name)
+        if isinstance(key, HookEvent):
+            raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
+        results: list[Any] = []
+        for hook in self._resolved(key):
+            if not hook.enabled:
+                continue
+            try:
+                value = hook.fn(**kwargs)
+                if inspect.isawaitable(value):
+                    value = await self._await_bounded(hook, value)
+            except Exception as exc:
+                logger.warning("extension point %s handler %s failed: %r", key, hook.name, exc)
+                await self._report(
+                    HookErrorInfo(key, hook.hook_id, hook.name, "", exc), hook.manager
+                )
+                value = None
+            if firstresult:
+                if value is not None:
+                    return value
+                continue
+            results.append(value)
+        return None if firstresult else results
+
+    def call_later(self, delay: float, name: str, **kwargs: Any) -> None:
+        """Schedule a fire-and-forget call of extension point ``name`` after ``delay`` seconds."""
+        if not isinstance(delay, int | float) or delay < 0:
+            raise ValueError(f"delay must be a number of seconds >= 0, got {delay!r}")
+        key = _key(name)
+        if isinstance(key, HookEvent):
+            raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            task = loop.create_task(self.call(name, **kwargs))
+            self._deferred.add(task)
+            task.add_done_callback(self._deferred.discard)
+
+        loop.call_later(delay, fire)
+
+    async def aclose(self) -> None:
+        """Cancel deferred calls still pending."""
+        for task in list(self._deferred):
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*self._deferred, return_exceptions=True)
+
+    def __repr__(self) -> str:
+        return f"HookManager(hooks={len(self)}, default_timeout={self.default_timeout})"
+
+
+HookManager.__module__ = "tether"
+DispatchResult.__module__ = "tether"

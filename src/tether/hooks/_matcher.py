@@ -1,0 +1,77 @@
+"""Matchers: run a hook only for events whose data matches glob patterns."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Any, Final
+
+from ._events import HookEvent
+
+__all__ = ["MATCHER_FIELDS", "Matcher"]
+
+_TRIGGER = ("trigger_type", "trigger_id")
+
+#: Which matcher fields each lifecycle event supports (the data key each one reads).
+MATCHER_FIELDS: Final[dict[HookEvent, tuple[str, ...]]] = {
+    HookEvent.SESSION_START: (),
+    HookEvent.SESSION_END: (),
+    HookEvent.USER_PROMPT_SUBMIT: _TRIGGER,
+    HookEvent.PERMISSION_REQUEST: ("tool_name",),
+    HookEvent.PERMISSION_DENIED: ("tool_name", "kind", "trigger_type"),
+    HookEvent.SUBAGENT_START: (),
+    HookEvent.SUBAGENT_STOP: (),
+    HookEvent.PRE_COMPACT: (),
+    HookEvent.POST_COMPACT: (),
+    HookEvent.FILE_CHANGED: ("path", "trigger_id"),
+    HookEvent.CONFIG_CHANGE: (),
+    HookEvent.TASK_CREATED: _TRIGGER,
+    HookEvent.TASK_COMPLETED: _TRIGGER,
+}
+
+
+class Matcher:
+    """Glob patterns per data key; a hook runs only when every given key matches one pattern."""
+
+    __slots__ = ("_items", "_spec")
+
+    def __init__(self, spec: dict[str, list[str]]) -> None:
+        self._spec = spec
+        self._items = tuple(spec.items())
+
+    @classmethod
+    def build(cls, event: HookEvent | str, spec: dict[str, Any]) -> Matcher:
+        """Validate ``spec`` for ``event``; raise ValueError naming a field the event lacks."""
+        if not isinstance(spec, dict):
+            raise TypeError(f"matcher must be a mapping of field to pattern(s), got {spec!r}")
+        allowed = MATCHER_FIELDS.get(event, ()) if isinstance(event, HookEvent) else ()
+        clean: dict[str, list[str]] = {}
+        for key, value in spec.items():
+            if key not in allowed:
+                choices = ", ".join(allowed) if allowed else "none"
+                raise ValueError(
+                    f"matcher field {key!r} is not available for {event}; allowed: {choices}"
+                )
+            patterns = [value] if isinstance(value, str) else value
+            if not isinstance(patterns, list | tuple) or not patterns:
+                raise ValueError(f"matcher.{key} must be a pattern or a non-empty list of them")
+            for p in patterns:
+                if not isinstance(p, str):
+                    raise ValueError(f"matcher.{key} patterns must be strings, got {p!r}")
+            clean[key] = list(patterns)
+        return cls(clean)
+
+    def matches(self, data: dict[str, Any]) -> bool:
+        for key, patterns in self._items:
+            value = data.get(key)
+            if value is None:
+                return False
+            text = str(value)
+            if not any(fnmatchcase(text, p) for p in patterns):
+                return False
+        return True
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self._spec.items()}
+
+    def __repr__(self) -> str:
+        return f"Matcher({self._spec!r})"

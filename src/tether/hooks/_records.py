@@ -1,0 +1,63 @@
+"""Hook-run records: what one hook execution did (the engine's side of run history)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ._context import HookContext
+    from ._manager import HookManager, _Hook
+
+__all__ = ["OUTCOMES", "HookRun", "RunRecorder"]
+
+#: Every outcome a hook run can have.
+OUTCOMES = ("applied", "passed", "blocked", "failed", "timed_out", "skipped", "dropped")
+
+
+@dataclass(slots=True)
+class HookRun:
+    """One hook execution within a dispatch."""
+
+    hook_id: str
+    hook_name: str
+    event: str
+    process_id: str
+    source: str
+    mode: str
+    outcome: str
+    duration_ms: float
+    error: str | None
+    patch_applied: bool
+    dispatch_id: str
+    dispatch_depth: int
+    recorded_at: float
+    data_before: dict[str, Any] | None = None
+    data_after: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        from datetime import UTC, datetime
+
+        out = {k: getattr(self, k) for k in self.__slots__}
+        out["recorded_at"] = datetime.fromtimestamp(self.recorded_at, UTC).isoformat()
+        return out
+
+
+class RunRecorder(Protocol):
+    """Receives every hook execution of the dispatches of the manager it is attached to."""
+
+    def ran(
+        self,
+        manager: HookManager,
+        hook: _Hook,
+        ctx: HookContext,
+        depth: int,
+        outcome: str,
+        started: float,
+        error: BaseException | None,
+        before: dict[str, Any],
+    ) -> None: ...
+
+    def skipped(self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int) -> None: ...
+
+    def dropped(self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int) -> None: ...

@@ -1,0 +1,288 @@
+"""ShellHook: run an external program as a hook (JSON on stdin, JSON on stdout).
+
+No shell runs the command unless ``shell=True`` is set in code; the program gets a minimal
+environment (SAFE_ENV_VARS, ``env_passthrough``, ``env``, TETHER_HOOK_EVENT, TETHER_PROCESS).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shlex
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from ._context import HookContext
+from ._errors import CommandHookError, HookBlocked
+from ._spawn import run_program
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
+
+    from ._config import HookConfig
+
+__all__ = ["SAFE_ENV_VARS", "ShellHook", "ShellHookResult"]
+
+logger = logging.getLogger("tether.hooks")
+
+#: Host variables a hook program receives when they are set.
+SAFE_ENV_VARS: Final[frozenset[str]] = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "LC_ALL",
+        "LC_CTYPE",
+        "LC_MESSAGES",
+        "TZ",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "TERM",
+        "SYSTEMROOT",
+        "SYSTEMDRIVE",
+        "WINDIR",
+        "COMSPEC",
+        "PATHEXT",
+        "USERPROFILE",
+        "APPDATA",
+        "LOCALAPPDATA",
+        "PROGRAMDATA",
+        "PROGRAMFILES",
+    }
+)
+
+MAX_OUTPUT_LIMIT: Final = 10 * 1024 * 1024
+STDERR_IN_MESSAGE: Final = 500
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass(slots=True)
+class ShellHookResult:
+    """A hook program's answer, parsed but not applied."""
+
+    block: bool = False
+    reason: str = ""
+    data: dict[str, Any] | None = None
+    log: str | None = None
+    raw: str = ""
+
+
+ShellHookResult.__module__ = "tether"
+
+
+def resolve_refs(value: str, environ: Mapping[str, str], where: str) -> str:
+    """Replace ``${VAR}`` and ``${VAR:-default}``; a missing VAR without default is an error."""
+
+    def sub(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        found = environ.get(name)
+        if found is not None and (found != "" or default is None):
+            return found
+        if default is not None:
+            return default
+        raise CommandHookError(f"{where}: environment variable {name!r} is not set")
+
+    return _REF.sub(sub, value)
+
+
+def _secret_value(value: str | SecretStr) -> str:
+    get = getattr(value, "get_secret_value", None)
+    return str(get()) if get is not None else str(value)
+
+
+class ShellHook:
+    """An external program run as a hook; ``callback`` registers it with a HookManager."""
+
+    def __init__(
+        self,
+        command: str | Sequence[str],
+        *,
+        timeout: float = 5.0,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str | SecretStr] | None = None,
+        shell: bool = False,
+        encoding: str = "utf-8",
+        inherit_env: bool = False,
+        env_passthrough: Sequence[str] = (),
+        max_output_bytes: int = 65536,
+    ) -> None:
+        if isinstance(command, str):
+            if not command.strip():
+                raise ValueError("command must name a program, got an empty string")
+        elif not command or not all(isinstance(a, str) for a in command):
+            raise ValueError(
+                f"command must be a string or a non-empty list of strings: {command!r}"
+            )
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
+        if not 0 < timeout <= 3600:
+            raise ValueError(f"timeout must be > 0 and at most 3600 seconds, got {timeout!r}")
+        if not isinstance(max_output_bytes, int) or not 0 < max_output_bytes <= MAX_OUTPUT_LIMIT:
+            raise ValueError(
+                f"max_output_bytes must be between 1 and {MAX_OUTPUT_LIMIT} (10 MiB), "
+                f"got {max_output_bytes!r}"
+            )
+        "".encode(encoding)  # an unknown encoding fails here, not at run time
+        self.command: str | list[str] = command if isinstance(command, str) else list(command)
+        self.timeout = float(timeout)
+        self.cwd = os.fspath(cwd) if cwd is not None else None
+        self.env: dict[str, str | SecretStr] = dict(env or {})
+        self.shell = shell
+        self.encoding = encoding
+        self.inherit_env = inherit_env
+        self.env_passthrough = list(env_passthrough)
+        self.max_output_bytes = max_output_bytes
+        if shell:
+            text = command if isinstance(command, str) else shlex.join(command)
+            self._argv = ["/bin/sh", "-c", text]
+        else:
+            self._argv = shlex.split(command) if isinstance(command, str) else list(command)
+            if not self._argv:
+                raise ValueError(f"command {command!r} names no program")
+
+    @classmethod
+    def from_config(cls, config: HookConfig) -> ShellHook:
+        """The ShellHook a HookConfig with a ``command`` describes."""
+        assert config.command is not None
+        return cls(
+            config.command,
+            timeout=config.timeout if config.timeout is not None else 5.0,
+            cwd=config.cwd,
+            env=config.env,
+            env_passthrough=config.env_passthrough,
+            max_output_bytes=config.max_output_bytes,
+        )
+
+    @property
+    def display_name(self) -> str:
+        return self.command if isinstance(self.command, str) else shlex.join(self.command)
+
+    def __repr__(self) -> str:
+        return f"ShellHook({self.display_name!r}, timeout={self.timeout:g})"
+
+    def build_env(self, ctx: HookContext) -> dict[str, str]:
+        """The environment the program gets for this event."""
+        host = os.environ
+        if self.inherit_env:
+            env = dict(host)
+        else:
+            env = {k: v for k in SAFE_ENV_VARS if (v := host.get(k)) is not None}
+        for name in self.env_passthrough:
+            value = host.get(name)
+            if value is not None:
+                env[name] = value
+        for name, raw in self.env.items():
+            env[name] = resolve_refs(_secret_value(raw), host, f"env {name}")
+        env["TETHER_HOOK_EVENT"] = ctx.event.value
+        env["TETHER_PROCESS"] = str(ctx.metadata.get("process_name") or ctx.process_id)
+        return env
+
+    def _executable(self, env: Mapping[str, str]) -> str:
+        program = self._argv[0]
+        if os.sep in program or (os.altsep and os.altsep in program):
+            path = program if self.cwd is None else os.path.join(self.cwd, program)
+            if not os.path.exists(path):
+                raise CommandHookError(f"hook command not found: {program!r} (no such file)")
+            if not os.access(path, os.X_OK):
+                raise CommandHookError(f"hook command is not executable: {program!r}")
+            return program if self.cwd is None else os.path.abspath(path)
+        found = shutil.which(program, path=env.get("PATH", os.environ.get("PATH")))
+        if found is None:
+            raise CommandHookError(f"hook command not found: {program!r} (looked up on PATH)")
+        return found
+
+    async def run(self, ctx: HookContext) -> ShellHookResult:
+        """Run the program for ``ctx`` and return its parsed answer without applying it.
+
+        Raises CommandHookError (a RuntimeError) for every hook error.
+        """
+        env = self.build_env(ctx)
+        executable = self._executable(env)
+        payload = json.dumps(ctx.envelope(), default=str).encode(self.encoding)
+        name = self.display_name
+        try:
+            done = await run_program(
+                executable,
+                self._argv,
+                env=env,
+                cwd=self.cwd,
+                stdin=payload,
+                timeout=self.timeout,
+                max_stdout=self.max_output_bytes,
+            )
+        except OSError as exc:
+            raise CommandHookError(f"hook command {name!r} could not start: {exc}") from exc
+        if done.timed_out:
+            raise CommandHookError(
+                f"hook command {name!r} timed out after {self.timeout:g}s and was killed"
+            )
+        if done.overflowed:
+            raise CommandHookError(
+                f"hook command {name!r} wrote more than max_output_bytes="
+                f"{self.max_output_bytes} bytes to stdout and was killed"
+            )
+        if done.returncode != 0:
+            stderr = done.stderr.decode(self.encoding, errors="replace").strip()
+            raise CommandHookError(
+                f"hook command {name!r} exited with code {done.returncode}: "
+                f"{stderr[:STDERR_IN_MESSAGE]}"
+            )
+        try:
+            raw = done.stdout.decode(self.encoding)
+        except UnicodeDecodeError as exc:
+            raise CommandHookError(
+                f"hook command {name!r} wrote stdout that is not {self.encoding}: {exc}"
+            ) from None
+        return self.parse(raw)
+
+    def parse(self, raw: str) -> ShellHookResult:
+        """Interpret a program's stdout (empty: success, nothing changed)."""
+        name = self.display_name
+        if not raw.strip():
+            return ShellHookResult(raw=raw)
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            raise CommandHookError(
+                f"hook command {name!r} wrote stdout that is not a JSON object: {raw[:200]!r}"
+            ) from None
+        if not isinstance(answer, dict):
+            raise CommandHookError(
+                f"hook command {name!r} wrote a JSON {type(answer).__name__}, not a JSON object"
+            )
+        data = answer.get("data")
+        if data is not None and not isinstance(data, dict):
+            raise CommandHookError(
+                f"hook command {name!r}: 'data' must be a JSON object, got {type(data).__name__}"
+            )
+        log = answer.get("log")
+        reason = answer.get("reason")
+        return ShellHookResult(
+            block=bool(answer.get("block", False)),
+            reason="" if reason is None else str(reason),
+            data=data,
+            log=None if log is None else str(log) if not isinstance(log, str) else log,
+            raw=raw,
+        )
+
+    async def callback(self, ctx: HookContext) -> None:
+        """Run the program and apply its answer: block, replace the data, log."""
+        result = await self.run(ctx)
+        if result.log:
+            logger.debug("hook command %s: %s", self.display_name, result.log)
+        if result.block:
+            raise HookBlocked(result.reason)
+        if result.data is not None:
+            ctx.data = result.data
+
+
+ShellHook.__module__ = "tether"

@@ -1,0 +1,315 @@
+"""Spawning a hook program and collecting its output, with every exit path bounded.
+
+The program runs in a process group of its own. When it must go (timeout, output overflow,
+cancellation) the whole group gets SIGTERM and, after a short grace, SIGKILL, so no grandchild
+outlives its hook; the direct child is always reaped (no zombie) and every pipe is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["Completed", "run_program"]
+
+#: Seconds between SIGTERM and SIGKILL of the hook's process group.
+KILL_GRACE: Final = 0.5
+#: Seconds to wait for stdout/stderr EOF after the program exited (a grandchild may hold them).
+EOF_GRACE: Final = 0.25
+#: Most stderr kept; the rest is read and discarded so the program never blocks on it.
+STDERR_LIMIT: Final = 64 * 1024
+_READ_CHUNK: Final = 65536
+_HAS_PIDFD: Final = hasattr(os, "pidfd_open")
+
+
+@dataclass(slots=True)
+class Completed:
+    """How a hook program ended."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    overflowed: bool
+    stdout_truncated_by_grandchild: bool
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+class _Child:
+    """One spawned program: its pipes, its exit, and the clean-up of all of it."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        pid: int,
+        stdin_fd: int,
+        stdout_fd: int,
+        stderr_fd: int,
+        stdin_data: bytes,
+        max_stdout: int,
+    ) -> None:
+        self.loop = loop
+        self.pid = pid
+        self.returncode: int | None = None
+        self.exited: asyncio.Future[int] = loop.create_future()
+        self.eof: asyncio.Future[None] = loop.create_future()
+        self.max_stdout = max_stdout
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        self.overflowed = False
+        self._open_readers = 2
+        self._fds: set[int] = {stdin_fd, stdout_fd, stderr_fd}
+        self._kill_handle: asyncio.TimerHandle | None = None
+        for fd in self._fds:
+            os.set_blocking(fd, False)
+        self._pidfd = -1
+        if _HAS_PIDFD:
+            try:
+                self._pidfd = os.pidfd_open(pid)
+            except OSError:
+                self._pidfd = -1
+        if self._pidfd >= 0:
+            loop.add_reader(self._pidfd, self._on_exit)
+        else:  # pragma: no cover - kernels without pidfd
+            loop.run_in_executor(None, self._wait_blocking)
+        loop.add_reader(stdout_fd, self._on_stdout, stdout_fd)
+        loop.add_reader(stderr_fd, self._on_stderr, stderr_fd)
+        self._stdin_fd = stdin_fd
+        self._stdin_data = memoryview(stdin_data)
+        self._write_stdin()
+
+    # -- stdin -----------------------------------------------------------------------------
+
+    def _write_stdin(self) -> None:
+        fd = self._stdin_fd
+        try:
+            while self._stdin_data:
+                n = os.write(fd, self._stdin_data)
+                self._stdin_data = self._stdin_data[n:]
+        except BlockingIOError:
+            self.loop.add_writer(fd, self._on_writable)
+            return
+        except OSError:  # the program closed stdin early (EPIPE): it does not want it
+            pass
+        self._close_fd(fd)
+
+    def _on_writable(self) -> None:
+        self.loop.remove_writer(self._stdin_fd)
+        self._write_stdin()
+
+    # -- stdout / stderr -------------------------------------------------------------------
+
+    def _read(self, fd: int) -> bytes | None:
+        try:
+            return os.read(fd, _READ_CHUNK)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return b""
+
+    def _on_stdout(self, fd: int) -> None:
+        chunk = self._read(fd)
+        if chunk is not None:
+            self._take_stdout(fd, chunk)
+
+    def _on_stderr(self, fd: int) -> None:
+        chunk = self._read(fd)
+        if chunk is not None:
+            self._take_stderr(fd, chunk)
+
+    def _take_stdout(self, fd: int, chunk: bytes) -> None:
+        if not chunk:
+            self._reader_done(fd)
+            return
+        self.stdout += chunk
+        if len(self.stdout) > self.max_stdout and not self.overflowed:
+            self.overflowed = True
+            del self.stdout[self.max_stdout :]
+            self._reader_done(fd)
+            self.terminate()
+
+    def _take_stderr(self, fd: int, chunk: bytes) -> None:
+        if not chunk:
+            self._reader_done(fd)
+            return
+        room = STDERR_LIMIT - len(self.stderr)
+        if room > 0:
+            self.stderr += chunk[:room]
+
+    def drain(self, stdout_fd: int, stderr_fd: int) -> None:
+        """Take what is already buffered in the pipes (without waiting for more)."""
+        for fd, take in ((stdout_fd, self._take_stdout), (stderr_fd, self._take_stderr)):
+            while fd in self._fds:
+                chunk = self._read(fd)
+                if chunk is None:
+                    break
+                take(fd, chunk)
+
+    def _reader_done(self, fd: int) -> None:
+        if fd in self._fds:
+            self.loop.remove_reader(fd)
+            self._close_fd(fd)
+            self._open_readers -= 1
+            if self._open_readers == 0 and not self.eof.done():
+                self.eof.set_result(None)
+
+    # -- exit ------------------------------------------------------------------------------
+
+    def _on_exit(self) -> None:
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status = self.pid, 0
+        if pid == 0:
+            return
+        self.loop.remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        self._pidfd = -1
+        self._exited(os.waitstatus_to_exitcode(status))
+
+    def _wait_blocking(self) -> None:  # pragma: no cover - kernels without pidfd
+        try:
+            _, status = os.waitpid(self.pid, 0)
+            code = os.waitstatus_to_exitcode(status)
+        except ChildProcessError:
+            code = 0
+        self.loop.call_soon_threadsafe(self._exited, code)
+
+    def _exited(self, code: int) -> None:
+        self.returncode = code
+        if not self.exited.done():
+            self.exited.set_result(code)
+        # Anything left in the group now is a grandchild: it must not outlive the hook.
+        if _signal_group(self.pid, signal.SIGTERM):
+            self._schedule_kill()
+
+    # -- termination -----------------------------------------------------------------------
+
+    def terminate(self) -> None:
+        """SIGTERM the whole group now, SIGKILL it after KILL_GRACE."""
+        _signal_group(self.pid, signal.SIGTERM)
+        self._schedule_kill()
+
+    def _schedule_kill(self) -> None:
+        if self._kill_handle is None:
+            self._kill_handle = self.loop.call_later(KILL_GRACE, _signal_group, self.pid, 9)
+
+    def close(self) -> None:
+        """Release every fd; a still-running program is terminated and reaped when it dies."""
+        for fd in list(self._fds):
+            with contextlib.suppress(Exception):
+                self.loop.remove_reader(fd)
+            with contextlib.suppress(Exception):
+                self.loop.remove_writer(fd)
+            self._close_fd(fd)
+        if self.returncode is None:
+            self.terminate()
+
+    def _close_fd(self, fd: int) -> None:
+        if fd in self._fds:
+            self._fds.discard(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _spawn(
+    executable: str,
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str | None,
+    fds: tuple[int, int, int],
+) -> int:
+    stdin_r, stdout_w, stderr_w = fds
+    if cwd is None:
+        # posix_spawn: no fork() of this (possibly multithreaded) interpreter.
+        return os.posix_spawn(
+            executable,
+            argv,
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, stdin_r, 0),
+                (os.POSIX_SPAWN_DUP2, stdout_w, 1),
+                (os.POSIX_SPAWN_DUP2, stderr_w, 2),
+            ],
+            setpgroup=0,
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+        )
+    proc = subprocess.Popen(
+        argv,
+        executable=executable,
+        stdin=stdin_r,
+        stdout=stdout_w,
+        stderr=stderr_w,
+        cwd=cwd,
+        env=env,
+        process_group=0,
+        close_fds=True,
+    )
+    # We reap the child ourselves; tell Popen it is none of its business any more.
+    proc.returncode = 0
+    return proc.pid
+
+
+async def run_program(
+    executable: str,
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: str | None,
+    stdin: bytes,
+    timeout: float,
+    max_stdout: int,
+) -> Completed:
+    """Run one program to completion (or to its timeout); raise OSError if it cannot start."""
+    loop = asyncio.get_running_loop()
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    try:
+        pid = _spawn(executable, argv, env, cwd, (stdin_r, stdout_w, stderr_w))
+    except BaseException:
+        for fd in (stdin_w, stdout_r, stderr_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (stdin_r, stdout_w, stderr_w):
+            os.close(fd)
+    child = _Child(loop, pid, stdin_w, stdout_r, stderr_r, stdin, max_stdout)
+    timed_out = False
+    held_open = False
+    try:
+        try:
+            async with asyncio.timeout(timeout):
+                await child.exited
+                if not child.eof.done() and not child.overflowed:
+                    try:
+                        async with asyncio.timeout(EOF_GRACE):
+                            await asyncio.shield(child.eof)
+                    except TimeoutError:
+                        held_open = True
+        except TimeoutError:
+            timed_out = True
+            child.terminate()
+        child.drain(stdout_r, stderr_r)
+    finally:
+        child.close()
+    return Completed(
+        returncode=child.returncode,
+        stdout=bytes(child.stdout),
+        stderr=bytes(child.stderr),
+        timed_out=timed_out,
+        overflowed=child.overflowed,
+        stdout_truncated_by_grandchild=held_open,
+    )
