@@ -1,0 +1,298 @@
+"""FakeLLM: a real OpenAI-compatible chat-completions server on 127.0.0.1, with a script.
+
+It serves from the caller's event loop (uvicorn's ``Server.serve`` as a task) on a socket it
+binds itself, so a busy port fails ``start()`` with ``OSError`` instead of uvicorn's
+``sys.exit``, and it leaves the signal handlers alone so Ctrl-C still reaches the program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any, Final
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from tether.models._base import last_user_text
+
+__all__ = ["FakeLLM"]
+
+DEFAULT_REPLY: Final = "Ticket triaged: P2, routed to the web team."
+_MODEL_ID: Final = "fake-llm"
+# Seconds uvicorn waits for in-flight requests at stop() before cancelling them.
+_GRACE: Final = 2
+_ERROR_TYPES: Final = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server without its signal handlers, telling when it listens."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.listening = asyncio.Event()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # Server.serve() swaps in its own SIGINT/SIGTERM handlers: inside someone else's
+        # program that would turn Ctrl-C into "stop the fake server" instead of an interrupt.
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        self.listening.set()
+
+
+class FakeLLM:
+    """A scripted OpenAI-compatible model server, for tests and tutorials.
+
+    Serves ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models`` at
+    ``base_url``. Every chat request is recorded: ``requests`` gets the JSON body, ``prompts``
+    the text of its last user message. A request that offers tools while the ``tool_calls``
+    queue is not empty is answered with the first queued call (popped; ids ``call_1``,
+    ``call_2``, ...); any other with ``reply``. Faults, consumed in order: ``errors`` is a
+    queue of HTTP statuses to answer with (OpenAI-style error bodies, plus a
+    ``retry-after-ms`` header when ``retry_after`` is set), ``malformed`` counts requests to
+    answer with a 200 whose body is not JSON; ``latency`` seconds pass before every answer.
+    All of these are read per request, so a test may change them at any time.
+    """
+
+    def __init__(
+        self,
+        port: int = 8781,
+        *,
+        reply: str = DEFAULT_REPLY,
+        host: str = "127.0.0.1",
+    ) -> None:
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port must be 0 (any free port) or 1-65535, got {port!r}")
+        self.host = host
+        self.reply = reply
+        self.tool_calls: list[tuple[str, dict[str, Any]]] = []
+        self.latency: float = 0.0
+        self.errors: list[int] = []
+        self.malformed: int = 0
+        self.retry_after: float | None = None
+        self.prompts: list[str] = []
+        self.requests: list[dict[str, Any]] = []
+        self._port = port
+        self._ids = itertools.count(1)
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+
+    @property
+    def port(self) -> int:
+        """The port served on: the real one once started, even when constructed with 0."""
+        if self._port == 0:
+            raise RuntimeError("FakeLLM(port=0) has no port until start() has picked one")
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give an OpenAI client, e.g. ``http://127.0.0.1:8781/v1``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None
+
+    def __repr__(self) -> str:
+        where = self.base_url if self._port else f"{self.host}:<unbound>"
+        return f"<FakeLLM {where} {'running' if self.running else 'stopped'}>"
+
+    async def start(self) -> None:
+        """Listen and serve; returns once the socket accepts connections."""
+        if self._task is not None:
+            raise RuntimeError(f"FakeLLM is already running at {self.base_url}")
+        sock = _bind(self.host, self._port)
+        config = uvicorn.Config(
+            _app(self),
+            lifespan="off",
+            http="h11",
+            ws="none",
+            log_config=None,  # leave the program's logging configuration alone
+            access_log=False,
+            server_header=False,
+            timeout_graceful_shutdown=_GRACE,
+        )
+        server = _Server(config)
+        self._stopping = asyncio.Event()
+        task = asyncio.create_task(server.serve(sockets=[sock]), name=f"FakeLLM:{self._port}")
+        listening = asyncio.create_task(server.listening.wait())
+        try:
+            await asyncio.wait({task, listening}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled while starting: leave no server behind
+            server.should_exit = True
+            with contextlib.suppress(BaseException):
+                await task
+            sock.close()
+            raise
+        finally:
+            listening.cancel()
+        if task.done():
+            sock.close()
+            task.result()  # raises what made uvicorn stop
+            raise RuntimeError("FakeLLM's server stopped while starting")
+        self._port = sock.getsockname()[1]
+        self._server, self._task = server, task
+
+    async def stop(self) -> None:
+        """Stop serving; in-flight answers are sent first (their latency cut short)."""
+        server, task = self._server, self._task
+        if server is None or task is None:
+            return
+        self._stopping.set()
+        server.should_exit = True
+        try:
+            await task
+        finally:
+            self._server = self._task = None
+
+    async def __aenter__(self) -> FakeLLM:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- request handling -------------------------------------------------------------
+
+    async def _chat(self, request: Request) -> Response:
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "The request body is not valid JSON.")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _error(400, "'messages' is a required property.", param="messages")
+        self.requests.append(body)
+        self.prompts.append(last_user_text(body["messages"]))
+        # Decide now, in arrival order; answer after the latency.
+        if self.errors:
+            status = self.errors.pop(0)
+            answer = _error(status, _status_text(status), retry_after=self.retry_after)
+        elif self.malformed > 0:
+            self.malformed -= 1
+            answer = Response(b"<html>upstream hiccup</html>", media_type="application/json")
+        elif body.get("stream"):
+            answer = _error(400, "FakeLLM does not stream; send stream=false.", param="stream")
+        else:
+            answer = JSONResponse(self._completion(body))
+        if self.latency > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.latency)
+        return answer
+
+    def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        message: dict[str, Any]
+        if body.get("tools") and self.tool_calls:
+            name, arguments = self.tool_calls.pop(0)
+            call = {
+                "id": f"call_{next(self._ids)}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish, text = "tool_calls", json.dumps(arguments)
+        else:
+            message = {"role": "assistant", "content": self.reply}
+            finish, text = "stop", self.reply
+        prompt_tokens = sum(
+            _words(m.get("content")) for m in body["messages"] if isinstance(m, dict)
+        )
+        completion_tokens = _words(text)
+        return {
+            "id": f"chatcmpl-fake-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model") or _MODEL_ID),
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    async def _models(self, request: Request) -> Response:
+        model = {"id": _MODEL_ID, "object": "model", "created": 0, "owned_by": "tether"}
+        return JSONResponse({"object": "list", "data": [model]})
+
+
+def _app(llm: FakeLLM) -> Starlette:
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", llm._chat, methods=["POST"]),
+            Route("/v1/models", llm._models, methods=["GET"]),
+        ]
+    )
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        # As asyncio does for its own servers: a restart may reuse a port in TIME_WAIT.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, f"FakeLLM cannot listen on {host}:{port}: {exc.strerror}") from exc
+    return sock
+
+
+def _error(
+    status: int, message: str, *, param: str | None = None, retry_after: float | None = None
+) -> Response:
+    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    body = {"error": {"message": message, "type": kind, "param": param, "code": None}}
+    headers = {}
+    if retry_after is not None:
+        headers["retry-after-ms"] = str(max(1, round(retry_after * 1000)))
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _status_text(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Error"
+    return f"FakeLLM was told to fail this request with HTTP {status} ({phrase})."
+
+
+def _words(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content.split())
+    if isinstance(content, Sequence):
+        return sum(_words(part.get("text")) for part in content if isinstance(part, dict))
+    return 0
+
+
+FakeLLM.__module__ = "tether.testing"
