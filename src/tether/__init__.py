@@ -26,20 +26,77 @@ from .hooks import ShellHook as ShellHook
 from .hooks import ShellHookResult as ShellHookResult
 
 if TYPE_CHECKING:
+    from .agent import BudgetConfig as BudgetConfig
+    from .agent import ContextConfig as ContextConfig
+    from .agent import GuardrailConfig as GuardrailConfig
+    from .agent import Tool as Tool
+    from .agent import tool as tool
+    from .approval import ApprovalDecision as ApprovalDecision
+    from .approval import ApprovalPolicy as ApprovalPolicy
+    from .approval import ApprovalRequest as ApprovalRequest
     from .hooks._config import HookConfig as HookConfig
+    from .process import AgentProcess as AgentProcess
+    from .process import CronTrigger as CronTrigger
+    from .process import EventTrigger as EventTrigger
+    from .process import FileWatchTrigger as FileWatchTrigger
+    from .process import InvalidEventError as InvalidEventError
+    from .process import OpenModeConfig as OpenModeConfig
+    from .process import ProcessConfig as ProcessConfig
+    from .process import ProcessError as ProcessError
+    from .process import ProcessState as ProcessState
+    from .process import ProcessStateError as ProcessStateError
+    from .process import RestartPolicy as RestartPolicy
+    from .process import SpawnRefusedError as SpawnRefusedError
+    from .process import TriggerEvent as TriggerEvent
+    from .process import WebhookTrigger as WebhookTrigger
+    from .runtime import AgentRuntime as AgentRuntime
 
 __version__ = "0.1.0"
 
 # Public name -> module that defines it; loaded on first attribute access.
 _LAZY: dict[str, str] = {
     "HookConfig": "tether.hooks._config",
+    "AgentRuntime": "tether.runtime",
+    "AgentProcess": "tether.process",
+    "ProcessConfig": "tether.process",
+    "ProcessState": "tether.process",
+    "TriggerEvent": "tether.process",
+    "InvalidEventError": "tether.process",
+    "CronTrigger": "tether.process",
+    "WebhookTrigger": "tether.process",
+    "FileWatchTrigger": "tether.process",
+    "EventTrigger": "tether.process",
+    "OpenModeConfig": "tether.process",
+    "RestartPolicy": "tether.process",
+    "ProcessError": "tether.process",
+    "ProcessStateError": "tether.process",
+    "SpawnRefusedError": "tether.process",
+    "ContextConfig": "tether.agent",
+    "BudgetConfig": "tether.agent",
+    "GuardrailConfig": "tether.agent",
+    "Tool": "tether.agent",
+    "tool": "tether.agent",
+    "ApprovalPolicy": "tether.approval",
+    "ApprovalDecision": "tether.approval",
+    "ApprovalRequest": "tether.approval",
 }
 
 __all__ = [
     "BLOCKABLE_EVENTS",
     "SAFE_ENV_VARS",
+    "AgentProcess",
+    "AgentRuntime",
+    "ApprovalDecision",
+    "ApprovalPolicy",
+    "ApprovalRequest",
+    "BudgetConfig",
     "CommandHookError",
+    "ContextConfig",
+    "CronTrigger",
     "DispatchResult",
+    "EventTrigger",
+    "FileWatchTrigger",
+    "GuardrailConfig",
     "HookBlocked",
     "HookConfig",
     "HookContext",
@@ -50,8 +107,20 @@ __all__ = [
     "HookManager",
     "HookRun",
     "HookTimeoutError",
+    "InvalidEventError",
+    "OpenModeConfig",
+    "ProcessConfig",
+    "ProcessError",
+    "ProcessState",
+    "ProcessStateError",
+    "RestartPolicy",
     "ShellHook",
     "ShellHookResult",
+    "SpawnRefusedError",
+    "Tool",
+    "TriggerEvent",
+    "WebhookTrigger",
+    "tool",
 ]
 
 

@@ -1,0 +1,37 @@
+"""One agent run: model turns, tools, approval, budget, guardrails, conversation and state."""
+
+from ._budget import BudgetDenial as BudgetDenial
+from ._budget import BudgetTracker as BudgetTracker
+from ._config import BudgetConfig as BudgetConfig
+from ._config import ContextConfig as ContextConfig
+from ._config import GuardrailConfig as GuardrailConfig
+from ._context import AgentContext as AgentContext
+from ._context import ConversationBuffer as ConversationBuffer
+from ._guardrails import GuardrailDenial as GuardrailDenial
+from ._guardrails import scan as scan
+from ._loop import AgentLoop as AgentLoop
+from ._loop import RunError as RunError
+from ._loop import RunResult as RunResult
+from ._tools import Tool as Tool
+from ._tools import ToolArgumentsError as ToolArgumentsError
+from ._tools import as_tool as as_tool
+from ._tools import tool as tool
+
+__all__ = [
+    "AgentContext",
+    "AgentLoop",
+    "BudgetConfig",
+    "BudgetDenial",
+    "BudgetTracker",
+    "ContextConfig",
+    "ConversationBuffer",
+    "GuardrailConfig",
+    "GuardrailDenial",
+    "RunError",
+    "RunResult",
+    "Tool",
+    "ToolArgumentsError",
+    "as_tool",
+    "scan",
+    "tool",
+]

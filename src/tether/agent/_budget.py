@@ -1,0 +1,64 @@
+"""Budget accounting: runs and tool calls per UTC day, tool calls per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ._config import BudgetConfig
+
+__all__ = ["BudgetDenial", "BudgetTracker"]
+
+
+@dataclass(slots=True, frozen=True)
+class BudgetDenial:
+    """Which limit refused, its value and what had been used."""
+
+    limit_name: str
+    limit_value: int
+    current_value: int
+
+    @property
+    def reason(self) -> str:
+        return (
+            f"budget limit {self.limit_name}={self.limit_value} reached "
+            f"(current {self.current_value})"
+        )
+
+
+class BudgetTracker:
+    """Counts what a process spends and says when a limit refuses the next step."""
+
+    def __init__(self, config: BudgetConfig | None) -> None:
+        self.config = config or BudgetConfig()
+        self._day = ""
+        self.runs_today = 0
+        self.tool_calls_today = 0
+
+    def _roll(self) -> None:
+        today = datetime.now(UTC).date().isoformat()
+        if today != self._day:
+            self._day = today
+            self.runs_today = 0
+            self.tool_calls_today = 0
+
+    def check_run(self) -> BudgetDenial | None:
+        """Refuse a run past max_runs_per_day; otherwise count it."""
+        self._roll()
+        limit = self.config.max_runs_per_day
+        if limit is not None and self.runs_today >= limit:
+            return BudgetDenial("max_runs_per_day", limit, self.runs_today)
+        self.runs_today += 1
+        return None
+
+    def check_tool_call(self, calls_this_run: int) -> BudgetDenial | None:
+        """Refuse a tool call past a per-run or per-day limit; otherwise count it."""
+        self._roll()
+        per_run = self.config.max_tool_calls_per_run
+        if per_run is not None and calls_this_run >= per_run:
+            return BudgetDenial("max_tool_calls_per_run", per_run, calls_this_run)
+        per_day = self.config.max_tool_calls_per_day
+        if per_day is not None and self.tool_calls_today >= per_day:
+            return BudgetDenial("max_tool_calls_per_day", per_day, self.tool_calls_today)
+        self.tool_calls_today += 1
+        return None

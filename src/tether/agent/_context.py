@@ -1,0 +1,69 @@
+"""What an agent keeps between runs: the conversation buffer and its state notes."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["AgentContext", "ConversationBuffer"]
+
+CompactHook = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class ConversationBuffer:
+    """Recent messages of the process's conversation, bounded by ``max_messages``.
+
+    Compaction drops the oldest messages; ``on_compact`` is awaited before ("pre") and after
+    ("post") with the documented data.
+    """
+
+    def __init__(self, max_messages: int, on_compact: CompactHook | None = None) -> None:
+        self.max_messages = max_messages
+        self.messages: list[dict[str, Any]] = []
+        self.on_compact = on_compact
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def recent(self) -> list[dict[str, Any]]:
+        return list(self.messages)
+
+    async def extend(self, messages: list[dict[str, Any]]) -> None:
+        self.messages.extend(messages)
+        over = len(self.messages) - self.max_messages
+        if over <= 0:
+            return
+        dropping = self.messages[:over]
+        if self.on_compact is not None:
+            await self.on_compact(
+                "pre",
+                {
+                    "buffer_size": len(self.messages),
+                    "max_messages": self.max_messages,
+                    "dropping": copy.deepcopy(dropping),
+                },
+            )
+        del self.messages[:over]
+        if self.on_compact is not None:
+            await self.on_compact("post", {"buffer_size": len(self.messages), "dropped": over})
+
+
+class AgentContext:
+    """``process.context``: the conversation buffer and the state the agent wrote."""
+
+    def __init__(
+        self,
+        max_messages: int,
+        initial_state: dict[str, Any] | None = None,
+        on_compact: CompactHook | None = None,
+    ) -> None:
+        self.conversation = ConversationBuffer(max_messages, on_compact)
+        self.state: dict[str, Any] = dict(initial_state or {})
+
+    def state_snapshot(self) -> dict[str, Any]:
+        """A copy of the state (changes to it do not reach the agent)."""
+        return copy.deepcopy(self.state)
+
+    def update_state(self, key: str, value: Any) -> None:
+        self.state[key] = value

@@ -1,0 +1,256 @@
+"""One agent run: prompt -> model <-> tools -> answer, with approval and budget gates.
+
+The loop knows nothing of queues or processes: it is handed a model, tools, a context, the
+gates and an ``emit`` function that dispatches lifecycle hooks on its behalf.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._redact import Redactor
+from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from ..hooks import DispatchResult, HookEvent
+from ._budget import BudgetTracker
+from ._context import AgentContext
+from ._tools import Tool, ToolArgumentsError, as_tool
+
+if TYPE_CHECKING:
+    from ..models import Model, ToolCall
+
+__all__ = ["AgentLoop", "RunError", "RunResult"]
+
+logger = logging.getLogger("tether.agent")
+
+Emit = Callable[[HookEvent, dict[str, Any]], Awaitable[DispatchResult]]
+
+
+class RunError(Exception):
+    """A run could not finish (turn limit, model failure); the process may retry it."""
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What a finished run produced."""
+
+    reply: str
+    turns: int
+    tool_calls: int
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    denials: int = 0
+
+
+def _assistant_message(content: str | None, calls: list[ToolCall]) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        msg["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ]
+    return msg
+
+
+def _result_text(value: Any) -> str:
+    if value is None:
+        return "ok"
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+class AgentLoop:
+    """Runs prompts through a model and its tools."""
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        instructions: str,
+        context: AgentContext,
+        emit: Emit,
+        tools: list[Tool] | None = None,
+        approval: ApprovalPolicy | None = None,
+        budget: BudgetTracker | None = None,
+        redactor: Redactor | None = None,
+        process_id: str = "",
+        max_turns: int = 10,
+        tool_timeout: float = 120.0,
+    ) -> None:
+        self.model = model
+        self.instructions = instructions
+        self.context = context
+        self.emit = emit
+        self.tools: dict[str, Tool] = {t.name: t for t in (tools or [])}
+        self.approval = approval
+        self.budget = budget
+        self.redactor = redactor or Redactor()
+        self.process_id = process_id
+        self.max_turns = max_turns
+        self.tool_timeout = tool_timeout
+
+    def add_tool(self, fn: Tool | Callable[..., Awaitable[Any]]) -> Tool:
+        t = as_tool(fn)
+        self.tools[t.name] = t
+        return t
+
+    def remove_tool(self, name: str) -> bool:
+        return self.tools.pop(name, None) is not None
+
+    def system_message(self) -> dict[str, Any]:
+        text = self.instructions
+        if self.context.state:
+            notes = json.dumps(self.context.state, default=str, ensure_ascii=False)
+            text = f"{text}\n\nYour saved state: {notes}" if text else f"Your saved state: {notes}"
+        return {"role": "system", "content": text}
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        event_id: str | None = None,
+        extra_tools: list[Tool] | None = None,
+    ) -> RunResult:
+        """One run: returns the answer, raises RunError when it cannot finish."""
+        tools = dict(self.tools)
+        for t in extra_tools or ():
+            tools[t.name] = t
+        specs = [t.spec() for t in tools.values()] or None
+        user = {"role": "user", "content": prompt}
+        messages = [self.system_message(), *self.context.conversation.recent(), user]
+        calls_made = 0
+        denials = 0
+        for turn in range(1, self.max_turns + 1):
+            try:
+                reply = await self.model.complete(messages, specs)
+            except Exception as exc:
+                raise RunError(f"model error: {exc}") from exc
+            if not reply.tool_calls:
+                answer = reply.content or ""
+                messages.append({"role": "assistant", "content": answer})
+                await self.context.conversation.extend(
+                    [user, {"role": "assistant", "content": answer}]
+                )
+                return RunResult(answer, turn, calls_made, messages, denials)
+            messages.append(_assistant_message(reply.content, reply.tool_calls))
+            for call in reply.tool_calls:
+                text, counted, denied = await self._call_tool(call, tools, calls_made, event_id)
+                calls_made += counted
+                denials += denied
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+        raise RunError(f"run reached its turn limit (max_turns={self.max_turns}) without an answer")
+
+    async def converse(self, transcript: list[dict[str, Any]], text: str, *, timeout: float) -> str:
+        """One extra turn after a run, tools disabled, never added to the conversation."""
+        messages = [*transcript, {"role": "user", "content": text}]
+        async with asyncio.timeout(timeout):
+            reply = await self.model.complete(messages, None)
+        return reply.content or ""
+
+    async def _deny(
+        self, kind: str, tool_name: str | None, request_id: str | None, reason: str, **extra: Any
+    ) -> None:
+        data: dict[str, Any] = {
+            "kind": kind,
+            "tool_name": tool_name,
+            "request_id": request_id,
+            "reason": reason,
+        }
+        data.update(extra)
+        await self.emit(HookEvent.PERMISSION_DENIED, data)
+
+    async def _call_tool(
+        self, call: ToolCall, tools: dict[str, Tool], calls_made: int, event_id: str | None
+    ) -> tuple[str, int, int]:
+        """Run one tool call; return (text for the model, calls counted, denials)."""
+        t = tools.get(call.name)
+        if t is None:
+            names = ", ".join(sorted(tools)) or "none"
+            return f"error: unknown tool {call.name!r}; available tools: {names}", 0, 0
+        try:
+            args = t.parse_arguments(call.arguments)
+        except ToolArgumentsError as exc:
+            return f"error: invalid arguments for {call.name}: {exc}", 0, 0
+        if self.budget is not None:
+            denial = self.budget.check_tool_call(calls_made)
+            if denial is not None:
+                await self._deny(
+                    "budget",
+                    call.name,
+                    None,
+                    denial.reason,
+                    decided_by="budget",
+                    limit_name=denial.limit_name,
+                    limit_value=denial.limit_value,
+                    current_value=denial.current_value,
+                )
+                return f"refused: {denial.reason}", 0, 1
+        if self.approval is not None and self.approval.needs_approval(call.name):
+            refusal = await self._approve(call.name, args, event_id)
+            if refusal is not None:
+                return f"refused: {refusal}", 1, 1
+        try:
+            async with asyncio.timeout(self.tool_timeout):
+                value = await t.fn(**args)
+        except TimeoutError:
+            return f"error: tool {call.name} timed out after {self.tool_timeout:g}s", 1, 0
+        except Exception as exc:
+            logger.info("tool %s raised %r", call.name, exc)
+            return f"error: {type(exc).__name__}: {self.redactor.text(str(exc))}", 1, 0
+        return _result_text(value), 1, 0
+
+    async def _approve(
+        self, tool_name: str, args: dict[str, Any], event_id: str | None
+    ) -> str | None:
+        """Ask hooks, then the handler; return the refusal reason or None when approved."""
+        assert self.approval is not None
+        redacted = self.redactor.value(args)
+        request = ApprovalRequest(tool_name, redacted, self.process_id, event_id=event_id)
+        gate = await self.emit(
+            HookEvent.PERMISSION_REQUEST,
+            {"tool_name": tool_name, "arguments": redacted, "request_id": request.request_id},
+        )
+        if gate.blocked:
+            reason = gate.reason or "refused by a permission_request hook"
+            await self._deny("approval", tool_name, request.request_id, reason, decided_by="hook")
+            return reason
+        handler = self.approval.handler
+        decision: ApprovalDecision
+        if handler is None:
+            decision = ApprovalDecision(False, None, "no approval handler configured", "policy")
+        else:
+            started = time.monotonic()
+            try:
+                async with asyncio.timeout(self.approval.timeout):
+                    decision = await handler(request)
+                if not isinstance(decision, ApprovalDecision):
+                    raise TypeError(f"handler returned {type(decision).__name__}, not a decision")
+            except TimeoutError:
+                waited = time.monotonic() - started
+                decision = ApprovalDecision(
+                    False, None, f"approval handler timed out after {waited:.1f}s", "timeout"
+                )
+            except Exception as exc:
+                decision = ApprovalDecision(
+                    False, None, f"approval handler failed: {exc!r}", "error"
+                )
+        if decision.approved:
+            return None
+        reason = decision.reason or "denied by the reviewer"
+        await self._deny(
+            "approval",
+            tool_name,
+            request.request_id,
+            reason,
+            decided_by=decision.decided_by,
+            reviewer_id=decision.reviewer_id,
+        )
+        return reason

@@ -1,0 +1,114 @@
+"""Tools the agent may call: plain async functions described by a JSON schema."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Tool", "ToolArgumentsError", "as_tool", "tool"]
+
+
+class ToolArgumentsError(ValueError):
+    """The model sent arguments that do not fit the tool's schema."""
+
+
+@dataclass(slots=True)
+class Tool:
+    """One callable tool: name, description, JSON-schema parameters and the async function."""
+
+    name: str
+    fn: Callable[..., Awaitable[Any]]
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+    _validator: Any = None
+
+    def spec(self) -> dict[str, Any]:
+        """The OpenAI tool spec."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def parse_arguments(self, raw: str | dict[str, Any]) -> dict[str, Any]:
+        """Parse and validate the model's arguments; raise ToolArgumentsError with the reason."""
+        if isinstance(raw, dict):
+            args = raw
+        else:
+            try:
+                args = json.loads(raw) if raw and raw.strip() else {}
+            except ValueError as exc:
+                raise ToolArgumentsError(f"arguments are not valid JSON ({exc})") from None
+        if not isinstance(args, dict):
+            raise ToolArgumentsError("arguments must be a JSON object")
+        if self._validator is not None:
+            from pydantic import ValidationError
+
+            try:
+                model = self._validator.model_validate(args)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                    for e in exc.errors()
+                )
+                raise ToolArgumentsError(problems) from None
+            return {k: getattr(model, k) for k in type(model).model_fields}
+        return args
+
+
+def tool(
+    fn: Callable[..., Awaitable[Any]] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> Any:
+    """Describe an async function as a Tool (usable bare or with arguments)."""
+
+    def build(f: Callable[..., Awaitable[Any]]) -> Tool:
+        return as_tool(f, name=name, description=description)
+
+    return build(fn) if fn is not None else build
+
+
+def as_tool(
+    fn: Callable[..., Awaitable[Any]] | Tool,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> Tool:
+    """A Tool for an async function, its JSON schema inferred from the signature."""
+    if isinstance(fn, Tool):
+        return fn
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"tool {getattr(fn, '__name__', fn)!r} must be an async function")
+    from pydantic import ConfigDict, create_model
+
+    sig = inspect.signature(fn)
+    hints = inspect.get_annotations(fn, eval_str=True)
+    fields: dict[str, Any] = {}
+    for pname, param in sig.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(pname, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (annotation, default)
+    tool_name = name or fn.__name__
+    model = create_model(f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    doc = inspect.getdoc(fn) or ""
+    return Tool(
+        name=tool_name,
+        fn=fn,
+        description=description or doc.split("\n\n")[0],
+        parameters=schema,
+        _validator=model,
+    )

@@ -1,0 +1,204 @@
+"""ProcessConfig: everything one agent process is made of, as validated data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from ..agent._config import BudgetConfig, ContextConfig, GuardrailConfig
+from ..approval import ApprovalPolicy
+from ..hooks._config import HookConfig
+
+__all__ = [
+    "CronTrigger",
+    "EventTrigger",
+    "FileWatchTrigger",
+    "OpenModeConfig",
+    "ProcessConfig",
+    "RestartPolicy",
+    "TriggerConfig",
+    "WebhookTrigger",
+]
+
+
+class _Trigger(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(default=None, description="trigger_id of its events (default: type-N)")
+
+
+class CronTrigger(_Trigger):
+    """Fires on a cron schedule (UTC)."""
+
+    type: Literal["cron"] = "cron"
+    cron_expression: str = Field(description="Five-field cron expression, e.g. '*/5 * * * *'")
+    payload: dict[str, Any] = Field(default_factory=dict, description="Payload of each event")
+
+    @field_validator("cron_expression")
+    @classmethod
+    def _parses(cls, value: str) -> str:
+        from croniter import croniter
+
+        if not croniter.is_valid(value):
+            raise ValueError(
+                f"cron_expression {value!r} does not parse; expected five fields "
+                "(minute hour day-of-month month day-of-week), e.g. '*/5 * * * *'"
+            )
+        return value
+
+
+class WebhookTrigger(_Trigger):
+    """Fires on an HTTP POST to ``webhook_path`` on ``webhook_port``."""
+
+    type: Literal["webhook"] = "webhook"
+    webhook_path: str = Field(description="URL path, e.g. /tickets")
+    webhook_port: int = Field(default=9090, ge=1, le=65535, description="Port to listen on")
+    webhook_host: str = Field(default="127.0.0.1", description="Interface to listen on")
+    secret: SecretStr | None = Field(
+        default=None, description="HMAC-SHA256 key; requests must carry X-Tether-Signature"
+    )
+
+    @field_validator("webhook_path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if not value.startswith("/") or any(c in value for c in " ?#\\") or "//" in value:
+            raise ValueError(f"webhook_path must be a URL path starting with '/', got {value!r}")
+        return value
+
+
+class FileWatchTrigger(_Trigger):
+    """Fires when files under ``watch_path`` matching ``patterns`` change."""
+
+    type: Literal["file_watch"] = "file_watch"
+    watch_path: str = Field(description="Folder to watch")
+    patterns: list[str] = Field(default_factory=lambda: ["*"], description="Glob filters")
+    recursive: bool = Field(default=True, description="Watch sub-folders too")
+    debounce_ms: int = Field(default=200, ge=0, le=60_000, description="Batch changes (ms)")
+
+
+class EventTrigger(_Trigger):
+    """Fires when the runtime publishes an event of ``event_type``."""
+
+    type: Literal["event"] = "event"
+    event_type: str = Field(description="Name of the runtime event to react to")
+
+
+TriggerConfig = Annotated[
+    CronTrigger | WebhookTrigger | FileWatchTrigger | EventTrigger, Field(discriminator="type")
+]
+
+
+class OpenModeConfig(BaseModel):
+    """What an open-mode agent may do to itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow_spawn: bool = Field(default=True, description="Offer the spawn_process tool")
+    allow_self_modify: bool = Field(
+        default=True, description="Offer update_instructions and add_trigger"
+    )
+    allow_tool_creation: bool = Field(
+        default=False, description="Let the agent define tools (refused over the API by default)"
+    )
+    max_children: int = Field(default=5, ge=0, le=100, description="Spawned processes at most")
+
+
+class RestartPolicy(BaseModel):
+    """When a failed process restarts by itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: Literal["never", "on_failure"] = Field(default="on_failure")
+    max_restarts: int = Field(default=3, ge=0, le=1000)
+    backoff: float = Field(default=1.0, ge=0, le=3600, description="First delay; doubles")
+    backoff_max: float = Field(default=60.0, ge=0, le=86400)
+    max_consecutive_failures: int = Field(
+        default=5, ge=1, le=10_000, description="Failed runs in a row that count as a crash"
+    )
+
+
+class ProcessConfig(BaseModel):
+    """One agent process: model, instructions, tools, triggers, hooks and limits."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    model: Any = Field(default="openai:gpt-5-mini", description="'openai:<name>', 'scripted'")
+    model_timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per request")
+    model_max_retries: int = Field(default=2, ge=0, le=10, description="Retries per request")
+    instructions: str = Field(default="", description="System instructions of the agent")
+    tools: list[Callable[..., Any]] = Field(
+        default_factory=list, exclude=True, description="Async tool functions (code only)"
+    )
+    hooks: list[HookConfig] = Field(default_factory=list, description="Lifecycle hooks")
+    plugins: list[Any] = Field(default_factory=list, exclude=True, description="Hook plugins")
+    triggers: list[TriggerConfig] = Field(default_factory=list, description="What starts runs")
+    approval: ApprovalPolicy | None = Field(default=None, description="Tools needing approval")
+    budget: BudgetConfig | None = Field(default=None, description="Spending limits")
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    guardrails: GuardrailConfig = Field(default_factory=GuardrailConfig)
+    execution_mode: Literal["strict", "open"] = Field(default="strict")
+    open_mode: OpenModeConfig = Field(default_factory=OpenModeConfig)
+    mcp_servers: list[dict[str, Any]] = Field(
+        default_factory=list, description="MCP server entries (declared; see the README)"
+    )
+    secrets: dict[str, SecretStr] = Field(default_factory=dict, description="Redacted everywhere")
+    max_turns: int = Field(default=10, ge=1, le=1000, description="Model turns per run")
+    concurrency: int = Field(default=1, ge=1, le=256, description="Runs at once")
+    max_queue_size: int = Field(default=1000, ge=1, le=1_000_000, description="Queued events")
+    max_retries: int = Field(default=2, ge=0, le=100, description="Retries of a failed run")
+    retry_backoff: float = Field(default=0.5, ge=0, le=3600, description="First retry delay")
+    retry_backoff_max: float = Field(default=30.0, ge=0, le=86400)
+    restart: RestartPolicy = Field(default_factory=RestartPolicy)
+    journal_path: str | None = Field(default=None, description="SQLite journal (opt-in)")
+    artifacts_dir: str | None = Field(default=None, description="Where plugin artifacts go")
+    stop_timeout: float = Field(default=10.0, ge=0, le=3600, description="Grace for runs at stop")
+    hook_timeout: float = Field(default=30.0, gt=0, le=3600, description="Default hook timeout")
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value != "scripted" and not (value.startswith("openai:") and len(value) > 7):
+                raise ValueError(
+                    f"model {value!r} is not supported; use 'openai:<name>' or 'scripted' "
+                    "(or pass a model object in code)"
+                )
+        elif not hasattr(value, "complete"):
+            raise ValueError(f"model must be a string or an object with complete(), got {value!r}")
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, value: list[Any]) -> list[Any]:
+        import inspect
+
+        for fn in value:
+            target = getattr(fn, "fn", fn)
+            if not inspect.iscoroutinefunction(target):
+                name = getattr(target, "__name__", repr(target))
+                raise TypeError(f"tool {name!r} must be an async function")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_triggers(self) -> ProcessConfig:
+        seen: set[str] = set()
+        for trigger in self.triggers:
+            if trigger.id is not None:
+                if trigger.id in seen:
+                    raise ValueError(f"two triggers share the id {trigger.id!r}")
+                seen.add(trigger.id)
+        return self
+
+
+for _cls in (
+    CronTrigger,
+    EventTrigger,
+    FileWatchTrigger,
+    OpenModeConfig,
+    ProcessConfig,
+    RestartPolicy,
+    WebhookTrigger,
+):
+    _cls.__module__ = "tether"

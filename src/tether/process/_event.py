@@ -1,0 +1,62 @@
+"""TriggerEvent: one thing that asks the agent to run."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["InvalidEventError", "TriggerEvent"]
+
+
+class InvalidEventError(ValueError, TypeError):
+    """A trigger event was built with a bad field (e.g. a payload that is not JSON)."""
+
+
+@dataclass(slots=True)
+class TriggerEvent:
+    """An event from a trigger (or ``inject``): its trigger, a JSON payload and a unique id."""
+
+    trigger_id: str
+    trigger_type: str
+    payload: Any = field(default_factory=dict)
+    event_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def __post_init__(self) -> None:
+        for name in ("trigger_id", "trigger_type", "event_id"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise InvalidEventError(f"{name} must be a non-empty string, got {value!r}")
+        try:
+            json.dumps(self.payload, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidEventError(
+                f"payload must be JSON-serialisable: {exc} (payload={self.payload!r:.200})"
+            ) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "event_id": self.event_id,
+            "trigger_id": self.trigger_id,
+            "trigger_type": self.trigger_type,
+            "payload": self.payload,
+            "created_at": self.created_at.isoformat(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TriggerEvent:
+        created = data.get("created_at")
+        return cls(
+            trigger_id=data["trigger_id"],
+            trigger_type=data["trigger_type"],
+            payload=data.get("payload", {}),
+            event_id=data["event_id"],
+            created_at=datetime.fromisoformat(created) if created else datetime.now(UTC),
+        )
+
+
+TriggerEvent.__module__ = "tether"
+InvalidEventError.__module__ = "tether"

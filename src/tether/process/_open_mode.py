@@ -1,0 +1,97 @@
+"""The meta-tools an open-mode agent gets: spawn a process, change its own configuration."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..agent import Tool, as_tool
+from ..hooks import HookEvent
+from ._config import TriggerConfig
+
+if TYPE_CHECKING:
+    from ._process import AgentProcess
+
+__all__ = ["open_mode_tools", "spawn_child"]
+
+
+async def spawn_child(
+    parent: AgentProcess,
+    name: str,
+    instructions: str,
+    triggers: list[dict[str, Any]] | None = None,
+) -> AgentProcess | str:
+    """Spawn a child process; return it, or the refusal text."""
+    from ._process import AgentProcess, ProcessState, validate_name
+
+    limit = parent.config.open_mode.max_children
+    if len(parent.children) >= limit:
+        return f"refused: this process may run at most {limit} spawned processes"
+    try:
+        validate_name(name)
+        parsed = [TypeAdapter(TriggerConfig).validate_python(t) for t in triggers or []]
+    except (ValueError, ValidationError) as exc:
+        return f"error: {exc}"
+    if name in parent.children or name == parent.name:
+        return f"error: a process named {name!r} already exists"
+    gate = await parent._emit(
+        HookEvent.SUBAGENT_START,
+        {"process_name": name, "execution_mode": "strict", "trigger_count": len(parsed)},
+    )
+    if gate.blocked:
+        return f"refused: {gate.reason or 'a subagent_start hook refused the spawn'}"
+    config = parent.config.model_copy(
+        update={
+            "instructions": instructions,
+            "hooks": [],
+            "plugins": [],
+            "triggers": parsed,
+            "execution_mode": "strict",
+            "journal_path": None,
+        }
+    )
+    child = AgentProcess(name, config, parent=parent)
+    child._model = parent._model  # share the client; the parent closes it
+    parent.children[name] = child
+    if parent.on_spawn is not None:
+        await parent.on_spawn(child)
+    if child.state != ProcessState.RUNNING:
+        await child.start()
+    return child
+
+
+def open_mode_tools(process: AgentProcess) -> list[Tool]:
+    """spawn_process, update_instructions and add_trigger, as the open mode allows."""
+    tools: list[Tool] = []
+    options = process.config.open_mode
+    if options.allow_spawn:
+
+        async def spawn_process(
+            name: str, instructions: str, triggers: list[dict[str, Any]] | None = None
+        ) -> str:
+            """Start a new agent process with its own instructions (and optional triggers)."""
+            child = await spawn_child(process, name, instructions, triggers)
+            if isinstance(child, str):
+                return child
+            return f"process {child.name!r} started"
+
+        tools.append(as_tool(spawn_process))
+    if options.allow_self_modify:
+
+        async def update_instructions(instructions: str) -> str:
+            """Replace your own instructions (may be refused by policy)."""
+            ok = await process.update_instructions(instructions, source="agent")
+            return "instructions updated" if ok else "refused: the change was not allowed"
+
+        async def add_trigger(trigger: dict[str, Any]) -> str:
+            """Add a trigger to yourself, e.g. {"type": "cron", "cron_expression": "0 * * * *"}."""
+            try:
+                parsed = TypeAdapter(TriggerConfig).validate_python(trigger)
+                ok = await process.add_trigger(parsed, source="agent")
+            except (ValueError, ValidationError) as exc:
+                return f"error: {exc}"
+            return "trigger added" if ok else "refused: the change was not allowed"
+
+        tools += [as_tool(update_instructions), as_tool(add_trigger)]
+    return tools

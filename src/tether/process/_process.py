@@ -1,0 +1,846 @@
+"""AgentProcess: a long-lived, supervised agent with a queue, workers, triggers and hooks.
+
+Lifecycle: created -> starting -> running -> stopping -> stopped (or failed, then maybe a
+restart). Every lifecycle event is dispatched in exactly one place in this package; the data a
+hook sees is a plain dict with secret values already redacted.
+
+Invariants:
+* Nothing is dropped: an event that cannot run is dead-lettered with a reason.
+* ``task_completed`` fires once per attempt of every event that reached a worker, and once
+  (outcome ``dead_lettered``) for every queued event that ``stop()`` dead-letters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Final
+
+from .._redact import Redactor
+from ..agent import AgentContext, AgentLoop, BudgetTracker, RunResult, Tool, as_tool, scan
+from ..hooks import DispatchResult, HookEvent, HookManager
+from ..hooks._background import drain as drain_async_hooks
+from ._config import (
+    CronTrigger,
+    EventTrigger,
+    FileWatchTrigger,
+    ProcessConfig,
+    TriggerConfig,
+    WebhookTrigger,
+)
+from ._errors import ProcessStateError
+from ._event import TriggerEvent
+from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
+
+if TYPE_CHECKING:
+    from ..models import Model
+    from ..store import Journal
+
+__all__ = ["AgentProcess", "ProcessState"]
+
+logger = logging.getLogger("tether.process")
+
+NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+ASYNC_HOOK_DRAIN: Final = 5.0
+
+
+class ProcessState(StrEnum):
+    CREATED = "created"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+ProcessState.__module__ = "tether"
+
+_ACCEPTING = (ProcessState.CREATED, ProcessState.STARTING, ProcessState.RUNNING)
+
+
+def validate_name(name: object) -> str:
+    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
+        raise ValueError(
+            f"process name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def render_prompt(event: TriggerEvent) -> str:
+    """The payload as readable text, then the event's id and its trigger's id and type."""
+    import json
+
+    lines: list[str] = []
+    payload = event.payload
+    if isinstance(payload, dict):
+        for key, value in payload.items():
+            text = value if isinstance(value, str) else json.dumps(value, default=str)
+            lines.append(f"{key}: {text}")
+    elif payload not in (None, ""):
+        lines.append(payload if isinstance(payload, str) else json.dumps(payload, default=str))
+    lines.append("")
+    lines.append(
+        f"(event {event.event_id} from trigger {event.trigger_id!r}, type {event.trigger_type})"
+    )
+    return "\n".join(lines)
+
+
+class AgentProcess:
+    """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks."""
+
+    def __init__(
+        self,
+        name: str,
+        config: ProcessConfig | None = None,
+        *,
+        hooks: HookManager | None = None,
+        parent: AgentProcess | None = None,
+    ) -> None:
+        self.name = validate_name(name)
+        self.config = config if config is not None else ProcessConfig()
+        self.process_id = str(uuid.uuid4())
+        self.parent = parent
+        self.hooks = HookManager(default_timeout=self.config.hook_timeout)
+        for hook in self.config.hooks:
+            self.hooks.register_config(hook, source="config")
+        if parent is not None:
+            self.hooks.inherit(parent.hooks)
+            hooks = hooks if hooks is not None else parent.hooks.shared
+        if hooks is not None:
+            self.hooks.share(hooks)
+        self.redactor = Redactor(
+            (key, secret.get_secret_value()) for key, secret in self.config.secrets.items()
+        )
+        self.context = AgentContext(
+            self.config.context.conversation_max_messages,
+            self.config.context.initial_state,
+            on_compact=self._on_compact,
+        )
+        self.state = ProcessState.CREATED
+        self.dead_letters: list[dict[str, Any]] = []
+        self.invocation_count = 0
+        self.restart_count = 0
+        self.filtered_count = 0
+        self.children: dict[str, AgentProcess] = {}
+        self.last_error: str | None = None
+        self.on_spawn: Callable[[AgentProcess], Awaitable[None]] | None = None
+        self._queue: asyncio.Queue[tuple[TriggerEvent, int]] = asyncio.Queue(
+            self.config.max_queue_size
+        )
+        self._workers: list[asyncio.Task[None]] = []
+        self._busy: set[asyncio.Task[None]] = set()
+        self._inflight: dict[str, tuple[TriggerEvent, int]] = {}
+        self._retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]] = {}
+        self._dispatching: set[asyncio.Task[Any]] = set()
+        self._stopping = False
+        self._runners: dict[str, TriggerRunner] = {}
+        self._triggers: list[tuple[str, TriggerConfig]] = [
+            (t.id or f"{t.type}-{i}", t) for i, t in enumerate(self.config.triggers)
+        ]
+        self._tools: list[Tool] = [as_tool(fn) for fn in self.config.tools]
+        self._budget = BudgetTracker(self.config.budget) if self.config.budget else None
+        self._model: Model | None = None
+        self._loop: AgentLoop | None = None
+        self._consecutive_failures = 0
+        self._supervisor: asyncio.Task[None] | None = None
+        self._started_at: float | None = None
+        self._journal: Journal | None = None
+        self._recovered_once = False
+        self.transcripts: dict[str, list[dict[str, Any]]] = {}
+        if self.config.journal_path:
+            from ..store import Journal
+
+            self._journal = Journal(self.config.journal_path, self.name)
+
+    def __repr__(self) -> str:
+        return f"AgentProcess({self.name!r}, state={self.state.value!r})"
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    async def _emit(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult:
+        """Dispatch ``event`` to the resolved chain with secrets redacted."""
+        if self.redactor:
+            data = self.redactor.value(data)
+        task = asyncio.current_task()
+        if task is not None:
+            self._dispatching.add(task)
+        try:
+            return await self.hooks.dispatch(
+                event,
+                data,
+                process_id=self.name,
+                metadata={"process_name": self.name, "process_id": self.process_id},
+            )
+        finally:
+            if task is not None:
+                self._dispatching.discard(task)
+
+    def _guard_self_await(self, what: str) -> None:
+        task = asyncio.current_task()
+        if task is not None and (task in self._dispatching or task in self._busy):
+            raise ProcessStateError(
+                f"{what}() of process {self.name!r} was awaited from inside its own hook or run, "
+                f"which would wait on itself; schedule it instead: "
+                f"asyncio.create_task(process.{what}())"
+            )
+
+    async def _on_compact(self, phase: str, data: dict[str, Any]) -> None:
+        event = HookEvent.PRE_COMPACT if phase == "pre" else HookEvent.POST_COMPACT
+        await self._emit(event, data)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self, *, _restart: bool = False) -> None:
+        """Enter RUNNING: fire session_start, then start workers and triggers."""
+        self._guard_self_await("start")
+        if self.state in (ProcessState.STARTING, ProcessState.RUNNING):
+            return
+        if self.state == ProcessState.STOPPING:
+            raise ProcessStateError(f"process {self.name!r} is stopping; start it once stopped")
+        self.state = ProcessState.STARTING
+        self._stopping = False
+        try:
+            if self._model is None:
+                from ..models import resolve_model
+
+                model = self.config.model
+                if isinstance(model, str) and model.startswith("openai:"):
+                    self._model = resolve_model(
+                        model,
+                        timeout=self.config.model_timeout,
+                        max_retries=self.config.model_max_retries,
+                    )
+                else:
+                    self._model = resolve_model(model)
+            self._loop = AgentLoop(
+                model=self._model,
+                instructions=self.config.instructions,
+                context=self.context,
+                emit=self._emit,
+                tools=self._tools,
+                approval=self.config.approval,
+                budget=self._budget,
+                redactor=self.redactor,
+                process_id=self.name,
+                max_turns=self.config.max_turns,
+            )
+            self._install_builtin_tools(self._loop)
+            recovered = self._recover()
+        except BaseException:
+            self.state = ProcessState.FAILED
+            raise
+        self.state = ProcessState.RUNNING
+        self._started_at = time.monotonic()
+        await self._emit(HookEvent.SESSION_START, {"restart": _restart, "recovered": recovered})
+        if self.state != ProcessState.RUNNING:  # a session_start hook scheduled a stop
+            return
+        self._workers = [
+            asyncio.get_running_loop().create_task(self._worker(), name=f"{self.name}-worker-{i}")
+            for i in range(self.config.concurrency)
+        ]
+        for trigger_id, trigger in self._triggers:
+            self._start_trigger(trigger_id, trigger)
+
+    def _install_builtin_tools(self, loop: AgentLoop) -> None:
+        if self.config.context.state_tool:
+            context = self.context
+
+            async def update_state(key: str, value: Any) -> str:
+                """Save a note that persists between runs: state[key] = value."""
+                context.update_state(key, value)
+                return f"state[{key!r}] saved"
+
+            loop.add_tool(update_state)
+        if self.config.execution_mode == "open":
+            from ._open_mode import open_mode_tools
+
+            for t in open_mode_tools(self):
+                loop.add_tool(t)
+
+    def _recover(self) -> dict[str, Any] | None:
+        """Requeue what the journal says was unfinished (first start of this object only)."""
+        if self._journal is None or self._recovered_once:
+            return None
+        self._recovered_once = True
+        events: list[str] = []
+        for raw, attempts in self._journal.unfinished():
+            event = TriggerEvent.from_dict(raw)
+            try:
+                self._queue.put_nowait((event, attempts))
+            except asyncio.QueueFull:
+                self._dead(event, "queue full", "journal recovery found a full queue", attempts)
+                continue
+            events.append(event.event_id)
+        dead = 0
+        known = {d["event"].event_id for d in self.dead_letters}
+        for raw, attempts, reason, error, at in self._journal.dead_letters():
+            if raw["event_id"] in known:
+                continue
+            self.dead_letters.append(
+                {
+                    "event": TriggerEvent.from_dict(raw),
+                    "event_id": raw["event_id"],
+                    "reason": reason,
+                    "error": error,
+                    "attempts": attempts,
+                    "timestamp": datetime.fromtimestamp(at, UTC),
+                }
+            )
+            dead += 1
+        if not events and not dead:
+            return None
+        return {"events": len(events), "event_ids": events, "dead_letters": dead}
+
+    async def stop(self, *, reason: str = "stop") -> None:
+        """Fire session_end, stop triggers, let runs finish (up to stop_timeout), then stop.
+
+        Events still queued are dead-lettered ("process stopped") and can be redelivered.
+        """
+        self._guard_self_await("stop")
+        if self.state in (ProcessState.STOPPED, ProcessState.CREATED):
+            self.state = ProcessState.STOPPED
+            return
+        if self.state == ProcessState.STOPPING:
+            while self.state == ProcessState.STOPPING:
+                await asyncio.sleep(0.01)
+            return
+        supervisor = self._supervisor
+        if supervisor is not None and supervisor is not asyncio.current_task():
+            supervisor.cancel()
+            self._supervisor = None
+        was_failed = self.state == ProcessState.FAILED
+        self.state = ProcessState.STOPPING
+        if not was_failed:
+            await self._emit(
+                HookEvent.SESSION_END,
+                {"reason": reason, "invocation_count": self.invocation_count},
+            )
+        await self._teardown(final_state=ProcessState.STOPPED)
+
+    async def _teardown(self, final_state: ProcessState) -> None:
+        self._stopping = True
+        for runner in list(self._runners.values()):
+            await runner.stop()
+        self._runners.clear()
+        for child in list(self.children.values()):
+            await child.stop()
+        idle = [w for w in self._workers if w not in self._busy]
+        for worker in idle:
+            worker.cancel()
+        busy = [w for w in self._workers if w in self._busy]
+        if busy:
+            _, pending = await asyncio.wait(busy, timeout=self.config.stop_timeout)
+            for worker in pending:
+                worker.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers = []
+        self._busy.clear()
+        leftovers: list[tuple[TriggerEvent, int]] = []
+        for handle, event, attempts in self._retries.values():
+            handle.cancel()
+            leftovers.append((event, attempts))
+        self._retries.clear()
+        while not self._queue.empty():
+            leftovers.append(self._queue.get_nowait())
+        why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
+        for event, attempts in leftovers:
+            self._dead(event, why, f"still queued when the process {final_state.value}", attempts)
+            await self._complete(event, "dead_lettered", 0.0, why)
+        await drain_async_hooks(ASYNC_HOOK_DRAIN)
+        self.state = final_state
+        if self.parent is not None:
+            await self.parent._child_stopped(self)
+
+    async def restart(self) -> None:
+        """session_end (reason "restart"), teardown, then session_start with restart=True."""
+        self._guard_self_await("restart")
+        if self.state in (ProcessState.RUNNING, ProcessState.FAILED):
+            await self.stop(reason="restart")
+        self.restart_count += 1
+        await self.start(_restart=True)
+
+    async def __aenter__(self) -> AgentProcess:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release the model's connections (after stop)."""
+        if self._model is not None:
+            await self._model.aclose()
+            self._model = None
+
+    # -- supervision -----------------------------------------------------------------------
+
+    def _crashed(self, error: str) -> None:
+        """Enter FAILED and, if the restart policy allows, restart after a backoff."""
+        if self._supervisor is not None or self._stopping:
+            return
+        self.last_error = error
+        logger.error("process %s failed: %s", self.name, error)
+        self._supervisor = asyncio.get_running_loop().create_task(self._supervise(error))
+
+    async def _supervise(self, error: str) -> None:
+        policy = self.config.restart
+        will_restart = policy.policy == "on_failure" and self.restart_count < policy.max_restarts
+        self.state = ProcessState.FAILED
+        await self._emit(
+            HookEvent.SESSION_END,
+            {
+                "reason": "restart" if will_restart else "stop",
+                "invocation_count": self.invocation_count,
+                "error": error,
+            },
+        )
+        if will_restart:
+            # Keep the queue: events wait for the restarted process.
+            self._stopping = True
+            for runner in list(self._runners.values()):
+                await runner.stop()
+            self._runners.clear()
+            me = asyncio.current_task()
+            for worker in self._workers:
+                if worker is not me:
+                    worker.cancel()
+            await asyncio.gather(*(w for w in self._workers if w is not me), return_exceptions=True)
+            self._workers = []
+            self._busy.clear()
+            delay = min(policy.backoff * (2**self.restart_count), policy.backoff_max)
+            await asyncio.sleep(delay)
+            self.restart_count += 1
+            self._consecutive_failures = 0
+            self._supervisor = None
+            self.state = ProcessState.STOPPED
+            await self.start(_restart=True)
+        else:
+            self._supervisor = None
+            await self._teardown(final_state=ProcessState.FAILED)
+
+    # -- events in -------------------------------------------------------------------------
+
+    async def inject(self, event: TriggerEvent) -> str:
+        """Queue an event (after task_created); return its id. Never drops: see dead_letters."""
+        if not isinstance(event, TriggerEvent):
+            raise TypeError(f"inject() takes a TriggerEvent, got {type(event).__name__}")
+        if self.state not in _ACCEPTING and not (
+            self.state == ProcessState.FAILED and self._supervisor is not None
+        ):
+            self._dead(event, "process stopped", f"process is {self.state.value}", 0)
+            return event.event_id
+        gate = await self._emit(
+            HookEvent.TASK_CREATED,
+            {
+                "event_id": event.event_id,
+                "trigger_id": event.trigger_id,
+                "trigger_type": event.trigger_type,
+            },
+        )
+        if gate.blocked:
+            self._dead(event, "blocked by hook", gate.reason, 0)
+            return event.event_id
+        self._enqueue(event, 0)
+        return event.event_id
+
+    def _enqueue(self, event: TriggerEvent, attempts: int) -> None:
+        try:
+            self._queue.put_nowait((event, attempts))
+        except asyncio.QueueFull:
+            self._dead(
+                event,
+                "queue full",
+                f"the queue holds max_queue_size={self.config.max_queue_size} events",
+                attempts,
+            )
+            return
+        if self._journal is not None:
+            self._journal.queued(event.to_dict(), attempts)
+
+    async def fire(self, trigger_id: str, trigger_type: str, payload: dict[str, Any]) -> str:
+        """Build a TriggerEvent from a trigger and inject it."""
+        return await self.inject(TriggerEvent(trigger_id, trigger_type, payload))
+
+    async def _file_changed(self, trigger_id: str, payload: dict[str, Any]) -> None:
+        event_id = uuid.uuid4().hex
+        gate = await self._emit(
+            HookEvent.FILE_CHANGED, {**payload, "trigger_id": trigger_id, "event_id": event_id}
+        )
+        if gate.blocked:
+            self.filtered_count += 1
+            logger.info("file change %s filtered by hook: %s", payload.get("path"), gate.reason)
+            return
+        await self.inject(TriggerEvent(trigger_id, "file_watch", payload, event_id=event_id))
+
+    # -- dead letters ----------------------------------------------------------------------
+
+    def _dead(self, event: TriggerEvent, reason: str, error: str | None, attempts: int) -> None:
+        error = self.redactor.text(error) if error is not None else None
+        self.dead_letters.append(
+            {
+                "event": event,
+                "event_id": event.event_id,
+                "reason": reason,
+                "error": error,
+                "attempts": attempts,
+                "timestamp": datetime.now(UTC),
+            }
+        )
+        logger.info("event %s dead-lettered: %s (%s)", event.event_id, reason, error)
+        if self._journal is not None:
+            self._journal.dead(self.redactor.value(event.to_dict()), attempts, reason, error)
+
+    async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
+        """Inject dead-lettered events again (all, or those named); return how many."""
+        chosen = [
+            d for d in self.dead_letters if event_ids is None or d["event"].event_id in event_ids
+        ]
+        self.dead_letters = [d for d in self.dead_letters if d not in chosen]
+        if self._journal is not None:
+            self._journal.forget_dead([d["event"].event_id for d in chosen])
+        for entry in chosen:
+            await self.inject(entry["event"])
+        return len(chosen)
+
+    def clear_dead_letters(self) -> int:
+        """Forget every dead letter; return how many."""
+        count = len(self.dead_letters)
+        if self._journal is not None:
+            self._journal.forget_dead([d["event"].event_id for d in self.dead_letters])
+        self.dead_letters = []
+        return count
+
+    # -- the worker ------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        me = asyncio.current_task()
+        assert me is not None
+        while not self._stopping:
+            event, attempts = await self._queue.get()
+            if self._stopping:
+                self._queue.put_nowait((event, attempts))
+                return
+            self._busy.add(me)
+            self._inflight[event.event_id] = (event, attempts + 1)
+            try:
+                await self._handle(event, attempts + 1)
+            except asyncio.CancelledError:
+                if event.event_id in self._inflight:
+                    self._dead(event, "process stopped", "cancelled while running", attempts + 1)
+                raise
+            except Exception as exc:  # a bug in the machinery: supervise, never lose the event
+                logger.exception("worker of %s crashed", self.name)
+                self._dead(event, "process failed", f"{type(exc).__name__}: {exc}", attempts + 1)
+                self._crashed(f"worker crashed: {exc!r}")
+            finally:
+                self._inflight.pop(event.event_id, None)
+                self._busy.discard(me)
+                self._queue.task_done()
+
+    async def _complete(
+        self, event: TriggerEvent, outcome: str, duration_ms: float, error: str | None
+    ) -> None:
+        await self._emit(
+            HookEvent.TASK_COMPLETED,
+            {
+                "event_id": event.event_id,
+                "trigger_id": event.trigger_id,
+                "trigger_type": event.trigger_type,
+                "outcome": outcome,
+                "duration_ms": round(duration_ms, 3),
+                "error": error,
+            },
+        )
+
+    async def _refuse(
+        self, event: TriggerEvent, attempt: int, started: float, reason: str, error: str
+    ) -> None:
+        self._inflight.pop(event.event_id, None)
+        self._dead(event, reason, error, attempt)
+        await self._complete(event, "dead_lettered", (time.perf_counter() - started) * 1e3, error)
+
+    async def _handle(self, event: TriggerEvent, attempt: int) -> None:
+        started = time.perf_counter()
+        if self._journal is not None:
+            self._journal.running(event.event_id, attempt)
+        prompt = await self._render(event)
+        shown = self.redactor.text(prompt) if self.redactor else prompt
+        gate = await self._emit(
+            HookEvent.USER_PROMPT_SUBMIT,
+            {
+                "prompt": shown,
+                "event_id": event.event_id,
+                "trigger_id": event.trigger_id,
+                "trigger_type": event.trigger_type,
+            },
+        )
+        if gate.blocked:
+            self._inflight.pop(event.event_id, None)
+            self._dead(event, "blocked by hook", gate.reason, attempt)
+            await self._complete(
+                event, "blocked", (time.perf_counter() - started) * 1e3, gate.reason
+            )
+            return
+        changed = gate.data.get("prompt")
+        if isinstance(changed, str) and changed != shown:
+            prompt = changed
+        denial = await scan(self.config.guardrails, event.payload, prompt)
+        if denial is not None:
+            await self._emit(
+                HookEvent.PERMISSION_DENIED,
+                {
+                    "kind": "guardrail",
+                    "tool_name": None,
+                    "request_id": None,
+                    "reason": denial.reason,
+                    "decided_by": denial.decided_by,
+                    "event_id": event.event_id,
+                    "trigger_type": event.trigger_type,
+                },
+            )
+            await self._refuse(event, attempt, started, "guardrail refused", denial.reason)
+            return
+        if self._budget is not None:
+            over = self._budget.check_run()
+            if over is not None:
+                await self._emit(
+                    HookEvent.PERMISSION_DENIED,
+                    {
+                        "kind": "budget",
+                        "tool_name": None,
+                        "request_id": None,
+                        "reason": over.reason,
+                        "decided_by": "budget",
+                        "limit_name": over.limit_name,
+                        "limit_value": over.limit_value,
+                        "current_value": over.current_value,
+                        "event_id": event.event_id,
+                    },
+                )
+                await self._refuse(event, attempt, started, "budget exceeded", over.reason)
+                return
+        self.invocation_count += 1
+        assert self._loop is not None
+        try:
+            result = await self._run(prompt, event)
+        except Exception as exc:
+            await self._failed(event, attempt, started, exc)
+            return
+        self._consecutive_failures = 0
+        self.transcripts[event.event_id] = result.messages
+        if len(self.transcripts) > 100:
+            self.transcripts.pop(next(iter(self.transcripts)))
+        if self._journal is not None:
+            self._journal.done(event.event_id)
+        await self._complete(event, "success", (time.perf_counter() - started) * 1e3, None)
+
+    async def _render(self, event: TriggerEvent) -> str:
+        custom = await self.hooks.call(
+            "prompt.render", event=event, process=self.name, firstresult=True
+        )
+        return custom if isinstance(custom, str) else render_prompt(event)
+
+    async def _run(self, prompt: str, event: TriggerEvent) -> RunResult:
+        assert self._loop is not None
+        extra = await self.hooks.call("tools.for_run", event=event, process=self.name)
+        tools = [as_tool(t) for group in extra if group for t in group]
+        return await self._loop.run(prompt, event_id=event.event_id, extra_tools=tools)
+
+    async def _failed(
+        self, event: TriggerEvent, attempt: int, started: float, exc: Exception
+    ) -> None:
+        error = self.redactor.text(f"{exc}")
+        duration = (time.perf_counter() - started) * 1e3
+        self._consecutive_failures += 1
+        self._inflight.pop(event.event_id, None)
+        if attempt <= self.config.max_retries and not self._stopping:
+            delay = min(
+                self.config.retry_backoff * (2 ** (attempt - 1)), self.config.retry_backoff_max
+            )
+            handle = asyncio.get_running_loop().call_later(delay, self._retry, event.event_id)
+            self._retries[event.event_id] = (handle, event, attempt)
+            if self._journal is not None:
+                self._journal.queued(self.redactor.value(event.to_dict()), attempt)
+            await self._complete(event, "retrying", duration, error)
+        else:
+            self._dead(event, "process failed", error, attempt)
+            await self._complete(event, "failed", duration, error)
+        if self._consecutive_failures >= self.config.restart.max_consecutive_failures:
+            self._crashed(f"{self._consecutive_failures} runs failed in a row; last: {error}")
+
+    def _retry(self, event_id: str) -> None:
+        entry = self._retries.pop(event_id, None)
+        if entry is not None:
+            _, event, attempts = entry
+            self._enqueue(event, attempts)
+
+    # -- triggers --------------------------------------------------------------------------
+
+    def _start_trigger(self, trigger_id: str, trigger: TriggerConfig) -> None:
+        runner: TriggerRunner
+        if isinstance(trigger, CronTrigger):
+            runner = CronRunner(trigger_id, trigger)
+        elif isinstance(trigger, FileWatchTrigger):
+            runner = FileWatchRunner(trigger_id, trigger, self._file_changed)
+        else:  # webhook and event triggers are fed from outside (HTTP layer, runtime)
+            return
+        self._runners[trigger_id] = runner
+        runner.start(self.fire)
+
+    @property
+    def webhook_triggers(self) -> list[tuple[str, WebhookTrigger]]:
+        return [(i, t) for i, t in self._triggers if isinstance(t, WebhookTrigger)]
+
+    @property
+    def event_triggers(self) -> list[tuple[str, EventTrigger]]:
+        return [(i, t) for i, t in self._triggers if isinstance(t, EventTrigger)]
+
+    @property
+    def triggers(self) -> list[tuple[str, TriggerConfig]]:
+        return list(self._triggers)
+
+    # -- configuration changes -------------------------------------------------------------
+
+    async def change_config(
+        self, change: str, *, source: str = "operator", apply: Callable[[], Any], **details: Any
+    ) -> bool:
+        """Fire config_change, then apply: always for operators, unless blocked for the agent."""
+        gate = await self._emit(
+            HookEvent.CONFIG_CHANGE, {"source": source, "change": change, **details}
+        )
+        if gate.blocked and source == "agent":
+            logger.info("agent change %s of %s refused: %s", change, self.name, gate.reason)
+            return False
+        if gate.blocked:
+            logger.warning(
+                "a hook tried to block an operator change (%s) of %s; operator changes apply",
+                change,
+                self.name,
+            )
+        outcome = apply()
+        if asyncio.iscoroutine(outcome):
+            await outcome
+        return True
+
+    async def update_instructions(self, instructions: str, *, source: str = "operator") -> bool:
+        def apply() -> None:
+            self.config = self.config.model_copy(update={"instructions": instructions})
+            if self._loop is not None:
+                self._loop.instructions = instructions
+
+        return await self.change_config(
+            "instructions", source=source, apply=apply, instructions=instructions
+        )
+
+    async def add_tool(self, fn: Callable[..., Awaitable[Any]] | Tool) -> bool:
+        t = as_tool(fn)
+
+        def apply() -> None:
+            self._tools = [x for x in self._tools if x.name != t.name] + [t]
+            if self._loop is not None:
+                self._loop.add_tool(t)
+
+        return await self.change_config("tool", apply=apply, action="added", tool_name=t.name)
+
+    async def remove_tool(self, name: str) -> bool:
+        def apply() -> None:
+            self._tools = [x for x in self._tools if x.name != name]
+            if self._loop is not None:
+                self._loop.remove_tool(name)
+
+        return await self.change_config("tool", apply=apply, action="removed", tool_name=name)
+
+    async def add_trigger(self, trigger: TriggerConfig, *, source: str = "operator") -> bool:
+        trigger_id = trigger.id or f"{trigger.type}-{len(self._triggers)}"
+        if any(i == trigger_id for i, _ in self._triggers):
+            raise ValueError(f"process {self.name!r} already has a trigger {trigger_id!r}")
+
+        def apply() -> None:
+            self._triggers.append((trigger_id, trigger))
+            if self.state == ProcessState.RUNNING:
+                self._start_trigger(trigger_id, trigger)
+
+        return await self.change_config(
+            "trigger_added",
+            source=source,
+            apply=apply,
+            trigger_id=trigger_id,
+            trigger=trigger.model_dump(mode="json"),
+        )
+
+    async def remove_trigger(self, trigger_id: str, *, source: str = "operator") -> bool:
+        if not any(i == trigger_id for i, _ in self._triggers):
+            raise KeyError(f"process {self.name!r} has no trigger {trigger_id!r}")
+
+        async def apply() -> None:
+            self._triggers = [(i, t) for i, t in self._triggers if i != trigger_id]
+            runner = self._runners.pop(trigger_id, None)
+            if runner is not None:
+                await runner.stop()
+
+        return await self.change_config(
+            "trigger_removed", source=source, apply=apply, trigger_id=trigger_id
+        )
+
+    async def set_budget(self, budget: Any) -> bool:
+        from ..agent import BudgetConfig
+
+        config = budget if isinstance(budget, BudgetConfig) else BudgetConfig.model_validate(budget)
+
+        def apply() -> None:
+            self.config = self.config.model_copy(update={"budget": config})
+            if self._budget is None:
+                self._budget = BudgetTracker(config)
+            else:
+                self._budget.config = config
+            if self._loop is not None:
+                self._loop.budget = self._budget
+
+        return await self.change_config(
+            "budget", apply=apply, budget=config.model_dump(mode="json")
+        )
+
+    # -- subagents -------------------------------------------------------------------------
+
+    async def _child_stopped(self, child: AgentProcess) -> None:
+        self.children.pop(child.name, None)
+        await self._emit(
+            HookEvent.SUBAGENT_STOP, {"process_name": child.name, "state": child.state.value}
+        )
+
+    # -- status ----------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """A JSON-ready summary of the process."""
+        return {
+            "name": self.name,
+            "process_id": self.process_id,
+            "state": self.state.value,
+            "invocation_count": self.invocation_count,
+            "hook_count": len(self.hooks),
+            "queue_size": self._queue.qsize(),
+            "in_flight": len(self._inflight),
+            "retrying": len(self._retries),
+            "dead_letter_count": len(self.dead_letters),
+            "restart_count": self.restart_count,
+            "filtered_count": self.filtered_count,
+            "children": sorted(self.children),
+            "execution_mode": self.config.execution_mode,
+            "uptime_s": (
+                round(time.monotonic() - self._started_at, 3)
+                if self._started_at is not None and self.state == ProcessState.RUNNING
+                else None
+            ),
+            "last_error": self.last_error,
+        }
+
+
+AgentProcess.__module__ = "tether"

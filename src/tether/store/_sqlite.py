@@ -1,0 +1,128 @@
+"""One SQLite file per runtime: the event journal (and, beside it, hook-run history).
+
+WAL mode; journal writes are committed before the call returns, so an event that ``inject``
+accepted survives a SIGKILL of the host process.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Journal", "connect"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    process     TEXT NOT NULL,
+    event_id    TEXT NOT NULL,
+    event       TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    reason      TEXT,
+    error       TEXT,
+    updated_at  REAL NOT NULL,
+    PRIMARY KEY (process, event_id)
+);
+CREATE INDEX IF NOT EXISTS events_state ON events (process, state);
+"""
+
+_connections: dict[str, sqlite3.Connection] = {}
+_lock = threading.Lock()
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    """A shared connection per file (WAL, NORMAL sync), schema created."""
+    key = str(Path(path).resolve())
+    with _lock:
+        conn = _connections.get(key)
+        if conn is None:
+            Path(key).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(key, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+            _connections[key] = conn
+        return conn
+
+
+def close_all() -> None:
+    with _lock:
+        for conn in _connections.values():
+            conn.close()
+        _connections.clear()
+
+
+class Journal:
+    """The progress of each event of one process: queued, running, done or dead."""
+
+    def __init__(self, path: str | Path, process: str) -> None:
+        self.path = str(path)
+        self.process = process
+        self._db = connect(path)
+
+    def queued(self, event: dict[str, Any], attempts: int = 0) -> None:
+        self._db.execute(
+            "INSERT INTO events (process, event_id, event, state, attempts, updated_at) "
+            "VALUES (?, ?, ?, 'queued', ?, ?) ON CONFLICT (process, event_id) DO UPDATE SET "
+            "state='queued', attempts=excluded.attempts, reason=NULL, error=NULL, "
+            "updated_at=excluded.updated_at",
+            (self.process, event["event_id"], json.dumps(event), attempts, time.time()),
+        )
+
+    def running(self, event_id: str, attempts: int) -> None:
+        self._set(event_id, "running", attempts)
+
+    def done(self, event_id: str) -> None:
+        self._db.execute(
+            "DELETE FROM events WHERE process=? AND event_id=?", (self.process, event_id)
+        )
+
+    def dead(self, event: dict[str, Any], attempts: int, reason: str, error: str | None) -> None:
+        self._db.execute(
+            "INSERT INTO events (process, event_id, event, state, attempts, reason, error, "
+            "updated_at) VALUES (?, ?, ?, 'dead', ?, ?, ?, ?) ON CONFLICT (process, event_id) "
+            "DO UPDATE SET state='dead', attempts=excluded.attempts, reason=excluded.reason, "
+            "error=excluded.error, updated_at=excluded.updated_at",
+            (
+                self.process,
+                event["event_id"],
+                json.dumps(event),
+                attempts,
+                reason,
+                error,
+                time.time(),
+            ),
+        )
+
+    def _set(self, event_id: str, state: str, attempts: int) -> None:
+        self._db.execute(
+            "UPDATE events SET state=?, attempts=?, updated_at=? WHERE process=? AND event_id=?",
+            (state, attempts, time.time(), self.process, event_id),
+        )
+
+    def unfinished(self) -> list[tuple[dict[str, Any], int]]:
+        """Events queued or running when the process last went away, oldest first."""
+        rows = self._db.execute(
+            "SELECT event, attempts FROM events WHERE process=? AND state IN "
+            "('queued', 'running') ORDER BY updated_at",
+            (self.process,),
+        ).fetchall()
+        return [(json.loads(e), a) for e, a in rows]
+
+    def dead_letters(self) -> list[tuple[dict[str, Any], int, str, str | None, float]]:
+        rows = self._db.execute(
+            "SELECT event, attempts, reason, error, updated_at FROM events "
+            "WHERE process=? AND state='dead' ORDER BY updated_at",
+            (self.process,),
+        ).fetchall()
+        return [(json.loads(e), a, r, err, t) for e, a, r, err, t in rows]
+
+    def forget_dead(self, event_ids: list[str]) -> None:
+        self._db.executemany(
+            "DELETE FROM events WHERE process=? AND event_id=? AND state='dead'",
+            [(self.process, e) for e in event_ids],
+        )
