@@ -45,11 +45,11 @@ class OpenAIModel:
         "_base_url",
         "_client",
         "_key",
+        "_max_retries",
+        "_timeout",
         "_url",
-        "max_retries",
         "model",
         "name",
-        "timeout",
     )
 
     def __init__(
@@ -69,13 +69,23 @@ class OpenAIModel:
             raise ModelConfigError(f"max_retries must be an integer >= 0, got {max_retries!r}")
         self.model = model
         self.name: str = f"openai:{model}"
-        self.timeout = float(timeout)
-        self.max_retries = max_retries
+        self._timeout = float(timeout)
+        self._max_retries = max_retries
         self._base_url = base_url
         self._api_key = api_key
         self._client: AsyncOpenAI | None = None
         self._key = ""  # the key the open client uses, to scrub it from error text
         self._url = ""  # the base URL the open client uses
+
+    @property
+    def timeout(self) -> float:
+        """Seconds per attempt (read-only: the open client was built with it)."""
+        return self._timeout
+
+    @property
+    def max_retries(self) -> int:
+        """Retries after the first attempt (read-only: the open client was built with it)."""
+        return self._max_retries
 
     @property
     def base_url(self) -> str:
@@ -225,7 +235,9 @@ def parse_chat_completion(data: Any) -> ModelReply:
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         raise ModelResponseError("a message whose content is not a string")
-    wire_calls = message.get("tool_calls") or []
+    wire_calls = message.get("tool_calls")
+    if wire_calls is None:
+        wire_calls = []
     if not isinstance(wire_calls, list):
         raise ModelResponseError("a message whose tool_calls is not a list")
     calls = [_parse_tool_call(i, wire) for i, wire in enumerate(wire_calls)]
