@@ -22,8 +22,14 @@ from .hooks import HookInfo as HookInfo
 from .hooks import HookManager as HookManager
 from .hooks import HookRun as HookRun
 from .hooks import HookTimeoutError as HookTimeoutError
+from .hooks import Plugin as Plugin
+from .hooks import PluginContext as PluginContext
+from .hooks import PluginError as PluginError
 from .hooks import ShellHook as ShellHook
 from .hooks import ShellHookResult as ShellHookResult
+from .hooks import available_plugins as available_plugins
+from .hooks import hook_options as hook_options
+from .hooks import implements as implements
 
 if TYPE_CHECKING:
     from .agent import BudgetConfig as BudgetConfig
@@ -109,6 +115,9 @@ __all__ = [
     "HookTimeoutError",
     "InvalidEventError",
     "OpenModeConfig",
+    "Plugin",
+    "PluginContext",
+    "PluginError",
     "ProcessConfig",
     "ProcessError",
     "ProcessState",
@@ -120,6 +129,9 @@ __all__ = [
     "Tool",
     "TriggerEvent",
     "WebhookTrigger",
+    "available_plugins",
+    "hook_options",
+    "implements",
     "tool",
 ]
 

@@ -118,19 +118,27 @@ class AgentLoop:
         *,
         event_id: str | None = None,
         extra_tools: list[Tool] | None = None,
+        model: Model | None = None,
+        transcript: list[dict[str, Any]] | None = None,
     ) -> RunResult:
-        """One run: returns the answer, raises RunError when it cannot finish."""
+        """One run: returns the answer, raises RunError when it cannot finish.
+
+        ``model`` overrides the loop's model for this run; ``transcript`` (a list the caller
+        owns) receives every message of the run as it happens, even when the run fails.
+        """
+        model = model if model is not None else self.model
         tools = dict(self.tools)
         for t in extra_tools or ():
             tools[t.name] = t
         specs = [t.spec() for t in tools.values()] or None
         user = {"role": "user", "content": prompt}
-        messages = [self.system_message(), *self.context.conversation.recent(), user]
+        messages = transcript if transcript is not None else []
+        messages += [self.system_message(), *self.context.conversation.recent(), user]
         calls_made = 0
         denials = 0
         for turn in range(1, self.max_turns + 1):
             try:
-                reply = await self.model.complete(messages, specs)
+                reply = await model.complete(messages, specs)
             except Exception as exc:
                 raise RunError(f"model error: {exc}") from exc
             if not reply.tool_calls:

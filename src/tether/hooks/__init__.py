@@ -17,6 +17,12 @@ from ._manager import DispatchResult as DispatchResult
 from ._manager import HookErrorInfo as HookErrorInfo
 from ._manager import HookInfo as HookInfo
 from ._manager import HookManager as HookManager
+from ._plugin import Plugin as Plugin
+from ._plugin import PluginContext as PluginContext
+from ._plugin import PluginError as PluginError
+from ._plugin import available_plugins as available_plugins
+from ._plugin import hook_options as hook_options
+from ._plugin import implements as implements
 from ._records import HookRun as HookRun
 from ._shell import SAFE_ENV_VARS as SAFE_ENV_VARS
 from ._shell import ShellHook as ShellHook
@@ -49,6 +55,12 @@ __all__ = [
     "HookInfo",
     "HookManager",
     "HookRun",
+    "Plugin",
+    "PluginContext",
+    "PluginError",
     "ShellHook",
     "ShellHookResult",
+    "available_plugins",
+    "hook_options",
+    "implements",
 ]

@@ -48,6 +48,8 @@ logger = logging.getLogger("tether.process")
 
 NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 ASYNC_HOOK_DRAIN: Final = 5.0
+#: Run transcripts kept for plugins (converse) after a task completes.
+TRANSCRIPTS_KEPT: Final = 100
 
 
 class ProcessState(StrEnum):
@@ -158,6 +160,11 @@ class AgentProcess:
             from ..store import Journal
 
             self._journal = Journal(self.config.journal_path, self.name)
+        from ._plugins import PluginManager
+
+        self.plugins = PluginManager(self)
+        for plugin in self.config.plugins:
+            self.plugins.add(plugin)
 
     def __repr__(self) -> str:
         return f"AgentProcess({self.name!r}, state={self.state.value!r})"
@@ -630,14 +637,11 @@ class AgentProcess:
         self.invocation_count += 1
         assert self._loop is not None
         try:
-            result = await self._run(prompt, event)
+            await self._run(prompt, event)
         except Exception as exc:
             await self._failed(event, attempt, started, exc)
             return
         self._consecutive_failures = 0
-        self.transcripts[event.event_id] = result.messages
-        if len(self.transcripts) > 100:
-            self.transcripts.pop(next(iter(self.transcripts)))
         if self._journal is not None:
             self._journal.done(event.event_id)
         await self._complete(event, "success", (time.perf_counter() - started) * 1e3, None)
@@ -649,10 +653,23 @@ class AgentProcess:
         return custom if isinstance(custom, str) else render_prompt(event)
 
     async def _run(self, prompt: str, event: TriggerEvent) -> RunResult:
+        """One run, with the extension points for its model and extra tools."""
         assert self._loop is not None
+        model = await self.hooks.call(
+            "model.for_run", event=event, process=self.name, firstresult=True
+        )
+        if model is not None and not hasattr(model, "complete"):
+            logger.warning("model.for_run answered %r, which is not a model; ignored", model)
+            model = None
         extra = await self.hooks.call("tools.for_run", event=event, process=self.name)
         tools = [as_tool(t) for group in extra if group for t in group]
-        return await self._loop.run(prompt, event_id=event.event_id, extra_tools=tools)
+        transcript: list[dict[str, Any]] = []
+        self.transcripts[event.event_id] = transcript
+        if len(self.transcripts) > TRANSCRIPTS_KEPT:
+            self.transcripts.pop(next(iter(self.transcripts)))
+        return await self._loop.run(
+            prompt, event_id=event.event_id, extra_tools=tools, model=model, transcript=transcript
+        )
 
     async def _failed(
         self, event: TriggerEvent, attempt: int, started: float, exc: Exception

@@ -1,6 +1,8 @@
 """SQLite storage: the event journal and hook-run history."""
 
+from ._artifacts import ArtifactStore as ArtifactStore
+from ._artifacts import open_artifacts as open_artifacts
 from ._sqlite import Journal as Journal
 from ._sqlite import connect as connect
 
-__all__ = ["Journal", "connect"]
+__all__ = ["ArtifactStore", "Journal", "connect", "open_artifacts"]

@@ -1,0 +1,1 @@
+"""Built-in hook plugins (activated only by name, never by installation)."""

@@ -1,0 +1,130 @@
+"""process.plugins: activating hook plugins on one process, and hosting their capabilities."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..hooks import HookContext
+from ..hooks._plugin import Plugin, PluginContext, PluginError, register_plugin, resolve_plugin
+from ..store import ArtifactStore, open_artifacts
+
+if TYPE_CHECKING:
+    from ._process import AgentProcess
+
+__all__ = ["PluginManager"]
+
+logger = logging.getLogger("tether.process")
+
+WARNINGS_KEPT = 200
+
+
+def _task_id(ctx: HookContext, process: AgentProcess) -> str:
+    event_id = ctx.data.get("event_id")
+    return str(event_id) if event_id else f"session-{process.process_id}"
+
+
+class PluginManager:
+    """The plugins active on one process, by name. Removing one drains all its handlers."""
+
+    def __init__(self, process: AgentProcess) -> None:
+        self._process = process
+        self._plugins: dict[str, Plugin] = {}
+        self.artifacts: ArtifactStore = open_artifacts(
+            process.config.artifacts_dir, process.config.journal_path, process.name
+        )
+        self.warnings: dict[str, list[str]] = {}
+
+    def __iter__(self) -> Iterator[Plugin]:
+        return iter(list(self._plugins.values()))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._plugins
+
+    def __len__(self) -> int:
+        return len(self._plugins)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._plugins)
+
+    def get(self, name: str) -> Plugin | None:
+        return self._plugins.get(name)
+
+    def add(self, plugin: Plugin | type[Plugin] | str) -> Plugin:
+        """Activate a plugin (an instance, a Plugin subclass, or a name to resolve)."""
+        instance = resolve_plugin(plugin) if isinstance(plugin, str) else plugin
+        if isinstance(instance, type):
+            instance = instance()
+        name = getattr(instance, "name", None)
+        if isinstance(name, str) and name in self._plugins:
+            raise PluginError(f"plugin {name!r} is already active on {self._process.name!r}")
+        register_plugin(self._process.hooks, instance, self, source="plugin")
+        self._plugins[instance.name] = instance
+        return instance
+
+    def remove(self, name: str) -> bool:
+        """Deactivate a plugin: all of its handlers go at once."""
+        plugin = self._plugins.pop(name, None)
+        if plugin is None:
+            return False
+        self._process.hooks.remove_owner(plugin)
+        return True
+
+    def reload(self, name: str) -> Plugin:
+        """Swap the plugin for a fresh instance; the old one is drained before the new goes live."""
+        old = self._plugins.get(name)
+        if old is None:
+            raise PluginError(f"plugin {name!r} is not active on {self._process.name!r}")
+        fresh = type(old)()
+        self.remove(name)
+        return self.add(fresh)
+
+    # -- the host side of PluginContext ----------------------------------------------------
+
+    def plugin_warn(self, plugin: str, ctx: HookContext, message: str) -> None:
+        task = _task_id(ctx, self._process)
+        text = self._process.redactor.text(f"plugin:{plugin}: {message}")
+        bucket = self.warnings.setdefault(task, [])
+        bucket.append(text)
+        if len(self.warnings) > WARNINGS_KEPT:
+            self.warnings.pop(next(iter(self.warnings)))
+        logger.warning("%s (task %s of %s)", text, task, self._process.name)
+
+    def plugin_artifact(
+        self, plugin: str, ctx: HookContext, payload: Any, label: str | None
+    ) -> str:
+        task = _task_id(ctx, self._process)
+        name = f"{task}.{plugin}{'.' + label if label else ''}.json"
+        return self.artifacts.put(task, name, self._process.redactor.value(payload))
+
+    async def plugin_converse(
+        self, plugin: str, ctx: HookContext, text: str, timeout: float
+    ) -> str:
+        process = self._process
+        loop = process._loop
+        if loop is None:
+            raise PluginError(f"process {process.name!r} is not running; nothing to converse with")
+        event_id = str(ctx.data.get("event_id", ""))
+        transcript = list(process.transcripts.get(event_id) or [loop.system_message()])
+        started = time.perf_counter()
+        record: dict[str, Any] = {"timed_out": False, "error": None, "tools_disabled": True}
+        try:
+            reply = await loop.converse(transcript, text, timeout=timeout)
+        except TimeoutError:
+            record["timed_out"] = True
+            raise
+        except Exception as exc:
+            record["error"] = process.redactor.text(f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            record["duration_ms"] = round((time.perf_counter() - started) * 1e3, 3)
+            if isinstance(ctx, PluginContext):
+                ctx.converse_calls.append(record)
+        return reply
+
+    def plugin_model_name(self) -> str | None:
+        model = self._process.config.model
+        return model if isinstance(model, str) else getattr(model, "name", type(model).__name__)

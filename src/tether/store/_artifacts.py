@@ -1,0 +1,111 @@
+"""Artifacts that plugins emit beside a task's record: a folder, SQLite, or memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from ._sqlite import connect
+
+__all__ = ["ArtifactStore", "DirArtifacts", "MemoryArtifacts", "SqliteArtifacts", "open_artifacts"]
+
+_SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class ArtifactStore(Protocol):
+    def put(self, task_id: str, name: str, payload: Any) -> str: ...
+
+    def list(self, task_id: str) -> list[dict[str, Any]]: ...
+
+
+def _check(task_id: str, name: str) -> None:
+    for value in (task_id, name):
+        if not _SAFE.match(value) or ".." in value:
+            raise ValueError(f"artifact path part {value!r} is not a safe file name")
+
+
+class MemoryArtifacts:
+    """Kept in memory (lost with the process object)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, dict[str, tuple[Any, float]]] = {}
+
+    def put(self, task_id: str, name: str, payload: Any) -> str:
+        _check(task_id, name)
+        self._items.setdefault(task_id, {})[name] = (json.loads(json.dumps(payload)), time.time())
+        return name
+
+    def list(self, task_id: str) -> list[dict[str, Any]]:
+        items = self._items.get(task_id, {})
+        return [{"name": n, "payload": p, "created_at": t} for n, (p, t) in sorted(items.items())]
+
+
+class DirArtifacts:
+    """Files ``<task_id>.<plugin>[.<label>].json`` in one folder."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def put(self, task_id: str, name: str, payload: Any) -> str:
+        _check(task_id, name)
+        path = self.folder / name
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+        return name
+
+    def list(self, task_id: str) -> list[dict[str, Any]]:
+        _check(task_id, "x")
+        out = []
+        for path in sorted(self.folder.glob(f"{task_id}.*.json")):
+            out.append(
+                {
+                    "name": path.name,
+                    "payload": json.loads(path.read_text(encoding="utf-8")),
+                    "created_at": path.stat().st_mtime,
+                }
+            )
+        return out
+
+
+class SqliteArtifacts:
+    """Rows of the runtime's SQLite file."""
+
+    def __init__(self, path: str | Path, process: str) -> None:
+        self._db = connect(path)
+        self.process = process
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS artifacts (process TEXT NOT NULL, task_id TEXT NOT NULL, "
+            "name TEXT NOT NULL, payload TEXT NOT NULL, created_at REAL NOT NULL, "
+            "PRIMARY KEY (process, task_id, name))"
+        )
+
+    def put(self, task_id: str, name: str, payload: Any) -> str:
+        _check(task_id, name)
+        self._db.execute(
+            "INSERT OR REPLACE INTO artifacts VALUES (?, ?, ?, ?, ?)",
+            (self.process, task_id, name, json.dumps(payload), time.time()),
+        )
+        return name
+
+    def list(self, task_id: str) -> list[dict[str, Any]]:
+        rows = self._db.execute(
+            "SELECT name, payload, created_at FROM artifacts WHERE process=? AND task_id=? "
+            "ORDER BY name",
+            (self.process, task_id),
+        ).fetchall()
+        return [{"name": n, "payload": json.loads(p), "created_at": t} for n, p, t in rows]
+
+
+def open_artifacts(folder: str | None, db_path: str | None, process: str) -> ArtifactStore:
+    """A folder if one is configured, else the SQLite file, else memory."""
+    if folder:
+        return DirArtifacts(folder)
+    if db_path:
+        return SqliteArtifacts(db_path, process)
+    return MemoryArtifacts()
