@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ class HookContext:
     dict, so a later hook sees what an earlier one changed; the caller's dict is never touched.
     """
 
-    __slots__ = ("_extras", "data", "event", "metadata", "process_id", "timestamp")
+    __slots__ = ("_epoch", "_extras", "_timestamp", "data", "event", "metadata", "process_id")
 
     def __init__(
         self,
@@ -27,12 +28,25 @@ class HookContext:
         metadata: dict[str, Any] | None = None,
         timestamp: datetime | None = None,
     ) -> None:
-        self.event: HookEvent = parse_event(event)
+        self.event: HookEvent = event if type(event) is HookEvent else parse_event(event)
         self.process_id = process_id
         self.data: dict[str, Any] = {} if data is None else data
         self.metadata: dict[str, Any] = {} if metadata is None else metadata
-        self.timestamp = timestamp if timestamp is not None else datetime.now(UTC)
+        # The clock is read now; the datetime is built only if a hook asks for it (hot path).
+        self._timestamp = timestamp
+        self._epoch = time.time() if timestamp is None else 0.0
         self._extras: dict[str, Any] | None = None
+
+    @property
+    def timestamp(self) -> datetime:
+        """UTC time of the dispatch."""
+        if self._timestamp is None:
+            self._timestamp = datetime.fromtimestamp(self._epoch, UTC)
+        return self._timestamp
+
+    @timestamp.setter
+    def timestamp(self, value: datetime) -> None:
+        self._timestamp = value
 
     def get(self, key: str, default: Any = None) -> Any:
         """Shorthand for ``ctx.data.get(key, default)``."""

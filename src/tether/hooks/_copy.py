@@ -28,7 +28,8 @@ _IMMUTABLE_SET = frozenset(_IMMUTABLE)
 
 def copy_payload(data: dict[str, Any]) -> dict[str, Any]:
     """Return a deep copy of a payload dict (plain containers copied fast, the rest deep-copied)."""
-    out: dict[str, Any] = {}
+    out = data.copy()
     for key, value in data.items():
-        out[key] = value if type(value) in _IMMUTABLE_SET else _copy_value(value)
+        if type(value) not in _IMMUTABLE_SET:
+            out[key] = _copy_value(value)
     return out
