@@ -6,6 +6,9 @@ import asyncio
 import logging
 import signal
 import socket
+import subprocess
+import sys
+import textwrap
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -300,3 +303,44 @@ async def test_the_programs_logging_configuration_is_left_alone() -> None:
     async with FakeLLM(port=0):
         assert logging.getLogger("uvicorn").handlers == []
         assert logging.getLogger("uvicorn.error").handlers == []
+
+
+CTRL_C_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, signal
+    from tether.testing import FakeLLM
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the parent ignores it
+
+    async def main():
+        llm = FakeLLM(port=0)
+        await llm.start()
+        print("ready", flush=True)
+        await asyncio.sleep(60)
+        await llm.stop()  # never reached: Ctrl-C comes first
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_interrupts_the_program_and_leaves_no_socket_open() -> None:
+    """Regression: on Ctrl-C asyncio.run cancels the server task and uvicorn never shut down."""
+    child = subprocess.Popen(
+        [sys.executable, "-X", "dev", "-c", CTRL_C_SCRIPT],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+        child.wait()
+    assert err.strip().endswith("KeyboardInterrupt"), err
+    assert "ResourceWarning" not in err
+    assert "Task was destroyed" not in err

@@ -136,7 +136,7 @@ class FakeLLM:
         )
         server = _Server(config)
         self._stopping = asyncio.Event()
-        task = asyncio.create_task(server.serve(sockets=[sock]), name=f"FakeLLM:{self._port}")
+        task = asyncio.create_task(_serve(server, sock), name=f"FakeLLM:{self._port}")
         listening = asyncio.create_task(server.listening.wait())
         try:
             await asyncio.wait({task, listening}, return_when=asyncio.FIRST_COMPLETED)
@@ -242,6 +242,17 @@ class FakeLLM:
     async def _models(self, request: Request) -> Response:
         model = {"id": _MODEL_ID, "object": "model", "created": 0, "owned_by": "tether"}
         return JSONResponse({"object": "list", "data": [model]})
+
+
+async def _serve(server: _Server, sock: socket.socket) -> None:
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        # When the task is cancelled instead of stopped (asyncio.run ending on Ctrl-C, say),
+        # uvicorn's shutdown never runs: close the listener here so no socket is left open.
+        for listener in getattr(server, "servers", ()):
+            listener.close()
+        sock.close()
 
 
 def _app(llm: FakeLLM) -> Starlette:
