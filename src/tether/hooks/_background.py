@@ -13,6 +13,9 @@ from ._copy import copy_payload
 
 if TYPE_CHECKING:
     from ._manager import HookManager, _Hook
+    from ._records import RunRecorder
+
+    Job = tuple[HookManager, _Hook, HookContext, int, RunRecorder | None, str]
 
 __all__ = ["BackgroundPool", "drain", "submit"]
 
@@ -30,9 +33,7 @@ class BackgroundPool:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.queue: asyncio.Queue[tuple[HookManager, _Hook, HookContext, int]] = asyncio.Queue(
-            QUEUE_SIZE
-        )
+        self.queue: asyncio.Queue[Job] = asyncio.Queue(QUEUE_SIZE)
         self.workers: set[asyncio.Task[None]] = set()
 
     def wake(self) -> None:
@@ -43,9 +44,9 @@ class BackgroundPool:
 
     async def _work(self) -> None:
         while not self.queue.empty():
-            manager, hook, ctx, depth = self.queue.get_nowait()
+            manager, hook, ctx, depth, recorder, dispatch_id = self.queue.get_nowait()
             try:
-                await _run_one(manager, hook, ctx, depth)
+                await _run_one(manager, hook, ctx, depth, recorder, dispatch_id)
             finally:
                 self.queue.task_done()
 
@@ -63,15 +64,21 @@ def _pool() -> BackgroundPool:
     return pool
 
 
-async def _run_one(manager: HookManager, hook: _Hook, ctx: HookContext, depth: int) -> None:
-    recorder = manager.recorder
+async def _run_one(
+    manager: HookManager,
+    hook: _Hook,
+    ctx: HookContext,
+    depth: int,
+    recorder: RunRecorder | None,
+    dispatch_id: str,
+) -> None:
     started = time.perf_counter()
     before = dict(ctx.data)
     outcome, error = "passed", None
     try:
         if hook.matcher is not None and not hook.matcher.matches(ctx.data):
             if recorder is not None:
-                recorder.skipped(manager, hook, ctx, depth)
+                recorder.skipped(manager, hook, ctx, depth, dispatch_id)
             return
         await manager._await_bounded(hook, hook.fn(ctx))
     except Exception as exc:
@@ -82,7 +89,7 @@ async def _run_one(manager: HookManager, hook: _Hook, ctx: HookContext, depth: i
         else:
             error = exc
             outcome = "timed_out" if isinstance(exc, HookTimeoutError) else "failed"
-            logger.warning("async hook %s failed: %r", hook.name, exc, exc_info=exc)
+            manager._log_failure(hook, ctx.event.value, exc)
             from ._manager import HookErrorInfo
 
             await manager._report(
@@ -90,21 +97,45 @@ async def _run_one(manager: HookManager, hook: _Hook, ctx: HookContext, depth: i
                 hook.manager,
             )
     if recorder is not None:
-        recorder.ran(manager, hook, ctx, depth, outcome, started, error, before)
+        recorder.ran(manager, hook, ctx, depth, outcome, started, error, before, dispatch_id)
 
 
-def submit(manager: HookManager, hooks: list[_Hook], ctx: HookContext, depth: int) -> None:
+def _own_context(ctx: HookContext) -> HookContext:
+    return HookContext(ctx.event, ctx.process_id, copy_payload(ctx.data), dict(ctx.metadata))
+
+
+async def run_inline(
+    manager: HookManager,
+    hooks: list[_Hook],
+    ctx: HookContext,
+    depth: int,
+    recorder: RunRecorder | None,
+    dispatch_id: str,
+) -> None:
+    """Run async hooks one after another now (dry runs), each on its own copy of the data."""
+    for hook in hooks:
+        await _run_one(manager, hook, _own_context(ctx), depth, recorder, dispatch_id)
+
+
+def submit(
+    manager: HookManager,
+    hooks: list[_Hook],
+    ctx: HookContext,
+    depth: int,
+    recorder: RunRecorder | None,
+    dispatch_id: str,
+) -> None:
     """Queue async hooks with their own copy of the final data; a full queue records 'dropped'."""
     pool = _pool()
     for hook in hooks:
-        own = HookContext(ctx.event, ctx.process_id, copy_payload(ctx.data), dict(ctx.metadata))
+        own = _own_context(ctx)
         try:
-            pool.queue.put_nowait((manager, hook, own, depth))
+            pool.queue.put_nowait((manager, hook, own, depth, recorder, dispatch_id))
             pool.wake()
         except asyncio.QueueFull:
             logger.warning("async hook queue full; %s dropped for %s", hook.name, ctx.event.value)
-            if manager.recorder is not None:
-                manager.recorder.dropped(manager, hook, own, depth)
+            if recorder is not None:
+                recorder.dropped(manager, hook, own, depth, dispatch_id)
 
 
 async def drain(timeout: float) -> bool:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import itertools
 import logging
 import time
 import types
+import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -49,6 +51,11 @@ DEFAULT_COMMAND_TIMEOUT: Final = 5.0
 DEFAULT_CALLBACK_TIMEOUT: Final = 30.0
 
 _ids = itertools.count(1)
+_dispatch_ids = itertools.count(1)
+#: Dispatch ids are unique across interpreters too (history outlives a process).
+_RUN_PREFIX: Final = uuid.uuid4().hex[:8]
+#: How deep the current dispatch is nested in other dispatches (recorded with each run).
+_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("tether_dispatch_depth", default=0)
 _new = object.__new__
 _now = time.time
 _generation = [0]
@@ -249,6 +256,8 @@ class HookManager:
         self._error_listeners: list[Callable[[HookErrorInfo], Any]] = []
         self._deferred: set[asyncio.Task[Any]] = set()
         self.recorder: RunRecorder | None = None
+        #: Applied to the text of every logged hook error (the process sets its redactor).
+        self.redact: Callable[[str], str] | None = None
 
     # -- chaining --------------------------------------------------------------------------
 
@@ -584,15 +593,21 @@ class HookManager:
         process_id: str = "",
         metadata: dict[str, Any] | None = None,
         context_factory: Callable[..., HookContext] | None = None,
-        depth: int = 0,
+        recorder: RunRecorder | None = None,
+        dry_run: bool = False,
     ) -> DispatchResult:
-        """Run the resolved chain for ``event`` on a copy of ``data``; never raises hook errors."""
+        """Run the resolved chain for ``event`` on a copy of ``data``; never raises hook errors.
+
+        ``recorder`` overrides the manager's run recorder for this dispatch; ``dry_run`` keeps
+        once hooks registered and runs async hooks inline (for tracing a chain).
+        """
         ev = event if type(event) is HookEvent else parse_event(event)
         # The cache check of _resolved, inlined: this is the hot path.
         hooks = self._cache.get(ev) if self._cache_gen == _generation[0] else None
         if hooks is None:
             hooks = self._resolved(ev)
-        recorder = self.recorder
+        if recorder is None:
+            recorder = self.recorder
         if not hooks:
             return DispatchResult(data=dict(data) if data else {})
         payload = copy_payload(data) if data else {}
@@ -610,95 +625,106 @@ class HookManager:
             ctx._extras = None
         else:
             ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
+        depth = 0
+        dispatch_id = ""
+        token = None
+        if recorder is not None:
+            depth = _DEPTH.get()
+            token = _DEPTH.set(depth + 1)
+            dispatch_id = f"{_RUN_PREFIX}-{next(_dispatch_ids)}"
         blocked = False
         reason: str | None = None
         errors: list[tuple[_Hook, BaseException]] | None = None
         blockable = ev in BLOCKABLE_EVENTS
         background: list[_Hook] | None = None
         fired = 0
-        for hook in hooks:
-            if not hook.enabled:
-                continue
-            if hook.mode == "async":
-                if background is None:
-                    background = []
-                background.append(hook)
-                continue
-            if hook.matcher is not None and not hook.matcher.matches(ctx.data):
-                if recorder is not None:
-                    recorder.skipped(self, hook, ctx, depth)
-                continue
-            if hook.once:
-                if hook.spent:
+        try:
+            for hook in hooks:
+                if not hook.enabled:
                     continue
-                hook.spent = True
-                hook.manager._drop(hook)
-            fired += 1
-            started = time.perf_counter() if recorder is not None else 0.0
-            before = ctx.data if recorder is None else dict(ctx.data)
-            outcome = "passed"
-            error: BaseException | None = None
-            try:
-                coro = hook.fn(ctx)
+                if hook.mode == "async":
+                    if background is None:
+                        background = []
+                    background.append(hook)
+                    continue
+                if hook.matcher is not None and not hook.matcher.matches(ctx.data):
+                    if recorder is not None:
+                        recorder.skipped(self, hook, ctx, depth, dispatch_id)
+                    continue
+                if hook.once:
+                    if hook.spent:
+                        continue
+                    if not dry_run:
+                        hook.spent = True
+                        hook.manager._drop(hook)
+                fired += 1
+                started = time.perf_counter() if recorder is not None else 0.0
+                before = ctx.data if recorder is None else dict(ctx.data)
+                outcome = "passed"
+                error: BaseException | None = None
                 try:
-                    pending = coro.send(None)
-                except StopIteration:
-                    pass
-                except AttributeError:
-                    if hasattr(coro, "send"):
-                        raise
-                    await self._await_bounded(hook, coro)
-                else:
-                    timeout = self._timeout_of(hook)
-                    if timeout is None:
-                        await _resume(coro, pending)
-                    else:
-                        try:
-                            async with asyncio.timeout(timeout) as scope:
-                                await _resume(coro, pending)
-                        except TimeoutError:
-                            if scope.expired():
-                                raise HookTimeoutError(
-                                    f"hook {hook.name!r} ({hook.hook_id}) timed out "
-                                    f"after {timeout:g}s"
-                                ) from None
+                    coro = hook.fn(ctx)
+                    try:
+                        pending = coro.send(None)
+                    except StopIteration:
+                        pass
+                    except AttributeError:
+                        if hasattr(coro, "send"):
                             raise
-            except HookBlocked as exc:
-                if blockable:
-                    blocked = True
-                    reason = exc.reason
-                    outcome = "blocked"
-                    if recorder is not None:
-                        recorder.ran(self, hook, ctx, depth, outcome, started, None, before)
-                    break
-                logger.warning(
-                    "hook %s (%s) tried to block %s, which cannot be blocked; ignored",
-                    hook.name,
-                    hook.hook_id,
-                    ev.value,
-                )
-            except Exception as exc:
-                error = exc
-                outcome = "timed_out" if isinstance(exc, HookTimeoutError) else "failed"
-                logger.warning(
-                    "hook %s (%s) failed on %s: %r",
-                    hook.name,
-                    hook.hook_id,
-                    ev.value,
-                    exc,
-                    exc_info=exc,
-                )
-                if errors is None:
-                    errors = []
-                errors.append((hook, exc))
-                if hook.fail_closed and blockable:
-                    blocked = True
-                    reason = f"hook failed (fail_closed): {exc}"
-                    if recorder is not None:
-                        recorder.ran(self, hook, ctx, depth, outcome, started, error, before)
-                    break
-            if recorder is not None:
-                recorder.ran(self, hook, ctx, depth, outcome, started, error, before)
+                        await self._await_bounded(hook, coro)
+                    else:
+                        timeout = self._timeout_of(hook)
+                        if timeout is None:
+                            await _resume(coro, pending)
+                        else:
+                            try:
+                                async with asyncio.timeout(timeout) as scope:
+                                    await _resume(coro, pending)
+                            except TimeoutError:
+                                if scope.expired():
+                                    raise HookTimeoutError(
+                                        f"hook {hook.name!r} ({hook.hook_id}) timed out "
+                                        f"after {timeout:g}s"
+                                    ) from None
+                                raise
+                except HookBlocked as exc:
+                    if blockable:
+                        blocked = True
+                        reason = exc.reason
+                        outcome = "blocked"
+                        if recorder is not None:
+                            recorder.ran(
+                                self, hook, ctx, depth, outcome, started, None, before, dispatch_id
+                            )
+                        break
+                    logger.warning(
+                        "hook %s (%s) tried to block %s, which cannot be blocked; ignored",
+                        hook.name,
+                        hook.hook_id,
+                        ev.value,
+                    )
+                except Exception as exc:
+                    error = exc
+                    outcome = "timed_out" if isinstance(exc, HookTimeoutError) else "failed"
+                    self._log_failure(hook, ev.value, exc)
+                    if errors is None:
+                        errors = []
+                    errors.append((hook, exc))
+                    if hook.fail_closed and blockable:
+                        blocked = True
+                        reason = f"hook failed (fail_closed): {exc}"
+                        if recorder is not None:
+                            recorder.ran(
+                                self, hook, ctx, depth, outcome, started, error, before, dispatch_id
+                            )
+                        break
+                if recorder is not None:
+                    recorder.ran(
+                        self, hook, ctx, depth, outcome, started, error, before, dispatch_id
+                    )
+        finally:
+            if token is not None:
+                _DEPTH.reset(token)
         # Built field by field for the same reason as the context (a test checks every field).
         result = _new(DispatchResult)
         result.fired = fired
@@ -713,8 +739,33 @@ class HookManager:
                     HookErrorInfo(ev.value, h.hook_id, h.name, process_id, e), h.manager
                 )
         if background is not None:
-            self._run_background(background, ctx, depth)
+            if dry_run:
+                from ._background import run_inline
+
+                await run_inline(self, background, ctx, depth, recorder, dispatch_id)
+            else:
+                self._run_background(background, ctx, depth, recorder, dispatch_id)
         return result
+
+    def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None:
+        """Log an isolated hook error; with ``redact`` set, secrets never reach the log."""
+        redact = self.redact
+        if redact is None:
+            logger.warning(
+                "hook %s (%s) failed on %s: %r", hook.name, hook.hook_id, event, exc, exc_info=exc
+            )
+            return
+        import traceback
+
+        trace = redact("".join(traceback.format_exception(exc)))
+        logger.warning(
+            "hook %s (%s) failed on %s: %s\n%s",
+            hook.name,
+            hook.hook_id,
+            event,
+            redact(repr(exc)),
+            trace.rstrip(),
+        )
 
     async def _await_bounded(self, hook: _Hook, awaitable: Awaitable[Any]) -> Any:
         timeout = self._timeout_of(hook)
@@ -728,10 +779,17 @@ class HookManager:
                 ) from None
             raise
 
-    def _run_background(self, hooks: list[_Hook], ctx: HookContext, depth: int) -> None:
+    def _run_background(
+        self,
+        hooks: list[_Hook],
+        ctx: HookContext,
+        depth: int,
+        recorder: RunRecorder | None,
+        dispatch_id: str,
+    ) -> None:
         from ._background import submit
 
-        submit(self, hooks, ctx, depth)
+        submit(self, hooks, ctx, depth, recorder, dispatch_id)
 
     # -- extension points ------------------------------------------------------------------
 
@@ -753,7 +811,7 @@ class HookManager:
                 if inspect.isawaitable(value):
                     value = await self._await_bounded(hook, value)
             except Exception as exc:
-                logger.warning("extension point %s handler %s failed: %r", key, hook.name, exc)
+                self._log_failure(hook, str(key), exc)
                 await self._report(
                     HookErrorInfo(key, hook.hook_id, hook.name, "", exc), hook.manager
                 )

@@ -19,6 +19,7 @@ OUTCOMES = ("applied", "passed", "blocked", "failed", "timed_out", "skipped", "d
 class HookRun:
     """One hook execution within a dispatch."""
 
+    recorded_at: float
     hook_id: str
     hook_name: str
     event: str
@@ -31,7 +32,6 @@ class HookRun:
     patch_applied: bool
     dispatch_id: str
     dispatch_depth: int
-    recorded_at: float
     data_before: dict[str, Any] | None = None
     data_after: dict[str, Any] | None = None
 
@@ -56,8 +56,13 @@ class RunRecorder(Protocol):
         started: float,
         error: BaseException | None,
         before: dict[str, Any],
+        dispatch_id: str = "",
     ) -> None: ...
 
-    def skipped(self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int) -> None: ...
+    def skipped(
+        self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
+    ) -> None: ...
 
-    def dropped(self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int) -> None: ...
+    def dropped(
+        self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
+    ) -> None: ...

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._redact import Redactor
 from ..agent import AgentContext, AgentLoop, BudgetTracker, RunResult, Tool, as_tool, scan
-from ..hooks import DispatchResult, HookEvent, HookManager
+from ..hooks import DispatchResult, HookEvent, HookManager, HookRun
 from ..hooks._background import drain as drain_async_hooks
 from ._config import (
     CronTrigger,
@@ -160,7 +160,22 @@ class AgentProcess:
             from ..store import Journal
 
             self._journal = Journal(self.config.journal_path, self.name)
+        from ..hooks._history import HistoryRecorder
         from ._plugins import PluginManager
+
+        self._history_store = None
+        if self.config.journal_path:
+            from ..store import HistoryStore
+
+            self._history_store = HistoryStore(self.config.journal_path)
+        self.history = HistoryRecorder(
+            self.name,
+            redact=self.redactor.text if self.redactor else None,
+            sink=self._history_store.write if self._history_store is not None else None,
+        )
+        self.hooks.recorder = self.history
+        if self.redactor:
+            self.hooks.redact = self.redactor.text
 
         self.plugins = PluginManager(self)
         for plugin in self.config.plugins:
@@ -361,6 +376,7 @@ class AgentProcess:
             self._dead(event, why, f"still queued when the process {final_state.value}", attempts)
             await self._complete(event, "dead_lettered", 0.0, why)
         await drain_async_hooks(ASYNC_HOOK_DRAIN)
+        self.history.flush()
         self.state = final_state
         if self.parent is not None:
             await self.parent._child_stopped(self)
@@ -546,7 +562,7 @@ class AgentProcess:
             except Exception as exc:  # a bug in the machinery: supervise, never lose the event
                 logger.exception("worker of %s crashed", self.name)
                 self._dead(event, "process failed", f"{type(exc).__name__}: {exc}", attempts + 1)
-                self._crashed(f"worker crashed: {exc!r}")
+                self._crashed(self.redactor.text(f"worker crashed: {exc!r}"))
             finally:
                 self._inflight.pop(event.event_id, None)
                 self._busy.discard(me)
@@ -832,6 +848,51 @@ class AgentProcess:
         await self._emit(
             HookEvent.SUBAGENT_STOP, {"process_name": child.name, "state": child.state.value}
         )
+
+    # -- hook observability ----------------------------------------------------------------
+
+    def hook_runs(self, **filters: Any) -> list[HookRun]:
+        """Recorded hook runs, oldest first (filters: event, outcome, hook, since, last).
+
+        With a journal configured the SQLite history is read (it survives restarts);
+        otherwise the in-memory ring.
+        """
+        if self._history_store is not None:
+            self.history.flush()
+            return self._history_store.query(self.name, **filters)
+        return self.history.runs(**filters)
+
+    async def dry_run(self, event: HookEvent | str, data: dict[str, Any]) -> dict[str, Any]:
+        """Push a sample event through the resolved chain (command hooks really run).
+
+        Nothing is queued and the agent is not touched; once hooks are not consumed and async
+        hooks run inline. Returns the per-hook trace and the final decision.
+        """
+        from ..hooks._history import HistoryRecorder
+
+        tracer = HistoryRecorder(
+            self.name, redact=self.redactor.text if self.redactor else None, trace=True
+        )
+        result = await self.hooks.dispatch(
+            event,
+            self.redactor.value(data) if self.redactor else data,
+            process_id=self.name,
+            metadata={"process_name": self.name, "process_id": self.process_id},
+            recorder=tracer,
+            dry_run=True,
+        )
+        return {
+            "event": str(event),
+            "blocked": result.blocked,
+            "reason": result.reason,
+            "fired": result.fired,
+            "errors": [
+                {"hook_id": hook_id, "error": self.redactor.text(str(exc))}
+                for hook_id, exc in result.errors
+            ],
+            "data": self.redactor.value(result.data) if self.redactor else result.data,
+            "trace": [run.as_dict() for run in tracer.runs()],
+        }
 
     # -- status ----------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 from ._artifacts import ArtifactStore as ArtifactStore
 from ._artifacts import open_artifacts as open_artifacts
+from ._history import HistoryStore as HistoryStore
 from ._sqlite import Journal as Journal
 from ._sqlite import connect as connect
 
-__all__ = ["ArtifactStore", "Journal", "connect", "open_artifacts"]
+__all__ = ["ArtifactStore", "HistoryStore", "Journal", "connect", "open_artifacts"]

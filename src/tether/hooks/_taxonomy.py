@@ -1,0 +1,149 @@
+"""The event taxonomy: each lifecycle event's family, blocking, payload and patch schemas."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ._events import BLOCKABLE_EVENTS, HookEvent
+from ._matcher import MATCHER_FIELDS
+
+__all__ = ["TAXONOMY", "describe_events"]
+
+_S: Final = {"type": "string"}
+_SN: Final = {"type": ["string", "null"]}
+_I: Final = {"type": "integer"}
+_B: Final = {"type": "boolean"}
+_TRIGGER: Final = {"event_id": _S, "trigger_id": _S, "trigger_type": _S}
+
+
+def _obj(props: dict[str, Any], *, extra: bool = False) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": props,
+        "required": sorted(props),
+        "additionalProperties": extra,
+    }
+
+
+_NOTHING: Final = {
+    "type": "object",
+    "properties": {},
+    "additionalProperties": True,
+    "description": "Changes to this event's data are not used by the process.",
+}
+
+#: event -> (family, what a block does (None: not blockable), payload schema, patch schema)
+TAXONOMY: Final[dict[HookEvent, tuple[str, str | None, dict[str, Any], dict[str, Any]]]] = {
+    HookEvent.SESSION_START: (
+        "session",
+        None,
+        _obj({"restart": _B, "recovered": {"type": ["object", "null"]}}),
+        _NOTHING,
+    ),
+    HookEvent.SESSION_END: (
+        "session",
+        None,
+        _obj({"reason": {"enum": ["stop", "restart"]}, "invocation_count": _I}, extra=True),
+        _NOTHING,
+    ),
+    HookEvent.USER_PROMPT_SUBMIT: (
+        "prompt",
+        "The run is skipped and the event dead-lettered ('blocked by hook'), "
+        "before any budget is counted.",
+        _obj({"prompt": _S, **_TRIGGER}),
+        {
+            "type": "object",
+            "properties": {"prompt": _S},
+            "additionalProperties": True,
+            "description": "A changed prompt replaces the original; nothing else is used.",
+        },
+    ),
+    HookEvent.PERMISSION_REQUEST: (
+        "permission",
+        "The tool call is denied without asking the approval handler.",
+        _obj({"tool_name": _S, "arguments": {"type": "object"}, "request_id": _S}),
+        _NOTHING,
+    ),
+    HookEvent.PERMISSION_DENIED: (
+        "permission",
+        None,
+        _obj(
+            {
+                "kind": {"enum": ["approval", "budget", "guardrail"]},
+                "tool_name": _SN,
+                "request_id": _SN,
+                "reason": _S,
+                "decided_by": _SN,
+            },
+            extra=True,
+        ),
+        _NOTHING,
+    ),
+    HookEvent.SUBAGENT_START: (
+        "subagent",
+        "The spawn is refused.",
+        _obj({"process_name": _S, "execution_mode": _S, "trigger_count": _I}),
+        _NOTHING,
+    ),
+    HookEvent.SUBAGENT_STOP: ("subagent", None, _obj({"process_name": _S, "state": _S}), _NOTHING),
+    HookEvent.PRE_COMPACT: (
+        "context",
+        None,
+        _obj({"buffer_size": _I, "max_messages": _I, "dropping": {"type": "array"}}),
+        _NOTHING,
+    ),
+    HookEvent.POST_COMPACT: ("context", None, _obj({"buffer_size": _I, "dropped": _I}), _NOTHING),
+    HookEvent.FILE_CHANGED: (
+        "trigger",
+        "The event is dropped and counted as filtered.",
+        _obj({"path": _S, "event_type": _S, "trigger_id": _S, "event_id": _S}, extra=True),
+        _NOTHING,
+    ),
+    HookEvent.CONFIG_CHANGE: (
+        "config",
+        "Only for source 'agent': the agent's change is not applied. Operator changes always "
+        "apply.",
+        _obj({"source": {"enum": ["agent", "operator"]}, "change": _S}, extra=True),
+        _NOTHING,
+    ),
+    HookEvent.TASK_CREATED: (
+        "task",
+        "The event is dead-lettered ('blocked by hook') instead of queued.",
+        _obj(dict(_TRIGGER)),
+        _NOTHING,
+    ),
+    HookEvent.TASK_COMPLETED: (
+        "task",
+        None,
+        _obj(
+            {
+                **_TRIGGER,
+                "outcome": {"enum": ["success", "retrying", "failed", "blocked", "dead_lettered"]},
+                "duration_ms": {"type": "number"},
+                "error": _SN,
+            }
+        ),
+        _NOTHING,
+    ),
+}
+
+
+def describe_events(blockable: bool | None = None) -> list[dict[str, Any]]:
+    """The taxonomy as JSON-ready records (optionally only blockable or non-blockable)."""
+    out = []
+    for event, (family, block, payload, patch) in TAXONOMY.items():
+        is_blockable = event in BLOCKABLE_EVENTS
+        if blockable is not None and is_blockable != blockable:
+            continue
+        out.append(
+            {
+                "event": event.value,
+                "family": family,
+                "blockable": is_blockable,
+                "block_effect": block,
+                "matcher_fields": list(MATCHER_FIELDS[event]),
+                "payload_schema": payload,
+                "patch_schema": patch,
+            }
+        )
+    return out

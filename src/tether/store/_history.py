@@ -1,0 +1,119 @@
+"""Hook-run history in the runtime's SQLite file (written in batches by the recorder)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..hooks import HookRun
+from ._sqlite import connect
+
+__all__ = ["HistoryStore"]
+
+_COLUMNS = (
+    "recorded_at",
+    "hook_id",
+    "hook_name",
+    "event",
+    "process_id",
+    "source",
+    "mode",
+    "outcome",
+    "duration_ms",
+    "error",
+    "patch_applied",
+    "dispatch_id",
+    "dispatch_depth",
+    "data_before",
+    "data_after",
+)
+
+
+class HistoryStore:
+    """Rows of ``hook_runs``; one table for every process of the runtime."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._db = connect(path)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS hook_runs (recorded_at REAL NOT NULL, hook_id TEXT, "
+            "hook_name TEXT, event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, "
+            "outcome TEXT, duration_ms REAL, error TEXT, patch_applied INTEGER, "
+            "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT)"
+        )
+        self._db.execute(
+            "CREATE INDEX IF NOT EXISTS hook_runs_process ON hook_runs (process_id, recorded_at)"
+        )
+
+    def write(self, runs: list[HookRun]) -> None:
+        rows = []
+        for r in runs:
+            rows.append(
+                (
+                    r.recorded_at,
+                    r.hook_id,
+                    r.hook_name,
+                    r.event,
+                    r.process_id,
+                    r.source,
+                    r.mode,
+                    r.outcome,
+                    r.duration_ms,
+                    r.error,
+                    int(r.patch_applied),
+                    r.dispatch_id,
+                    r.dispatch_depth,
+                    None if r.data_before is None else json.dumps(r.data_before, default=str),
+                    None if r.data_after is None else json.dumps(r.data_after, default=str),
+                )
+            )
+        with self._db:
+            self._db.executemany(
+                f"INSERT INTO hook_runs ({', '.join(_COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(_COLUMNS))})",
+                rows,
+            )
+
+    def query(
+        self,
+        process: str,
+        *,
+        event: str | None = None,
+        outcome: str | None = None,
+        hook: str | None = None,
+        since: Any = None,
+        last: int | None = None,
+    ) -> list[HookRun]:
+        """Runs of one process, oldest first, filtered like the in-memory ring."""
+        where = ["process_id = ?"]
+        args: list[Any] = [process]
+        if event is not None:
+            where.append("event = ?")
+            args.append(event)
+        if outcome is not None:
+            where.append("outcome = ?")
+            args.append(outcome)
+        if hook is not None:
+            where.append("(hook_id = ? OR hook_name = ?)")
+            args += [hook, hook]
+        if since is not None:
+            if isinstance(since, datetime):
+                since = since.timestamp()
+            elif isinstance(since, str):
+                since = datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
+            where.append("recorded_at >= ?")
+            args.append(float(since))
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM hook_runs WHERE {' AND '.join(where)}"
+        if last is not None:
+            sql = f"SELECT * FROM ({sql} ORDER BY recorded_at DESC, rowid DESC LIMIT ?) "
+            args.append(max(last, 0))
+        sql += " ORDER BY recorded_at"
+        out = []
+        for row in self._db.execute(sql, args).fetchall():
+            values = list(row)
+            values[10] = bool(values[10])
+            values[13] = None if values[13] is None else json.loads(values[13])
+            values[14] = None if values[14] is None else json.loads(values[14])
+            out.append(HookRun(*values))
+        return out
