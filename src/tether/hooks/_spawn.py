@@ -21,6 +21,8 @@ __all__ = ["Completed", "run_program"]
 KILL_GRACE: Final = 0.5
 #: Seconds to wait for stdout/stderr EOF after the program exited (a grandchild may hold them).
 EOF_GRACE: Final = 0.25
+#: Seconds to wait, beyond KILL_GRACE, for a killed program to be reaped before giving up on it.
+REAP_GRACE: Final = 1.0
 #: Most stderr kept; the rest is read and discarded so the program never blocks on it.
 STDERR_LIMIT: Final = 64 * 1024
 _READ_CHUNK: Final = 65536
@@ -262,6 +264,17 @@ def _spawn(
     return proc.pid
 
 
+async def _reaped(child: _Child) -> None:
+    """Wait out the grace period and the SIGKILL of a terminated program, so it is reaped here.
+
+    Returning earlier would leave the kill and the reaping to the event loop: a loop closed in
+    the meantime would leak a program that ignores SIGTERM, its pidfd and, later, a zombie.
+    """
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(KILL_GRACE + REAP_GRACE):
+            await asyncio.shield(child.exited)
+
+
 async def run_program(
     executable: str,
     argv: list[str],
@@ -292,7 +305,7 @@ async def run_program(
     try:
         try:
             async with asyncio.timeout(timeout):
-                await child.exited
+                await asyncio.shield(child.exited)
                 if not child.eof.done() and not child.overflowed:
                     try:
                         async with asyncio.timeout(EOF_GRACE):
@@ -302,6 +315,11 @@ async def run_program(
         except TimeoutError:
             timed_out = True
             child.terminate()
+            await _reaped(child)
+        except asyncio.CancelledError:
+            child.terminate()
+            await _reaped(child)
+            raise
         child.drain(stdout_r, stderr_r)
     finally:
         child.close()
