@@ -140,6 +140,8 @@ class AgentProcess:
         self._busy: set[asyncio.Task[None]] = set()
         self._inflight: dict[str, tuple[TriggerEvent, int]] = {}
         self._retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]] = {}
+        # Events whose run was cancelled by stop() or a restart: (event, attempt cut off).
+        self._cut_off: list[tuple[TriggerEvent, int]] = []
         self._dispatching: set[asyncio.Task[Any]] = set()
         self._stopping = False
         self._runners: dict[str, TriggerRunner] = {}
@@ -353,6 +355,38 @@ class AgentProcess:
         self._runners.clear()
         for child in list(self.children.values()):
             await child.stop()
+        await self._halt_workers()
+        why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
+        cut_off, self._cut_off = self._cut_off, []
+        for event, attempt in cut_off:
+            self._dead(
+                event, why, f"cancelled while running when the process {final_state.value}", attempt
+            )
+            await self._complete(event, "dead_lettered", 0.0, why)
+        leftovers: list[tuple[TriggerEvent, int]] = []
+        for handle, event, attempts in self._retries.values():
+            handle.cancel()
+            leftovers.append((event, attempts))
+        self._retries.clear()
+        while not self._queue.empty():
+            leftovers.append(self._queue.get_nowait())
+        for event, attempts in leftovers:
+            self._dead(event, why, f"still queued when the process {final_state.value}", attempts)
+            await self._complete(event, "dead_lettered", 0.0, why)
+        await drain_async_hooks(ASYNC_HOOK_DRAIN)
+        self.history.flush()
+        if self._model is not None and self.parent is None:
+            # Release pooled connections now; an OpenAI client reopens on its next call.
+            await self._model.aclose()
+        self.state = final_state
+        if self.parent is not None:
+            await self.parent._child_stopped(self)
+
+    async def _halt_workers(self) -> None:
+        """Stop the workers: idle ones at once, busy ones after their run (or stop_timeout).
+
+        A run still going at stop_timeout is cancelled; its worker records it in _cut_off.
+        """
         idle = [w for w in self._workers if w not in self._busy]
         for worker in idle:
             worker.cancel()
@@ -364,22 +398,6 @@ class AgentProcess:
         await asyncio.gather(*self._workers, return_exceptions=True)
         self._workers = []
         self._busy.clear()
-        leftovers: list[tuple[TriggerEvent, int]] = []
-        for handle, event, attempts in self._retries.values():
-            handle.cancel()
-            leftovers.append((event, attempts))
-        self._retries.clear()
-        while not self._queue.empty():
-            leftovers.append(self._queue.get_nowait())
-        why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
-        for event, attempts in leftovers:
-            self._dead(event, why, f"still queued when the process {final_state.value}", attempts)
-            await self._complete(event, "dead_lettered", 0.0, why)
-        await drain_async_hooks(ASYNC_HOOK_DRAIN)
-        self.history.flush()
-        self.state = final_state
-        if self.parent is not None:
-            await self.parent._child_stopped(self)
 
     async def restart(self) -> None:
         """session_end (reason "restart"), teardown, then session_start with restart=True."""
@@ -417,27 +435,25 @@ class AgentProcess:
         policy = self.config.restart
         will_restart = policy.policy == "on_failure" and self.restart_count < policy.max_restarts
         self.state = ProcessState.FAILED
+        # The documented keys only; the error is in status()["last_error"].
         await self._emit(
             HookEvent.SESSION_END,
             {
                 "reason": "restart" if will_restart else "stop",
                 "invocation_count": self.invocation_count,
-                "error": error,
             },
         )
         if will_restart:
-            # Keep the queue: events wait for the restarted process.
+            # Keep the queue: events wait for the restarted process, and so does a run that
+            # is cut off here (its attempt does not count).
             self._stopping = True
             for runner in list(self._runners.values()):
                 await runner.stop()
             self._runners.clear()
-            me = asyncio.current_task()
-            for worker in self._workers:
-                if worker is not me:
-                    worker.cancel()
-            await asyncio.gather(*(w for w in self._workers if w is not me), return_exceptions=True)
-            self._workers = []
-            self._busy.clear()
+            await self._halt_workers()
+            cut_off, self._cut_off = self._cut_off, []
+            for event, attempt in cut_off:
+                self._enqueue(event, attempt - 1)
             delay = min(policy.backoff * (2**self.restart_count), policy.backoff_max)
             await asyncio.sleep(delay)
             self.restart_count += 1
@@ -546,9 +562,10 @@ class AgentProcess:
     async def _worker(self) -> None:
         me = asyncio.current_task()
         assert me is not None
-        while not self._stopping:
+        # After a crash (_supervisor set) workers take no new events: they wait for the restart.
+        while not (self._stopping or self._supervisor is not None):
             event, attempts = await self._queue.get()
-            if self._stopping:
+            if self._stopping or self._supervisor is not None:
                 self._queue.put_nowait((event, attempts))
                 return
             self._busy.add(me)
@@ -556,8 +573,8 @@ class AgentProcess:
             try:
                 await self._handle(event, attempts + 1)
             except asyncio.CancelledError:
-                if event.event_id in self._inflight:
-                    self._dead(event, "process stopped", "cancelled while running", attempts + 1)
+                if event.event_id in self._inflight:  # cut off mid-run by stop() or a restart
+                    self._cut_off.append((event, attempts + 1))
                 raise
             except Exception as exc:  # a bug in the machinery: supervise, never lose the event
                 logger.exception("worker of %s crashed", self.name)

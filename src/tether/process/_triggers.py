@@ -42,18 +42,28 @@ class TriggerRunner:
             await asyncio.gather(task, return_exceptions=True)
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 class CronRunner(TriggerRunner):
-    def __init__(self, trigger_id: str, config: CronTrigger) -> None:
+    """Fires at each time of the schedule. ``clock`` (default: the UTC wall clock) is what
+    "now" means to the schedule; the waits between firings are real seconds."""
+
+    def __init__(
+        self, trigger_id: str, config: CronTrigger, *, clock: Callable[[], datetime] = _utc_now
+    ) -> None:
         super().__init__(trigger_id)
         self.config = config
+        self.clock = clock
 
     async def _run(self, fire: Fire) -> None:
         from croniter import croniter
 
-        schedule = croniter(self.config.cron_expression, datetime.now(UTC))
+        schedule = croniter(self.config.cron_expression, self.clock())
         while True:
             due: datetime = schedule.get_next(datetime)
-            delay = (due - datetime.now(UTC)).total_seconds()
+            delay = (due - self.clock()).total_seconds()
             if delay > 0:
                 await asyncio.sleep(delay)
             payload = dict(self.config.payload)

@@ -105,10 +105,14 @@ class Journal:
         )
 
     def unfinished(self) -> list[tuple[dict[str, Any], int]]:
-        """Events queued or running when the process last went away, oldest first."""
+        """Events queued or running when the process last went away, in the order queued.
+
+        (The rowid is assigned when an event is first queued and kept by the upserts of its
+        later progress, so a running event does not move behind those queued after it.)
+        """
         rows = self._db.execute(
             "SELECT event, attempts FROM events WHERE process=? AND state IN "
-            "('queued', 'running') ORDER BY updated_at",
+            "('queued', 'running') ORDER BY rowid",
             (self.process,),
         ).fetchall()
         return [(json.loads(e), a) for e, a in rows]

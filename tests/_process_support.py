@@ -1,0 +1,137 @@
+"""Shared helpers of the process and agent tests: a hook recorder, bounded polling, test models.
+
+The models here implement the public ``tether.models.Model`` protocol (``complete`` and
+``aclose``); they are small real models, not mocks of tether internals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from tether import HookContext, HookEvent, TriggerEvent
+from tether.models import ModelReply, ModelUnavailableError, ToolCall
+
+__all__ = [
+    "FailingModel",
+    "GatedModel",
+    "RawToolCallModel",
+    "Recorder",
+    "eventually",
+    "ticket",
+]
+
+
+async def eventually(
+    condition: Callable[[], object], *, timeout: float = 10.0, what: str = "the condition"
+) -> None:
+    """Poll ``condition`` until it is true; fail (not hang) after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"gave up after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(0.002)
+
+
+def ticket(text: str = "Login page is down", trigger_id: str = "helpdesk") -> TriggerEvent:
+    return TriggerEvent(trigger_id=trigger_id, trigger_type="webhook", payload={"ticket": text})
+
+
+class Recorder:
+    """An async hook that records every event it sees: (event value, data copy, process_id)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, Any], str]] = []
+
+    async def __call__(self, ctx: HookContext) -> None:
+        self.seen.append((ctx.event.value, dict(ctx.data), ctx.process_id))
+
+    def attach(self, hooks: Any, *events: HookEvent, priority: int = 0) -> Recorder:
+        """Register on ``events`` (all 13 when none are named)."""
+        for event in events or tuple(HookEvent):
+            hooks.register(event, self, priority=priority)
+        return self
+
+    @property
+    def events(self) -> list[str]:
+        return [event for event, _, _ in self.seen]
+
+    def of(self, event: HookEvent) -> list[dict[str, Any]]:
+        return [data for name, data, _ in self.seen if name == event.value]
+
+    def outcomes(self) -> list[str]:
+        return [d["outcome"] for d in self.of(HookEvent.TASK_COMPLETED)]
+
+
+class FailingModel:
+    """A model whose every call fails as an unreachable endpoint would."""
+
+    name = "failing"
+
+    def __init__(self, message: str = "the endpoint is down") -> None:
+        self.message = message
+        self.calls = 0
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> ModelReply:
+        self.calls += 1
+        raise ModelUnavailableError(f"{self.message} (call {self.calls})")
+
+    async def aclose(self) -> None:
+        pass
+
+
+class GatedModel:
+    """A model that answers only once ``gate`` is set; ``active`` counts calls waiting on it."""
+
+    name = "gated"
+
+    def __init__(self, reply: str = "done") -> None:
+        self.reply = reply
+        self.gate = asyncio.Event()
+        self.active = 0
+        self.peak = 0
+        self.calls = 0
+        self.prompts: list[str] = []
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> ModelReply:
+        self.calls += 1
+        self.prompts.append(str(messages[-1].get("content")))
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        try:
+            await self.gate.wait()
+        finally:
+            self.active -= 1
+        return ModelReply(content=self.reply)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class RawToolCallModel:
+    """Asks once for a tool call with ``arguments`` sent verbatim (may be broken JSON)."""
+
+    name = "raw-tool-call"
+
+    def __init__(self, tool_name: str, arguments: str, reply: str = "done") -> None:
+        self.call = ToolCall(id="call_raw", name=tool_name, arguments=arguments)
+        self.reply = reply
+        self.requests: list[list[dict[str, Any]]] = []
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> ModelReply:
+        self.requests.append(json.loads(json.dumps(messages)))
+        if len(self.requests) == 1:
+            return ModelReply(content=None, tool_calls=[self.call])
+        return ModelReply(content=self.reply)
+
+    async def aclose(self) -> None:
+        pass
