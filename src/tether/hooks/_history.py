@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from ._events import BLOCKABLE_EVENTS as _B
 from ._events import HookEvent
 from ._records import HookRun
 
@@ -48,7 +49,11 @@ def _source(manager: HookManager, hook: _Hook) -> str:
 
 
 class HistoryRecorder:
-    """Records every hook execution of the dispatches of the manager it is attached to."""
+    """Records every hook execution of the dispatches of the manager it is attached to.
+
+    The ring holds the last ``size`` entries, an entry being one dispatch (all its hook runs)
+    or one background-hook run.
+    """
 
     def __init__(
         self,
@@ -60,24 +65,20 @@ class HistoryRecorder:
         trace: bool = False,
     ) -> None:
         self.process = process
-        self._ring: deque[Raw] = deque(maxlen=size)
+        self._ring: deque[tuple[Any, ...]] = deque(maxlen=size)
         self._redact = redact
         self._sink = sink
-        self._pending: list[Raw] = []
+        self._pending: list[tuple[Any, ...]] = []
         self._timer: asyncio.TimerHandle | None = None
         #: Keep each hook's data before and after (dry runs); off for ordinary history.
         self.trace = trace
 
-    def _error_text(self, error: BaseException | None) -> str | None:
-        if error is None:
-            return None
-        text = str(error) or type(error).__name__
-        return self._redact(text) if self._redact is not None else text
+    # -- recording (hot path: store, do not build) -------------------------------------------
 
-    def _add(self, raw: Raw) -> None:
-        self._ring.append(raw)
+    def _add(self, entry: tuple[Any, ...]) -> None:
+        self._ring.append(entry)
         if self._sink is not None:
-            self._pending.append(raw)
+            self._pending.append(entry)
             if len(self._pending) >= BATCH:
                 self.flush()
             elif self._timer is None:
@@ -87,6 +88,22 @@ class HistoryRecorder:
                     self.flush()
                 else:
                     self._timer = loop.call_later(FLUSH_INTERVAL, self.flush)
+
+    def dispatched(
+        self,
+        manager: HookManager,
+        ctx: HookContext,
+        depth: int,
+        dispatch_id: int,
+        started: float,
+        first: tuple[Any, Any],
+        marks: list[tuple[Any, ...]],
+    ) -> None:
+        """One synchronous chain: ``marks`` holds a tuple per hook (see HookManager.dispatch)."""
+        if marks:
+            self._add(
+                ("d", time.time(), manager, ctx.event, dispatch_id, depth, started, first, marks)
+            )
 
     def ran(
         self,
@@ -100,74 +117,33 @@ class HistoryRecorder:
         before: dict[str, Any],
         dispatch_id: str = "",
     ) -> None:
+        """One background (async) hook run."""
         duration = (time.perf_counter() - started) * 1e3
-        data = ctx.data
-        patch = False
-        if outcome == "passed" and data != before:
+        if outcome == "passed" and ctx.data != before:
             outcome = "applied"
-            patch = ctx.event is HookEvent.USER_PROMPT_SUBMIT and data.get("prompt") != before.get(
-                "prompt"
-            )
+        after = dict(ctx.data) if self.trace else None
         self._add(
             (
+                "r",
                 time.time(),
-                hook.hook_id,
-                hook.name,
-                ctx.event.value,
-                self.process,
-                _source(manager, hook),
-                hook.mode,
+                manager,
+                hook,
+                ctx.event,
                 outcome,
                 duration,
-                self._error_text(error),
-                patch,
+                error,
                 dispatch_id,
                 depth,
-                self._clean(before) if self.trace else None,
-                self._clean(data) if self.trace else None,
+                before if self.trace else None,
+                after,
             )
         )
-
-    def _clean(self, data: dict[str, Any]) -> dict[str, Any]:
-        from ._copy import copy_payload
-
-        copied = copy_payload(data)
-        if self._redact is None:
-            return copied
-        redact = self._redact
-
-        def walk(value: Any) -> Any:
-            if isinstance(value, str):
-                return redact(value)
-            if isinstance(value, dict):
-                return {k: walk(v) for k, v in value.items()}
-            if isinstance(value, list):
-                return [walk(v) for v in value]
-            return value
-
-        return {k: walk(v) for k, v in copied.items()}
 
     def _mark(
         self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, outcome: str, d: str
     ) -> None:
         self._add(
-            (
-                time.time(),
-                hook.hook_id,
-                hook.name,
-                ctx.event.value,
-                self.process,
-                _source(manager, hook),
-                hook.mode,
-                outcome,
-                0.0,
-                None,
-                False,
-                d,
-                depth,
-                None,
-                None,
-            )
+            ("r", time.time(), manager, hook, ctx.event, outcome, 0.0, None, d, depth, None, None)
         )
 
     def skipped(
@@ -180,6 +156,121 @@ class HistoryRecorder:
     ) -> None:
         self._mark(manager, hook, ctx, depth, "dropped", dispatch_id)
 
+    # -- building records (off the hot path) ----------------------------------------------------
+
+    def _error_text(self, error: BaseException | None) -> str | None:
+        if error is None:
+            return None
+        text = str(error) or type(error).__name__
+        return self._redact(text) if self._redact is not None else text
+
+    def _clean(self, data: dict[str, Any] | None) -> dict[str, Any] | None:
+        if data is None or self._redact is None:
+            return data
+        redact = self._redact
+
+        def walk(value: Any) -> Any:
+            if isinstance(value, str):
+                return redact(value)
+            if isinstance(value, dict):
+                return {k: walk(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [walk(v) for v in value]
+            return value
+
+        return {k: walk(v) for k, v in data.items()}
+
+    def _expand(self, entry: tuple[Any, ...]) -> list[HookRun]:
+        if entry[0] == "r":
+            _, wall, manager, hook, event, outcome, duration, error, did, depth, before, after = (
+                entry
+            )
+            return [
+                HookRun(
+                    wall,
+                    hook.hook_id,
+                    hook.name,
+                    event.value,
+                    self.process,
+                    _source(manager, hook),
+                    hook.mode,
+                    outcome,
+                    duration,
+                    self._error_text(error),
+                    False,
+                    did,
+                    depth,
+                    self._clean(before),
+                    self._clean(after),
+                )
+            ]
+        from ._manager import _run_id
+
+        _, wall, manager, event, number, depth, t0, (prompt, snap), marks = entry
+        did = _run_id(number)
+        prompts = event is HookEvent.USER_PROMPT_SUBMIT
+        last = marks[-1]
+        ended_blocked = len(last) == 7 and (
+            last[3] == "blocked" or (last[3] is not None and last[0].fail_closed and event in _B)
+        )
+        runs: list[HookRun] = []
+        prev_t, prev_v = t0, 0
+        for mark in marks:
+            hook, t = mark[0], mark[1]
+            at = wall + (t - t0)
+            if len(mark) == 4:
+                runs.append(
+                    HookRun(
+                        at,
+                        hook.hook_id,
+                        hook.name,
+                        event.value,
+                        self.process,
+                        _source(manager, hook),
+                        hook.mode,
+                        "skipped",
+                        0.0,
+                        None,
+                        False,
+                        did,
+                        depth,
+                        None,
+                        None,
+                    )
+                )
+                prev_t = t
+                continue
+            if len(mark) == 3:
+                version, outcome, error, new_prompt, new_snap = mark[2], None, None, prompt, snap
+            else:
+                _, _, version, outcome, error, new_prompt, new_snap = mark
+            changed = version == -1 or version != prev_v
+            if outcome is None:
+                outcome = "applied" if changed else "passed"
+            patch = prompts and outcome == "applied" and not ended_blocked and new_prompt != prompt
+            runs.append(
+                HookRun(
+                    at,
+                    hook.hook_id,
+                    hook.name,
+                    event.value,
+                    self.process,
+                    _source(manager, hook),
+                    hook.mode,
+                    outcome,
+                    (t - prev_t) * 1e3,
+                    self._error_text(error),
+                    bool(patch),
+                    did,
+                    depth,
+                    self._clean(snap),
+                    self._clean(new_snap),
+                )
+            )
+            prev_t, prev_v = t, (0 if version == -1 else version)
+            prompt, snap = new_prompt, new_snap
+        return runs
+
     def flush(self) -> None:
         """Hand pending records to the sink now."""
         if self._timer is not None:
@@ -188,16 +279,16 @@ class HistoryRecorder:
         pending, self._pending = self._pending, []
         if pending and self._sink is not None:
             try:
-                self._sink([_build(r) for r in pending])
+                self._sink([run for entry in pending for run in self._expand(entry)])
             except Exception:
-                logger.exception("writing %d hook-run records failed", len(pending))
+                logger.exception("writing hook-run records failed")
 
     def runs(self, **filters: Any) -> list[HookRun]:
         """Recorded runs, oldest first (filters: event, outcome, hook, since, last)."""
-        return filter_runs([_build(r) for r in self._ring], **filters)
+        return filter_runs([run for entry in self._ring for run in self._expand(entry)], **filters)
 
     def __len__(self) -> int:
-        return len(self._ring)
+        return sum(len(e[8]) if e[0] == "d" else 1 for e in self._ring)
 
 
 def _since(value: Any) -> float | None:

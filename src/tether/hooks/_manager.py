@@ -128,6 +128,61 @@ class HookInfo:
     owner: str | None
 
 
+class _Tracked(dict[str, Any]):
+    """The dispatch's data while runs are recorded: counts writes, so a changed-data check
+    costs one attribute read per hook instead of a copy and a comparison."""
+
+    # A class default instead of __init__: construction stays dict's own (C) constructor.
+    _v = 0
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._v += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self._v += 1
+        super().__delitem__(key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._v += 1
+        super().update(*args, **kwargs)
+
+    def pop(self, *args: Any) -> Any:
+        self._v += 1
+        return super().pop(*args)
+
+    def popitem(self) -> tuple[str, Any]:
+        self._v += 1
+        return super().popitem()
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self._v += 1
+        return super().setdefault(key, default)
+
+    def clear(self) -> None:
+        self._v += 1
+        super().clear()
+
+    def __ior__(self, other: Any) -> _Tracked:  # type: ignore[override,misc]
+        self._v += 1
+        super().update(other)
+        return self
+
+
+_clock = time.perf_counter
+#: Stands for "no tracked data" so the hot loop needs no None checks.
+_NOT_TRACKED: Final = _Tracked()
+
+
+def _run_id(number: int) -> str:
+    """The printable id of dispatch ``number`` (unique across interpreters too)."""
+    return f"{_RUN_PREFIX}-{number}" if number else ""
+
+
+def _snapshot(data: dict[str, Any]) -> dict[str, Any]:
+    return copy_payload(dict(data))
+
+
 class _Hook:
     __slots__ = (
         "command",
@@ -626,12 +681,27 @@ class HookManager:
         else:
             ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
         depth = 0
-        dispatch_id = ""
+        dispatch_id = 0
         token = None
+        # Recording keeps one small tuple per hook; the recorder expands them off the hot path.
+        marks: list[tuple[Any, ...]] | None = None
+        tracked: _Tracked = _NOT_TRACKED
+        t0 = 0.0
+        trace = False
+        prompts = ev is HookEvent.USER_PROMPT_SUBMIT
         if recorder is not None:
             depth = _DEPTH.get()
             token = _DEPTH.set(depth + 1)
-            dispatch_id = f"{_RUN_PREFIX}-{next(_dispatch_ids)}"
+            dispatch_id = next(_dispatch_ids)
+            marks = []
+            tracked = _Tracked(ctx.data)
+            ctx.data = tracked
+            trace = recorder.trace
+            first = (
+                tracked.get("prompt") if prompts else None,
+                _snapshot(tracked) if trace else None,
+            )
+            t0 = time.perf_counter()
         blocked = False
         reason: str | None = None
         errors: list[tuple[_Hook, BaseException]] | None = None
@@ -648,8 +718,8 @@ class HookManager:
                     background.append(hook)
                     continue
                 if hook.matcher is not None and not hook.matcher.matches(ctx.data):
-                    if recorder is not None:
-                        recorder.skipped(self, hook, ctx, depth, dispatch_id)
+                    if marks is not None:
+                        marks.append((hook, time.perf_counter(), 0, "skipped"))
                     continue
                 if hook.once:
                     if hook.spent:
@@ -658,9 +728,7 @@ class HookManager:
                         hook.spent = True
                         hook.manager._drop(hook)
                 fired += 1
-                started = time.perf_counter() if recorder is not None else 0.0
-                before = ctx.data if recorder is None else dict(ctx.data)
-                outcome = "passed"
+                outcome: str | None = None
                 error: BaseException | None = None
                 try:
                     coro = hook.fn(ctx)
@@ -692,17 +760,13 @@ class HookManager:
                         blocked = True
                         reason = exc.reason
                         outcome = "blocked"
-                        if recorder is not None:
-                            recorder.ran(
-                                self, hook, ctx, depth, outcome, started, None, before, dispatch_id
-                            )
-                        break
-                    logger.warning(
-                        "hook %s (%s) tried to block %s, which cannot be blocked; ignored",
-                        hook.name,
-                        hook.hook_id,
-                        ev.value,
-                    )
+                    else:
+                        logger.warning(
+                            "hook %s (%s) tried to block %s, which cannot be blocked; ignored",
+                            hook.name,
+                            hook.hook_id,
+                            ev.value,
+                        )
                 except Exception as exc:
                     error = exc
                     outcome = "timed_out" if isinstance(exc, HookTimeoutError) else "failed"
@@ -713,15 +777,30 @@ class HookManager:
                     if hook.fail_closed and blockable:
                         blocked = True
                         reason = f"hook failed (fail_closed): {exc}"
-                        if recorder is not None:
-                            recorder.ran(
-                                self, hook, ctx, depth, outcome, started, error, before, dispatch_id
+                if marks is not None:
+                    data = ctx.data
+                    if data is tracked:
+                        version = data._v
+                    else:  # the hook replaced the data wholesale
+                        version = -1
+                        tracked = data = _Tracked(data)
+                        ctx.data = data
+                    if outcome is None and not prompts and not trace:
+                        marks.append((hook, _clock(), version))
+                    else:
+                        marks.append(
+                            (
+                                hook,
+                                time.perf_counter(),
+                                version,
+                                outcome,
+                                error,
+                                data.get("prompt") if prompts else None,
+                                _snapshot(data) if trace else None,
                             )
-                        break
-                if recorder is not None:
-                    recorder.ran(
-                        self, hook, ctx, depth, outcome, started, error, before, dispatch_id
-                    )
+                        )
+                if blocked:
+                    break
         finally:
             if token is not None:
                 _DEPTH.reset(token)
@@ -731,8 +810,12 @@ class HookManager:
         result.blocked = blocked
         result.reason = reason
         result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]
-        result.data = ctx.data
         result.runs = []
+        if marks is not None:
+            ctx.data = dict(ctx.data)
+            assert recorder is not None
+            recorder.dispatched(self, ctx, depth, dispatch_id, t0, first, marks)
+        result.data = ctx.data
         if errors is not None:
             for h, e in errors:
                 await self._report(
@@ -742,9 +825,9 @@ class HookManager:
             if dry_run:
                 from ._background import run_inline
 
-                await run_inline(self, background, ctx, depth, recorder, dispatch_id)
+                await run_inline(self, background, ctx, depth, recorder, _run_id(dispatch_id))
             else:
-                self._run_background(background, ctx, depth, recorder, dispatch_id)
+                self._run_background(background, ctx, depth, recorder, _run_id(dispatch_id))
         return result
 
     def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None:

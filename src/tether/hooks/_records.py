@@ -59,6 +59,19 @@ class RunRecorder(Protocol):
         dispatch_id: str = "",
     ) -> None: ...
 
+    trace: bool
+
+    def dispatched(
+        self,
+        manager: HookManager,
+        ctx: HookContext,
+        depth: int,
+        dispatch_id: int,
+        started: float,
+        first: tuple[Any, Any],
+        marks: list[tuple[Any, ...]],
+    ) -> None: ...
+
     def skipped(
         self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
     ) -> None: ...
