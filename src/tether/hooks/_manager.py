@@ -310,6 +310,7 @@ class HookManager:
         self._cache_gen = -1
         self._error_listeners: list[Callable[[HookErrorInfo], Any]] = []
         self._deferred: set[asyncio.Task[Any]] = set()
+        self._timers: set[asyncio.TimerHandle] = set()
         self.recorder: RunRecorder | None = None
         #: Applied to the text of every logged hook error (the process sets its redactor).
         self.redact: Callable[[str], str] | None = None
@@ -916,14 +917,19 @@ class HookManager:
         loop = asyncio.get_running_loop()
 
         def fire() -> None:
+            self._timers.discard(handle)
             task = loop.create_task(self.call(name, **kwargs))
             self._deferred.add(task)
             task.add_done_callback(self._deferred.discard)
 
-        loop.call_later(delay, fire)
+        handle = loop.call_later(delay, fire)
+        self._timers.add(handle)
 
     async def aclose(self) -> None:
-        """Cancel deferred calls still pending."""
+        """Cancel deferred calls still pending: those not yet fired and those running."""
+        for handle in self._timers:
+            handle.cancel()
+        self._timers.clear()
         for task in list(self._deferred):
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
