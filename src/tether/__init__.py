@@ -37,10 +37,15 @@ if TYPE_CHECKING:
     from .agent import GuardrailConfig as GuardrailConfig
     from .agent import Tool as Tool
     from .agent import tool as tool
+    from .api import OrchestrationAPI as OrchestrationAPI
     from .approval import ApprovalDecision as ApprovalDecision
     from .approval import ApprovalPolicy as ApprovalPolicy
     from .approval import ApprovalRequest as ApprovalRequest
     from .hooks._config import HookConfig as HookConfig
+    from .manifest import AgentManifest as AgentManifest
+    from .manifest import ManifestError as ManifestError
+    from .manifest import load_manifest as load_manifest
+    from .manifest import manifest_to_process_config as manifest_to_process_config
     from .process import AgentProcess as AgentProcess
     from .process import CronTrigger as CronTrigger
     from .process import EventTrigger as EventTrigger
@@ -56,6 +61,8 @@ if TYPE_CHECKING:
     from .process import TriggerEvent as TriggerEvent
     from .process import WebhookTrigger as WebhookTrigger
     from .runtime import AgentRuntime as AgentRuntime
+    from .runtime import ProcessExistsError as ProcessExistsError
+    from .runtime import WebhookClashError as WebhookClashError
 
 __version__ = "0.1.0"
 
@@ -63,6 +70,13 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "HookConfig": "tether.hooks._config",
     "AgentRuntime": "tether.runtime",
+    "ProcessExistsError": "tether.runtime",
+    "WebhookClashError": "tether.runtime",
+    "OrchestrationAPI": "tether.api",
+    "AgentManifest": "tether.manifest",
+    "ManifestError": "tether.manifest",
+    "load_manifest": "tether.manifest",
+    "manifest_to_process_config": "tether.manifest",
     "AgentProcess": "tether.process",
     "ProcessConfig": "tether.process",
     "ProcessState": "tether.process",
@@ -90,6 +104,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "BLOCKABLE_EVENTS",
     "SAFE_ENV_VARS",
+    "AgentManifest",
     "AgentProcess",
     "AgentRuntime",
     "ApprovalDecision",
@@ -114,12 +129,15 @@ __all__ = [
     "HookRun",
     "HookTimeoutError",
     "InvalidEventError",
+    "ManifestError",
     "OpenModeConfig",
+    "OrchestrationAPI",
     "Plugin",
     "PluginContext",
     "PluginError",
     "ProcessConfig",
     "ProcessError",
+    "ProcessExistsError",
     "ProcessState",
     "ProcessStateError",
     "RestartPolicy",
@@ -128,10 +146,13 @@ __all__ = [
     "SpawnRefusedError",
     "Tool",
     "TriggerEvent",
+    "WebhookClashError",
     "WebhookTrigger",
     "available_plugins",
     "hook_options",
     "implements",
+    "load_manifest",
+    "manifest_to_process_config",
     "tool",
 ]
 

@@ -1,15 +1,56 @@
-"""AgentRuntime: many agent processes, one shared HookManager."""
+"""AgentRuntime: many agent processes, one shared HookManager.
+
+Errors (both also ``ValueError``, for callers that catch that)::
+
+    ProcessError
+    ├── ProcessExistsError   a process of that name is already in the runtime (you asked twice)
+    └── WebhookClashError    two webhook triggers would answer on the same port and path
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from typing import Any
+import inspect
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from .hooks import HookManager
-from .process import AgentProcess, ProcessConfig, TriggerEvent
+from .process import AgentProcess, ProcessConfig, ProcessError, TriggerEvent, WebhookTrigger
 
-__all__ = ["AgentRuntime"]
+if TYPE_CHECKING:
+    from .manifest import AgentManifest
+
+__all__ = ["AgentRuntime", "ProcessExistsError", "WebhookClashError", "WebhookRoute"]
+
+#: ``listener(change, process)`` with change "added" or "removed".
+Listener = Callable[[str, AgentProcess], Awaitable[None] | None]
+
+
+class ProcessExistsError(ProcessError, ValueError):
+    """The runtime already holds a process of that name."""
+
+
+class WebhookClashError(ProcessError, ValueError):
+    """A webhook trigger would answer on a port and path another trigger already serves."""
+
+
+class WebhookRoute:
+    """One webhook trigger of one process, as the webhook server serves it."""
+
+    __slots__ = ("process", "trigger", "trigger_id")
+
+    def __init__(self, process: AgentProcess, trigger_id: str, trigger: WebhookTrigger) -> None:
+        self.process = process
+        self.trigger_id = trigger_id
+        self.trigger = trigger
+
+    def __repr__(self) -> str:
+        return (
+            f"WebhookRoute({self.process.name!r}, {self.trigger_id!r}, "
+            f"{self.trigger.webhook_host}:{self.trigger.webhook_port}{self.trigger.webhook_path})"
+        )
 
 
 class AgentRuntime:
@@ -17,12 +58,19 @@ class AgentRuntime:
 
     A process added while the runtime runs starts at once. Usable as an async context manager:
     ``async with AgentRuntime() as rt: ...`` starts every process and stops them on exit.
+    Iterating yields the processes in the order they were added.
     """
 
     def __init__(self, hooks: HookManager | None = None) -> None:
         self.hooks = hooks if hooks is not None else HookManager()
         self._processes: dict[str, AgentProcess] = {}
+        self._listeners: list[Listener] = []
+        self._started_at: float | None = None
         self.running = False
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<AgentRuntime {state} processes={sorted(self._processes)}>"
 
     def __iter__(self) -> Iterator[AgentProcess]:
         return iter(list(self._processes.values()))
@@ -39,43 +87,97 @@ class AgentRuntime:
 
     @property
     def processes(self) -> dict[str, AgentProcess]:
+        """A copy of the name -> process mapping."""
         return dict(self._processes)
+
+    def on_change(self, listener: Listener) -> Listener:
+        """Call ``listener(change, process)`` after a process is added or removed."""
+        self._listeners.append(listener)
+        return listener
+
+    async def _notify(self, change: str, process: AgentProcess) -> None:
+        for listener in list(self._listeners):
+            outcome = listener(change, process)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    # -- processes -------------------------------------------------------------------------
 
     async def add_process(
         self, name: str, config: ProcessConfig | dict[str, Any] | None = None
     ) -> AgentProcess:
-        """Create a process sharing this runtime's hooks; raise ValueError on a duplicate name."""
+        """Create a process sharing this runtime's hooks; it starts now if the runtime runs.
+
+        Raises ProcessExistsError for a taken name, WebhookClashError when one of its webhook
+        triggers would answer where another already does, ValueError for a bad name.
+        """
         if name in self._processes:
-            raise ValueError(f"a process named {name!r} already exists")
+            raise ProcessExistsError(f"a process named {name!r} already exists")
         if isinstance(config, dict):
             config = ProcessConfig.model_validate(config)
+        config = config if config is not None else ProcessConfig()
         process = AgentProcess(name, config, hooks=self.hooks)
+        self.check_webhooks(process.webhook_triggers, owner=name)
+        # No await between the check above and this line: a concurrent add cannot slip in.
         self._processes[name] = process
         if self.running:
-            await process.start()
+            try:
+                await process.start()
+            except BaseException:
+                self._processes.pop(name, None)
+                await process.aclose()
+                raise
+        await self._notify("added", process)
         return process
+
+    async def add_manifest(self, path: str | os.PathLike[str]) -> AgentProcess:
+        """Load an ``.agent`` file and add the process it describes (named by the manifest)."""
+        from .manifest import load_manifest
+
+        return await self.add_spec(load_manifest(path))
+
+    async def add_spec(self, manifest: AgentManifest) -> AgentProcess:
+        """Add the process a loaded manifest describes."""
+        from .manifest import manifest_to_process_config
+
+        return await self.add_process(manifest.name, manifest_to_process_config(manifest))
 
     async def remove_process(self, name: str) -> bool:
         """Stop and forget a process; False if there was none."""
         process = self._processes.pop(name, None)
         if process is None:
             return False
-        await process.stop()
-        await process.aclose()
+        try:
+            await process.stop()
+        finally:
+            await process.aclose()
+            await self._notify("removed", process)
         return True
 
     async def start_all(self) -> None:
         """Start every process (and those added later, as they are added)."""
         self.running = True
+        if self._started_at is None:
+            self._started_at = time.monotonic()
         for process in list(self._processes.values()):
             await process.start()
 
     async def stop_all(self) -> None:
-        """Stop every process, concurrently."""
+        """Stop every process, concurrently, and release their model clients."""
         self.running = False
+        self._started_at = None
         processes = list(self._processes.values())
         await asyncio.gather(*(p.stop() for p in processes))
         await asyncio.gather(*(p.aclose() for p in processes))
+
+    async def __aenter__(self) -> AgentRuntime:
+        await self.start_all()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_all()
+
+    # -- events ----------------------------------------------------------------------------
 
     async def publish(self, event_type: str, payload: dict[str, Any] | None = None) -> list[str]:
         """Deliver a runtime event to every process with an event trigger for ``event_type``."""
@@ -87,18 +189,66 @@ class AgentRuntime:
                     ids.append(await process.inject(event))
         return ids
 
+    # -- webhooks --------------------------------------------------------------------------
+
+    def webhook_routes(self) -> dict[tuple[str, int], dict[str, WebhookRoute]]:
+        """Every webhook trigger, by (host, port) and then path; the first one wins a clash."""
+        table: dict[tuple[str, int], dict[str, WebhookRoute]] = {}
+        for process in list(self._processes.values()):
+            for trigger_id, trigger in process.webhook_triggers:
+                key = (trigger.webhook_host, trigger.webhook_port)
+                table.setdefault(key, {}).setdefault(
+                    trigger.webhook_path, WebhookRoute(process, trigger_id, trigger)
+                )
+        return table
+
+    def check_webhooks(self, triggers: Iterable[tuple[str, WebhookTrigger]], *, owner: str) -> None:
+        """Raise WebhookClashError if any of ``triggers`` (of process ``owner``) would clash."""
+        taken: dict[int, dict[str, str]] = {}
+        hosts: dict[int, tuple[str, str]] = {}
+        for process in list(self._processes.values()):
+            if process.name == owner:
+                continue
+            for trigger_id, t in process.webhook_triggers:
+                who = f"{process.name}/{trigger_id}"
+                taken.setdefault(t.webhook_port, {})[t.webhook_path] = who
+                hosts.setdefault(t.webhook_port, (t.webhook_host, who))
+        for trigger_id, t in triggers:
+            holder = taken.get(t.webhook_port, {}).get(t.webhook_path)
+            if holder is not None:
+                raise WebhookClashError(
+                    f"webhook trigger {owner}/{trigger_id}: path {t.webhook_path} on port "
+                    f"{t.webhook_port} is already served by {holder}"
+                )
+            host = hosts.get(t.webhook_port)
+            if host is not None and host[0] != t.webhook_host:
+                raise WebhookClashError(
+                    f"webhook trigger {owner}/{trigger_id}: port {t.webhook_port} already "
+                    f"listens on {host[0]} (for {host[1]}), not on {t.webhook_host}"
+                )
+            taken.setdefault(t.webhook_port, {})[t.webhook_path] = f"{owner}/{trigger_id}"
+            hosts.setdefault(t.webhook_port, (t.webhook_host, f"{owner}/{trigger_id}"))
+
+    # -- health ----------------------------------------------------------------------------
+
     def health(self) -> dict[str, Any]:
+        """A JSON-ready summary: running, process count, processes per state, dead letters."""
         states: dict[str, int] = {}
+        dead = 0
         for process in self._processes.values():
             states[process.state.value] = states.get(process.state.value, 0) + 1
-        return {"running": self.running, "processes": len(self._processes), "states": states}
+            dead += len(process.dead_letters)
+        return {
+            "running": self.running,
+            "processes": len(self._processes),
+            "states": states,
+            "dead_letters": dead,
+            "uptime_s": (
+                round(time.monotonic() - self._started_at, 3) if self._started_at else None
+            ),
+        }
 
-    async def __aenter__(self) -> AgentRuntime:
-        await self.start_all()
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop_all()
-
-
-AgentRuntime.__module__ = "tether"
+for _cls in (AgentRuntime, ProcessExistsError, WebhookClashError):
+    _cls.__module__ = "tether"
+WebhookRoute.__module__ = "tether.runtime"

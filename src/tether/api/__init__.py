@@ -1,0 +1,22 @@
+"""The HTTP layer: the control API (``OrchestrationAPI``) and the webhook server.
+
+Importing this package imports starlette and uvicorn; ``import tether`` never does.
+"""
+
+from ._api import DEFAULT_PORT as DEFAULT_PORT
+from ._api import OrchestrationAPI as OrchestrationAPI
+from ._errors import APIConfigError as APIConfigError
+from ._errors import APIError as APIError
+from ._webhooks import SIGNATURE_HEADER as SIGNATURE_HEADER
+from ._webhooks import WebhookServer as WebhookServer
+from ._webhooks import sign_webhook as sign_webhook
+
+__all__ = [
+    "DEFAULT_PORT",
+    "SIGNATURE_HEADER",
+    "APIConfigError",
+    "APIError",
+    "OrchestrationAPI",
+    "WebhookServer",
+    "sign_webhook",
+]

@@ -1,0 +1,542 @@
+"""OrchestrationAPI: the runtime's control API (JSON over HTTP, under ``/api/v1``).
+
+Every request needs ``Authorization: Bearer <token>`` when a token is configured; without one
+the API only starts on a loopback host and then refuses requests that come from a browser page
+of another origin or name a non-loopback Host (DNS rebinding). Request bodies must be JSON and
+at most ``max_body_bytes`` long.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..agent import BudgetConfig
+from ..manifest import ProcessSpec, spec_problems, spec_to_process_config, validation_issues
+from ..process import (
+    AgentProcess,
+    InvalidEventError,
+    ProcessError,
+    TriggerConfig,
+    TriggerEvent,
+    WebhookTrigger,
+)
+from ..process._process import validate_name
+from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
+from ._deploy import code_only_fields, command_uses, commands_message
+from ._errors import APIConfigError, APIError, error_response
+from ._http import DEFAULT_MAX_BODY, check_bearer, is_loopback, parse_json, read_body
+from ._server import AppServer
+from ._views import dead_letter_view, process_detail, process_summary, trigger_view
+from ._webhooks import WebhookServer
+
+__all__ = ["DEFAULT_PORT", "OrchestrationAPI"]
+
+logger = logging.getLogger("tether.api")
+
+DEFAULT_PORT: Final = 9781
+PREFIX: Final = "/api/v1"
+_STATUS_CODES: Final = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateProcess(_Strict):
+    """POST /api/v1/processes."""
+
+    name: str = Field(description="Process name: letters, digits, '_', '-', '.' (at most 64)")
+    config: ProcessSpec = Field(default_factory=ProcessSpec, description="Like a manifest")
+
+
+class InjectEvent(_Strict):
+    """POST /api/v1/processes/{name}/inject."""
+
+    payload: Any = Field(default_factory=dict, description="The event's JSON payload")
+    trigger_id: str = Field(default="api", min_length=1, max_length=200)
+    trigger_type: str = Field(default="manual", min_length=1, max_length=100)
+
+
+class Redeliver(_Strict):
+    """POST /api/v1/processes/{name}/dead-letters/redeliver."""
+
+    event_ids: list[str] | None = Field(default=None, description="Which ones (default: all)")
+
+
+class ConfigChange(_Strict):
+    """PATCH /api/v1/processes/{name}/config: each change fires config_change ("operator")."""
+
+    instructions: str | None = None
+    budget: BudgetConfig | None = None
+    add_triggers: list[TriggerConfig] = Field(default_factory=list)
+    remove_triggers: list[str] = Field(default_factory=list)
+
+
+class OrchestrationAPI:
+    """Serve the control API for ``runtime`` (and its webhook triggers) in the running loop.
+
+    ``start()`` returns once the API accepts connections; ``stop()`` stops serving but leaves
+    the runtime and its processes alone. ``port=0`` picks a free port (see ``port`` after
+    start). With ``allow_command_deploys=False`` a deployed config may not run programs on
+    this host (command hooks, stdio MCP servers, open-mode tool creation): 403.
+    """
+
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        token: str | None = None,
+        allow_command_deploys: bool = False,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY,
+        webhooks: bool = True,
+    ) -> None:
+        if not isinstance(runtime, AgentRuntime):
+            raise TypeError(f"runtime must be an AgentRuntime, got {type(runtime).__name__}")
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+            raise APIConfigError(f"port must be 0 (any free port) or 1-65535, got {port!r}")
+        if token is not None and (not isinstance(token, str) or not token.strip()):
+            raise APIConfigError("token must be a non-empty string (or None for no token)")
+        if not isinstance(max_body_bytes, int) or max_body_bytes < 1024:
+            raise APIConfigError(f"max_body_bytes must be at least 1024, got {max_body_bytes!r}")
+        self.runtime = runtime
+        self.host = host
+        self.token = token
+        self.allow_command_deploys = allow_command_deploys
+        self.max_body_bytes = max_body_bytes
+        self.webhooks: WebhookServer | None = WebhookServer(runtime) if webhooks else None
+        self.app: ASGIApp = _Guard(self._build_app(), self)
+        self._server = AppServer(self.app, host, port, name=f"tether-api:{port}")
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<OrchestrationAPI {self.host}:{self._server.port} {state}>"
+
+    @property
+    def port(self) -> int:
+        """The port served on (the real one once started, even when constructed with 0)."""
+        return self._server.port
+
+    @property
+    def url(self) -> str:
+        """The base URL, e.g. ``http://127.0.0.1:9781`` (endpoints are under /api/v1)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._server.running
+
+    async def start(self) -> None:
+        """Check the setup, start the webhook server, then listen; OSError if a port is busy."""
+        if self.token is None and not is_loopback(self.host):
+            raise APIConfigError(
+                f"refusing to serve the control API on {self.host} without a token: anyone who "
+                "can reach it could drive the runtime. Pass token=... (tether serve --token), "
+                "or listen on 127.0.0.1"
+            )
+        if self.webhooks is not None:
+            await self.webhooks.start()
+        try:
+            await self._server.start()
+        except BaseException:
+            if self.webhooks is not None:
+                await self.webhooks.stop()
+            raise
+        logger.info("control API listening on %s%s", self.url, PREFIX)
+
+    async def stop(self) -> None:
+        """Stop serving the API and the webhooks; the processes keep running."""
+        await self._server.stop()
+        if self.webhooks is not None:
+            await self.webhooks.stop()
+
+    async def __aenter__(self) -> OrchestrationAPI:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- the app ---------------------------------------------------------------------------
+
+    def _build_app(self) -> Starlette:
+        def route(path: str, handler: Handler, *methods: str) -> Route:
+            return Route(PREFIX + path, _endpoint(handler), methods=list(methods))
+
+        routes = [
+            route("/health", self._health, "GET"),
+            route("/openapi.json", self._openapi, "GET"),
+            route("/processes", self._list, "GET"),
+            route("/processes", self._create, "POST"),
+            route("/processes/{name}", self._detail, "GET"),
+            route("/processes/{name}", self._delete, "DELETE"),
+            route("/processes/{name}/start", self._start, "POST"),
+            route("/processes/{name}/stop", self._stop, "POST"),
+            route("/processes/{name}/restart", self._restart, "POST"),
+            route("/processes/{name}/inject", self._inject, "POST"),
+            route("/processes/{name}/config", self._change, "PATCH"),
+            route("/processes/{name}/hooks", self._hooks, "GET"),
+            route("/processes/{name}/dead-letters", self._dead_letters, "GET"),
+            route("/processes/{name}/dead-letters", self._clear, "DELETE"),
+            route("/processes/{name}/dead-letters/redeliver", self._redeliver, "POST"),
+        ]
+        return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _process(self, request: Request) -> AgentProcess:
+        name = request.path_params["name"]
+        process = self.runtime.get(name)
+        if process is None:
+            raise APIError(404, "PROCESS_NOT_FOUND", f"no process named {name!r}")
+        return process
+
+    async def _body(self, request: Request, *, optional: bool = False) -> Any:
+        body = await read_body(request, self.max_body_bytes)
+        if optional and not body.strip():
+            return {}
+        data = parse_json(body)
+        if not isinstance(data, dict):
+            raise APIError(
+                422, "VALIDATION_ERROR", f"expected a JSON object, got {type(data).__name__}"
+            )
+        return data
+
+    # -- endpoints -------------------------------------------------------------------------
+
+    async def _health(self, request: Request) -> Response:
+        from .. import __version__
+
+        return JSONResponse({"status": "ok", "version": __version__, **self.runtime.health()})
+
+    async def _openapi(self, request: Request) -> Response:
+        from ._openapi import openapi_document
+
+        return JSONResponse(openapi_document())
+
+    async def _list(self, request: Request) -> Response:
+        return JSONResponse({"processes": [process_summary(p) for p in self.runtime]})
+
+    async def _create(self, request: Request) -> Response:
+        data = await self._body(request)
+        name = data.get("name")
+        if "name" not in data:
+            raise APIError(422, "VALIDATION_ERROR", "name: missing required field 'name'")
+        try:
+            validate_name(name)
+        except ValueError as exc:
+            raise APIError(422, "INVALID_NAME", f"name: {exc}") from None
+        config = data.get("config", {})
+        if not isinstance(config, dict):
+            raise APIError(422, "VALIDATION_ERROR", "config: expected a JSON object")
+        code = code_only_fields(config)
+        if code:
+            details = [{"path": f"config.{path}", "message": why} for path, why in code]
+            raise APIError(422, "VALIDATION_ERROR", f"config.{code[0][0]}: {code[0][1]}", details)
+        try:
+            request_model = CreateProcess.model_validate(data)
+        except ValidationError as exc:
+            raise _invalid(exc, CreateProcess) from None
+        spec = request_model.config
+        problems = spec_problems(spec)
+        if problems:
+            details = [{"path": _join("config", loc), "message": m} for loc, m in problems]
+            raise APIError(422, "VALIDATION_ERROR", _first(details), details)
+        uses = command_uses(spec)
+        if uses and not self.allow_command_deploys:
+            raise APIError(403, "COMMANDS_NOT_ALLOWED", commands_message(uses))
+        try:
+            process_config = spec_to_process_config(spec)
+        except ValidationError as exc:
+            raise _invalid(exc, ProcessSpec, prefix="config") from None
+        try:
+            process = await self.runtime.add_process(request_model.name, process_config)
+        except ProcessExistsError as exc:
+            raise APIError(409, "PROCESS_EXISTS", str(exc)) from None
+        except WebhookClashError as exc:
+            raise APIError(409, "WEBHOOK_CLASH", str(exc)) from None
+        await self._sync_webhooks(process)
+        return JSONResponse(process_summary(process), status_code=201)
+
+    async def _sync_webhooks(self, process: AgentProcess) -> None:
+        if self.webhooks is None or not self.webhooks.running or not process.webhook_triggers:
+            return
+        try:
+            await self.webhooks.sync()
+        except OSError as exc:
+            await self.runtime.remove_process(process.name)
+            raise APIError(409, "PORT_UNAVAILABLE", f"webhook trigger: {exc}") from None
+
+    async def _detail(self, request: Request) -> Response:
+        return JSONResponse(process_detail(self._process(request)))
+
+    async def _delete(self, request: Request) -> Response:
+        process = self._process(request)
+        await self.runtime.remove_process(process.name)
+        return JSONResponse({"name": process.name, "removed": True})
+
+    async def _start(self, request: Request) -> Response:
+        process = self._process(request)
+        await _state_call(process.start())
+        return JSONResponse(process_summary(process))
+
+    async def _stop(self, request: Request) -> Response:
+        process = self._process(request)
+        await _state_call(process.stop())
+        return JSONResponse(process_summary(process))
+
+    async def _restart(self, request: Request) -> Response:
+        process = self._process(request)
+        await _state_call(process.restart())
+        return JSONResponse(process_summary(process))
+
+    async def _inject(self, request: Request) -> Response:
+        process = self._process(request)
+        data = await self._body(request, optional=True)
+        try:
+            body = InjectEvent.model_validate(data)
+            event = TriggerEvent(body.trigger_id, body.trigger_type, body.payload)
+        except ValidationError as exc:
+            raise _invalid(exc, InjectEvent) from None
+        except InvalidEventError as exc:
+            raise APIError(422, "VALIDATION_ERROR", str(exc)) from None
+        event_id = await process.inject(event)
+        return JSONResponse(_accepted(process, event_id), status_code=202)
+
+    async def _dead_letters(self, request: Request) -> Response:
+        process = self._process(request)
+        letters = [dead_letter_view(process, d) for d in list(process.dead_letters)]
+        return JSONResponse({"name": process.name, "dead_letters": letters})
+
+    async def _redeliver(self, request: Request) -> Response:
+        process = self._process(request)
+        data = await self._body(request, optional=True)
+        try:
+            body = Redeliver.model_validate(data)
+        except ValidationError as exc:
+            raise _invalid(exc, Redeliver) from None
+        count = await process.redeliver_dead_letters(body.event_ids)
+        return JSONResponse({"name": process.name, "redelivered": count})
+
+    async def _clear(self, request: Request) -> Response:
+        process = self._process(request)
+        return JSONResponse({"name": process.name, "cleared": process.clear_dead_letters()})
+
+    async def _hooks(self, request: Request) -> Response:
+        process = self._process(request)
+        return JSONResponse({"name": process.name, "hooks": process_detail(process)["hooks"]})
+
+    async def _change(self, request: Request) -> Response:
+        process = self._process(request)
+        data = await self._body(request)
+        try:
+            change = ConfigChange.model_validate(data)
+        except ValidationError as exc:
+            raise _invalid(exc, ConfigChange) from None
+        self._check_change(process, change)
+        changed: list[str] = []
+        if change.instructions is not None:
+            await process.update_instructions(change.instructions)
+            changed.append("instructions")
+        if change.budget is not None:
+            await process.set_budget(change.budget)
+            changed.append("budget")
+        for trigger_id in change.remove_triggers:
+            await process.remove_trigger(trigger_id)
+            changed.append(f"trigger_removed:{trigger_id}")
+        for trigger in change.add_triggers:
+            await process.add_trigger(trigger)
+            changed.append(f"trigger_added:{process.triggers[-1][0]}")
+        if change.add_triggers:
+            await self._sync_webhooks_after_change(process)
+        return JSONResponse(
+            {
+                "name": process.name,
+                "changed": changed,
+                "triggers": [trigger_view(i, t) for i, t in process.triggers],
+            }
+        )
+
+    def _check_change(self, process: AgentProcess, change: ConfigChange) -> None:
+        """Refuse the whole change before any of it applies."""
+        current = dict(process.triggers)
+        for trigger_id in change.remove_triggers:
+            if trigger_id not in current:
+                raise APIError(
+                    422,
+                    "VALIDATION_ERROR",
+                    f"remove_triggers: process {process.name!r} has no trigger {trigger_id!r}",
+                )
+            del current[trigger_id]
+        webhooks = [(i, t) for i, t in current.items() if isinstance(t, WebhookTrigger)]
+        for n, trigger in enumerate(change.add_triggers):
+            if trigger.id is not None and trigger.id in current:
+                raise APIError(
+                    422,
+                    "VALIDATION_ERROR",
+                    f"add_triggers[{n}].id: process {process.name!r} already has a trigger "
+                    f"{trigger.id!r}",
+                )
+            if trigger.id is not None:
+                current[trigger.id] = trigger
+            if isinstance(trigger, WebhookTrigger):
+                webhooks.append((trigger.id or f"add_triggers[{n}]", trigger))
+        try:
+            self.runtime.check_webhooks(webhooks, owner=process.name)
+        except WebhookClashError as exc:
+            raise APIError(409, "WEBHOOK_CLASH", str(exc)) from None
+
+    async def _sync_webhooks_after_change(self, process: AgentProcess) -> None:
+        if self.webhooks is None or not self.webhooks.running:
+            return
+        try:
+            await self.webhooks.sync()
+        except OSError as exc:
+            raise APIError(409, "PORT_UNAVAILABLE", f"webhook trigger: {exc}") from None
+
+
+OrchestrationAPI.__module__ = "tether"
+
+
+# -- plumbing --------------------------------------------------------------------------------
+
+
+def _endpoint(handler: Handler) -> Handler:
+    """Turn APIError into its answer and any other error into a logged 500 (no traceback out)."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except APIError as exc:
+            return exc.response()
+        except Exception:
+            logger.exception("%s %s failed", request.method, request.url.path)
+            return error_response(
+                500, "INTERNAL_ERROR", "the runtime failed to answer; see its log for details"
+            )
+
+    return endpoint
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = _STATUS_CODES.get(exc.status_code, "HTTP_ERROR")
+    message = (
+        f"no endpoint {request.url.path}"
+        if exc.status_code == 404
+        else f"{request.method} is not allowed on {request.url.path}"
+        if exc.status_code == 405
+        else str(exc.detail)
+    )
+    return error_response(
+        exc.status_code, code, message, headers=dict(exc.headers) if exc.headers else None
+    )
+
+
+async def _state_call(call: Awaitable[None]) -> None:
+    try:
+        await call
+    except ProcessError as exc:
+        raise APIError(409, "INVALID_STATE", str(exc)) from None
+
+
+def _accepted(process: AgentProcess, event_id: str) -> dict[str, Any]:
+    for entry in reversed(process.dead_letters):
+        if entry["event_id"] == event_id:
+            return {
+                "event_id": event_id,
+                "process": process.name,
+                "status": "dead_lettered",
+                "reason": entry["reason"],
+                "error": process.redactor.text(entry["error"] or ""),
+            }
+    return {"event_id": event_id, "process": process.name, "status": "queued"}
+
+
+def _join(prefix: str, loc: tuple[str | int, ...]) -> str:
+    out = prefix
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _first(details: list[dict[str, Any]]) -> str:
+    first = f"{details[0]['path']}: {details[0]['message']}"
+    return first + (f" (and {len(details) - 1} more)" if len(details) > 1 else "")
+
+
+def _invalid(exc: ValidationError, root: type[BaseModel], prefix: str = "") -> APIError:
+    details = []
+    for issue in validation_issues(exc, root):
+        path = f"{prefix}.{issue.path}" if prefix and issue.path else prefix or issue.path
+        details.append({"path": path, "message": issue.message})
+    return APIError(422, "VALIDATION_ERROR", _first(details), details)
+
+
+class _Guard:
+    """Authentication and request hygiene in front of every route."""
+
+    def __init__(self, app: ASGIApp, api: OrchestrationAPI) -> None:
+        self.app = app
+        self.api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            self._check(scope, headers)
+        except APIError as exc:
+            await exc.response()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _check(self, scope: Scope, headers: dict[str, str]) -> None:
+        token = self.api.token
+        if token is not None:
+            check_bearer(headers.get("authorization"), token)
+        else:
+            host = _hostname(headers.get("host", ""))
+            origin = headers.get("origin")
+            if host and not is_loopback(host):
+                raise APIError(403, "FORBIDDEN", f"Host {host!r} is not a loopback name")
+            if origin is not None and not is_loopback(_hostname(origin.split("://")[-1])):
+                raise APIError(
+                    403, "FORBIDDEN", f"requests from the web origin {origin!r} are refused"
+                )
+        method = scope["method"]
+        if method in ("POST", "PUT", "PATCH") and _has_body(headers):
+            kind = headers.get("content-type", "").split(";")[0].strip().lower()
+            if kind != "application/json":
+                raise APIError(
+                    415,
+                    "UNSUPPORTED_MEDIA_TYPE",
+                    f"send the body as application/json, not {kind or 'no content type'}",
+                )
+
+
+def _has_body(headers: dict[str, str]) -> bool:
+    length = headers.get("content-length")
+    return "transfer-encoding" in headers or (length is not None and length.strip() != "0")
+
+
+def _hostname(host: str) -> str:
+    host = host.strip()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host

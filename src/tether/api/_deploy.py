@@ -1,0 +1,76 @@
+"""What a process deployed over HTTP may contain.
+
+A command hook, a stdio MCP server or open-mode tool creation runs programs on the runtime's
+host, so the API refuses them unless it was created with ``allow_command_deploys=True``. Python
+objects (callbacks, handlers, scanners, tools) cannot travel over HTTP at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ..manifest import ProcessSpec
+
+__all__ = ["COMMANDS_MESSAGE", "code_only_fields", "command_uses", "commands_message"]
+
+COMMANDS_MESSAGE: Final = (
+    "Refusing to deploy {what}: anyone holding the API token could run any program on the "
+    "runtime's host machine, as the runtime's user. Load the process from a manifest on the "
+    "host, register a callback hook in code, or start the API with allow_command_deploys=True "
+    "(tether serve --allow-command-deploys)."
+)
+
+_CODE: Final[dict[str, str]] = {
+    "callback": "Python callbacks cannot be sent over HTTP; register them in code (process.hooks)",
+    "handler": "an approval handler is a Python function; set it in code on the runtime's host",
+    "scanners": "guardrail scanners are Python functions; set them in code on the runtime's host",
+    "tools": "tools are Python functions; register them in code on the runtime's host",
+    "plugins": "plugins are activated on the runtime's host (in a manifest or in code)",
+}
+
+
+def code_only_fields(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """(path, why) for every field of ``config`` that only code can set."""
+    found: list[tuple[str, str]] = []
+    hooks = config.get("hooks")
+    if isinstance(hooks, list):
+        for i, hook in enumerate(hooks):
+            if isinstance(hook, dict) and "callback" in hook:
+                found.append((f"hooks[{i}].callback", _CODE["callback"]))
+    approval = config.get("approval")
+    if isinstance(approval, dict) and "handler" in approval:
+        found.append(("approval.handler", _CODE["handler"]))
+    guardrails = config.get("guardrails")
+    if isinstance(guardrails, dict) and "scanners" in guardrails:
+        found.append(("guardrails.scanners", _CODE["scanners"]))
+    for key in ("tools", "plugins"):
+        if key in config:
+            found.append((key, _CODE[key]))
+    return found
+
+
+def command_uses(spec: ProcessSpec) -> list[str]:
+    """What in ``spec`` would run a program on the host, in words, first to last."""
+    uses: list[str] = []
+    uses += [f"hooks[{i}] is a command hook" for i in range(len(spec.hooks))]
+    for i, server in enumerate(spec.mcp_servers):
+        transport = server.get("transport", server.get("type"))
+        if transport == "stdio" or (transport is None and "command" in server):
+            uses.append(f"mcp_servers[{i}] is a stdio MCP server")
+    if spec.open_mode.allow_tool_creation:
+        uses.append("open_mode.allow_tool_creation, which lets the agent create tools")
+    return uses
+
+
+def commands_message(uses: list[str]) -> str:
+    """The 403 message for what :func:`command_uses` found."""
+    what = _as_subject(uses[0])
+    if len(uses) > 1:
+        what += f" (and {len(uses) - 1} more)"
+    return COMMANDS_MESSAGE.format(what=what)
+
+
+def _as_subject(use: str) -> str:
+    # "hooks[0] is a command hook" -> "hooks[0], a command hook"
+    head, _, tail = use.partition(" is ")
+    return f"{head}, {tail}" if tail else use

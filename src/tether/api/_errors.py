@@ -1,0 +1,62 @@
+"""Errors of the HTTP layer, and the JSON shape every error answer has.
+
+Exception tree::
+
+    Exception
+    ├── APIError          an error answer: status, code, message (raised inside a handler)
+    └── APIConfigError    the API or webhook server was set up wrongly (also a ValueError)
+
+Every error answer is ``{"error": {"code": "...", "message": "...", "details": [...]}}``
+(``details`` only when there is a list of problems, each ``{"path", "message"}``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+__all__ = ["APIConfigError", "APIError", "error_response"]
+
+
+class APIError(Exception):
+    """An error answer; raised inside a request handler and turned into JSON."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: list[dict[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+        self.headers = headers
+
+    def response(self) -> JSONResponse:
+        return error_response(self.status, self.code, self.message, self.details, self.headers)
+
+
+class APIConfigError(ValueError):
+    """The API or a webhook server cannot start as configured (e.g. no token off loopback)."""
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    details: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details:
+        error["details"] = details
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+for _cls in (APIConfigError, APIError):
+    _cls.__module__ = "tether.api"

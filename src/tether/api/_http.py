@@ -1,0 +1,89 @@
+"""Request plumbing shared by the control API and the webhook server: bodies, JSON, auth."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from typing import Any, Final
+
+from starlette.requests import Request
+
+from ._errors import APIError
+
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "check_bearer",
+    "is_loopback",
+    "parse_json",
+    "read_body",
+]
+
+DEFAULT_MAX_BODY: Final = 1024 * 1024
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body; 413 BODY_TOO_LARGE past ``limit`` bytes (checked while reading)."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            size = int(declared)
+        except ValueError:
+            raise APIError(400, "BAD_REQUEST", "Content-Length is not a number") from None
+        if size > limit:
+            raise _too_large(limit)
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> APIError:
+    return APIError(413, "BODY_TOO_LARGE", f"the request body is larger than {limit} bytes")
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(body: bytes) -> Any:
+    """Decode a JSON body; 400 INVALID_JSON for anything else (NaN and Infinity included)."""
+    if not body.strip():
+        raise APIError(400, "INVALID_JSON", "the request body is empty; expected JSON")
+    try:
+        return json.loads(body, parse_constant=_no_constants)
+    except RecursionError:
+        raise APIError(400, "INVALID_JSON", "the JSON body is nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise APIError(400, "INVALID_JSON", f"the request body is not valid JSON: {exc}") from None
+
+
+def check_bearer(header: str | None, token: str) -> None:
+    """Raise 401 unless ``header`` is ``Bearer <token>`` (compared in constant time)."""
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if not header:
+        raise APIError(
+            401,
+            "UNAUTHORIZED",
+            "this API needs an 'Authorization: Bearer <token>' header",
+            headers=challenge,
+        )
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        given.strip().encode("utf-8", "surrogateescape"), token.encode("utf-8")
+    ):
+        raise APIError(401, "UNAUTHORIZED", "the bearer token is not valid", headers=challenge)

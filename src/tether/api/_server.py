@@ -1,0 +1,113 @@
+"""Serving an ASGI app with uvicorn inside the caller's event loop.
+
+The socket is bound here, so a busy port fails ``start()`` with ``OSError`` instead of uvicorn's
+``sys.exit``; uvicorn's signal handlers are left out, so Ctrl-C still reaches the program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Iterator
+from typing import Any, Final
+
+import uvicorn
+
+__all__ = ["AppServer", "bind"]
+
+#: Seconds in-flight requests get at stop() before they are cancelled.
+GRACE: Final = 3
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server without its signal handlers, telling when it listens."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.listening = asyncio.Event()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # Inside someone else's program, uvicorn's own handlers would turn Ctrl-C into "stop
+        # this server" instead of an interrupt of the program.
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        self.listening.set()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening-ready socket on host:port (port 0: any free port); OSError names both."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    return sock
+
+
+class AppServer:
+    """One ASGI app served on one socket, as a task of the running loop."""
+
+    def __init__(self, app: Any, host: str, port: int, *, name: str) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self.name = name
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None
+
+    async def start(self) -> None:
+        """Listen and serve; return once the socket accepts connections."""
+        if self._task is not None:
+            raise RuntimeError(f"{self.name} is already running on {self.host}:{self.port}")
+        sock = bind(self.host, self.port)
+        config = uvicorn.Config(
+            self.app,
+            lifespan="off",
+            http="h11",
+            ws="none",
+            log_config=None,  # leave the program's logging configuration alone
+            access_log=False,
+            server_header=False,
+            timeout_graceful_shutdown=GRACE,
+        )
+        server = _Server(config)
+        task = asyncio.create_task(server.serve(sockets=[sock]), name=self.name)
+        listening = asyncio.create_task(server.listening.wait())
+        try:
+            await asyncio.wait({task, listening}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled while starting: leave no server behind
+            server.should_exit = True
+            with contextlib.suppress(BaseException):
+                await task
+            sock.close()
+            raise
+        finally:
+            listening.cancel()
+        if task.done():
+            sock.close()
+            task.result()
+            raise RuntimeError(f"{self.name} stopped while starting")
+        self.port = sock.getsockname()[1]
+        self._server, self._task = server, task
+
+    async def stop(self) -> None:
+        """Stop accepting, let in-flight requests finish (up to GRACE seconds), then return."""
+        server, task = self._server, self._task
+        if server is None or task is None:
+            return
+        server.should_exit = True
+        try:
+            await task
+        finally:
+            self._server = self._task = None

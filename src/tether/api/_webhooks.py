@@ -1,0 +1,188 @@
+"""WebhookServer: serves every webhook trigger of a runtime's processes over HTTP.
+
+One listener per (host, port); several processes may share a port on different paths. A
+request is routed by its path at the time it arrives, so processes and triggers added later
+are served as soon as their port listens (``sync()``, run on every add and remove).
+
+A trigger with a ``secret`` only accepts requests signed with it: the header
+``X-Tether-Signature: sha256=<hex HMAC-SHA256 of the raw body>``. An accepted request answers
+202 with the event id; the JSON body becomes the event's payload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+from typing import Any, Final
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from ..process import AgentProcess, InvalidEventError, ProcessState
+from ..runtime import AgentRuntime
+from ._errors import APIError, error_response
+from ._http import DEFAULT_MAX_BODY, parse_json, read_body
+from ._server import AppServer
+
+__all__ = ["SIGNATURE_HEADER", "WebhookServer", "sign_webhook"]
+
+logger = logging.getLogger("tether.api")
+
+SIGNATURE_HEADER: Final = "X-Tether-Signature"
+_CLOSED: Final = (ProcessState.STOPPED, ProcessState.STOPPING)
+
+
+def sign_webhook(secret: str, body: bytes) -> str:
+    """The ``X-Tether-Signature`` value for ``body``: ``sha256=<hex digest>``."""
+    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+class WebhookServer:
+    """Listens on every port a webhook trigger of ``runtime`` names; see the module doc."""
+
+    def __init__(self, runtime: AgentRuntime, *, max_body_bytes: int = DEFAULT_MAX_BODY) -> None:
+        self.runtime = runtime
+        self.max_body_bytes = max_body_bytes
+        self._servers: dict[tuple[str, int], AppServer] = {}
+        self._lock = asyncio.Lock()
+        self._running = False
+        runtime.on_change(self._changed)
+
+    def __repr__(self) -> str:
+        ports = sorted(f"{h}:{p}" for h, p in self._servers)
+        return f"<WebhookServer {'running' if self._running else 'stopped'} {ports}>"
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def endpoints(self) -> list[dict[str, Any]]:
+        """Every served webhook: url, process, trigger_id, signed."""
+        out: list[dict[str, Any]] = []
+        for (host, port), routes in sorted(self.runtime.webhook_routes().items()):
+            if (host, port) not in self._servers:
+                continue
+            shown = f"[{host}]" if ":" in host else host
+            for path, route in sorted(routes.items()):
+                out.append(
+                    {
+                        "url": f"http://{shown}:{port}{path}",
+                        "process": route.process.name,
+                        "trigger_id": route.trigger_id,
+                        "signed": route.trigger.secret is not None,
+                    }
+                )
+        return out
+
+    async def start(self) -> None:
+        """Listen on every webhook port of the runtime; OSError (nothing left open) if busy."""
+        self._running = True
+        try:
+            await self.sync()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        """Stop every listener."""
+        self._running = False
+        async with self._lock:
+            servers, self._servers = list(self._servers.values()), {}
+            for server in servers:
+                await server.stop()
+
+    async def sync(self) -> None:
+        """Open listeners for new webhook ports, close those no trigger uses any more."""
+        if not self._running:
+            return
+        async with self._lock:
+            wanted = set(self.runtime.webhook_routes())
+            for key in sorted(set(self._servers) - wanted):
+                await self._servers.pop(key).stop()
+            for key in sorted(wanted - set(self._servers)):
+                host, port = key
+                server = AppServer(_WebhookApp(self, key), host, port, name=f"webhooks:{port}")
+                await server.start()
+                self._servers[key] = server
+                logger.info("webhooks listening on %s:%s", host, port)
+
+    async def _changed(self, change: str, process: AgentProcess) -> None:
+        try:
+            await self.sync()
+        except OSError as exc:
+            logger.error("webhook triggers of %s cannot be served: %s", process.name, exc)
+
+    async def handle(self, key: tuple[str, int], request: Request) -> Response:
+        """Answer one request on the listener ``key``."""
+        routes = self.runtime.webhook_routes().get(key, {})
+        route = routes.get(request.url.path)
+        if route is None:
+            raise APIError(404, "NOT_FOUND", f"no webhook trigger at {request.url.path}")
+        if request.method != "POST":
+            raise APIError(
+                405,
+                "METHOD_NOT_ALLOWED",
+                f"webhooks take POST, not {request.method}",
+                headers={"Allow": "POST"},
+            )
+        body = await read_body(request, self.max_body_bytes)
+        secret = route.trigger.secret
+        if secret is not None:
+            given = request.headers.get(SIGNATURE_HEADER)
+            if not given:
+                raise APIError(
+                    401, "SIGNATURE_REQUIRED", f"this webhook needs a {SIGNATURE_HEADER} header"
+                )
+            expected = sign_webhook(secret.get_secret_value(), body)
+            if not hmac.compare_digest(given.strip().encode(), expected.encode()):
+                raise APIError(401, "INVALID_SIGNATURE", "the signature does not match the body")
+        payload = parse_json(body)
+        process = route.process
+        if process.state in _CLOSED or self.runtime.get(process.name) is not process:
+            raise APIError(
+                503, "PROCESS_NOT_RUNNING", f"process {process.name!r} is {process.state.value}"
+            )
+        try:
+            event_id = await process.fire(route.trigger_id, "webhook", payload)
+        except InvalidEventError as exc:
+            raise APIError(422, "INVALID_EVENT", str(exc)) from None
+        answer: dict[str, Any] = {
+            "event_id": event_id,
+            "process": process.name,
+            "trigger_id": route.trigger_id,
+            "status": "queued",
+        }
+        for entry in reversed(process.dead_letters):
+            if entry["event_id"] == event_id:
+                answer["status"] = "dead_lettered"
+                answer["reason"] = entry["reason"]
+                break
+        return JSONResponse(answer, status_code=202)
+
+
+class _WebhookApp:
+    """The ASGI app of one listener."""
+
+    def __init__(self, server: WebhookServer, key: tuple[str, int]) -> None:
+        self.server = server
+        self.key = key
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        try:
+            response = await self.server.handle(self.key, request)
+        except APIError as exc:
+            response = exc.response()
+        except Exception:
+            logger.exception("webhook %s failed", request.url.path)
+            response = error_response(500, "INTERNAL_ERROR", "the webhook could not be handled")
+        await response(scope, receive, send)
+
+
+WebhookServer.__module__ = "tether.api"

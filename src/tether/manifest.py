@@ -1,0 +1,666 @@
+"""Manifests: ``.agent`` YAML files that describe one agent process as data.
+
+``load_manifest(path)`` reads, resolves and validates a file into an :class:`AgentManifest`;
+``manifest_to_process_config(manifest)`` turns that into a :class:`~tether.ProcessConfig`.
+
+What a manifest may hold is what can be written down safely as data: hooks run a ``command``
+(Python callbacks, tools, approval handlers and guardrail scanners are registered in code).
+``${VAR}`` and ``${VAR:-default}`` are replaced from the environment when the file is loaded,
+everywhere except the ``secrets:`` section; ``$${VAR}`` stands for a literal ``${VAR}``. The
+built-in ``${TETHER_MANIFEST_DIR}`` is the folder of the manifest file, and relative paths in
+``cwd``, ``watch_path``, ``journal_path`` and ``artifacts_dir`` are relative to that folder.
+
+Every problem is reported at once, each with its path (``triggers[1].cron``) and line::
+
+    ManifestError (ValueError)      the file cannot be used; ``errors`` lists every problem
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import warnings
+from collections.abc import Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final, Literal, NamedTuple, get_args, get_origin
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
+
+from .agent import BudgetConfig, ContextConfig, GuardrailConfig
+from .approval import ApprovalPolicy
+from .hooks._config import HookConfig
+from .process import (
+    FileWatchTrigger,
+    OpenModeConfig,
+    ProcessConfig,
+    RestartPolicy,
+    TriggerConfig,
+    WebhookTrigger,
+)
+from .process._process import validate_name
+
+__all__ = [
+    "MANIFEST_VERSION",
+    "AgentManifest",
+    "ManifestError",
+    "ManifestHook",
+    "ManifestIssue",
+    "ProcessSpec",
+    "load_manifest",
+    "manifest_json_schema",
+    "manifest_to_process_config",
+    "parse_manifest",
+    "spec_to_process_config",
+]
+
+MANIFEST_VERSION: Final = "1.0"
+#: The name of the built-in variable holding the manifest's folder.
+MANIFEST_DIR_VAR: Final = "TETHER_MANIFEST_DIR"
+SCHEMA_RESOURCE: Final = "manifest_schema.json"
+
+CALLBACK_MESSAGE: Final = (
+    "a manifest hook runs a 'command'; Python callbacks are registered in code (process.hooks)"
+)
+#: Keys that hold Python objects in a ProcessConfig: registered in code, never written as data.
+CODE_ONLY: Final[dict[str, str]] = {
+    "tools": "tools are Python functions registered in code (ProcessConfig.tools)",
+}
+_TAGGED_LISTS: Final = frozenset({"triggers"})
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+class ManifestIssue(NamedTuple):
+    """One problem in a manifest: where (a path like ``triggers[1].cron`` and a line) and what."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def format(self, source: str | None = None) -> str:
+        where = source or "<manifest>"
+        if self.line is not None:
+            where += f":{self.line}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class ManifestError(ValueError):
+    """A manifest cannot be used; ``errors`` holds every problem found, in file order."""
+
+    def __init__(self, errors: list[ManifestIssue], source: str | None = None) -> None:
+        self.errors = sorted(errors, key=lambda e: (e.line or 0, e.path))
+        self.source = source
+        super().__init__("\n".join(e.format(source) for e in self.errors))
+
+
+# -- the models ------------------------------------------------------------------------------
+
+
+class ManifestHook(HookConfig):
+    """A hook in a manifest: a HookConfig that runs a ``command`` (never a callback)."""
+
+    command: str | list[str] = Field(
+        description="Program and arguments (a string is split with shlex.split; no shell)"
+    )
+    callback: SkipJsonSchema[None] = Field(default=None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_callback(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "callback" in data:
+            raise PydanticCustomError("manifest_callback", CALLBACK_MESSAGE)
+        return data
+
+
+class ManifestApproval(BaseModel):
+    """Tools whose calls need approval; the handler that decides is set in code."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tools: list[str] = Field(default_factory=list, description="Tool names or glob patterns")
+
+
+class ManifestGuardrails(BaseModel):
+    """The payload scan of trigger events (scanner functions are registered in code)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    payload_scan: bool = Field(
+        default=True, description="Refuse payloads that carry prompt-injection markers"
+    )
+    markers: list[str] | None = Field(
+        default=None, description="Case-insensitive phrases to refuse (default: built-in list)"
+    )
+
+
+def _same(name: str) -> Any:
+    """ProcessConfig's field ``name`` (default, limits, description), for a spec field."""
+    return copy.copy(ProcessConfig.model_fields[name])
+
+
+class ProcessSpec(BaseModel):
+    """A process configuration written as data: what a manifest or an API request may set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(default="openai:gpt-5-mini", description="'openai:<name>' or 'scripted'")
+    model_timeout: float = _same("model_timeout")
+    model_max_retries: int = _same("model_max_retries")
+    instructions: str = _same("instructions")
+    triggers: list[TriggerConfig] = _same("triggers")
+    hooks: list[ManifestHook] = Field(
+        default_factory=list, description="Lifecycle hooks (commands only)"
+    )
+    approval: ManifestApproval | None = Field(default=None, description="Tools needing approval")
+    budget: BudgetConfig | None = _same("budget")
+    context: ContextConfig = _same("context")
+    guardrails: ManifestGuardrails = Field(default_factory=ManifestGuardrails)
+    execution_mode: Literal["strict", "open"] = _same("execution_mode")
+    open_mode: OpenModeConfig = _same("open_mode")
+    mcp_servers: list[dict[str, Any]] = _same("mcp_servers")
+    secrets: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Secret values, redacted everywhere; ${VAR} is NOT resolved here",
+    )
+    plugins: list[str] = Field(default_factory=list, description="Names of hook plugins")
+    max_turns: int = _same("max_turns")
+    concurrency: int = _same("concurrency")
+    max_queue_size: int = _same("max_queue_size")
+    max_retries: int = _same("max_retries")
+    retry_backoff: float = _same("retry_backoff")
+    retry_backoff_max: float = _same("retry_backoff_max")
+    restart: RestartPolicy = _same("restart")
+    journal_path: str | None = _same("journal_path")
+    artifacts_dir: str | None = _same("artifacts_dir")
+    stop_timeout: float = _same("stop_timeout")
+    hook_timeout: float = _same("hook_timeout")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_code_only(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key, why in CODE_ONLY.items():
+                if key in data:
+                    raise PydanticCustomError("code_only", f"'{key}': {why}")
+        return data
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str) -> str:
+        if value != "scripted" and not (value.startswith("openai:") and value[7:].strip()):
+            raise ValueError(f"model {value!r} is not supported; use 'openai:<name>' or 'scripted'")
+        return value
+
+
+class AgentManifest(ProcessSpec):
+    """An ``.agent`` file: a named process configuration (``tether validate`` checks one)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        title="tether agent manifest",
+        json_schema_extra={"$schema": "https://json-schema.org/draft/2020-12/schema"},
+    )
+
+    version: str = Field(default=MANIFEST_VERSION, description="Manifest format version: '1.0'")
+    name: str = Field(description="Process name: letters, digits, '_', '-', '.' (at most 64)")
+    description: str | None = Field(default=None, description="What this agent is for")
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, value: Any) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = f"{float(value):.1f}"
+        if value not in ("1", MANIFEST_VERSION):
+            raise ValueError(f"unsupported manifest version {value!r}; this tether reads '1.0'")
+        return MANIFEST_VERSION
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return validate_name(value)
+
+
+for _cls in (AgentManifest, ManifestHook, ManifestApproval, ManifestGuardrails, ProcessSpec):
+    _cls.__module__ = "tether.manifest"
+
+
+# -- loading ---------------------------------------------------------------------------------
+
+
+def load_manifest(
+    path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
+) -> AgentManifest:
+    """Read, resolve and validate the manifest at ``path``; raise ManifestError listing problems.
+
+    ``environ`` (default ``os.environ``) is where ``${VAR}`` references are looked up.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ManifestError(
+            [ManifestIssue("", None, f"cannot read: {reason}")], str(path)
+        ) from None
+    return parse_manifest(text, source=str(path), base_dir=file.resolve().parent, environ=environ)
+
+
+def parse_manifest(
+    text: str,
+    *,
+    source: str | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> AgentManifest:
+    """Like :func:`load_manifest`, for manifest text; relative paths resolve against base_dir."""
+    data, lines, issues = _read_yaml(text)
+    if data is None and not issues:
+        issues.append(ManifestIssue("", 1, "the manifest is empty; expected a mapping of keys"))
+    elif data is not None and not isinstance(data, dict):
+        issues.append(ManifestIssue("", 1, f"expected a mapping of keys, got a {_yaml_type(data)}"))
+    if not isinstance(data, dict):
+        raise ManifestError(issues, source)
+    if "entrypoint" in data:
+        data.pop("entrypoint")
+        where = f"{source or '<manifest>'}:{lines.get(('entrypoint',), '?')}"
+        warnings.warn(
+            f"{where}: the top-level 'entrypoint' key is not read by the runtime and will be an "
+            "error in a future version; remove it",
+            FutureWarning,
+            stacklevel=3 if source is not None else 2,
+        )
+    env = dict(os.environ if environ is None else environ)
+    if base_dir is not None:
+        env[MANIFEST_DIR_VAR] = str(base_dir)
+    unresolved: list[tuple[tuple[str | int, ...], str]] = []
+    data = _resolve(data, env, (), unresolved)
+    for loc, name in unresolved:
+        issues.append(
+            ManifestIssue(
+                _path(loc),
+                _line(lines, loc),
+                f"environment variable {name!r} is not set "
+                f"(set it, or give a default: ${{{name}:-default}})",
+            )
+        )
+    try:
+        manifest = AgentManifest.model_validate(data)
+    except ValidationError as exc:
+        skip = {loc for loc, _ in unresolved}
+        for issue_loc, issue in _issues(exc, AgentManifest, lines):
+            if not any(issue_loc[: len(s)] == s for s in skip):
+                issues.append(issue)
+    else:
+        issues += [
+            ManifestIssue(_path(loc), _line(lines, loc), message)
+            for loc, message in spec_problems(manifest)
+        ]
+    if issues:
+        raise ManifestError(issues, source)
+    if base_dir is not None:
+        manifest = _rebase(manifest, Path(base_dir))
+    return manifest
+
+
+def manifest_to_process_config(manifest: ProcessSpec) -> ProcessConfig:
+    """The ProcessConfig a manifest (or any ProcessSpec) describes."""
+    return spec_to_process_config(manifest)
+
+
+def spec_to_process_config(spec: ProcessSpec) -> ProcessConfig:
+    """Build the ProcessConfig; ``plugins`` stay on the spec (named plugins are data for now)."""
+    values: dict[str, Any] = {
+        name: getattr(spec, name)
+        for name in ProcessSpec.model_fields
+        if name in ProcessConfig.model_fields and name not in _CONVERTED
+    }
+    values["hooks"] = [
+        HookConfig.model_validate(hook.model_dump(exclude={"callback"})) for hook in spec.hooks
+    ]
+    if spec.approval is not None:
+        values["approval"] = ApprovalPolicy(tools=list(spec.approval.tools))
+    guard = spec.guardrails
+    values["guardrails"] = (
+        GuardrailConfig(payload_scan=guard.payload_scan, markers=list(guard.markers))
+        if guard.markers is not None
+        else GuardrailConfig(payload_scan=guard.payload_scan)
+    )
+    return ProcessConfig(**values)
+
+
+_CONVERTED: Final = frozenset({"hooks", "approval", "guardrails", "plugins"})
+
+
+def spec_problems(spec: ProcessSpec) -> list[tuple[tuple[str | int, ...], str]]:
+    """Checks across entries: trigger ids must be unique, webhook port+path pairs too."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    ids: dict[str, int] = {}
+    hooks_at: dict[tuple[int, str], int] = {}
+    hosts: dict[int, tuple[str, int]] = {}
+    for i, trigger in enumerate(spec.triggers):
+        if trigger.id is not None:
+            if trigger.id in ids:
+                problems.append(
+                    (
+                        ("triggers", i, "id"),
+                        f"trigger id {trigger.id!r} is already used by triggers[{ids[trigger.id]}]",
+                    )
+                )
+            ids.setdefault(trigger.id, i)
+        if isinstance(trigger, WebhookTrigger):
+            key = (trigger.webhook_port, trigger.webhook_path)
+            if key in hooks_at:
+                problems.append(
+                    (
+                        ("triggers", i, "webhook_path"),
+                        f"webhook path {trigger.webhook_path} on port {trigger.webhook_port} "
+                        f"is already served by triggers[{hooks_at[key]}]",
+                    )
+                )
+            hooks_at.setdefault(key, i)
+            host = hosts.setdefault(trigger.webhook_port, (trigger.webhook_host, i))
+            if host[0] != trigger.webhook_host:
+                problems.append(
+                    (
+                        ("triggers", i, "webhook_host"),
+                        f"port {trigger.webhook_port} is served on {host[0]} by "
+                        f"triggers[{host[1]}]; one port listens on one host",
+                    )
+                )
+    return problems
+
+
+def _rebase(manifest: AgentManifest, base: Path) -> AgentManifest:
+    """Make relative paths relative to the manifest's folder."""
+
+    def absolute(value: str | None) -> str | None:
+        if value is None or os.path.isabs(value):
+            return value
+        return str(base / value)
+
+    update: dict[str, Any] = {
+        "journal_path": absolute(manifest.journal_path),
+        "artifacts_dir": absolute(manifest.artifacts_dir),
+        "hooks": [
+            h.model_copy(update={"cwd": absolute(h.cwd)}) if h.cwd else h for h in manifest.hooks
+        ],
+        "triggers": [
+            t.model_copy(update={"watch_path": absolute(t.watch_path)})
+            if isinstance(t, FileWatchTrigger)
+            else t
+            for t in manifest.triggers
+        ],
+    }
+    return manifest.model_copy(update=update)
+
+
+# -- the JSON Schema -------------------------------------------------------------------------
+
+
+def manifest_json_schema() -> dict[str, Any]:
+    """The JSON Schema of ``.agent`` files, generated from the models."""
+    schema = AgentManifest.model_json_schema()
+    schema["properties"]["entrypoint"] = {
+        "deprecated": True,
+        "description": "Not read by the runtime; loads with a FutureWarning",
+    }
+    return schema
+
+
+def shipped_json_schema() -> dict[str, Any]:
+    """The schema file shipped in the package (``tether/manifest_schema.json``)."""
+    text = resources.files("tether").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def render_json_schema() -> str:
+    """The schema as the text of the shipped file."""
+    return json.dumps(manifest_json_schema(), indent=2, sort_keys=False) + "\n"
+
+
+# -- YAML with line numbers ------------------------------------------------------------------
+
+Loc = tuple[str | int, ...]
+
+
+def _read_yaml(text: str) -> tuple[Any, dict[Loc, int], list[ManifestIssue]]:
+    """Parse once: the data, a map from path to 1-based line, and YAML problems."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        return None, {}, [ManifestIssue("", line, f"not valid YAML: {problem}")]
+    except yaml.YAMLError as exc:
+        return None, {}, [ManifestIssue("", None, f"not valid YAML: {exc}")]
+    finally:
+        loader.dispose()
+    lines: dict[Loc, int] = {}
+    issues: list[ManifestIssue] = []
+    if node is not None:
+        _map_lines(node, (), lines, issues)
+    return data, lines, issues
+
+
+def _map_lines(
+    node: yaml.Node, loc: Loc, lines: dict[Loc, int], issues: list[ManifestIssue]
+) -> None:
+    lines.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                continue
+            name = str(key.value)
+            here = (*loc, name)
+            if name in seen:
+                issues.append(
+                    ManifestIssue(_path(here), key.start_mark.line + 1, f"duplicate key {name!r}")
+                )
+                continue
+            seen.add(name)
+            lines[here] = key.start_mark.line + 1
+            _map_lines(value, here, lines, issues)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _map_lines(item, (*loc, i), lines, issues)
+
+
+def _line(lines: Mapping[Loc, int], loc: Loc) -> int | None:
+    """The line of ``loc``, or of its nearest ancestor that the file has."""
+    for end in range(len(loc), -1, -1):
+        found = lines.get(loc[:end])
+        if found is not None:
+            return found
+    return None
+
+
+def _path(loc: Loc) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _yaml_type(value: Any) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+# -- ${VAR} ----------------------------------------------------------------------------------
+
+_REF: Final = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _resolve(value: Any, env: Mapping[str, str], loc: Loc, missing: list[tuple[Loc, str]]) -> Any:
+    """A copy of ``value`` with ``${VAR}`` replaced, except under the top-level ``secrets``."""
+    if isinstance(value, str):
+        return _substitute(value, env, loc, missing)
+    if isinstance(value, dict):
+        return {
+            k: v if loc == () and k == "secrets" else _resolve(v, env, (*loc, str(k)), missing)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_resolve(v, env, (*loc, i), missing) for i, v in enumerate(value)]
+    return value
+
+
+def _substitute(text: str, env: Mapping[str, str], loc: Loc, missing: list[tuple[Loc, str]]) -> str:
+    if "${" not in text:
+        return text
+
+    def sub(m: re.Match[str]) -> str:
+        escaped, name, default = m.group(1), m.group(2), m.group(3)
+        if escaped:
+            return m.group(0)[1:]
+        found = env.get(name)
+        if found is not None and (found != "" or default is None):
+            return found
+        if default is not None:
+            return default
+        missing.append((loc, name))
+        return m.group(0)
+
+    return _REF.sub(sub, text)
+
+
+# -- validation errors -----------------------------------------------------------------------
+
+
+def _issues(
+    exc: ValidationError, root: type[BaseModel], lines: Mapping[Loc, int]
+) -> Iterator[tuple[Loc, ManifestIssue]]:
+    for err in exc.errors(include_url=False):
+        loc = _clean_loc(tuple(err["loc"]), err["type"])
+        yield loc, ManifestIssue(_path(loc), _line(lines, loc), _message(err, root))
+
+
+def validation_issues(
+    exc: ValidationError, root: type[BaseModel] = ProcessSpec
+) -> list[ManifestIssue]:
+    """A pydantic error of ``root`` as issues with manifest-style paths (no lines)."""
+    return [issue for _, issue in _issues(exc, root, {})]
+
+
+def _clean_loc(loc: Loc, kind: str) -> Loc:
+    """Drop the tag pydantic puts into the location of a discriminated union member."""
+    if (
+        len(loc) > 2
+        and loc[0] in _TAGGED_LISTS
+        and isinstance(loc[1], int)
+        and kind not in ("union_tag_invalid", "union_tag_not_found")
+    ):
+        return (*loc[:2], *loc[3:])
+    return loc
+
+
+def _message(err: Any, root: type[BaseModel]) -> str:
+    kind = err["type"]
+    loc = tuple(err["loc"])
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(root, loc[:-1])
+        tail = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
+        return f"unknown key {loc[-1]!r}{tail}"
+    if kind == "missing":
+        return f"missing required key {loc[-1]!r}"
+    if kind == "union_tag_invalid":
+        tags = err.get("ctx", {}).get("expected_tags", "")
+        return f"unknown trigger type {err['input'].get('type')!r}; expected one of {tags}"
+    if kind == "union_tag_not_found":
+        return "a trigger needs a 'type': one of 'cron', 'webhook', 'file_watch', 'event'"
+    message = str(err["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if message.startswith(prefix):
+            message = message[len(prefix) :]
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        message += f" (got {_describe(err.get('input'))})"
+    return message
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _allowed_keys(root: type[BaseModel], loc: Loc) -> list[str]:
+    """The keys the model at ``loc`` (a raw pydantic location) accepts."""
+    tp: Any = root
+    for part in loc:
+        tp = _step(tp, part)
+        if tp is None:
+            return []
+    model = _as_model(tp)
+    if model is None:
+        return []
+    return [
+        name
+        for name, field in model.model_fields.items()
+        if not field.exclude and name != "callback"
+    ]
+
+
+def _models_in(tp: Any) -> list[type[BaseModel]]:
+    """The model classes ``tp`` names: itself, or the members of a union (or Optional)."""
+    while _is_annotated(tp):
+        tp = get_args(tp)[0]
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [tp]
+    return [a for a in get_args(tp) if isinstance(a, type) and issubclass(a, BaseModel)]
+
+
+def _as_model(tp: Any) -> type[BaseModel] | None:
+    models = _models_in(tp)
+    return models[0] if len(models) == 1 else None
+
+
+def _is_annotated(tp: Any) -> bool:
+    return hasattr(tp, "__metadata__")
+
+
+def _step(tp: Any, part: str | int) -> Any:
+    """The type one step down ``tp``: a list item, a dict value, a field or a union member."""
+    while _is_annotated(tp):
+        tp = get_args(tp)[0]
+    origin = get_origin(tp)
+    if origin is list and isinstance(part, int):
+        return get_args(tp)[0]
+    if origin is dict:
+        return get_args(tp)[1]
+    if isinstance(part, str):
+        models = _models_in(tp)
+        if len(models) > 1:  # a tagged union: the location names the member by its tag
+            for model in models:
+                tag = model.model_fields.get("type")
+                if tag is not None and tag.default == part:
+                    return model
+        elif models and part in models[0].model_fields:
+            return models[0].model_fields[part].annotation
+    return None
