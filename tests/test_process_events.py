@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
@@ -342,3 +345,69 @@ async def test_task_completed_reports_dead_lettered_for_an_event_stop_left_in_th
         (running.event_id, "success", None),
         (queued.event_id, "dead_lettered", "process stopped"),
     ]
+
+
+# -- command hooks in a running process -----------------------------------------------------
+
+
+async def test_a_command_hook_rewrites_the_prompt_the_model_receives(
+    make_script: Callable[..., str],
+) -> None:
+    script = make_script(
+        """
+        import json, sys
+        event = json.load(sys.stdin)
+        print(json.dumps({"data": {"prompt": event["data"]["prompt"].upper()}}))
+        """
+    )
+    process, model = scripted_process(
+        hooks=[HookConfig(event="user_prompt_submit", command=[script])]
+    )
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    async with process:
+        await process.inject(ticket("login page is down"))
+        await run_one(process, rec)
+    assert model.prompts[0].startswith("TICKET: LOGIN PAGE IS DOWN")
+
+
+async def test_a_command_hook_blocks_task_created_with_its_json_answer(
+    make_script: Callable[..., str],
+) -> None:
+    script = make_script(
+        """
+        import json
+        print(json.dumps({"block": True, "reason": "the helpdesk trigger is paused"}))
+        """
+    )
+    process, model = scripted_process(hooks=[HookConfig(event="task_created", command=[script])])
+    async with process:
+        await process.inject(ticket())
+    [dead] = process.dead_letters
+    assert (dead["reason"], dead["error"]) == ("blocked by hook", "the helpdesk trigger is paused")
+    assert model.requests == []
+
+
+async def test_a_task_completed_command_hook_receives_the_event_as_json_on_stdin(
+    make_script: Callable[..., str], tmp_path: Path
+) -> None:
+    out = tmp_path / "completed.json"
+    script = make_script(
+        f"""
+        import os, sys
+        with open({str(out)!r}, "w") as f:
+            f.write(sys.stdin.read())
+            f.write("\\n" + os.environ["TETHER_HOOK_EVENT"] + " " + os.environ["TETHER_PROCESS"])
+        """
+    )
+    process, _ = scripted_process(hooks=[HookConfig(event="task_completed", command=[script])])
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    async with process:
+        event = ticket()
+        await process.inject(event)
+        await run_one(process, rec)
+    body, env = out.read_text().rsplit("\n", 1)
+    sent = json.loads(body)
+    assert env == "task_completed triage"
+    assert (sent["event"], sent["process_id"]) == ("task_completed", "triage")
+    assert set(sent["data"]) == COMPLETED_KEYS
+    assert (sent["data"]["event_id"], sent["data"]["outcome"]) == (event.event_id, "success")
