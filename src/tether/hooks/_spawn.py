@@ -209,7 +209,7 @@ class _Child:
             self._kill_handle = self.loop.call_later(KILL_GRACE, _signal_group, self.pid, 9)
 
     def close(self) -> None:
-        """Release every fd; a still-running program is terminated and reaped when it dies."""
+        """Release every fd; a still-running program's group is killed, reaped when it dies."""
         for fd in list(self._fds):
             with contextlib.suppress(Exception):
                 self.loop.remove_reader(fd)
@@ -217,7 +217,10 @@ class _Child:
                 self.loop.remove_writer(fd)
             self._close_fd(fd)
         if self.returncode is None:
-            self.terminate()
+            # Still running here means the caller could not wait out the grace period (the hook
+            # coroutine was closed while cancelled). A SIGKILL left to a loop timer would never
+            # come if the loop closes next, and a program ignoring SIGTERM would live on.
+            _signal_group(self.pid, signal.SIGKILL)
 
     def _close_fd(self, fd: int) -> None:
         if fd in self._fds:
