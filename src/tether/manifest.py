@@ -448,7 +448,7 @@ def _read_yaml(text: str) -> tuple[Any, dict[Loc, int], list[ManifestIssue]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
-        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        problem = ": ".join(p for p in (exc.context, exc.problem) if p)
         return None, {}, [ManifestIssue("", line, f"not valid YAML: {problem}")]
     except yaml.YAMLError as exc:
         return None, {}, [ManifestIssue("", None, f"not valid YAML: {exc}")]

@@ -1,0 +1,10 @@
+"""The ``tether`` command line (typer + rich): run, serve, validate, inject, ps, hooks test.
+
+Importing this package loads typer only; each command imports what it needs when it runs, so
+``tether --help`` stays fast.
+"""
+
+from ._app import app as app
+from ._app import main as main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,5 @@
+"""``python -m tether.cli``."""
+
+from ._app import main
+
+main()

@@ -1,0 +1,264 @@
+"""The ``tether`` command: typer commands that stay thin and import their work lazily.
+
+Library code raises; only ``main`` turns an error into one line on stderr and exit status 1
+(2 for usage errors, 130 for an interrupt). ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="tether",
+    help="Run AI agents as supervised processes with lifecycle hooks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+hooks_app = typer.Typer(help="Work with hooks.", no_args_is_help=True)
+app.add_typer(hooks_app, name="hooks")
+
+
+class _State:
+    debug = False
+
+
+STATE = _State()
+
+DEFAULT_URL = "http://127.0.0.1:9781"
+
+UrlOption = Annotated[
+    str,
+    typer.Option("--url", envvar="TETHER_URL", help="Base URL of a running control API."),
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option("--token", envvar="TETHER_API_TOKEN", help="Bearer token of the API."),
+]
+
+
+@app.callback()
+def _root(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks and debug logs on errors.")
+    ] = False,
+) -> None:
+    STATE.debug = debug or os.environ.get("TETHER_DEBUG", "") not in ("", "0")
+
+
+@app.command()
+def run(
+    file: Annotated[Path, typer.Argument(help="The .agent manifest to run.")],
+    inject: Annotated[
+        list[str] | None,
+        typer.Option("--inject", help="Inject an event with this JSON payload (repeatable)."),
+    ] = None,
+    until_idle: Annotated[
+        bool,
+        typer.Option("--until-idle", help="Stop once every injected event is done."),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Hide model answers.")] = False,
+) -> None:
+    """Run one agent in the foreground with its triggers; Ctrl-C stops it cleanly."""
+    from ._run import run_file
+
+    payloads = [_json_option("--inject", text) for text in inject or []]
+    raise typer.Exit(run_file(file, payloads, until_idle=until_idle, answers=not quiet))
+
+
+@app.command()
+def serve(
+    files: Annotated[
+        list[Path] | None, typer.Argument(help=".agent manifests to load at start.")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Interface of the control API.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port of the control API.")] = 9781,
+    token: TokenOption = None,
+    allow_command_deploys: Annotated[
+        bool,
+        typer.Option(
+            "--allow-command-deploys",
+            help="Let API clients deploy command hooks, stdio MCP servers and tool creation.",
+        ),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print events.")] = False,
+) -> None:
+    """Start a runtime with the control API (and the webhooks of its processes)."""
+    from ._run import serve_files
+
+    raise typer.Exit(
+        serve_files(
+            files or [],
+            host=host,
+            port=port,
+            token=token,
+            allow_command_deploys=allow_command_deploys,
+            quiet=quiet,
+        )
+    )
+
+
+@app.command()
+def validate(
+    files: Annotated[list[Path], typer.Argument(help=".agent manifests to check.")],
+) -> None:
+    """Check manifests; print every problem with its path and line."""
+    from ._validate import validate_files
+
+    raise typer.Exit(validate_files(files))
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of .agent manifests."""
+    from ..manifest import render_json_schema
+
+    sys.stdout.write(render_json_schema())
+
+
+@app.command()
+def inject(
+    name: Annotated[str, typer.Argument(help="The process to send the event to.")],
+    payload: Annotated[str, typer.Option(help="The event's JSON payload.")] = "{}",
+    trigger_id: Annotated[str, typer.Option(help="trigger_id of the event.")] = "cli",
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+) -> None:
+    """Inject an event into a process of a running runtime."""
+    from ._client import inject_event
+
+    data = _json_option("--payload", payload)
+    raise typer.Exit(inject_event(url, token, name, data, trigger_id))
+
+
+@app.command()
+def ps(
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON.")] = False,
+) -> None:
+    """List the processes of a running runtime."""
+    from ._client import list_processes
+
+    raise typer.Exit(list_processes(url, token, as_json=as_json))
+
+
+@hooks_app.command("test")
+def hooks_test(
+    event: Annotated[str, typer.Argument(help="The event, e.g. user_prompt_submit.")],
+    command: Annotated[str, typer.Option(help="The hook's command (split like a shell).")],
+    data: Annotated[
+        str | None, typer.Option(help="JSON object merged into the sample event data.")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds before the program is killed.")] = 5.0,
+    env: Annotated[
+        list[str] | None, typer.Option("--env", help="NAME=VALUE for the program (repeatable).")
+    ] = None,
+    env_passthrough: Annotated[
+        list[str] | None,
+        typer.Option("--env-passthrough", help="Host variable to pass through (repeatable)."),
+    ] = None,
+    cwd: Annotated[str | None, typer.Option(help="Working directory of the program.")] = None,
+    process: Annotated[str, typer.Option(help="The process name the hook sees.")] = "test",
+) -> None:
+    """Run one command hook against a sample event and explain its answer."""
+    from ._hooktest import test_hook
+
+    merged = _json_option("--data", data) if data is not None else None
+    if merged is not None and not isinstance(merged, dict):
+        raise click.UsageError("--data must be a JSON object")
+    raise typer.Exit(
+        test_hook(
+            event,
+            command,
+            data=merged,
+            timeout=timeout,
+            env=_pairs(env or []),
+            env_passthrough=env_passthrough or [],
+            cwd=cwd,
+            process=process,
+        )
+    )
+
+
+def _json_option(option: str, text: str) -> Any:
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise click.UsageError(f"{option} is not valid JSON: {exc}") from None
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise click.UsageError(f"--env takes NAME=VALUE, got {item!r}")
+        out[name] = value
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``tether`` script."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    previous = warnings.showwarning
+    warnings.showwarning = _show_warning
+    try:
+        code = app(args=args, prog_name="tether", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        sys.stderr.write("interrupted\n")
+        code = 130
+    except Exception as exc:
+        if STATE.debug:
+            raise
+        _print_error(exc)
+        code = 1
+    finally:
+        warnings.showwarning = previous
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as one line each (the source location only with --debug)."""
+    where = f" ({filename}:{lineno})" if STATE.debug else ""
+    sys.stderr.write(f"warning: {message}{where}\n")
+
+
+def _print_error(exc: BaseException) -> None:
+    from ..manifest import ManifestError
+
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            _print_error(inner)
+        return
+    if isinstance(exc, ManifestError):
+        for issue in exc.errors:
+            sys.stderr.write(f"error: {issue.format(exc.source)}\n")
+        return
+    message = str(exc).strip() or type(exc).__name__
+    first = message.splitlines()[0]
+    sys.stderr.write(f"error: {first}\n")

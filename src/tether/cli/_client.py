@@ -1,0 +1,94 @@
+"""``tether inject`` and ``tether ps``: talking to a running control API."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+__all__ = ["APIClientError", "inject_event", "list_processes"]
+
+
+class APIClientError(Exception):
+    """The API could not be reached or answered with an error."""
+
+
+def _request(
+    method: str, url: str, token: str | None, path: str, body: Any = None
+) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    base = url.rstrip("/")
+    try:
+        with httpx.Client(timeout=30) as client:
+            response = client.request(method, f"{base}/api/v1{path}", json=body, headers=headers)
+    except httpx.HTTPError as exc:
+        raise APIClientError(
+            f"cannot reach the tether API at {base}: {exc} (is `tether serve` running?)"
+        ) from None
+    try:
+        data = response.json()
+    except ValueError:
+        raise APIClientError(
+            f"{base} answered HTTP {response.status_code} without JSON; is it a tether API?"
+        ) from None
+    if response.is_error:
+        error = data.get("error", {}) if isinstance(data, dict) else {}
+        code = error.get("code", response.status_code)
+        raise APIClientError(f"{code}: {error.get('message', response.reason_phrase)}")
+    if not isinstance(data, dict):
+        raise APIClientError(f"{base} answered with unexpected JSON")
+    return data
+
+
+def inject_event(url: str, token: str | None, name: str, payload: Any, trigger_id: str) -> int:
+    from urllib.parse import quote
+
+    answer = _request(
+        "POST",
+        url,
+        token,
+        f"/processes/{quote(name, safe='')}/inject",
+        {"payload": payload, "trigger_id": trigger_id},
+    )
+    console = Console(soft_wrap=True, highlight=False)
+    if answer.get("status") == "dead_lettered":
+        console.print(
+            f"event {answer['event_id']} [red]dead-lettered[/] by {escape(name)}: "
+            f"{escape(str(answer.get('reason')))}"
+            + (f" ({escape(str(answer['error']))})" if answer.get("error") else "")
+        )
+        return 1
+    console.print(f"event {answer['event_id']} queued for {escape(name)}")
+    return 0
+
+
+def list_processes(url: str, token: str | None, *, as_json: bool) -> int:
+    answer = _request("GET", url, token, "/processes")
+    processes = answer.get("processes", [])
+    console = Console(soft_wrap=True, highlight=False)
+    if as_json:
+        console.print_json(json.dumps(processes))
+        return 0
+    if not processes:
+        console.print("no processes")
+        return 0
+    table = Table(box=None, pad_edge=False)
+    for column in ("NAME", "STATE", "RUNS", "QUEUED", "DEAD LETTERS", "HOOKS", "UPTIME"):
+        table.add_column(column)
+    for p in processes:
+        uptime = p.get("uptime_s")
+        table.add_row(
+            escape(str(p.get("name"))),
+            str(p.get("state")),
+            str(p.get("invocation_count")),
+            str(p.get("queue_size")),
+            str(p.get("dead_letter_count")),
+            str(p.get("hook_count")),
+            f"{uptime:.0f}s" if isinstance(uptime, int | float) else "-",
+        )
+    console.print(table)
+    return 0

@@ -1,0 +1,124 @@
+"""``tether hooks test EVENT --command ...``: run one command hook and explain its answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any, Final
+
+from rich.console import Console
+from rich.markup import escape
+
+__all__ = ["explain", "test_hook"]
+
+#: What a block of each blockable event does in a process.
+BLOCK_EFFECT: Final = {
+    "user_prompt_submit": "the run is skipped and the event dead-lettered ('blocked by hook'), "
+    "before any budget is counted",
+    "permission_request": "the tool call is denied without asking the approval handler",
+    "subagent_start": "the spawn is refused",
+    "file_changed": "the change is dropped and counted as filtered",
+    "config_change": "an agent's change is not applied (operator changes always apply)",
+    "task_created": "the event is dead-lettered ('blocked by hook') instead of queued",
+}
+
+
+def explain(
+    event: str, data: dict[str, Any], block: bool, reason: str, new_data: dict[str, Any] | None
+) -> list[str]:
+    """What a process would do with this answer, in lines."""
+    lines: list[str] = []
+    if block:
+        effect = BLOCK_EFFECT.get(event)
+        if effect is None:
+            lines.append(
+                f"asks to block, but {event} cannot be blocked: the block is ignored "
+                "(a warning is logged)"
+            )
+        else:
+            lines.append(f"BLOCKED ({reason or 'no reason given'}): {effect}")
+        return lines
+    if new_data is None:
+        return ["passed: nothing changed"]
+    changed = sorted(k for k in set(data) | set(new_data) if data.get(k) != new_data.get(k))
+    if not changed:
+        return ["passed: data returned unchanged"]
+    lines.append(f"data replaced; changed: {', '.join(changed)}")
+    if event == "user_prompt_submit" and "prompt" in changed:
+        if isinstance(new_data.get("prompt"), str):
+            lines.append("the model receives the rewritten prompt")
+        else:
+            lines.append("'prompt' is not a string: the original prompt is kept")
+    else:
+        lines.append(
+            "a process reads back only the prompt of user_prompt_submit: these changes are "
+            "seen by later hooks of the same event but not used"
+        )
+    return lines
+
+
+def test_hook(
+    event: str,
+    command: str,
+    *,
+    data: dict[str, Any] | None,
+    timeout: float,
+    env: dict[str, str],
+    env_passthrough: list[str],
+    cwd: str | None,
+    process: str,
+) -> int:
+    """Run the hook once; 0 when it answered (whatever it answered), 1 on a hook error."""
+    from ..hooks import BLOCKABLE_EVENTS, CommandHookError, HookContext, ShellHook
+    from ..hooks._events import parse_event
+    from ._samples import sample_data
+
+    hook_event = parse_event(event)
+    payload = sample_data(hook_event.value)
+    if data:
+        payload.update(data)
+    hook = ShellHook(command, timeout=timeout, env=env, env_passthrough=env_passthrough, cwd=cwd)
+    ctx = HookContext(
+        hook_event,
+        process,
+        json.loads(json.dumps(payload)),
+        {"process_name": process, "process_id": str(uuid.uuid4())},
+    )
+    out = Console(soft_wrap=True, highlight=False)
+    out.print(
+        f"[bold]event[/]    {hook_event.value} (blockable: "
+        f"{'yes' if hook_event in BLOCKABLE_EVENTS else 'no'})"
+    )
+    out.print(f"[bold]command[/]  {escape(hook.display_name)}")
+    out.print("[bold]stdin[/]")
+    out.print(escape(json.dumps(ctx.envelope(), indent=2, default=str)))
+    try:
+        result = asyncio.run(hook.run(ctx))
+    except CommandHookError as exc:
+        out.print(f"[bold]answer[/]   [red]hook error[/]: {escape(str(exc))}")
+        if hook_event in BLOCKABLE_EVENTS:
+            meaning = (
+                "a hook error: logged and ignored (the action proceeds); with "
+                "fail_closed: true it blocks the action"
+            )
+        else:
+            meaning = f"a hook error: logged and ignored ({hook_event.value} cannot be blocked)"
+        out.print(f"[bold]meaning[/]  {meaning}")
+        return 1
+    raw = result.raw.strip()
+    out.print(f"[bold]answer[/]   {escape(raw) if raw else '(no output)'}")
+    if result.log:
+        out.print(f"[bold]log[/]      {escape(result.log)}")
+    for i, line in enumerate(
+        explain(hook_event.value, payload, result.block, result.reason, result.data)
+    ):
+        style = "red" if line.startswith("BLOCKED") else "yellow" if "replaced" in line else ""
+        text = f"[{style}]{escape(line)}[/]" if style else escape(line)
+        out.print(f"[bold]{'meaning' if i == 0 else '':<8}[/] {text}")
+    if result.data is not None and hook_event.value == "user_prompt_submit":
+        prompt = result.data.get("prompt")
+        if isinstance(prompt, str) and prompt != payload.get("prompt"):
+            out.print("[bold]prompt[/]")
+            out.print(escape(prompt))
+    return 0

@@ -1,0 +1,246 @@
+"""``tether run`` and ``tether serve``: a runtime in the foreground until Ctrl-C or SIGTERM.
+
+The first Ctrl-C (or SIGTERM) stops cleanly: every process fires ``session_end`` and lets its
+runs finish; a second Ctrl-C interrupts the shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+
+if TYPE_CHECKING:
+    from ..api import WebhookServer
+    from ..process import AgentProcess
+    from ..runtime import AgentRuntime
+
+__all__ = ["run_file", "serve_files"]
+
+
+def _console() -> Console:
+    return Console(soft_wrap=True, highlight=False)
+
+
+def _quiet_logs() -> None:
+    """Hook errors are shown as outcomes; keep their log tracebacks off the terminal."""
+    from ._app import STATE
+
+    if STATE.debug:
+        logging.basicConfig(level=logging.DEBUG)
+    else:
+        logging.basicConfig(level=logging.CRITICAL)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
+    """Set ``stop`` on SIGINT/SIGTERM; after the first, Ctrl-C interrupts as usual."""
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+
+    def handler() -> None:
+        stop.set()
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        installed.clear()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, handler)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / Windows
+            continue
+        installed.append(sig)
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+def _describe_triggers(console: Console, process: AgentProcess) -> None:
+    for trigger_id, trigger in process.triggers:
+        kind = trigger.type
+        if kind == "cron":
+            where = getattr(trigger, "cron_expression", "")
+        elif kind == "file_watch":
+            where = getattr(trigger, "watch_path", "")
+        elif kind == "event":
+            where = getattr(trigger, "event_type", "")
+        else:
+            where = ""
+        if kind != "webhook":
+            console.print(f"  trigger  {escape(trigger_id)} ({kind}) {escape(str(where))}")
+
+
+def _describe_webhooks(console: Console, webhooks: WebhookServer | None) -> None:
+    if webhooks is None:
+        return
+    for endpoint in webhooks.endpoints():
+        signed = ", signed" if endpoint["signed"] else ""
+        console.print(
+            f"  webhook  {escape(endpoint['url'])} -> {escape(endpoint['process'])}/"
+            f"{escape(endpoint['trigger_id'])} (POST JSON{signed})"
+        )
+
+
+def _summary(console: Console, runtime: AgentRuntime) -> None:
+    for process in runtime:
+        status = process.status()
+        console.print(
+            f"[bold]{escape(process.name)}[/] stopped: {status['invocation_count']} run(s), "
+            f"{status['dead_letter_count']} dead letter(s)"
+        )
+
+
+def run_file(file: Path, payloads: list[Any], *, until_idle: bool, answers: bool) -> int:
+    """Run the agent of ``file``; return the exit status."""
+    _quiet_logs()
+    return asyncio.run(_run(file, payloads, until_idle=until_idle, answers=answers))
+
+
+async def _run(file: Path, payloads: list[Any], *, until_idle: bool, answers: bool) -> int:
+    from ..hooks import HookManager
+    from ..manifest import load_manifest, manifest_to_process_config
+    from ..process import TriggerEvent
+    from ..runtime import AgentRuntime
+    from ._live import LivePrinter
+
+    manifest = load_manifest(file)
+    config = manifest_to_process_config(manifest)
+    console = _console()
+    runtime = AgentRuntime(hooks=HookManager())
+    printer = LivePrinter(console, answers=answers)
+    printer.attach_runtime(runtime)
+    process = await runtime.add_process(manifest.name, config)
+    webhooks: WebhookServer | None = None
+    if process.webhook_triggers:
+        from ..api import WebhookServer
+
+        webhooks = WebhookServer(runtime)
+    stop = asyncio.Event()
+    with _stop_on_signals(stop):
+        try:
+            console.print(
+                f"[bold]tether run[/] {escape(str(file))}: [bold]{escape(process.name)}[/] "
+                f"({escape(str(config.model))}), {len(config.hooks)} hook(s), "
+                f"{len(config.triggers)} trigger(s)"
+            )
+            if webhooks is not None:
+                await webhooks.start()
+            _describe_webhooks(console, webhooks)
+            _describe_triggers(console, process)
+            await runtime.start_all()
+            console.print("[dim]Ctrl-C stops the process[/]")
+            for payload in payloads:
+                await process.inject(TriggerEvent("cli", "manual", payload))
+            if until_idle:
+                await _idle_or(process, stop)
+            else:
+                await stop.wait()
+        finally:
+            if webhooks is not None:
+                await webhooks.stop()
+            await runtime.stop_all()
+            printer.check_dead_letters()
+            _summary(console, runtime)
+    return 0
+
+
+async def _idle_or(process: AgentProcess, stop: asyncio.Event) -> None:
+    """Return when ``stop`` is set or nothing is queued, running or waiting for a retry."""
+    while not stop.is_set():
+        status = process.status()
+        if not (status["queue_size"] or status["in_flight"] or status["retrying"]):
+            await asyncio.sleep(0.05)  # let the last task_completed hooks finish printing
+            status = process.status()
+            if not (status["queue_size"] or status["in_flight"] or status["retrying"]):
+                return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.05)
+
+
+def serve_files(
+    files: list[Path],
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    allow_command_deploys: bool,
+    quiet: bool,
+) -> int:
+    """Serve a runtime with the processes of ``files``; return the exit status."""
+    _quiet_logs()
+    return asyncio.run(
+        _serve(
+            files,
+            host=host,
+            port=port,
+            token=token,
+            allow_command_deploys=allow_command_deploys,
+            quiet=quiet,
+        )
+    )
+
+
+async def _serve(
+    files: list[Path],
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    allow_command_deploys: bool,
+    quiet: bool,
+) -> int:
+    from ..api import OrchestrationAPI
+    from ..hooks import HookManager
+    from ..manifest import ManifestError, load_manifest
+    from ..runtime import AgentRuntime
+    from ._live import LivePrinter
+
+    manifests = []
+    problems: list[ManifestError] = []
+    for file in files:
+        try:
+            manifests.append(load_manifest(file))
+        except ManifestError as exc:
+            problems.append(exc)
+    if problems:
+        raise ExceptionGroup("manifests with problems", problems)
+    console = _console()
+    runtime = AgentRuntime(hooks=HookManager())
+    if not quiet:
+        LivePrinter(console).attach_runtime(runtime)
+    for manifest in manifests:
+        await runtime.add_spec(manifest)
+    api = OrchestrationAPI(
+        runtime, host=host, port=port, token=token, allow_command_deploys=allow_command_deploys
+    )
+    stop = asyncio.Event()
+    with _stop_on_signals(stop):
+        try:
+            await api.start()
+            console.print(f"[bold]tether serve[/]: control API on {api.url}/api/v1")
+            if token is None:
+                console.print("  no token: only requests from this machine are served")
+            if allow_command_deploys:
+                console.print(
+                    "  [yellow]command deploys are allowed[/]: API clients can run programs here"
+                )
+            _describe_webhooks(console, api.webhooks)
+            for process in runtime:
+                _describe_triggers(console, process)
+            await runtime.start_all()
+            console.print("[dim]Ctrl-C stops the runtime[/]")
+            await stop.wait()
+        finally:
+            await api.stop()
+            await runtime.stop_all()
+            _summary(console, runtime)
+    return 0
