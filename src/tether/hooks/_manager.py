@@ -761,6 +761,7 @@ class HookManager:
                         blocked = True
                         reason = exc.reason
                         outcome = "blocked"
+                        error = exc  # the run's record keeps the reason: the "why" of a block
                     else:
                         logger.warning(
                             "hook %s (%s) tried to block %s, which cannot be blocked; ignored",
@@ -941,3 +942,5 @@ class HookManager:
 
 HookManager.__module__ = "tether"
 DispatchResult.__module__ = "tether"
+HookErrorInfo.__module__ = "tether"
+HookInfo.__module__ = "tether"

@@ -43,6 +43,9 @@ class HookRun:
         return out
 
 
+HookRun.__module__ = "tether"
+
+
 class RunRecorder(Protocol):
     """Receives every hook execution of the dispatches of the manager it is attached to."""
 
