@@ -34,14 +34,15 @@ class ConversationBuffer:
         over = len(self.messages) - self.max_messages
         if over <= 0:
             return
-        dropping = self.messages[:over]
         if self.on_compact is not None:
+            # The messages themselves, in a new list: they leave the buffer next, and whoever
+            # hands them to hooks copies them (HookManager.dispatch deep-copies its data).
             await self.on_compact(
                 "pre",
                 {
                     "buffer_size": len(self.messages),
                     "max_messages": self.max_messages,
-                    "dropping": copy.deepcopy(dropping),
+                    "dropping": self.messages[:over],
                 },
             )
         del self.messages[:over]

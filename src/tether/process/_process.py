@@ -13,6 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
@@ -77,8 +78,6 @@ def validate_name(name: object) -> str:
 
 def render_prompt(event: TriggerEvent) -> str:
     """The payload as readable text, then the event's id and its trigger's id and type."""
-    import json
-
     lines: list[str] = []
     payload = event.payload
     if isinstance(payload, dict):
@@ -108,6 +107,8 @@ class AgentProcess:
         self.name = validate_name(name)
         self.config = config if config is not None else ProcessConfig()
         self.process_id = str(uuid.uuid4())
+        # HookContext.metadata of every dispatch (the engine gives each hook its own copy).
+        self._metadata: Final = {"process_name": self.name, "process_id": self.process_id}
         self.parent = parent
         self.hooks = HookManager(default_timeout=self.config.hook_timeout)
         for hook in self.config.hooks:
@@ -120,6 +121,7 @@ class AgentProcess:
         self.redactor = Redactor(
             (key, secret.get_secret_value()) for key, secret in self.config.secrets.items()
         )
+        self._redacting = bool(self.redactor)
         self.context = AgentContext(
             self.config.context.conversation_max_messages,
             self.config.context.initial_state,
@@ -190,21 +192,20 @@ class AgentProcess:
 
     async def _emit(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult:
         """Dispatch ``event`` to the resolved chain with secrets redacted."""
-        if self.redactor:
+        if self._redacting:
             data = self.redactor.value(data)
         task = asyncio.current_task()
-        if task is not None:
-            self._dispatching.add(task)
+        if task is None or task in self._busy:  # a worker: _busy already marks it (hot path)
+            return await self.hooks.dispatch(
+                event, data, process_id=self.name, metadata=self._metadata
+            )
+        self._dispatching.add(task)
         try:
             return await self.hooks.dispatch(
-                event,
-                data,
-                process_id=self.name,
-                metadata={"process_name": self.name, "process_id": self.process_id},
+                event, data, process_id=self.name, metadata=self._metadata
             )
         finally:
-            if task is not None:
-                self._dispatching.discard(task)
+            self._dispatching.discard(task)
 
     def _guard_self_await(self, what: str) -> None:
         task = asyncio.current_task()

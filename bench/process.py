@@ -1,0 +1,131 @@
+"""Events per second through an AgentProcess, beside calling the agent loop directly.
+
+Run: ``.venv/bin/python bench/process.py`` (``--profile`` adds a cProfile of the 3-hook case).
+
+Every row is measured in this one run, with the in-process ``ScriptedModel`` (it never
+suspends, so what is left is the machinery). A process row injects a batch of ready-made
+``TriggerEvent``s and waits until the last one's ``task_completed`` has fired: inject,
+``task_created``, the queue, a worker, the prompt rendering, ``user_prompt_submit``, the
+guardrail scan, the run, the conversation buffer (and its compaction events) and
+``task_completed``. The baseline calls ``AgentLoop.run`` on the same prompts with an ``emit``
+that does nothing. "0 hooks" means no hook registered; "3 hooks" means three trivial async
+hooks on each of the 13 events.
+
+Target (issue 3): the process adds at most 30 µs per event on top of the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import cProfile
+import gc
+import pstats
+import sys
+import time
+from typing import Any
+
+from tether import AgentProcess, HookContext, HookEvent, ProcessConfig, TriggerEvent
+from tether.agent import AgentContext, AgentLoop
+from tether.hooks import DispatchResult
+from tether.models import ScriptedModel
+from tether.process._process import render_prompt
+
+BATCH = 2_000
+REPEATS = 7
+TARGET_US = 30.0
+
+
+def events(n: int) -> list[TriggerEvent]:
+    return [
+        TriggerEvent("helpdesk", "webhook", {"ticket": f"Login page is down ({i})"})
+        for i in range(n)
+    ]
+
+
+def trivial_hook() -> Any:
+    async def hook(ctx: HookContext) -> None:
+        return None
+
+    return hook
+
+
+async def time_process(hooks_per_event: int, batches: int = REPEATS) -> float:
+    """Best µs/event over ``batches`` batches of BATCH events, inject to task_completed."""
+    process = AgentProcess(
+        "bench",
+        ProcessConfig(model=ScriptedModel(reply="Triaged."), max_queue_size=BATCH),
+    )
+    for event in HookEvent:
+        for _ in range(hooks_per_event):
+            process.hooks.register(event, trivial_hook())
+    best = float("inf")
+    async with process:
+        done = 0
+        for _ in range(batches + 1):  # the first batch warms up
+            batch = events(BATCH)
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                for event in batch:
+                    await process.inject(event)
+                done += BATCH
+                while process.invocation_count < done or process.status()["in_flight"]:
+                    await asyncio.sleep(0)
+                elapsed = time.perf_counter() - start
+            finally:
+                gc.enable()
+            if done > BATCH:
+                best = min(best, elapsed)
+    return best / BATCH * 1e6
+
+
+async def time_loop(batches: int = REPEATS) -> float:
+    """Best µs/event of AgentLoop.run on the same prompts, emit doing nothing."""
+
+    async def emit(event: HookEvent, data: dict[str, Any]) -> DispatchResult:
+        return DispatchResult(data=data)
+
+    loop = AgentLoop(
+        model=ScriptedModel(reply="Triaged."),
+        instructions="",
+        context=AgentContext(50),
+        emit=emit,
+    )
+    best = float("inf")
+    for i in range(batches + 1):
+        prompts = [render_prompt(e) for e in events(BATCH)]
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            for prompt in prompts:
+                await loop.run(prompt)
+            elapsed = time.perf_counter() - start
+        finally:
+            gc.enable()
+        if i:
+            best = min(best, elapsed)
+    return best / BATCH * 1e6
+
+
+async def main(profile: bool) -> None:
+    loop_us = await time_loop()
+    rows = [(n, await time_process(n)) for n in (0, 3)]
+    print(f"AgentProcess, inject -> task_completed, ScriptedModel, batches of {BATCH} events")
+    print(f"{'':<26}{'µs/event':>10}{'events/s':>11}{'above loop µs':>15}")
+    print(f"{'AgentLoop.run directly':<26}{loop_us:>10.1f}{1e6 / loop_us:>11,.0f}{'-':>15}")
+    for n, us in rows:
+        label = f"process, {n} hooks/event"
+        print(f"{label:<26}{us:>10.1f}{1e6 / us:>11,.0f}{us - loop_us:>15.1f}")
+    worst = max(us for _, us in rows) - loop_us
+    verdict = "within" if worst <= TARGET_US else "OVER"
+    print(f"machinery overhead at most {worst:.1f} µs/event: {verdict} the {TARGET_US:g} µs target")
+    if profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        await time_process(3, batches=2)
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
+if __name__ == "__main__":
+    asyncio.run(main("--profile" in sys.argv))
