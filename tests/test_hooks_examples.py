@@ -1,0 +1,21 @@
+"""The engine demo (``make demo``) keeps running and showing what it claims to."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+DEMO = Path(__file__).resolve().parent.parent / "examples" / "engine_demo.py"
+
+
+def test_the_engine_demo_rewrites_one_prompt_and_blocks_the_other() -> None:
+    out = subprocess.run(
+        [sys.executable, str(DEMO)], check=True, capture_output=True, text=True, timeout=60
+    ).stdout
+
+    assert "rewritten: '[helper] What is the capital of France? Answer in one sentence.'" in out
+    assert "blocked: prompts may not ask for passwords" in out
+    assert "fired 1 hook(s)" in out
+    assert "fired 0 hook(s)" in out
+    assert "failed" not in out
