@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from .manifest import AgentManifest
 
 __all__ = ["AgentRuntime", "ProcessExistsError", "WebhookClashError", "WebhookRoute"]
+
+logger = logging.getLogger("tether.runtime")
 
 #: ``listener(change, process)`` with change "added" or "removed".
 Listener = Callable[[str, AgentProcess], Awaitable[None] | None]
@@ -91,15 +94,20 @@ class AgentRuntime:
         return dict(self._processes)
 
     def on_change(self, listener: Listener) -> Listener:
-        """Call ``listener(change, process)`` after a process is added or removed."""
+        """Call ``listener(change, process)`` after a process is added or removed (errors are
+        logged, never raised)."""
         self._listeners.append(listener)
         return listener
 
     async def _notify(self, change: str, process: AgentProcess) -> None:
+        # A listener's failure is logged: the process is already added (or removed) by now.
         for listener in list(self._listeners):
-            outcome = listener(change, process)
-            if inspect.isawaitable(outcome):
-                await outcome
+            try:
+                outcome = listener(change, process)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("runtime listener %r failed on %s %s", listener, change, process)
 
     # -- processes -------------------------------------------------------------------------
 
