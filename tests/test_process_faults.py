@@ -324,6 +324,7 @@ async def test_stop_waits_for_runs_in_flight_to_finish() -> None:
 
 
 async def test_stop_cancels_runs_still_in_flight_after_stop_timeout_and_dead_letters_them() -> None:
+    """Regression: a run cut off by stop() was dead-lettered without its task_completed."""
     model = GatedModel()  # never released
     process = AgentProcess("triage", ProcessConfig(model=model, stop_timeout=0.05))
     rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)

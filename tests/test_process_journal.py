@@ -65,6 +65,7 @@ async def run_and_kill(tmp_path: Path, journal: Path) -> list[str]:
 async def test_a_process_killed_mid_run_is_recovered_by_a_new_process_with_the_journal(
     tmp_path: Path,
 ) -> None:
+    """Regression: the interrupted event was recovered last (the journal sorted by update time)."""
     journal = tmp_path / "tether.db"
     ids = await run_and_kill(tmp_path, journal)
 

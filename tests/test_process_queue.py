@@ -244,6 +244,7 @@ class FailsAtFirst(ScriptedModel):
 
 
 async def test_consecutive_failures_crash_the_process_and_it_restarts_itself() -> None:
+    """Regression: session_end after a crash carried an undocumented 'error' key."""
     process = process_with(
         FailingModel(),
         max_retries=0,
@@ -264,6 +265,7 @@ async def test_consecutive_failures_crash_the_process_and_it_restarts_itself() -
 
 
 async def test_events_queued_at_a_crash_run_after_the_automatic_restart() -> None:
+    """Regression: a run in flight at a crash was dead-lettered, with no task_completed."""
     model = FailsAtFirst(2, latency=0.01)  # the third run is in flight when the crash is handled
     process = process_with(
         model,
