@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import SecretStr
 
 from _process_support import FailingModel, GatedModel, Recorder, eventually, ticket
@@ -411,3 +412,25 @@ async def test_a_task_completed_command_hook_receives_the_event_as_json_on_stdin
     assert (sent["event"], sent["process_id"]) == ("task_completed", "triage")
     assert set(sent["data"]) == COMPLETED_KEYS
     assert (sent["data"]["event_id"], sent["data"]["outcome"]) == (event.event_id, "success")
+
+
+# -- basics ---------------------------------------------------------------------------------
+
+
+async def test_the_scripted_model_can_be_named_in_the_config() -> None:
+    process = AgentProcess("triage", ProcessConfig(model="scripted"))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    async with process:
+        await process.inject(ticket())
+        await run_one(process, rec)
+    assert rec.outcomes() == ["success"]
+
+
+def test_a_process_name_that_is_not_allowed_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"process name '\.\./etc' is not allowed"):
+        AgentProcess("../etc", ProcessConfig(model="scripted"))
+
+
+def test_an_unknown_model_spec_is_refused_by_the_config() -> None:
+    with pytest.raises(ValueError, match="model 'gpt-5' is not supported"):
+        ProcessConfig(model="gpt-5")
