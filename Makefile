@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) examples/engine_demo.py
+	$(PY) examples/demo.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples

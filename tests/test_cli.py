@@ -458,3 +458,44 @@ def test_hooks_test_refuses_an_unknown_event() -> None:
     done = tether("hooks", "test", "on_fire", "--command", "true")
     assert done.returncode == 1
     assert done.stderr.startswith("error: unknown hook event 'on_fire'; valid events are: ")
+
+
+# -- the example agent -------------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_the_example_agent_validates_and_runs_with_its_hook_programs() -> None:
+    env = {
+        **ENV,
+        "TRIAGE_MODEL": "scripted",
+        "TRIAGE_WEBHOOK_SECRET": "s3cret",
+        "TRIAGE_WEBHOOK_PORT": str(free_port()),
+        "TETHER_PYTHON": sys.executable,
+    }
+    manifest = str(EXAMPLES / "triage.agent")
+    checked = subprocess.run(
+        [*CLI, "validate", manifest], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert checked.returncode == 0, checked.stderr
+    done = subprocess.run(
+        [
+            *CLI,
+            "run",
+            manifest,
+            "--inject",
+            '{"ticket": "Please reset my password"}',
+            "--inject",
+            '{"ticket": "jane@example.com cannot check out"}',
+            "--until-idle",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "route_passwords.py: blocked" in done.stdout
+    assert "blocked by hook: password resets go to the identity team" in done.stdout
+    assert "redact_pii.py: applied (prompt rewritten)" in done.stdout
+    assert "prompt='ticket: [email] cannot check out" in done.stdout
