@@ -1,4 +1,8 @@
-"""The ``tether`` command: real subprocesses for run/serve/errors, CliRunner for the rest."""
+"""The ``tether`` command.
+
+Most commands run in this process through ``tether.cli.main`` (as the installed script does,
+exit status included); signals, tracebacks and import costs are checked in real subprocesses.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from tether import AgentRuntime, OrchestrationAPI
-from tether.cli import app
+from tether.cli import main
+from tether.cli._run import _serve
 from tether.manifest import render_json_schema
 
 CLI = [sys.executable, "-m", "tether.cli"]
@@ -37,6 +41,27 @@ def tether(
         env=ENV,
         check=False,
     )
+
+
+class Done:
+    """What one in-process run of the CLI did."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Any:
+    """Run ``tether ARGS...`` in this process; returns a Done."""
+
+    def run(*args: str) -> Done:
+        with pytest.raises(SystemExit) as exited:
+            main(list(args))
+        out, err = capsys.readouterr()
+        code = exited.value.code
+        return Done(code if isinstance(code, int) else 0, out, err)
+
+    return run
 
 
 def free_port() -> int:
@@ -84,13 +109,15 @@ def agent(tmp_path: Path) -> Path:
 # -- validate ----------------------------------------------------------------------------------
 
 
-def test_validate_accepts_good_manifests(agent: Path) -> None:
-    done = tether("validate", str(agent))
+def test_validate_accepts_good_manifests(cli: Any, agent: Path) -> None:
+    done = cli("validate", str(agent))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ok", str(agent), "(triage:", "0", "triggers,", "1", "hook)"]
 
 
-def test_validate_prints_every_error_with_its_path_and_line(tmp_path: Path, agent: Path) -> None:
+def test_validate_prints_every_error_with_its_path_and_line(
+    cli: Any, tmp_path: Path, agent: Path
+) -> None:
     bad = write(
         tmp_path / "bad.agent",
         """\
@@ -105,7 +132,7 @@ def test_validate_prints_every_error_with_its_path_and_line(tmp_path: Path, agen
           - {event: task_created, callback: mod.fn}
         """,
     )
-    done = tether("validate", str(agent), str(bad))
+    done = cli("validate", str(agent), str(bad))
     assert done.returncode == 1
     assert done.stdout.splitlines()[0].startswith(f"ok     {agent}")
     assert done.stderr.splitlines() == [
@@ -121,9 +148,9 @@ def test_validate_prints_every_error_with_its_path_and_line(tmp_path: Path, agen
     ]
 
 
-def test_validate_reports_bad_yaml_and_missing_files(tmp_path: Path) -> None:
+def test_validate_reports_bad_yaml_and_missing_files(cli: Any, tmp_path: Path) -> None:
     broken = write(tmp_path / "broken.agent", "name: a\nhooks: [\n")
-    done = tether("validate", str(broken), str(tmp_path / "missing.agent"))
+    done = cli("validate", str(broken), str(tmp_path / "missing.agent"))
     assert done.returncode == 1
     lines = done.stderr.splitlines()
     assert lines[0].startswith(f"error: {broken}:3: not valid YAML: ")
@@ -132,10 +159,10 @@ def test_validate_reports_bad_yaml_and_missing_files(tmp_path: Path) -> None:
     )
 
 
-def test_schema_prints_the_shipped_json_schema() -> None:
-    result = CliRunner().invoke(app, ["schema"])
-    assert result.exit_code == 0
-    assert result.stdout == render_json_schema()
+def test_schema_prints_the_shipped_json_schema(cli: Any) -> None:
+    done = cli("schema")
+    assert done.returncode == 0
+    assert done.stdout == render_json_schema()
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -157,8 +184,8 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert "Traceback (most recent call last)" in done.stderr
 
 
-def test_serve_refuses_a_public_host_without_a_token(tmp_path: Path) -> None:
-    done = tether("serve", "--host", "0.0.0.0", "--port", "0")
+def test_serve_refuses_a_public_host_without_a_token(cli: Any) -> None:
+    done = cli("serve", "--host", "0.0.0.0", "--port", "0")
     assert done.returncode == 1
     assert done.stderr.startswith(
         "error: refusing to serve the control API on 0.0.0.0 without a token"
@@ -166,8 +193,8 @@ def test_serve_refuses_a_public_host_without_a_token(tmp_path: Path) -> None:
     assert len(done.stderr.splitlines()) == 1
 
 
-def test_usage_errors_exit_2() -> None:
-    done = tether("inject", "triage", "--payload", "{nope")
+def test_usage_errors_exit_2(cli: Any) -> None:
+    done = cli("inject", "triage", "--payload", "{nope")
     assert done.returncode == 2
     assert "--payload is not valid JSON" in done.stderr
 
@@ -192,8 +219,8 @@ def test_help_lists_the_commands() -> None:
 # -- run ---------------------------------------------------------------------------------------
 
 
-def test_run_shows_events_and_hook_outcomes_as_they_happen(agent: Path) -> None:
-    done = tether(
+def test_run_shows_events_and_hook_outcomes_as_they_happen(cli: Any, agent: Path) -> None:
+    done = cli(
         "run",
         str(agent),
         "--inject",
@@ -335,71 +362,150 @@ async def api() -> AsyncIterator[OrchestrationAPI]:
     await runtime.stop_all()
 
 
-async def run_cli(*args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        *CLI, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV
+async def test_inject_sends_an_event_to_a_running_api(cli: Any, api: OrchestrationAPI) -> None:
+    done = await asyncio.to_thread(
+        cli,
+        "inject",
+        "triage",
+        "--payload",
+        '{"ticket": "hi"}',
+        "--url",
+        api.url,
+        "--token",
+        "t0ken",
     )
-    async with asyncio.timeout(60):
-        out, err = await proc.communicate()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
-
-
-async def test_inject_sends_an_event_to_a_running_api(api: OrchestrationAPI) -> None:
-    code, out, err = await run_cli(
-        "inject", "triage", "--payload", '{"ticket": "hi"}', "--url", api.url, "--token", "t0ken"
-    )
-    assert code == 0, err
-    assert out.startswith("event ")
-    assert out.endswith(" queued for triage\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("event ")
+    assert done.stdout.endswith(" queued for triage\n")
     process = api.runtime.get("triage")
     assert process is not None
-    event_id = out.split()[1]
+    event_id = done.stdout.split()[1]
     async with asyncio.timeout(10):
         while event_id not in process.transcripts:
             await asyncio.sleep(0.01)
 
 
-async def test_inject_and_ps_report_api_errors_in_one_line(api: OrchestrationAPI) -> None:
-    missing = await run_cli("inject", "nope", "--url", api.url, "--token", "t0ken")
-    unauthorized = await run_cli("ps", "--url", api.url)
-    unreachable = await run_cli("ps", "--url", f"http://127.0.0.1:{free_port()}")
-    assert missing == (1, "", "error: PROCESS_NOT_FOUND: no process named 'nope'\n")
-    assert unauthorized[0] == 1
-    assert unauthorized[2].startswith("error: UNAUTHORIZED: ")
-    assert unreachable[0] == 1
-    assert "cannot reach the tether API" in unreachable[2]
-    assert "is `tether serve` running?" in unreachable[2]
+async def test_inject_reports_a_dead_lettered_event(cli: Any, api: OrchestrationAPI) -> None:
+    process = api.runtime.get("triage")
+    assert process is not None
+    await process.stop()
+    done = await asyncio.to_thread(cli, "inject", "triage", "--url", api.url, "--token", "t0ken")
+    assert done.returncode == 1
+    assert "dead-lettered by triage: process stopped" in done.stdout
 
 
-async def test_ps_lists_processes_as_a_table_or_json(api: OrchestrationAPI) -> None:
-    code, out, _ = await run_cli("ps", "--url", api.url, "--token", "t0ken", "--json")
-    assert code == 0
-    [process] = json.loads(out)
+async def test_inject_and_ps_report_api_errors_in_one_line(cli: Any, api: OrchestrationAPI) -> None:
+    missing = await asyncio.to_thread(cli, "inject", "nope", "--url", api.url, "--token", "t0ken")
+    unauthorized = await asyncio.to_thread(cli, "ps", "--url", api.url)
+    unreachable = await asyncio.to_thread(cli, "ps", "--url", f"http://127.0.0.1:{free_port()}")
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        "error: PROCESS_NOT_FOUND: no process named 'nope'\n",
+    )
+    assert unauthorized.returncode == 1
+    assert unauthorized.stderr.startswith("error: UNAUTHORIZED: ")
+    assert unreachable.returncode == 1
+    assert "cannot reach the tether API" in unreachable.stderr
+    assert "is `tether serve` running?" in unreachable.stderr
+
+
+async def test_ps_lists_processes_as_a_table_or_json(cli: Any, api: OrchestrationAPI) -> None:
+    table = await asyncio.to_thread(cli, "ps", "--url", api.url, "--token", "t0ken")
+    raw = await asyncio.to_thread(cli, "ps", "--url", api.url, "--token", "t0ken", "--json")
+    assert table.returncode == 0
+    assert table.stdout.split()[:10] == [
+        "NAME",
+        "STATE",
+        "RUNS",
+        "QUEUED",
+        "DEAD",
+        "LETTERS",
+        "HOOKS",
+        "UPTIME",
+        "triage",
+        "running",
+    ]
+    [process] = json.loads(raw.stdout)
     assert (process["name"], process["state"]) == ("triage", "running")
+
+
+async def test_ps_says_when_there_are_no_processes(cli: Any, api: OrchestrationAPI) -> None:
+    await api.runtime.remove_process("triage")
+    done = await asyncio.to_thread(cli, "ps", "--url", api.url, "--token", "t0ken")
+    assert done.stdout == "no processes\n"
+
+
+async def test_serve_runs_the_api_with_the_manifests_until_stopped(
+    agent: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stop = asyncio.Event()
+    urls: list[str] = []
+    task = asyncio.create_task(
+        _serve(
+            [agent],
+            host="127.0.0.1",
+            port=0,
+            token=None,
+            allow_command_deploys=True,
+            quiet=False,
+            stop=stop,
+            ready=urls.append,
+        )
+    )
+    async with asyncio.timeout(30):
+        while not urls and not task.done():
+            await asyncio.sleep(0.01)
+    import httpx
+
+    async with httpx.AsyncClient(base_url=f"{urls[0]}/api/v1") as client:
+        r = await client.post(
+            "/processes/triage/inject", json={"payload": {"ticket": "jane@example.com"}}
+        )
+        event_id = r.json()["event_id"]
+        async with asyncio.timeout(10):
+            while "task_completed" not in capsys.readouterr().out:
+                await asyncio.sleep(0.01)
+    stop.set()
+    assert await task == 0
+    out = capsys.readouterr().out
+    assert "session_end" in out
+    assert "triage stopped: 1 run(s), 0 dead letter(s)" in out
+    assert event_id
+
+
+async def test_serve_reports_every_bad_manifest(
+    tmp_path: Path, agent: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = write(tmp_path / "bad.agent", "name: bad\nmax_turns: many\n")
+    worse = write(tmp_path / "worse.agent", "name: [\n")
+    with pytest.raises(SystemExit) as exited:
+        await asyncio.to_thread(main, ["serve", str(agent), str(bad), str(worse)])
+    assert exited.value.code == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"error: {bad}:2: max_turns: ")
+    assert err[1].startswith(f"error: {worse}:2: not valid YAML")
 
 
 # -- hooks test --------------------------------------------------------------------------------
 
 
-def hooks_test(tmp_path: Path, event: str, program: str, *args: str) -> Any:
-    script = write(tmp_path / "hook.py", program)
-    return CliRunner().invoke(
-        app,
-        ["hooks", "test", event, "--command", f"{sys.executable} {script}", *args],
-        env={"COLUMNS": "200"},
-    )
+@pytest.fixture
+def hooks_test(cli: Any, tmp_path: Path) -> Any:
+    def run(event: str, program: str, *args: str) -> Done:
+        script = write(tmp_path / "hook.py", program)
+        return cli("hooks", "test", event, "--command", f"{sys.executable} {script}", *args)
+
+    return run
 
 
-def test_hooks_test_explains_a_block(tmp_path: Path) -> None:
+def test_hooks_test_explains_a_block(hooks_test: Any) -> None:
     result = hooks_test(
-        tmp_path,
         "user_prompt_submit",
         GATE,
         "--data",
         '{"prompt": "Please refund order 1182"}',
     )
-    assert result.exit_code == 0
+    assert result.returncode == 0
     assert '"prompt": "Please refund order 1182"' in result.stdout  # what went to stdin
     assert 'answer   {"block": true, "reason": "refunds need a human"}' in result.stdout
     assert (
@@ -408,48 +514,45 @@ def test_hooks_test_explains_a_block(tmp_path: Path) -> None:
     )
 
 
-def test_hooks_test_explains_a_rewritten_prompt(tmp_path: Path) -> None:
+def test_hooks_test_explains_a_rewritten_prompt(hooks_test: Any) -> None:
     result = hooks_test(
-        tmp_path,
         "user_prompt_submit",
         GATE,
         "--data",
         '{"prompt": "jane@example.com is locked out"}',
     )
-    assert result.exit_code == 0
+    assert result.returncode == 0
     assert "meaning  data replaced; changed: prompt" in result.stdout
     assert "the model receives the rewritten prompt" in result.stdout
     assert "[email] is locked out" in result.stdout
 
 
-def test_hooks_test_explains_silence_as_passing(tmp_path: Path) -> None:
-    result = hooks_test(tmp_path, "task_created", "import sys; sys.stdin.read()\n")
-    assert result.exit_code == 0
+def test_hooks_test_explains_silence_as_passing(hooks_test: Any) -> None:
+    result = hooks_test("task_created", "import sys; sys.stdin.read()\n")
+    assert result.returncode == 0
     assert "answer   (no output)" in result.stdout
     assert "meaning  passed: nothing changed" in result.stdout
 
 
-def test_hooks_test_explains_an_error_and_exits_1(tmp_path: Path) -> None:
-    result = hooks_test(
-        tmp_path, "user_prompt_submit", "import sys; sys.stderr.write('boom'); sys.exit(2)\n"
-    )
-    assert result.exit_code == 1
+def test_hooks_test_explains_an_error_and_exits_1(hooks_test: Any) -> None:
+    result = hooks_test("user_prompt_submit", "import sys; sys.stderr.write('boom'); sys.exit(2)\n")
+    assert result.returncode == 1
     assert "answer   hook error: hook command" in result.stdout
     assert "exited with code 2: boom" in result.stdout
     assert "with fail_closed: true it blocks the action" in result.stdout
 
 
-def test_hooks_test_explains_that_some_events_cannot_be_blocked(tmp_path: Path) -> None:
-    result = hooks_test(tmp_path, "session_end", 'print(\'{"block": true, "reason": "no"}\')\n')
-    assert result.exit_code == 0
+def test_hooks_test_explains_that_some_events_cannot_be_blocked(hooks_test: Any) -> None:
+    result = hooks_test("session_end", 'print(\'{"block": true, "reason": "no"}\')\n')
+    assert result.returncode == 0
     assert "session_end cannot be blocked: the block is ignored" in result.stdout
 
 
-def test_hooks_test_explains_changes_that_are_not_read_back(tmp_path: Path) -> None:
+def test_hooks_test_explains_changes_that_are_not_read_back(hooks_test: Any) -> None:
     result = hooks_test(
-        tmp_path, "task_completed", 'print(\'{"data": {"outcome": "failed"}, "log": "hi"}\')\n'
+        "task_completed", 'print(\'{"data": {"outcome": "failed"}, "log": "hi"}\')\n'
     )
-    assert result.exit_code == 0
+    assert result.returncode == 0
     assert "log      hi" in result.stdout
     assert "a process reads back only the prompt of user_prompt_submit" in result.stdout
 
@@ -465,34 +568,24 @@ def test_hooks_test_refuses_an_unknown_event() -> None:
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def test_the_example_agent_validates_and_runs_with_its_hook_programs() -> None:
-    env = {
-        **ENV,
-        "TRIAGE_MODEL": "scripted",
-        "TRIAGE_WEBHOOK_SECRET": "s3cret",
-        "TRIAGE_WEBHOOK_PORT": str(free_port()),
-        "TETHER_PYTHON": sys.executable,
-    }
+def test_the_example_agent_validates_and_runs_with_its_hook_programs(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRIAGE_MODEL", "scripted")
+    monkeypatch.setenv("TRIAGE_WEBHOOK_SECRET", "s3cret")
+    monkeypatch.setenv("TRIAGE_WEBHOOK_PORT", str(free_port()))
+    monkeypatch.setenv("TETHER_PYTHON", sys.executable)
     manifest = str(EXAMPLES / "triage.agent")
-    checked = subprocess.run(
-        [*CLI, "validate", manifest], capture_output=True, text=True, env=env, timeout=60
-    )
+    checked = cli("validate", manifest)
     assert checked.returncode == 0, checked.stderr
-    done = subprocess.run(
-        [
-            *CLI,
-            "run",
-            manifest,
-            "--inject",
-            '{"ticket": "Please reset my password"}',
-            "--inject",
-            '{"ticket": "jane@example.com cannot check out"}',
-            "--until-idle",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
+    done = cli(
+        "run",
+        manifest,
+        "--inject",
+        '{"ticket": "Please reset my password"}',
+        "--inject",
+        '{"ticket": "jane@example.com cannot check out"}',
+        "--until-idle",
     )
     assert done.returncode == 0, done.stderr
     assert "route_passwords.py: blocked" in done.stdout

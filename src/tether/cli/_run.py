@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,13 +30,20 @@ def _console() -> Console:
 
 
 def _quiet_logs() -> None:
-    """Hook errors are shown as outcomes; keep their log tracebacks off the terminal."""
+    """Hook errors are shown as outcomes: keep their log tracebacks off the terminal.
+
+    Python prints warnings of unconfigured loggers to stderr ("last resort"); a NullHandler
+    stops that without touching levels or the program's own logging setup.
+    """
     from ._app import STATE
 
     if STATE.debug:
         logging.basicConfig(level=logging.DEBUG)
-    else:
-        logging.basicConfig(level=logging.CRITICAL)
+        return
+    for name in ("tether", "uvicorn", "watchfiles"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+            logger.addHandler(logging.NullHandler())
 
 
 @contextlib.contextmanager
@@ -105,7 +112,14 @@ def run_file(file: Path, payloads: list[Any], *, until_idle: bool, answers: bool
     return asyncio.run(_run(file, payloads, until_idle=until_idle, answers=answers))
 
 
-async def _run(file: Path, payloads: list[Any], *, until_idle: bool, answers: bool) -> int:
+async def _run(
+    file: Path,
+    payloads: list[Any],
+    *,
+    until_idle: bool,
+    answers: bool,
+    stop: asyncio.Event | None = None,
+) -> int:
     from ..hooks import HookManager
     from ..manifest import load_manifest, manifest_to_process_config
     from ..process import TriggerEvent
@@ -124,7 +138,7 @@ async def _run(file: Path, payloads: list[Any], *, until_idle: bool, answers: bo
         from ..api import WebhookServer
 
         webhooks = WebhookServer(runtime)
-    stop = asyncio.Event()
+    stop = stop if stop is not None else asyncio.Event()
     with _stop_on_signals(stop):
         try:
             console.print(
@@ -197,6 +211,8 @@ async def _serve(
     token: str | None,
     allow_command_deploys: bool,
     quiet: bool,
+    stop: asyncio.Event | None = None,
+    ready: Callable[[str], object] | None = None,
 ) -> int:
     from ..api import OrchestrationAPI
     from ..hooks import HookManager
@@ -222,7 +238,7 @@ async def _serve(
     api = OrchestrationAPI(
         runtime, host=host, port=port, token=token, allow_command_deploys=allow_command_deploys
     )
-    stop = asyncio.Event()
+    stop = stop if stop is not None else asyncio.Event()
     with _stop_on_signals(stop):
         try:
             await api.start()
@@ -238,6 +254,8 @@ async def _serve(
                 _describe_triggers(console, process)
             await runtime.start_all()
             console.print("[dim]Ctrl-C stops the runtime[/]")
+            if ready is not None:
+                ready(api.url)
             await stop.wait()
         finally:
             await api.stop()
