@@ -29,6 +29,11 @@ _IMMUTABLE_SET = frozenset(_IMMUTABLE)
 def copy_payload(data: dict[str, Any]) -> dict[str, Any]:
     """Return a deep copy of a payload dict (plain containers copied fast, the rest deep-copied)."""
     out = data.copy()
+    for value in data.values():  # the common payload holds only immutable values: one pass
+        if type(value) not in _IMMUTABLE_SET:
+            break
+    else:
+        return out
     for key, value in data.items():
         if type(value) not in _IMMUTABLE_SET:
             out[key] = _copy_value(value)
