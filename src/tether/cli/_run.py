@@ -29,21 +29,30 @@ def _console() -> Console:
     return Console(soft_wrap=True, highlight=False)
 
 
-def _quiet_logs() -> None:
+@contextlib.contextmanager
+def _quiet_logs() -> Iterator[None]:
     """Hook errors are shown as outcomes: keep their log tracebacks off the terminal.
 
-    Python prints warnings of unconfigured loggers to stderr ("last resort"); a NullHandler
-    stops that without touching levels or the program's own logging setup.
+    Python prints records of unconfigured loggers to stderr ("last resort"); a NullHandler
+    stops that without touching levels. The handlers go again when the command ends.
     """
     from ._app import STATE
 
     if STATE.debug:
         logging.basicConfig(level=logging.DEBUG)
+        yield
         return
+    added: list[logging.Logger] = []
+    quiet = logging.NullHandler()
     for name in ("tether", "uvicorn", "watchfiles"):
         logger = logging.getLogger(name)
-        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
-            logger.addHandler(logging.NullHandler())
+        logger.addHandler(quiet)
+        added.append(logger)
+    try:
+        yield
+    finally:
+        for logger in added:
+            logger.removeHandler(quiet)
 
 
 @contextlib.contextmanager
@@ -108,8 +117,8 @@ def _summary(console: Console, runtime: AgentRuntime) -> None:
 
 def run_file(file: Path, payloads: list[Any], *, until_idle: bool, answers: bool) -> int:
     """Run the agent of ``file``; return the exit status."""
-    _quiet_logs()
-    return asyncio.run(_run(file, payloads, until_idle=until_idle, answers=answers))
+    with _quiet_logs():
+        return asyncio.run(_run(file, payloads, until_idle=until_idle, answers=answers))
 
 
 async def _run(
@@ -190,17 +199,17 @@ def serve_files(
     quiet: bool,
 ) -> int:
     """Serve a runtime with the processes of ``files``; return the exit status."""
-    _quiet_logs()
-    return asyncio.run(
-        _serve(
-            files,
-            host=host,
-            port=port,
-            token=token,
-            allow_command_deploys=allow_command_deploys,
-            quiet=quiet,
+    with _quiet_logs():
+        return asyncio.run(
+            _serve(
+                files,
+                host=host,
+                port=port,
+                token=token,
+                allow_command_deploys=allow_command_deploys,
+                quiet=quiet,
+            )
         )
-    )
 
 
 async def _serve(

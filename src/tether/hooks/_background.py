@@ -1,4 +1,14 @@
-"""Async (background) hooks: run after the synchronous chain, on a bounded pool and queue."""
+"""Async (background) hooks: run after the synchronous chain, on a bounded pool and queue.
+
+Invariants kept here:
+
+* A job is admitted when its dispatch ends: a matcher that does not match records ``skipped``
+  and takes no queue slot; a ``once`` hook is used up when it is queued, so it runs at most once.
+* Each job runs in its own task, so a drain can cancel the jobs of one manager (one process)
+  without touching the others that share the loop's pool.
+* Every admitted job ends in exactly one record: its outcome, ``dropped`` (queue full, or still
+  queued at a drain deadline) or ``timed_out`` (cancelled at a drain deadline).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +16,7 @@ import asyncio
 import logging
 import time
 import weakref
+from collections import deque
 from typing import TYPE_CHECKING, Final
 
 from ._context import HookContext
@@ -21,8 +32,11 @@ __all__ = ["BackgroundPool", "drain", "submit"]
 
 logger = logging.getLogger("tether.hooks")
 
+#: Jobs waiting for a worker (running ones do not count); one more is recorded ``dropped``.
 QUEUE_SIZE: Final = 1000
 WORKERS: Final = 4
+#: Seconds a drain waits, past its deadline, for the hooks it cancelled to wind down.
+CANCEL_GRACE: Final = 1.0
 
 
 class BackgroundPool:
@@ -33,22 +47,77 @@ class BackgroundPool:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.queue: asyncio.Queue[Job] = asyncio.Queue(QUEUE_SIZE)
+        self.jobs: deque[Job] = deque()
         self.workers: set[asyncio.Task[None]] = set()
+        self.running: dict[asyncio.Task[None], Job] = {}
+        self._waiters: list[tuple[HookManager | None, asyncio.Future[None]]] = []
 
-    def wake(self) -> None:
+    def put(self, job: Job) -> bool:
+        """Queue a job; False when the queue is full."""
+        if len(self.jobs) >= QUEUE_SIZE:
+            return False
+        self.jobs.append(job)
         if len(self.workers) < WORKERS:
             task = self.loop.create_task(self._work())
             self.workers.add(task)
             task.add_done_callback(self.workers.discard)
+        return True
+
+    def busy(self, manager: HookManager | None = None) -> bool:
+        """Whether jobs (of ``manager``'s dispatches, or any) are queued or running."""
+        if manager is None:
+            return bool(self.jobs or self.running)
+        return any(job[0] is manager for job in self.jobs) or any(
+            job[0] is manager for job in self.running.values()
+        )
 
     async def _work(self) -> None:
-        while not self.queue.empty():
-            manager, hook, ctx, depth, recorder, dispatch_id = self.queue.get_nowait()
+        while self.jobs:
+            job = self.jobs.popleft()
+            task = self.loop.create_task(_run_one(*job))
+            self.running[task] = job
             try:
-                await _run_one(manager, hook, ctx, depth, recorder, dispatch_id)
+                await asyncio.wait((task,))
             finally:
-                self.queue.task_done()
+                if not task.done():  # the worker itself was cancelled (loop shutdown)
+                    task.cancel()
+                del self.running[task]
+                self._settled()
+
+    def _settled(self) -> None:
+        if not self._waiters:
+            return
+        for manager, waiter in list(self._waiters):
+            if not waiter.done() and not self.busy(manager):
+                waiter.set_result(None)
+
+    def abandon(self, manager: HookManager | None, deadline: float) -> list[asyncio.Task[None]]:
+        """Drop the queued jobs (of ``manager``, or all) and cancel the running ones (returned)."""
+        keep: deque[Job] = deque()
+        for job in self.jobs:
+            if manager is None or job[0] is manager:
+                owner, hook, ctx, depth, recorder, dispatch_id = job
+                logger.warning(
+                    "async hook %s not started within the %gs drain deadline; dropped",
+                    hook.name,
+                    deadline,
+                )
+                if recorder is not None:
+                    recorder.dropped(owner, hook, ctx, depth, dispatch_id)
+            else:
+                keep.append(job)
+        self.jobs = keep
+        cancelled = []
+        for task, job in list(self.running.items()):
+            if manager is None or job[0] is manager:
+                logger.warning(
+                    "async hook %s still running at the %gs drain deadline; cancelled",
+                    job[1].name,
+                    deadline,
+                )
+                task.cancel(f"still running at the {deadline:g}s drain deadline")
+                cancelled.append(task)
+        return cancelled
 
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BackgroundPool] = (
@@ -72,36 +141,69 @@ async def _run_one(
     recorder: RunRecorder | None,
     dispatch_id: str,
 ) -> None:
+    from ._errors import HookBlocked, HookTimeoutError
+    from ._manager import _DEPTH, HookErrorInfo
+
     started = time.perf_counter()
     before = dict(ctx.data)
-    outcome, error = "passed", None
+    outcome = "passed"
+    error: BaseException | None = None
+    # A dispatch made by this hook is nested one level deeper, as in the synchronous chain.
+    token = _DEPTH.set(depth + 1)
     try:
-        if hook.matcher is not None and not hook.matcher.matches(ctx.data):
-            if recorder is not None:
-                recorder.skipped(manager, hook, ctx, depth, dispatch_id)
-            return
         await manager._await_bounded(hook, hook.fn(ctx))
-    except Exception as exc:
-        from ._errors import HookBlocked, HookTimeoutError
-
-        if isinstance(exc, HookBlocked):
-            logger.warning("async hook %s cannot block %s; ignored", hook.name, ctx.event.value)
-        else:
-            error = exc
-            outcome = "timed_out" if isinstance(exc, HookTimeoutError) else "failed"
-            manager._log_failure(hook, ctx.event.value, exc)
-            from ._manager import HookErrorInfo
-
-            await manager._report(
-                HookErrorInfo(ctx.event.value, hook.hook_id, hook.name, ctx.process_id, exc),
-                hook.manager,
+    except HookBlocked:
+        logger.warning("async hook %s cannot block %s; ignored", hook.name, ctx.event.value)
+    except asyncio.CancelledError as exc:
+        error = HookTimeoutError(
+            f"async hook {hook.name!r} ({hook.hook_id}) was cancelled: {exc.args[0]}"
+            if exc.args
+            else f"async hook {hook.name!r} ({hook.hook_id}) was cancelled"
+        )
+        if recorder is not None:
+            recorder.ran(
+                manager, hook, ctx, depth, "timed_out", started, error, before, dispatch_id
             )
+        raise
+    except Exception as exc:
+        error = exc
+        outcome = "timed_out" if isinstance(exc, HookTimeoutError) else "failed"
+        manager._log_failure(hook, ctx.event.value, exc)
+        await manager._report(
+            HookErrorInfo(ctx.event.value, hook.hook_id, hook.name, ctx.process_id, exc),
+            hook.manager,
+        )
+    finally:
+        _DEPTH.reset(token)
     if recorder is not None:
         recorder.ran(manager, hook, ctx, depth, outcome, started, error, before, dispatch_id)
 
 
 def _own_context(ctx: HookContext) -> HookContext:
     return HookContext(ctx.event, ctx.process_id, copy_payload(ctx.data), dict(ctx.metadata))
+
+
+def _admitted(
+    manager: HookManager,
+    hook: _Hook,
+    ctx: HookContext,
+    depth: int,
+    recorder: RunRecorder | None,
+    dispatch_id: str,
+    *,
+    use_once: bool,
+) -> bool:
+    """Whether ``hook`` runs for this dispatch: its matcher matches and a once hook is unused."""
+    if hook.matcher is not None and not hook.matcher.matches(ctx.data):
+        if recorder is not None:
+            recorder.skipped(manager, hook, ctx, depth, dispatch_id)
+        return False
+    if hook.once and use_once:
+        if hook.spent:
+            return False
+        hook.spent = True
+        hook.manager._drop(hook)
+    return True
 
 
 async def run_inline(
@@ -112,9 +214,13 @@ async def run_inline(
     recorder: RunRecorder | None,
     dispatch_id: str,
 ) -> None:
-    """Run async hooks one after another now (dry runs), each on its own copy of the data."""
+    """Run async hooks one after another now (dry runs), each on its own copy of the data.
+
+    Once hooks are not used up: a dry run changes nothing.
+    """
     for hook in hooks:
-        await _run_one(manager, hook, _own_context(ctx), depth, recorder, dispatch_id)
+        if _admitted(manager, hook, ctx, depth, recorder, dispatch_id, use_once=False):
+            await _run_one(manager, hook, _own_context(ctx), depth, recorder, dispatch_id)
 
 
 def submit(
@@ -128,29 +234,41 @@ def submit(
     """Queue async hooks with their own copy of the final data; a full queue records 'dropped'."""
     pool = _pool()
     for hook in hooks:
+        if not _admitted(manager, hook, ctx, depth, recorder, dispatch_id, use_once=True):
+            continue
         own = _own_context(ctx)
-        try:
-            pool.queue.put_nowait((manager, hook, own, depth, recorder, dispatch_id))
-            pool.wake()
-        except asyncio.QueueFull:
+        if not pool.put((manager, hook, own, depth, recorder, dispatch_id)):
             logger.warning("async hook queue full; %s dropped for %s", hook.name, ctx.event.value)
             if recorder is not None:
                 recorder.dropped(manager, hook, own, depth, dispatch_id)
 
 
-async def drain(timeout: float) -> bool:
-    """Wait (at most ``timeout`` s) until queued async hooks have run; True if all did."""
+async def drain(timeout: float, manager: HookManager | None = None) -> bool:
+    """Wait until the queued and running async hooks of ``manager``'s dispatches (or all) end.
+
+    At the deadline (``timeout`` seconds) the ones still queued are dropped and the running
+    ones cancelled, each recorded. True if all ended in time.
+    """
     pool = _pools.get(asyncio.get_running_loop())
-    if pool is None:
+    if pool is None or not pool.busy(manager):
         return True
+    waiter: asyncio.Future[None] = pool.loop.create_future()
+    entry = (manager, waiter)
+    pool._waiters.append(entry)
     try:
         async with asyncio.timeout(timeout):
-            await pool.queue.join()
+            await waiter
     except TimeoutError:
+        cancelled = pool.abandon(manager, timeout)
+        if cancelled:  # let them record their end (a command hook's program is killed)
+            await asyncio.wait(cancelled, timeout=CANCEL_GRACE)
         return False
+    finally:
+        pool._waiters.remove(entry)
     return True
 
 
 def pending() -> int:
+    """Jobs queued on this loop's pool, not yet running."""
     pool = _pools.get(asyncio.get_running_loop())
-    return 0 if pool is None else pool.queue.qsize()
+    return 0 if pool is None else len(pool.jobs)

@@ -101,9 +101,9 @@ class HistoryRecorder:
     ) -> None:
         """One synchronous chain: ``marks`` holds a tuple per hook (see HookManager.dispatch)."""
         if marks:
-            self._add(
-                ("d", time.time(), manager, ctx.event, dispatch_id, depth, started, first, marks)
-            )
+            # The wall-clock time of ``started``: each run is dated start + its perf offset.
+            wall = time.time() - (time.perf_counter() - started)
+            self._add(("d", wall, manager, ctx.event, dispatch_id, depth, started, first, marks))
 
     def ran(
         self,
@@ -284,11 +284,21 @@ class HistoryRecorder:
                 logger.exception("writing hook-run records failed")
 
     def runs(self, **filters: Any) -> list[HookRun]:
-        """Recorded runs, oldest first (filters: event, outcome, hook, since, last)."""
-        return filter_runs([run for entry in self._ring for run in self._expand(entry)], **filters)
+        """Recorded runs, oldest first (filters: event, outcome, hook, since, last).
+
+        The ring holds entries in the order they finished (a nested dispatch before the one it
+        ran in, background runs whenever they end); runs are sorted by time, as the store is.
+        """
+        runs = [run for entry in self._ring for run in self._expand(entry)]
+        runs.sort(key=_recorded_at)
+        return filter_runs(runs, **filters)
 
     def __len__(self) -> int:
         return sum(len(e[8]) if e[0] == "d" else 1 for e in self._ring)
+
+
+def _recorded_at(run: HookRun) -> float:
+    return run.recorded_at
 
 
 def _since(value: Any) -> float | None:

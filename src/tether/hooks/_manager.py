@@ -825,7 +825,8 @@ class HookManager:
                 await self._report(
                     HookErrorInfo(ev.value, h.hook_id, h.name, process_id, e), h.manager
                 )
-        if background is not None:
+        # Async hooks react to an event that happened: a blocked one runs none of them.
+        if background is not None and not blocked:
             if dry_run:
                 from ._background import run_inline
 

@@ -55,8 +55,9 @@ class Matcher:
             if not isinstance(patterns, list | tuple) or not patterns:
                 raise ValueError(f"matcher.{key} must be a pattern or a non-empty list of them")
             for p in patterns:
-                if not isinstance(p, str):
-                    raise ValueError(f"matcher.{key} patterns must be strings, got {p!r}")
+                # An empty pattern matches no real value: the hook would silently never run.
+                if not isinstance(p, str) or not p:
+                    raise ValueError(f"matcher.{key} patterns must be non-empty strings, got {p!r}")
             clean[key] = list(patterns)
         return cls(clean)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Final
 
 from ._events import BLOCKABLE_EVENTS, HookEvent
@@ -16,10 +17,13 @@ _B: Final = {"type": "boolean"}
 _TRIGGER: Final = {"event_id": _S, "trigger_id": _S, "trigger_type": _S}
 
 
-def _obj(props: dict[str, Any], *, extra: bool = False) -> dict[str, Any]:
+def _obj(
+    props: dict[str, Any], *, extra: bool = False, optional: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """An object schema: every key of ``props`` required, those of ``optional`` not."""
     return {
         "type": "object",
-        "properties": props,
+        "properties": {**props, **(optional or {})},
         "required": sorted(props),
         "additionalProperties": extra,
     }
@@ -76,6 +80,15 @@ TAXONOMY: Final[dict[HookEvent, tuple[str, str | None, dict[str, Any], dict[str,
                 "decided_by": _SN,
             },
             extra=True,
+            # Per kind: budget (limit_*, current_value; event_id for a run), guardrail
+            # (event_id, trigger_type).
+            optional={
+                "event_id": _S,
+                "trigger_type": _S,
+                "limit_name": _S,
+                "limit_value": {"type": "number"},
+                "current_value": {"type": "number"},
+            },
         ),
         _NOTHING,
     ),
@@ -131,7 +144,8 @@ TAXONOMY: Final[dict[HookEvent, tuple[str, str | None, dict[str, Any], dict[str,
 def describe_events(blockable: bool | None = None) -> list[dict[str, Any]]:
     """The taxonomy as JSON-ready records (optionally only blockable or non-blockable)."""
     out = []
-    for event, (family, block, payload, patch) in TAXONOMY.items():
+    # Copies: a caller (an API view) may change what it gets without changing the taxonomy.
+    for event, (family, block, payload, patch) in copy.deepcopy(TAXONOMY).items():
         is_blockable = event in BLOCKABLE_EVENTS
         if blockable is not None and is_blockable != blockable:
             continue

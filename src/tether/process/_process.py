@@ -374,7 +374,8 @@ class AgentProcess:
         for event, attempts in leftovers:
             self._dead(event, why, f"still queued when the process {final_state.value}", attempts)
             await self._complete(event, "dead_lettered", 0.0, why)
-        await drain_async_hooks(ASYNC_HOOK_DRAIN)
+        # This process's async hooks only; stop_timeout bounds them as it bounds runs.
+        await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self.config.stop_timeout), self.hooks)
         self.history.flush()
         if self._model is not None and self.parent is None:
             # Release pooled connections now; an OpenAI client reopens on its next call.
@@ -516,7 +517,8 @@ class AgentProcess:
         )
         if gate.blocked:
             self.filtered_count += 1
-            logger.info("file change %s filtered by hook: %s", payload.get("path"), gate.reason)
+            why = self.redactor.text(gate.reason or "")
+            logger.info("file change %s filtered by hook: %s", payload.get("path"), why)
             return
         await self.inject(TriggerEvent(trigger_id, "file_watch", payload, event_id=event_id))
 
@@ -768,7 +770,8 @@ class AgentProcess:
             HookEvent.CONFIG_CHANGE, {"source": source, "change": change, **details}
         )
         if gate.blocked and source == "agent":
-            logger.info("agent change %s of %s refused: %s", change, self.name, gate.reason)
+            why = self.redactor.text(gate.reason or "")
+            logger.info("agent change %s of %s refused: %s", change, self.name, why)
             return False
         if gate.blocked:
             logger.warning(
