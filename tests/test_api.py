@@ -520,3 +520,70 @@ def test_importing_tether_does_not_import_the_http_stack() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("config", "path"),
+    [
+        ({"triggers": [{"type": "file_watch", "watch_path": "/etc"}]}, "config.triggers[0]"),
+        ({"journal_path": "/tmp/x.db"}, "config.journal_path"),
+        ({"artifacts_dir": "/tmp/artifacts"}, "config.artifacts_dir"),
+    ],
+)
+async def test_configs_that_name_host_paths_answer_403(
+    client: httpx.AsyncClient, config: dict[str, Any], path: str
+) -> None:
+    status, code, message = error_of(await create(client, "triage", {**SCRIPTED, **config}))
+    assert (status, code) == (403, "HOST_PATHS_NOT_ALLOWED")
+    assert message.startswith(path)
+
+
+async def test_a_watched_folder_cannot_be_added_over_the_api_either(
+    client: httpx.AsyncClient, runtime: AgentRuntime
+) -> None:
+    await create(client, "triage", SCRIPTED)
+    r = await client.patch(
+        "/processes/triage/config",
+        json={"add_triggers": [{"type": "file_watch", "watch_path": "/etc"}]},
+    )
+    assert error_of(r)[:2] == (403, "HOST_PATHS_NOT_ALLOWED")
+    process = runtime.get("triage")
+    assert process is not None
+    assert process.triggers == []
+
+
+async def test_a_webhook_trigger_on_a_busy_port_is_taken_back(runtime: AgentRuntime) -> None:
+    api = OrchestrationAPI(runtime, port=0)
+    await api.start()
+    try:
+        async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
+            await create(client, "triage", SCRIPTED)
+            r = await client.patch(
+                "/processes/triage/config",
+                json={
+                    "add_triggers": [
+                        {"type": "webhook", "webhook_path": "/t", "webhook_port": api.port}
+                    ]
+                },
+            )
+    finally:
+        await api.stop()
+    assert error_of(r)[:2] == (409, "PORT_UNAVAILABLE")
+    process = runtime.get("triage")
+    assert process is not None
+    assert process.triggers == []
+
+
+async def test_a_process_whose_webhook_port_is_busy_is_not_deployed(
+    runtime: AgentRuntime,
+) -> None:
+    api = OrchestrationAPI(runtime, port=0)
+    await api.start()
+    try:
+        async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
+            trigger = {"type": "webhook", "webhook_path": "/t", "webhook_port": api.port}
+            r = await create(client, "triage", {**SCRIPTED, "triggers": [trigger]})
+    finally:
+        await api.stop()
+    assert error_of(r)[:2] == (409, "PORT_UNAVAILABLE")
+    assert "triage" not in runtime

@@ -32,7 +32,7 @@ from ..process import (
 )
 from ..process._process import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
-from ._deploy import code_only_fields, command_uses, commands_message
+from ._deploy import code_only_fields, command_uses, commands_message, host_paths
 from ._errors import APIConfigError, APIError, error_response
 from ._http import DEFAULT_MAX_BODY, check_bearer, is_loopback, parse_json, read_body
 from ._server import AppServer
@@ -259,6 +259,8 @@ class OrchestrationAPI:
         uses = command_uses(spec)
         if uses and not self.allow_command_deploys:
             raise APIError(403, "COMMANDS_NOT_ALLOWED", commands_message(uses))
+        paths = host_paths(spec.triggers, spec.journal_path, spec.artifacts_dir)
+        self._check_paths([f"config.{path}" for path in paths])
         try:
             process_config = spec_to_process_config(spec)
         except ValidationError as exc:
@@ -348,6 +350,7 @@ class OrchestrationAPI:
         except ValidationError as exc:
             raise _invalid(exc, ConfigChange) from None
         self._check_change(process, change)
+        self._check_paths([f"add_{p}" for p in host_paths(change.add_triggers, None, None)])
         changed: list[str] = []
         if change.instructions is not None:
             await process.update_instructions(change.instructions)
@@ -358,11 +361,13 @@ class OrchestrationAPI:
         for trigger_id in change.remove_triggers:
             await process.remove_trigger(trigger_id)
             changed.append(f"trigger_removed:{trigger_id}")
+        added: list[str] = []
         for trigger in change.add_triggers:
             await process.add_trigger(trigger)
-            changed.append(f"trigger_added:{process.triggers[-1][0]}")
-        if change.add_triggers:
-            await self._sync_webhooks_after_change(process)
+            added.append(process.triggers[-1][0])
+            changed.append(f"trigger_added:{added[-1]}")
+        if added:
+            await self._sync_webhooks_after_change(process, added)
         return JSONResponse(
             {
                 "name": process.name,
@@ -400,13 +405,25 @@ class OrchestrationAPI:
         except WebhookClashError as exc:
             raise APIError(409, "WEBHOOK_CLASH", str(exc)) from None
 
-    async def _sync_webhooks_after_change(self, process: AgentProcess) -> None:
+    async def _sync_webhooks_after_change(self, process: AgentProcess, added: list[str]) -> None:
         if self.webhooks is None or not self.webhooks.running:
             return
         try:
             await self.webhooks.sync()
         except OSError as exc:
+            for trigger_id in added:  # the port cannot be served: take the triggers back
+                await process.remove_trigger(trigger_id)
             raise APIError(409, "PORT_UNAVAILABLE", f"webhook trigger: {exc}") from None
+
+    def _check_paths(self, paths: list[str]) -> None:
+        if paths and not self.allow_command_deploys:
+            raise APIError(
+                403,
+                "HOST_PATHS_NOT_ALLOWED",
+                f"{paths[0]} names a path on the runtime's host (watched, or written to); "
+                "over the API that needs allow_command_deploys=True. Load the process from a "
+                "manifest on the host instead.",
+            )
 
 
 OrchestrationAPI.__module__ = "tether"

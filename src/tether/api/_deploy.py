@@ -10,8 +10,15 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ..manifest import ProcessSpec
+from ..process import FileWatchTrigger, TriggerConfig
 
-__all__ = ["COMMANDS_MESSAGE", "code_only_fields", "command_uses", "commands_message"]
+__all__ = [
+    "COMMANDS_MESSAGE",
+    "code_only_fields",
+    "command_uses",
+    "commands_message",
+    "host_paths",
+]
 
 COMMANDS_MESSAGE: Final = (
     "Refusing to deploy {what}: anyone holding the API token could run any program on the "
@@ -74,3 +81,19 @@ def _as_subject(use: str) -> str:
     # "hooks[0] is a command hook" -> "hooks[0], a command hook"
     head, _, tail = use.partition(" is ")
     return f"{head}, {tail}" if tail else use
+
+
+def host_paths(
+    triggers: list[TriggerConfig], journal_path: str | None, artifacts_dir: str | None
+) -> list[str]:
+    """Fields naming a path on the host: a watched folder, a journal, an artifacts folder."""
+    found = [
+        f"triggers[{i}].watch_path"
+        for i, trigger in enumerate(triggers)
+        if isinstance(trigger, FileWatchTrigger)
+    ]
+    if journal_path is not None:
+        found.append("journal_path")
+    if artifacts_dir is not None:
+        found.append("artifacts_dir")
+    return found

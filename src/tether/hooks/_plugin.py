@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 from ._context import HookContext
 from ._errors import HookBlocked
 from ._events import HookEvent
+from ._manager import _check_timeout, _key
 
 if TYPE_CHECKING:
     from ._manager import HookManager
@@ -53,10 +54,39 @@ class PluginError(ValueError):
 PluginError.__module__ = "tether"
 
 
+def _check_priority(priority: object) -> None:
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise TypeError(f"priority must be an int, got {priority!r}")
+
+
+def _check_fail_closed(fail_closed: object) -> None:
+    if not isinstance(fail_closed, bool):
+        raise TypeError(f"fail_closed must be a bool, got {fail_closed!r}")
+
+
+def _check_point(name: object) -> str:
+    """An extension-point name by the manager's own rule (dotted, no spaces, no edge dots)."""
+    try:
+        key = _key(name)  # type: ignore[arg-type]
+    except ValueError:
+        key = None
+    if not isinstance(key, str) or isinstance(key, HookEvent):
+        raise PluginError(f"extension point names are dotted (e.g. 'ticket.classify'): {name!r}")
+    return key
+
+
 def hook_options(
     *, priority: int | None = None, timeout: float | None = None, fail_closed: bool | None = None
 ) -> Callable[[F], F]:
-    """Set priority, timeout or fail_closed for one plugin method (overrides the plugin's)."""
+    """Set priority, timeout or fail_closed for one plugin method (overrides the plugin's).
+
+    The values are checked here, where they are declared.
+    """
+    if priority is not None:
+        _check_priority(priority)
+    _check_timeout(timeout)
+    if fail_closed is not None:
+        _check_fail_closed(fail_closed)
 
     def mark(fn: F) -> F:
         fn.__tether_hook_options__ = {  # type: ignore[attr-defined]
@@ -71,8 +101,8 @@ def hook_options(
 
 def implements(name: str, *, priority: int = 0) -> Callable[[F], F]:
     """Mark a plugin method as the handler of extension point ``name`` (a dotted name)."""
-    if "." not in name:
-        raise PluginError(f"extension point names are dotted (e.g. 'ticket.classify'): {name!r}")
+    _check_point(name)
+    _check_priority(priority)
 
     def mark(fn: F) -> F:
         fn.__tether_extension__ = (name, priority)  # type: ignore[attr-defined]
@@ -94,7 +124,7 @@ class PluginHost(Protocol):
         self, plugin: str, ctx: HookContext, text: str, timeout: float
     ) -> str: ...
 
-    def plugin_model_name(self) -> str | None: ...
+    def plugin_model_name(self, ctx: HookContext) -> str | None: ...
 
 
 class PluginContext(HookContext):
@@ -114,8 +144,8 @@ class PluginContext(HookContext):
 
     @property
     def model(self) -> str | None:
-        """The name of the model the process runs (None without a host)."""
-        return self._host.plugin_model_name() if self._host is not None else None
+        """The name of the model that ran this task, else the process's (None without a host)."""
+        return self._host.plugin_model_name(self) if self._host is not None else None
 
     def warn(self, message: str) -> None:
         """Record a non-fatal diagnostic with the task, as ``plugin:<name>: <message>``."""
@@ -196,69 +226,89 @@ def _check(plugin: object) -> Plugin:
     return plugin
 
 
+def _extensions(plugin: Plugin) -> list[tuple[tuple[str, int], Callable[..., Any]]]:
+    """The methods marked with ``implements``, found without evaluating any attribute
+    (a property of the plugin must not run just because the plugin is registered)."""
+    found = []
+    for attr in dir(type(plugin)):
+        raw = inspect.getattr_static(plugin, attr, None)
+        ext = getattr(getattr(raw, "__func__", raw), "__tether_extension__", None)
+        if ext is not None:
+            found.append((ext, getattr(plugin, attr)))
+    return found
+
+
+def _make_handler(
+    plugin: Plugin, event: HookEvent, method: Callable[..., Any], host: PluginHost | None
+) -> Callable[[HookContext], Any]:
+    where = f"on_{event.value}"
+
+    async def handler(ctx: HookContext) -> None:
+        scoped = PluginContext(ctx, plugin, host)
+        try:
+            await method(scoped)
+        except HookBlocked:
+            raise
+        except Exception as exc:
+            # A plugin's failure is never the task's failure: it travels as a warning.
+            if host is not None:
+                host.plugin_warn(plugin.name, scoped, f"{where} failed: {exc!r}")
+            raise
+        except asyncio.CancelledError:
+            if host is not None:
+                host.plugin_warn(plugin.name, scoped, f"{where} timed out or was cancelled")
+            raise
+        finally:
+            ctx.data = scoped.data
+
+    handler.__qualname__ = f"{plugin.name}.{where}"
+    return handler
+
+
 def register_plugin(
     manager: HookManager, plugin: Plugin, host: PluginHost | None = None, *, source: str = "plugin"
 ) -> list[str]:
-    """Register the plugin's lifecycle methods and extension points, owned by the plugin."""
+    """Register the plugin's lifecycle methods and extension points, owned by the plugin.
+
+    Everything is validated before anything is registered: a bad plugin leaves no handler.
+    """
     plugin = _check(plugin)
     methods = plugin_methods(plugin)
-    extensions = []
-    for attr in dir(type(plugin)):
-        fn = getattr(plugin, attr, None)
-        ext = getattr(fn, "__tether_extension__", None)
-        if ext is not None and callable(fn):
-            extensions.append((ext, fn))
-    ids: list[str] = []
+    specs: list[tuple[HookEvent | str, Callable[..., Any], dict[str, Any]]] = []
     for event, method in methods.items():
-        options = getattr(method, "__tether_hook_options__", {})
-
-        async def handler(
-            ctx: HookContext, _method: Callable[..., Any] = method, _plugin: Plugin = plugin
-        ) -> None:
-            scoped = PluginContext(ctx, _plugin, host)
-            where = f"on_{scoped.event.value}"
-            try:
-                await _method(scoped)
-            except HookBlocked:
-                raise
-            except Exception as exc:
-                # A plugin's failure is never the task's failure: it travels as a warning.
-                if host is not None:
-                    host.plugin_warn(_plugin.name, scoped, f"{where} failed: {exc!r}")
-                raise
-            except asyncio.CancelledError:
-                if host is not None:
-                    host.plugin_warn(_plugin.name, scoped, f"{where} timed out or was cancelled")
-                raise
-            finally:
-                ctx.data = scoped.data
-
-        handler.__qualname__ = f"{plugin.name}.on_{event.value}"
-        timeout = options.get("timeout", plugin.timeout)
-        kwargs: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
-        ids.append(
-            manager.register(
-                event,
-                handler,
-                priority=options.get("priority", plugin.priority),
-                fail_closed=options.get("fail_closed", plugin.fail_closed),
-                owner=plugin,
-                name=f"plugin:{plugin.name}.on_{event.value}",
-                source=source,
-                **kwargs,
-            )
-        )
-    for (point, priority), fn in extensions:
-        ids.append(
-            manager.register(
-                point,
-                fn,
-                priority=priority,
-                owner=plugin,
-                name=f"plugin:{plugin.name}.{fn.__name__}",
-                source=source,
-            )
-        )
+        options = {
+            "priority": plugin.priority,
+            "timeout": plugin.timeout,
+            "fail_closed": plugin.fail_closed,
+            **getattr(method, "__tether_hook_options__", {}),
+        }
+        where = f"on_{event.value}"
+        try:
+            _check_priority(options["priority"])
+            _check_timeout(options["timeout"])
+            _check_fail_closed(options["fail_closed"])
+        except (TypeError, ValueError) as exc:
+            raise PluginError(f"plugin {plugin.name!r}: {where}: {exc}") from None
+        if options["timeout"] is None:
+            del options["timeout"]  # the manager's default applies
+        options["name"] = f"plugin:{plugin.name}.{where}"
+        specs.append((event, _make_handler(plugin, event, method, host), options))
+    for (point, priority), fn in _extensions(plugin):
+        name = f"plugin:{plugin.name}.{getattr(fn, '__name__', point)}"
+        try:
+            _check_point(point)
+            _check_priority(priority)
+        except (TypeError, ValueError) as exc:
+            raise PluginError(f"plugin {plugin.name!r}: {name}: {exc}") from None
+        specs.append((point, fn, {"priority": priority, "name": name}))
+    ids: list[str] = []
+    try:
+        for key, fn, options in specs:
+            ids.append(manager.register(key, fn, owner=plugin, source=source, **options))
+    except BaseException:
+        for hook_id in ids:  # never leave a half-registered plugin behind
+            manager._drop(manager._by_id[hook_id])
+        raise
     return ids
 
 
@@ -275,18 +325,30 @@ def available_plugins() -> list[str]:
 
 def resolve_plugin(name: str) -> Plugin:
     """A fresh plugin instance for ``name`` (built-ins first, then the entry-point group)."""
-    target: Any
     if name in BUILTIN_PLUGINS:
         import importlib
 
         module, _, attr = BUILTIN_PLUGINS[name].partition(":")
-        target = getattr(importlib.import_module(module), attr)
+        plugin = _check(getattr(importlib.import_module(module), attr))
     else:
         ep = _entry_points().get(name)
         if ep is None:
             raise PluginError(
                 f"unknown plugin {name!r}; available: {', '.join(available_plugins()) or 'none'}"
             )
-        target = ep.load()
-    plugin = _check(target)
+        try:
+            target = ep.load()
+            plugin = _check(target)
+        except PluginError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {name!r} could not be loaded from entry point {ep.value!r}: {exc!r}"
+            ) from exc
+    if plugin.name != name:
+        # The name is the activation token and the artifact discriminator: they must agree.
+        raise PluginError(
+            f"entry point {name!r} loads plugin {plugin.name!r}; "
+            "an entry point must be named after the plugin it loads"
+        )
     return plugin

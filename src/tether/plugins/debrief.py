@@ -1,7 +1,9 @@
 """The debrief plugin: after a failed task, ask the agent what it saw, and keep the answer.
 
 It reports; it never changes configuration or outcome. Set ``TETHER_DEBRIEF_ON=all`` (or
-``DebriefPlugin(on="all")``) to debrief every task, not only failed ones.
+``DebriefPlugin(on="all")``) to debrief every task that ran, not only failed ones. A task that
+never ran to an end of its own (blocked, refused, or dead-lettered by a stop) is never debriefed:
+there is no run to ask about, and a stop must not wait on a model turn per queued event.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from ..hooks._plugin import Plugin, PluginContext
 __all__ = ["SCHEMA_VERSION", "DebriefPlugin", "debrief_prompt"]
 
 SCHEMA_VERSION: Final = 1
-FAILED_OUTCOMES: Final = frozenset({"failed", "retrying", "dead_lettered"})
+#: Outcomes of a run that failed (``retrying``: this attempt failed, another will follow).
+FAILED_OUTCOMES: Final = frozenset({"failed", "retrying"})
+#: Outcomes of a run that ended by itself; the only ones ``on="all"`` debriefs.
+RUN_OUTCOMES: Final = FAILED_OUTCOMES | {"success"}
+#: The hook runs up to 5 s longer than its converse deadline, within the engine's 3600 s bound.
+MAX_CONVERSE_TIMEOUT: Final = 3595.0
 
 
 def debrief_prompt(outcome: str, error: str | None) -> str:
@@ -44,14 +51,24 @@ class DebriefPlugin(Plugin):
         self.on = chosen
         if converse_timeout is None:
             env = os.environ.get("TETHER_DEBRIEF_TIMEOUT_S")
-            converse_timeout = float(env) if env else 30.0
+            try:
+                converse_timeout = float(env) if env else 30.0
+            except ValueError:
+                raise ValueError(
+                    f"TETHER_DEBRIEF_TIMEOUT_S must be a number of seconds, got {env!r}"
+                ) from None
+        if not 0 < converse_timeout <= MAX_CONVERSE_TIMEOUT:
+            raise ValueError(
+                f"debrief converse_timeout must be > 0 and at most {MAX_CONVERSE_TIMEOUT:g} "
+                f"seconds, got {converse_timeout!r}"
+            )
         self.converse_timeout = converse_timeout
         # The hook itself may run a little longer than its converse deadline.
         self.timeout = converse_timeout + 5.0
 
     async def on_task_completed(self, ctx: PluginContext) -> None:
         outcome = str(ctx.data.get("outcome"))
-        if outcome == "blocked" or (self.on == "failed" and outcome not in FAILED_OUTCOMES):
+        if outcome not in (FAILED_OUTCOMES if self.on == "failed" else RUN_OUTCOMES):
             return
         task_error = ctx.data.get("error")
         prompt = debrief_prompt(outcome, task_error)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterator
@@ -80,7 +81,11 @@ class PluginManager:
             raise PluginError(f"plugin {name!r} is not active on {self._process.name!r}")
         fresh = type(old)()
         self.remove(name)
-        return self.add(fresh)
+        try:
+            return self.add(fresh)
+        except BaseException:
+            self.add(old)  # a fresh instance that cannot register leaves the old one active
+            raise
 
     # -- the host side of PluginContext ----------------------------------------------------
 
@@ -107,12 +112,22 @@ class PluginManager:
         loop = process._loop
         if loop is None:
             raise PluginError(f"process {process.name!r} is not running; nothing to converse with")
-        event_id = str(ctx.data.get("event_id", ""))
-        transcript = list(process.transcripts.get(event_id) or [loop.system_message()])
+        event_id = str(ctx.data.get("event_id") or "")
+        transcript = process.transcripts.get(event_id)
+        if not transcript:
+            raise PluginError(
+                f"task {event_id or '(none)'} has no run to converse about: it never ran "
+                "(refused, blocked or dead-lettered first) or its transcript is no longer kept"
+            )
+        # The model that ran the task (a model.for_run answer), else the process's model.
+        model = process.run_models.get(event_id) or loop.model
+        messages = [*transcript, {"role": "user", "content": text}]
         started = time.perf_counter()
         record: dict[str, Any] = {"timed_out": False, "error": None, "tools_disabled": True}
         try:
-            reply = await loop.converse(transcript, text, timeout=timeout)
+            async with asyncio.timeout(timeout):
+                answer = await model.complete(messages, None)  # no tools for this turn
+            reply = answer.content or ""
         except TimeoutError:
             record["timed_out"] = True
             raise
@@ -125,6 +140,8 @@ class PluginManager:
                 ctx.converse_calls.append(record)
         return reply
 
-    def plugin_model_name(self) -> str | None:
-        model = self._process.config.model
+    def plugin_model_name(self, ctx: HookContext) -> str | None:
+        model = self._process.run_models.get(str(ctx.data.get("event_id") or ""))
+        if model is None:
+            model = self._process.config.model
         return model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
