@@ -721,3 +721,77 @@ async def test_a_blocking_hook_is_not_reported_as_an_error() -> None:
     await manager.dispatch(PROMPT)
 
     assert infos == []
+
+
+async def test_lists_tuples_and_other_objects_in_the_data_are_copied_too() -> None:
+    class Box:
+        def __init__(self) -> None:
+            self.items: list[int] = []
+
+    manager = HookManager()
+    box = Box()
+    data: dict[str, Any] = {"rows": [[1], [2]], "pair": ([1], "x"), "box": box, "n": 3}
+
+    @manager.on(PROMPT)
+    async def change(ctx: HookContext) -> None:
+        ctx.data["rows"][0].append(9)
+        ctx.data["pair"][0].append(9)
+        ctx.data["box"].items.append(9)
+
+    result = await manager.dispatch(PROMPT, data)
+
+    assert data["rows"] == [[1], [2]]
+    assert data["pair"] == ([1], "x")
+    assert box.items == []
+    assert result.data["rows"] == [[1, 9], [2]]
+    assert result.data["pair"] == ([1, 9], "x")
+    assert result.data["box"].items == [9]
+
+
+# -- enabling and describing ----------------------------------------------------------------------
+
+
+async def test_a_disabled_hook_is_skipped_until_it_is_enabled_again() -> None:
+    manager = HookManager()
+    ran: list[str] = []
+
+    async def hook(ctx: HookContext) -> None:
+        ran.append("ran")
+
+    hook_id = manager.register(PROMPT, hook)
+
+    assert manager.set_enabled(hook_id, False) == 1
+    assert (await manager.dispatch(PROMPT)).fired == 0
+    assert manager.set_enabled(hook_id, True) == 1
+    assert (await manager.dispatch(PROMPT)).fired == 1
+    assert ran == ["ran"]
+
+
+async def test_set_enabled_by_tag_covers_every_hook_with_the_tag() -> None:
+    manager = HookManager()
+    manager.register(PROMPT, noop, tag="audit")
+    manager.register(INFO, noop, tag="audit")
+    manager.register(PROMPT, noop)
+
+    assert manager.set_enabled("audit", False) == 2
+    assert (await manager.dispatch(PROMPT)).fired == 1
+    assert (await manager.dispatch(INFO)).fired == 0
+    assert manager.set_enabled("no-such-tag", False) == 0
+
+
+def test_describe_without_an_event_lists_every_event_in_run_order() -> None:
+    manager, shared = HookManager(), HookManager()
+    first = manager.register(INFO, noop)
+    second = manager.register(PROMPT, noop, priority=1)
+    third = manager.register(PROMPT, noop, priority=2)
+    elsewhere = shared.register(HookEvent.SESSION_END, noop)
+    manager.share(shared)
+
+    infos = manager.describe()
+
+    assert [(i.event, i.hook_id) for i in infos] == [
+        ("task_completed", first),
+        ("user_prompt_submit", third),
+        ("user_prompt_submit", second),
+        ("session_end", elsewhere),
+    ]

@@ -19,3 +19,17 @@ def test_the_engine_demo_rewrites_one_prompt_and_blocks_the_other() -> None:
     assert "fired 1 hook(s)" in out
     assert "fired 0 hook(s)" in out
     assert "failed" not in out
+
+
+def test_the_readme_hook_example_runs_and_prints_what_it_says() -> None:
+    readme = (DEMO.parent.parent / "README.md").read_text()
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=60
+    ).stdout
+
+    assert out.splitlines() == [
+        "Capital of France? Answer in one sentence.",
+        "True prompts may not ask for passwords",
+    ]

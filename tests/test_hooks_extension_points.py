@@ -210,3 +210,15 @@ def test_an_extension_point_name_must_be_dotted() -> None:
 
     with pytest.raises(ValueError, match="valid events are"):
         manager.register("classify", handler)
+
+
+async def test_a_disabled_handler_is_skipped() -> None:
+    manager = HookManager()
+
+    def handler() -> str:
+        return "ran"
+
+    hook_id = manager.register(NAME, handler)
+    manager.set_enabled(hook_id, False)
+
+    assert await manager.call(NAME) == []

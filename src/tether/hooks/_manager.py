@@ -57,6 +57,7 @@ _RUN_PREFIX: Final = uuid.uuid4().hex[:8]
 #: How deep the current dispatch is nested in other dispatches (recorded with each run).
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("tether_dispatch_depth", default=0)
 _new = object.__new__
+_Coroutine = types.CoroutineType
 _now = time.time
 #: Enum member lookup costs ~80 ns on Python 3.11; the hot path compares with a constant.
 _USER_PROMPT_SUBMIT: Final = HookEvent.USER_PROMPT_SUBMIT
@@ -855,6 +856,23 @@ class HookManager:
             trace.rstrip(),
         )
 
+    async def _resume_bounded(
+        self, hook: _Hook, coro: Coroutine[Any, Any, Any], pending: Any
+    ) -> Any:
+        """Finish a coroutine that suspended once (yielding ``pending``), within its timeout."""
+        timeout = self._timeout_of(hook)
+        if timeout is None:
+            return await _resume(coro, pending)
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                return await _resume(coro, pending)
+        except TimeoutError:
+            if scope.expired():
+                raise HookTimeoutError(
+                    f"hook {hook.name!r} ({hook.hook_id}) timed out after {timeout:g}s"
+                ) from None
+            raise
+
     async def _await_bounded(self, hook: _Hook, awaitable: Awaitable[Any]) -> Any:
         timeout = self._timeout_of(hook)
         try:
@@ -896,7 +914,15 @@ class HookManager:
                 continue
             try:
                 value = hook.fn(**kwargs)
-                if inspect.isawaitable(value):
+                if type(value) is _Coroutine:
+                    # As in dispatch: step it; a timer is armed only if it suspends.
+                    try:
+                        pending = value.send(None)
+                    except StopIteration as stop:
+                        value = stop.value
+                    else:
+                        value = await self._resume_bounded(hook, value, pending)
+                elif inspect.isawaitable(value):
                     value = await self._await_bounded(hook, value)
             except Exception as exc:
                 self._log_failure(hook, str(key), exc)

@@ -160,6 +160,8 @@ class AgentProcess:
         self._journal: Journal | None = None
         self._recovered_once = False
         self.transcripts: dict[str, list[dict[str, Any]]] = {}
+        #: The model.for_run answer of each kept transcript (None: the process's model).
+        self.run_models: dict[str, Model | None] = {}
         if self.config.journal_path:
             from ..store import Journal
 
@@ -698,10 +700,18 @@ class AgentProcess:
             logger.warning("model.for_run answered %r, which is not a model; ignored", model)
             model = None
         extra = await self.hooks.call("tools.for_run", event=event, process=self.name)
-        tools = [as_tool(t) for group in extra if group for t in group]
+        tools: list[Tool] = []
+        for group in extra:  # a list of tools, one tool, or None; a bad answer is ignored
+            for t in group if isinstance(group, list | tuple) else [group] if group else []:
+                try:
+                    tools.append(as_tool(t))
+                except TypeError:
+                    logger.warning("tools.for_run answered %r, which is not a tool; ignored", t)
         transcript: list[dict[str, Any]] = []
         self.transcripts[event.event_id] = transcript
+        self.run_models[event.event_id] = model
         if len(self.transcripts) > TRANSCRIPTS_KEPT:
+            self.run_models.pop(next(iter(self.transcripts)), None)
             self.transcripts.pop(next(iter(self.transcripts)))
         return await self._loop.run(
             prompt, event_id=event.event_id, extra_tools=tools, model=model, transcript=transcript
