@@ -166,11 +166,6 @@ async def test_a_secret_a_command_hook_returns_as_data_is_redacted_everywhere(
     assert_no_canary(process, tmp_path, caplog)
 
 
-@pytest.mark.xfail(
-    reason="ShellHook logs a program's 'log' text at debug level unredacted: the command hook "
-    "does not know the dispatching process's secrets (needs a change in hooks/_shell.py)",
-    strict=True,
-)
 async def test_a_secret_a_command_hook_writes_to_its_log_field_stays_out_of_the_log(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, make_script: ScriptFactory
 ) -> None:

@@ -459,6 +459,8 @@ class HookManager:
             from ._shell import ShellHook
 
             shell = ShellHook.from_config(config)
+            # The manager's redactor may be set after registration: look it up at log time.
+            shell.redact = lambda text: self.redact(text) if self.redact is not None else text
             return self.register(
                 config.event,
                 shell.callback,

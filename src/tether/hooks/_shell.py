@@ -12,7 +12,7 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -141,6 +141,8 @@ class ShellHook:
         self.inherit_env = inherit_env
         self.env_passthrough = list(env_passthrough)
         self.max_output_bytes = max_output_bytes
+        #: Applied to the program's ``log`` text before it is logged (set by the manager).
+        self.redact: Callable[[str], str] | None = None
         if shell:
             text = command if isinstance(command, str) else shlex.join(command)
             self._argv = ["/bin/sh", "-c", text]
@@ -278,7 +280,9 @@ class ShellHook:
         """Run the program and apply its answer: block, replace the data, log."""
         result = await self.run(ctx)
         if result.log:
-            logger.debug("hook command %s: %s", self.display_name, result.log)
+            redact = self.redact
+            text = redact(result.log) if redact is not None else result.log
+            logger.debug("hook command %s: %s", self.display_name, text)
         if result.block:
             raise HookBlocked(result.reason)
         if result.data is not None:
