@@ -163,10 +163,7 @@ async def send_ticket(
 
 async def main() -> None:
     logging.basicConfig(level=logging.CRITICAL)
-    out = HERE / "out"
-    out.mkdir(exist_ok=True)
-    audit_log = out / "audit.jsonl"
-    audit_log.unlink(missing_ok=True)
+    audit_log = fresh_audit_log()
 
     llm = FakeLLM(port=0)
     await llm.start()
@@ -179,6 +176,7 @@ async def main() -> None:
             "TRIAGE_WEBHOOK_PORT": str(webhook_port),
             "TRIAGE_WEBHOOK_SECRET": secret,
             "TETHER_PYTHON": sys.executable,
+            "TRIAGE_AUDIT_LOG": str(audit_log),
         }
     )
     console.print(f"[bold]FakeLLM[/] serving an OpenAI-compatible API at {llm.base_url}")
@@ -312,7 +310,15 @@ async def summary(
             f"      {letter['event_id'][:8]}  {letter['reason']:<16} "
             f"{escape(str(letter['error']))}  <- {escape(ticket)}"
         )
-    console.print(f"    audit log: {count_lines(audit_log)} lines in examples/out/{audit_log.name}")
+    console.print(f"    audit log: {count_lines(audit_log)} lines in {audit_log}")
+
+
+def fresh_audit_log() -> Path:
+    """Where hooks/audit.py writes (TRIAGE_AUDIT_LOG, default examples/out/), emptied."""
+    path = Path(os.environ.get("TRIAGE_AUDIT_LOG") or HERE / "out" / "audit.jsonl")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    return path
 
 
 def count_lines(path: Path) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,14 +10,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_demo_runs_end_to_end_and_shows_events_refusals_and_dead_letters() -> None:
+def test_the_demo_runs_end_to_end_and_shows_events_refusals_and_dead_letters(
+    tmp_path: Path,
+) -> None:
+    audit_log = tmp_path / "audit.jsonl"
     done = subprocess.run(
         [sys.executable, "-W", "error", str(ROOT / "examples" / "demo.py")],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "NO_COLOR": "1"},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "COLUMNS": "200",
+            "NO_COLOR": "1",
+            "TRIAGE_AUDIT_LOG": str(audit_log),
+        },
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
@@ -46,5 +55,7 @@ def test_the_demo_runs_end_to_end_and_shows_events_refusals_and_dead_letters() -
     dead = out.split("dead letters (GET /api/v1/processes/triage/dead-letters):")[1]
     assert "blocked by hook  password resets go to the identity team" in dead
     assert "guardrail refused payload contains a prompt-injection marker" in dead
-    assert "audit log: 6 lines" in out
+    assert f"audit log: 6 lines in {audit_log}" in out
+    outcomes = [json.loads(line)["outcome"] for line in audit_log.read_text().splitlines()]
+    assert outcomes == ["success", "success", "blocked", "success", "success", "dead_lettered"]
     assert out.rstrip().endswith("session_end         reason=stop runs=4")

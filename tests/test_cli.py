@@ -569,8 +569,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_the_example_agent_validates_and_runs_with_its_hook_programs(
-    cli: Any, monkeypatch: pytest.MonkeyPatch
+    cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    monkeypatch.setenv("TRIAGE_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
     monkeypatch.setenv("TRIAGE_MODEL", "scripted")
     monkeypatch.setenv("TRIAGE_WEBHOOK_SECRET", "s3cret")
     monkeypatch.setenv("TRIAGE_WEBHOOK_PORT", str(free_port()))
@@ -592,3 +593,4 @@ def test_the_example_agent_validates_and_runs_with_its_hook_programs(
     assert "blocked by hook: password resets go to the identity team" in done.stdout
     assert "redact_pii.py: applied (prompt rewritten)" in done.stdout
     assert "prompt='ticket: [email] cannot check out" in done.stdout
+    assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 2

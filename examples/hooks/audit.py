@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """task_completed hook: append one JSON line per finished event to an audit log.
 
-The program gets a minimal environment: AUDIT_LOG is set by the manifest (env:), and
-TETHER_HOOK_EVENT / TETHER_PROCESS name the event and the process. API keys of the runtime
-are not passed to hook programs.
+The program gets a minimal environment: TRIAGE_AUDIT_LOG reaches it only because the manifest
+names it in env_passthrough, and TETHER_HOOK_EVENT / TETHER_PROCESS name the event and the
+process. API keys of the runtime are not passed to hook programs.
 """
 
 import json
@@ -13,7 +13,8 @@ import sys
 event = json.load(sys.stdin)
 data = event["data"]
 
-path = os.environ["AUDIT_LOG"]
+default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "out", "audit.jsonl")
+path = os.environ.get("TRIAGE_AUDIT_LOG") or default
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "a", encoding="utf-8") as log:
     log.write(
