@@ -257,7 +257,7 @@ def load_manifest(
         raise ManifestError(
             [ManifestIssue("", None, f"cannot read: {reason}")], str(path)
         ) from None
-    return parse_manifest(text, source=str(path), base_dir=file.resolve().parent, environ=environ)
+    return _parse(text, str(path), file.resolve().parent, environ, stacklevel=3)
 
 
 def parse_manifest(
@@ -268,6 +268,17 @@ def parse_manifest(
     environ: Mapping[str, str] | None = None,
 ) -> AgentManifest:
     """Like :func:`load_manifest`, for manifest text; relative paths resolve against base_dir."""
+    return _parse(text, source, base_dir, environ, stacklevel=3)
+
+
+def _parse(
+    text: str,
+    source: str | None,
+    base_dir: str | os.PathLike[str] | None,
+    environ: Mapping[str, str] | None,
+    *,
+    stacklevel: int,
+) -> AgentManifest:
     data, lines, issues = _read_yaml(text)
     if data is None and not issues:
         issues.append(ManifestIssue("", 1, "the manifest is empty; expected a mapping of keys"))
@@ -282,7 +293,7 @@ def parse_manifest(
             f"{where}: the top-level 'entrypoint' key is not read by the runtime and will be an "
             "error in a future version; remove it",
             FutureWarning,
-            stacklevel=3 if source is not None else 2,
+            stacklevel=stacklevel,  # the caller of load_manifest / parse_manifest
         )
     env = dict(os.environ if environ is None else environ)
     if base_dir is not None:
