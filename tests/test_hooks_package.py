@@ -228,6 +228,17 @@ def test_the_engine_names_are_the_same_objects_in_tether_and_tether_hooks(name: 
     assert getattr(tether, name) is getattr(tether.hooks, name)
 
 
+def test_tether_hooks_lists_every_engine_name_that_tether_re_exports() -> None:
+    engine = {
+        name
+        for name in tether.__all__
+        if name in vars(tether.hooks) and getattr(tether, name) is getattr(tether.hooks, name)
+    }
+
+    assert engine - set(tether.hooks.__all__) == set()
+    assert set(tether.hooks.__all__) - set(tether.__all__) == set()
+
+
 def test_every_name_tether_hooks_exports_resolves() -> None:
     for name in tether.hooks.__all__:
         assert getattr(tether.hooks, name) is not None

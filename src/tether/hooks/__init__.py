@@ -55,6 +55,7 @@ __all__ = [
     "HookInfo",
     "HookManager",
     "HookRun",
+    "HookTimeoutError",
     "Plugin",
     "PluginContext",
     "PluginError",
