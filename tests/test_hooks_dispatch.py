@@ -795,3 +795,74 @@ def test_describe_without_an_event_lists_every_event_in_run_order() -> None:
         ("user_prompt_submit", second),
         ("session_end", elsewhere),
     ]
+
+
+# -- cancellation ------------------------------------------------------------------------------
+
+
+def cancelled_elsewhere() -> asyncio.Future[None]:
+    """A future that someone else cancels: awaiting it raises CancelledError in the awaiter."""
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_soon(future.cancel)
+    return future
+
+
+async def test_a_hooks_own_cancelled_error_is_isolated_like_any_other_error() -> None:
+    """Regression: it escaped dispatch() although nobody cancelled the dispatching task."""
+    manager = HookManager()
+    ran: list[str] = []
+
+    async def waits_on_a_cancelled_future(ctx: HookContext) -> None:
+        await cancelled_elsewhere()
+
+    hook_id = manager.register(PROMPT, waits_on_a_cancelled_future, priority=1)
+
+    @manager.on(PROMPT)
+    async def after(ctx: HookContext) -> None:
+        ran.append("after")
+
+    result = await manager.dispatch(PROMPT)
+
+    assert [(i, type(e)) for i, e in result.errors] == [(hook_id, asyncio.CancelledError)]
+    assert ran == ["after"]
+
+
+async def test_a_hook_that_handles_a_cancelled_future_goes_on_running() -> None:
+    """Regression: the manager closed such a hook as if its own task had been cancelled."""
+    manager = HookManager(default_timeout=5)
+
+    @manager.on(PROMPT)
+    async def with_fallback(ctx: HookContext) -> None:
+        try:
+            await cancelled_elsewhere()
+        except asyncio.CancelledError:
+            await asyncio.sleep(0)
+            ctx.set("answer", "fallback")
+
+    result = await manager.dispatch(PROMPT)
+
+    assert result.errors == []
+    assert result.data == {"answer": "fallback"}
+
+
+async def test_cancelling_the_dispatching_task_cancels_the_running_hook() -> None:
+    manager = HookManager(default_timeout=5)
+    started = asyncio.Event()
+    cancelled: list[bool] = []
+
+    @manager.on(PROMPT)
+    async def slow(ctx: HookContext) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    task = asyncio.create_task(manager.dispatch(PROMPT))
+    await started.wait()
+    task.cancel()
+
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cancelled == [True]

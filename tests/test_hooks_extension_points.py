@@ -222,3 +222,23 @@ async def test_a_disabled_handler_is_skipped() -> None:
     manager.set_enabled(hook_id, False)
 
     assert await manager.call(NAME) == []
+
+
+async def test_a_handlers_own_cancelled_error_leaves_a_none_slot() -> None:
+    manager = HookManager()
+    infos: list[HookErrorInfo] = []
+    manager.on_error(infos.append)
+
+    async def waits_on_a_cancelled_future() -> str:
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(future.cancel)
+        return await future
+
+    def after() -> str:
+        return "after"
+
+    manager.register(NAME, waits_on_a_cancelled_future, priority=1)
+    manager.register(NAME, after)
+
+    assert await manager.call(NAME) == [None, "after"]
+    assert [type(i.error) for i in infos] == [asyncio.CancelledError]

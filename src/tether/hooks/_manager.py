@@ -238,8 +238,9 @@ class _Hook:
 def _resume(coro: Coroutine[Any, Any, Any], first: Any) -> Generator[Any, Any, Any]:
     """Drive a coroutine that already suspended once (yielding ``first``) to completion.
 
-    A cancellation is thrown into the hook; a hook that swallows it and suspends again is closed,
-    so a timeout really bounds the hook.
+    A cancellation of this task is thrown into the hook; a hook that swallows it and suspends
+    again is closed, so a timeout really bounds the hook. A CancelledError that is not this
+    task's (a future the hook awaited was cancelled elsewhere) is the hook's own to handle.
     """
     pending = first
     while True:
@@ -250,7 +251,7 @@ def _resume(coro: Coroutine[Any, Any, Any], first: Any) -> Generator[Any, Any, A
                 pending = coro.throw(exc)
             except StopIteration as stop:
                 return stop.value
-            if isinstance(exc, asyncio.CancelledError):
+            if isinstance(exc, asyncio.CancelledError) and _cancelling():
                 coro.close()
                 raise
         else:
@@ -258,6 +259,12 @@ def _resume(coro: Coroutine[Any, Any, Any], first: Any) -> Generator[Any, Any, A
                 pending = coro.send(sent)
             except StopIteration as stop:
                 return stop.value
+
+
+def _cancelling() -> bool:
+    """Whether the running task is being cancelled (rather than a hook meeting a CancelledError)."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 def _is_async_callable(fn: object) -> bool:
@@ -774,7 +781,9 @@ class HookManager:
                             hook.hook_id,
                             ev.value,
                         )
-                except Exception as exc:
+                except (Exception, asyncio.CancelledError) as exc:
+                    if not isinstance(exc, Exception) and _cancelling():
+                        raise  # this task is being cancelled: not a hook error to isolate
                     error = exc
                     outcome = "timed_out" if isinstance(exc, HookTimeoutError) else "failed"
                     self._log_failure(hook, ev.value, exc)
@@ -926,7 +935,9 @@ class HookManager:
                         value = await self._resume_bounded(hook, value, pending)
                 elif inspect.isawaitable(value):
                     value = await self._await_bounded(hook, value)
-            except Exception as exc:
+            except (Exception, asyncio.CancelledError) as exc:
+                if not isinstance(exc, Exception) and _cancelling():
+                    raise  # this task is being cancelled: not a handler error to isolate
                 self._log_failure(hook, str(key), exc)
                 await self._report(
                     HookErrorInfo(key, hook.hook_id, hook.name, "", exc), hook.manager
