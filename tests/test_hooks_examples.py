@@ -23,7 +23,8 @@ def test_the_engine_demo_rewrites_one_prompt_and_blocks_the_other() -> None:
 
 def test_the_readme_hook_example_runs_and_prints_what_it_says() -> None:
     readme = (DEMO.parent.parent / "README.md").read_text()
-    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    section = readme.split("## A hook in code", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
 
     out = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=60
