@@ -141,7 +141,7 @@ def test_every_section_reaches_the_process_config(tmp_path: Path) -> None:
     assert config.restart.policy == "never"
     assert config.journal_path == str(tmp_path / "state" / "journal.db")
     assert manifest.plugins == ["debrief"]
-    assert config.plugins == []  # named plugins stay on the manifest, as data
+    assert config.plugins == ["debrief"]  # activated by name when the process is created
 
 
 def test_omitted_guardrail_markers_keep_the_built_in_list(tmp_path: Path) -> None:

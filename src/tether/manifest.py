@@ -177,7 +177,11 @@ class ProcessSpec(BaseModel):
         default_factory=dict,
         description="Secret values, redacted everywhere; ${VAR} is NOT resolved here",
     )
-    plugins: list[str] = Field(default_factory=list, description="Names of hook plugins")
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="Hook plugins to activate, by name (built-ins, then the 'tether.plugins' "
+        "entry points)",
+    )
     max_turns: int = _same("max_turns")
     concurrency: int = _same("concurrency")
     max_queue_size: int = _same("max_queue_size")
@@ -329,20 +333,26 @@ def _parse(
 
 
 def manifest_to_process_config(manifest: ProcessSpec) -> ProcessConfig:
-    """The ProcessConfig a manifest (or any ProcessSpec) describes."""
-    return spec_to_process_config(manifest)
+    """The ProcessConfig a manifest (or any ProcessSpec) describes; its hooks are recorded
+    with source "manifest" in catalogs and history."""
+    return spec_to_process_config(manifest, hook_source="manifest")
 
 
-def spec_to_process_config(spec: ProcessSpec) -> ProcessConfig:
-    """Build the ProcessConfig; ``plugins`` stay on the spec (named plugins are data for now)."""
+def spec_to_process_config(spec: ProcessSpec, *, hook_source: str = "config") -> ProcessConfig:
+    """Build the ProcessConfig. Plugin names are kept as names: the process activates each
+    one (built-ins, then the ``tether.plugins`` entry points) when it is created."""
     values: dict[str, Any] = {
         name: getattr(spec, name)
         for name in ProcessSpec.model_fields
         if name in ProcessConfig.model_fields and name not in _CONVERTED
     }
-    values["hooks"] = [
-        HookConfig.model_validate(hook.model_dump(exclude={"callback"})) for hook in spec.hooks
-    ]
+    hooks = []
+    for declared in spec.hooks:
+        hook = HookConfig.model_validate(declared.model_dump(exclude={"callback"}))
+        hook._source = hook_source
+        hooks.append(hook)
+    values["hooks"] = hooks
+    values["plugins"] = list(spec.plugins)
     if spec.approval is not None:
         values["approval"] = ApprovalPolicy(tools=list(spec.approval.tools))
     guard = spec.guardrails
@@ -358,8 +368,11 @@ _CONVERTED: Final = frozenset({"hooks", "approval", "guardrails", "plugins"})
 
 
 def spec_problems(spec: ProcessSpec) -> list[tuple[tuple[str | int, ...], str]]:
-    """Checks across entries: trigger ids must be unique, webhook port+path pairs too."""
+    """Checks across entries: trigger ids must be unique, webhook port+path pairs too; plugin
+    names must be available (and named once)."""
     problems: list[tuple[tuple[str | int, ...], str]] = []
+    if spec.plugins:
+        problems += _plugin_problems(spec.plugins)
     ids: dict[str, int] = {}
     hooks_at: dict[tuple[int, str], int] = {}
     hosts: dict[int, tuple[str, int]] = {}
@@ -393,6 +406,29 @@ def spec_problems(spec: ProcessSpec) -> list[tuple[tuple[str | int, ...], str]]:
                         f"triggers[{host[1]}]; one port listens on one host",
                     )
                 )
+    return problems
+
+
+def _plugin_problems(names: list[str]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Unknown or repeated plugin names (resolving a name imports nothing)."""
+    from .hooks._plugin import available_plugins
+
+    available = available_plugins()
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            problems.append(
+                (("plugins", i), f"plugin {name!r} is already named by plugins[{seen[name]}]")
+            )
+        elif name not in available:
+            problems.append(
+                (
+                    ("plugins", i),
+                    f"unknown plugin {name!r}; available: {', '.join(available) or 'none'}",
+                )
+            )
+        seen.setdefault(name, i)
     return problems
 
 

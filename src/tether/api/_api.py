@@ -21,6 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..agent import BudgetConfig
+from ..hooks import PluginError
 from ..manifest import ProcessSpec, spec_problems, spec_to_process_config, validation_issues
 from ..process import (
     AgentProcess,
@@ -34,6 +35,7 @@ from ..process._process import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
 from ._deploy import code_only_fields, command_uses, commands_message, host_paths
 from ._errors import APIConfigError, APIError, error_response
+from ._hooks import HookEndpoints
 from ._http import DEFAULT_MAX_BODY, check_bearer, is_loopback, parse_json, read_body
 from ._server import AppServer
 from ._views import dead_letter_view, process_detail, process_summary, trigger_view
@@ -177,6 +179,8 @@ class OrchestrationAPI:
         def route(path: str, handler: Handler, *methods: str) -> Route:
             return Route(PREFIX + path, _endpoint(handler), methods=list(methods))
 
+        hooks = HookEndpoints(self)
+
         routes = [
             route("/health", self._health, "GET"),
             route("/openapi.json", self._openapi, "GET"),
@@ -193,6 +197,13 @@ class OrchestrationAPI:
             route("/processes/{name}/dead-letters", self._dead_letters, "GET"),
             route("/processes/{name}/dead-letters", self._clear, "DELETE"),
             route("/processes/{name}/dead-letters/redeliver", self._redeliver, "POST"),
+            route("/hooks/events", hooks.events, "GET"),
+            route("/hooks/catalog", hooks.catalog, "GET"),
+            route("/processes/{name}/hooks/runs", hooks.runs, "GET"),
+            route("/processes/{name}/hooks/dry-run", hooks.dry_run, "POST"),
+            route("/processes/{name}/hooks/{selector}/disable", hooks.disable, "POST"),
+            route("/processes/{name}/hooks/{selector}/enable", hooks.enable, "POST"),
+            route("/processes/{name}/tasks/{task_id}/artifacts", hooks.artifacts, "GET"),
         ]
         return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
 
@@ -269,6 +280,10 @@ class OrchestrationAPI:
             process = await self.runtime.add_process(request_model.name, process_config)
         except ProcessExistsError as exc:
             raise APIError(409, "PROCESS_EXISTS", str(exc)) from None
+        except PluginError as exc:  # a named plugin that cannot be loaded or registered
+            message = str(exc)
+            details = [{"path": "config.plugins", "message": message}]
+            raise APIError(422, "VALIDATION_ERROR", f"config.plugins: {message}", details) from None
         except WebhookClashError as exc:
             raise APIError(409, "WEBHOOK_CLASH", str(exc)) from None
         await self._sync_webhooks(process)

@@ -2,7 +2,11 @@
 
 A command hook, a stdio MCP server or open-mode tool creation runs programs on the runtime's
 host, so the API refuses them unless it was created with ``allow_command_deploys=True``. Python
-objects (callbacks, handlers, scanners, tools) cannot travel over HTTP at all.
+objects (callbacks, handlers, scanners, tools, plugin objects) cannot travel over HTTP at all.
+
+Plugins named in ``plugins`` are allowed without ``allow_command_deploys``: a name only selects
+code the host's operator installed (a built-in or a ``tether.plugins`` entry point); the client
+chooses neither a program nor its arguments, as it would with a command hook.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ _CODE: Final[dict[str, str]] = {
     "handler": "an approval handler is a Python function; set it in code on the runtime's host",
     "scanners": "guardrail scanners are Python functions; set them in code on the runtime's host",
     "tools": "tools are Python functions; register them in code on the runtime's host",
-    "plugins": "plugins are activated on the runtime's host (in a manifest or in code)",
+    "plugins": "a plugin is activated by its name (a string); plugin objects are Python code, "
+    "added in code on the runtime's host",
 }
 
 
@@ -50,9 +55,13 @@ def code_only_fields(config: dict[str, Any]) -> list[tuple[str, str]]:
     guardrails = config.get("guardrails")
     if isinstance(guardrails, dict) and "scanners" in guardrails:
         found.append(("guardrails.scanners", _CODE["scanners"]))
-    for key in ("tools", "plugins"):
-        if key in config:
-            found.append((key, _CODE[key]))
+    if "tools" in config:
+        found.append(("tools", _CODE["tools"]))
+    plugins = config.get("plugins")
+    if isinstance(plugins, list):
+        for i, plugin in enumerate(plugins):
+            if not isinstance(plugin, str):
+                found.append((f"plugins[{i}]", _CODE["plugins"]))
     return found
 
 

@@ -13,9 +13,11 @@ from ._errors import APIError
 
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "bad_query",
     "check_bearer",
     "is_loopback",
     "parse_json",
+    "query_params",
     "read_body",
 ]
 
@@ -87,3 +89,24 @@ def check_bearer(header: str | None, token: str) -> None:
         given.strip().encode("utf-8", "surrogateescape"), token.encode("utf-8")
     ):
         raise APIError(401, "UNAUTHORIZED", "the bearer token is not valid", headers=challenge)
+
+
+def bad_query(name: str, message: str) -> APIError:
+    """A 400 INVALID_QUERY naming the parameter (``details[0].path`` is ``query.<name>``)."""
+    return APIError(
+        400, "INVALID_QUERY", f"{name}: {message}", [{"path": f"query.{name}", "message": message}]
+    )
+
+
+def query_params(request: Request, allowed: tuple[str, ...]) -> dict[str, str]:
+    """The query parameters, each given at most once and each one of ``allowed`` (else 400):
+    a misspelled filter must not silently widen an answer."""
+    found: dict[str, str] = {}
+    for name, value in request.query_params.multi_items():
+        if name not in allowed:
+            choices = ", ".join(allowed) if allowed else "none"
+            raise bad_query(name, f"unknown query parameter; allowed: {choices}")
+        if name in found:
+            raise bad_query(name, "given more than once")
+        found[name] = value
+    return found

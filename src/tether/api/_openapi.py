@@ -12,6 +12,24 @@ __all__ = ["openapi_document"]
 _ERROR = {"$ref": "#/components/responses/Error"}
 
 
+def _path(name: str, description: str | None = None) -> dict[str, Any]:
+    param: dict[str, Any] = {"name": name, "in": "path", "required": True}
+    if description:
+        param["description"] = description
+    param["schema"] = {"type": "string"}
+    return param
+
+
+def _query(name: str, description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema or {"type": "string"},
+    }
+
+
 def _op(
     summary: str,
     *,
@@ -19,19 +37,23 @@ def _op(
     body: str | None = None,
     name: bool = True,
     errors: tuple[str, ...] = (),
+    path: tuple[dict[str, Any], ...] = (),
+    query: tuple[dict[str, Any], ...] = (),
 ) -> dict[str, Any]:
     op: dict[str, Any] = {
         "summary": summary,
         "responses": {ok: {"description": "OK", "content": {"application/json": {}}}},
     }
-    if name:
-        op["parameters"] = [
-            {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
-        ]
+    params = ([_path("name")] if name else []) + list(path) + list(query)
+    if params:
+        op["parameters"] = params
+    if name or path:
         op["responses"]["404"] = _ERROR
+    if query:
+        op["responses"]["400"] = _ERROR
     if body is not None:
         op["requestBody"] = {
-            "required": body == "CreateProcess" or body == "ConfigChange",
+            "required": body in ("CreateProcess", "ConfigChange", "DryRunRequest"),
             "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{body}"}}},
         }
         op["responses"]["400"] = _ERROR
@@ -47,12 +69,16 @@ def _op(
 def openapi_document() -> dict[str, Any]:
     """The document (built once)."""
     from .. import __version__
+    from ..hooks import HookEvent
+    from ..hooks._records import OUTCOMES
     from ._api import ConfigChange, CreateProcess, InjectEvent, Redeliver
+    from ._hooks import MODES, SOURCES, DryRunRequest
 
+    models = (CreateProcess, InjectEvent, Redeliver, ConfigChange, DryRunRequest)
     _, defs = models_json_schema(
-        [(m, "validation") for m in (CreateProcess, InjectEvent, Redeliver, ConfigChange)],
-        ref_template="#/components/schemas/{model}",
+        [(m, "validation") for m in models], ref_template="#/components/schemas/{model}"
     )
+    events = [e.value for e in HookEvent]
     schemas: dict[str, Any] = dict(defs.get("$defs", {}))
     schemas["Error"] = {
         "type": "object",
@@ -86,8 +112,10 @@ def openapi_document() -> dict[str, Any]:
             "version": __version__,
             "description": (
                 "Drive a tether runtime: deploy, start, stop and inspect agent processes, inject "
-                "events and handle dead letters. Send 'Authorization: Bearer <token>' when the "
-                'runtime has a token. Every error is {"error": {"code", "message"}}.'
+                "events, handle dead letters, and observe and control hooks (taxonomy, catalog, "
+                "run history, enable/disable, dry runs, plugin artifacts). Send "
+                "'Authorization: Bearer <token>' when the runtime has a token."
+                ' Every error is {"error": {"code", "message"}}.'
             ),
         },
         "components": {
@@ -110,7 +138,9 @@ def openapi_document() -> dict[str, Any]:
                 "get": _op("List processes", name=False),
                 "post": _op(
                     "Deploy a process (403 COMMANDS_NOT_ALLOWED for command hooks, stdio MCP "
-                    "servers or open-mode tool creation unless command deploys are allowed)",
+                    "servers or open-mode tool creation unless command deploys are allowed). "
+                    "config.plugins names plugins installed on the host; an unknown name "
+                    "answers 422 listing the available ones",
                     ok="201",
                     body="CreateProcess",
                     name=False,
@@ -141,6 +171,80 @@ def openapi_document() -> dict[str, Any]:
             },
             f"{p}/processes/{{name}}/dead-letters/redeliver": {
                 "post": _op("Inject dead letters again", body="Redeliver")
+            },
+            f"{p}/hooks/events": {
+                "get": _op(
+                    "The lifecycle events: family, whether a hook may block, what a block does, "
+                    "matcher fields, and JSON Schemas of the payload and of what a hook may change",
+                    name=False,
+                    query=(
+                        _query(
+                            "blockable",
+                            "Only blockable (true) or non-blockable (false) events",
+                            {"type": "boolean"},
+                        ),
+                    ),
+                )
+            },
+            f"{p}/hooks/catalog": {
+                "get": _op(
+                    "Every resolved hook of every process: event, name, source, mode, priority, "
+                    "order, timeout, fail_closed, once, tag, matcher, enabled, command (never env "
+                    "values)",
+                    name=False,
+                    query=(
+                        _query("process", "Only this process"),
+                        _query(
+                            "event",
+                            "Only this lifecycle event (or dotted extension point)",
+                        ),
+                        _query("source", "Only hooks from", {"enum": list(SOURCES)}),
+                        _query("mode", "Only sync or async hooks", {"enum": list(MODES)}),
+                    ),
+                )
+            },
+            f"{p}/processes/{{name}}/hooks/runs": {
+                "get": _op(
+                    "Hook-run history, oldest first",
+                    query=(
+                        _query("event", "Only this event", {"enum": events}),
+                        _query("outcome", "Only this outcome", {"enum": list(OUTCOMES)}),
+                        _query("hook", "Only this hook (id or name)"),
+                        _query(
+                            "since",
+                            "Only runs at or after this ISO 8601 time (UTC without an offset)",
+                            {"type": "string", "format": "date-time"},
+                        ),
+                        _query("last", "Only the last N runs", {"type": "integer", "minimum": 0}),
+                    ),
+                )
+            },
+            f"{p}/processes/{{name}}/hooks/dry-run": {
+                "post": _op(
+                    "Push a sample event through the resolved chain (command hooks really run); "
+                    "answers the per-hook trace and the decision. Nothing is queued.",
+                    body="DryRunRequest",
+                )
+            },
+            f"{p}/processes/{{name}}/hooks/{{selector}}/disable": {
+                "post": _op(
+                    "Disable hooks of the resolved chain by id or tag, without removing them "
+                    "(an inherited or shared hook is disabled wherever it runs)",
+                    path=(_path("selector", "A hook id or a tag"),),
+                )
+            },
+            f"{p}/processes/{{name}}/hooks/{{selector}}/enable": {
+                "post": _op(
+                    "Enable hooks again by id or tag",
+                    path=(_path("selector", "A hook id or a tag"),),
+                )
+            },
+            f"{p}/processes/{{name}}/tasks/{{task_id}}/artifacts": {
+                "get": _op(
+                    "The artifacts plugins emitted for a task, and the task's plugin warnings",
+                    path=(_path("task_id", "The task's event id"),),
+                    errors=("400",),
+                )
             },
         },
     }

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from ..process import AgentProcess, WebhookTrigger
 
-__all__ = ["dead_letter_view", "process_detail", "process_summary", "trigger_view"]
+if TYPE_CHECKING:
+    from ..hooks import HookInfo
+
+__all__ = [
+    "artifact_view",
+    "catalog_entry",
+    "dead_letter_view",
+    "process_detail",
+    "process_summary",
+    "trigger_view",
+]
 
 
 def process_summary(process: AgentProcess) -> dict[str, Any]:
@@ -75,6 +86,47 @@ def dead_letter_view(process: AgentProcess, entry: dict[str, Any]) -> dict[str, 
         "error": entry["error"],
         "attempts": entry["attempts"],
         "timestamp": entry["timestamp"].isoformat(),
+    }
+    redacted: dict[str, Any] = process.redactor.value(view)
+    return redacted
+
+
+def catalog_entry(process: AgentProcess, info: HookInfo) -> dict[str, Any]:
+    """One resolved hook of ``process`` for the catalog: how and when it runs, and for a
+    command hook its command as declared (``${VAR}`` unresolved; env values never leave)."""
+    entry = {
+        "process": process.name,
+        "hook_id": info.hook_id,
+        "event": info.event,
+        "name": info.name,
+        "source": info.source,
+        "mode": info.mode,
+        "priority": info.priority,
+        "order": info.order,
+        "timeout": info.timeout,
+        "fail_closed": info.fail_closed,
+        "once": info.once,
+        "tag": info.tag,
+        "matcher": info.matcher,
+        "enabled": info.enabled,
+        "command": list(info.command) if isinstance(info.command, tuple) else info.command,
+        "owner": info.owner,
+    }
+    view: dict[str, Any] = process.redactor.value(entry)
+    return view
+
+
+def artifact_view(process: AgentProcess, item: dict[str, Any]) -> dict[str, Any]:
+    """A stored artifact: its name, payload and when it was written (ISO 8601, UTC)."""
+    created = item.get("created_at")
+    view = {
+        "name": item["name"],
+        "payload": item["payload"],
+        "created_at": (
+            datetime.fromtimestamp(created, UTC).isoformat()
+            if isinstance(created, int | float)
+            else None
+        ),
     }
     redacted: dict[str, Any] = process.redactor.value(view)
     return redacted

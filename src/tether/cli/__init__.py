@@ -1,4 +1,5 @@
-"""The ``tether`` command line (typer + rich): run, serve, validate, inject, ps, hooks test.
+"""The ``tether`` command line (typer + rich): run, serve, validate, schema, inject, ps, and
+hooks (test, events, list, runs, enable, disable, dry-run).
 
 Importing this package loads typer only; each command imports what it needs when it runs, so
 ``tether --help`` stays fast.

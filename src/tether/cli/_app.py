@@ -25,7 +25,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-hooks_app = typer.Typer(help="Work with hooks.", no_args_is_help=True)
+hooks_app = typer.Typer(
+    help="Work with hooks: test a command hook, or observe and control those of a running API.",
+    no_args_is_help=True,
+)
 app.add_typer(hooks_app, name="hooks")
 
 
@@ -45,6 +48,15 @@ TokenOption = Annotated[
     str | None,
     typer.Option("--token", envvar="TETHER_API_TOKEN", help="Bearer token of the API."),
 ]
+PluginOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--plugin",
+        help="Activate this hook plugin (a built-in or a 'tether.plugins' entry point) on the "
+        "processes of the manifests given here (repeatable).",
+    ),
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print the API's JSON answer.")]
 
 
 @app.callback()
@@ -68,12 +80,16 @@ def run(
         typer.Option("--until-idle", help="Stop once every injected event is done."),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Hide model answers.")] = False,
+    plugin: PluginOption = None,
 ) -> None:
     """Run one agent in the foreground with its triggers; Ctrl-C stops it cleanly."""
-    from ._run import run_file
+    from ._run import check_plugins, run_file
 
     payloads = [_json_option("--inject", text) for text in inject or []]
-    raise typer.Exit(run_file(file, payloads, until_idle=until_idle, answers=not quiet))
+    plugins = check_plugins(plugin or [])
+    raise typer.Exit(
+        run_file(file, payloads, until_idle=until_idle, answers=not quiet, plugins=plugins)
+    )
 
 
 @app.command()
@@ -92,10 +108,12 @@ def serve(
         ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print events.")] = False,
+    plugin: PluginOption = None,
 ) -> None:
     """Start a runtime with the control API (and the webhooks of its processes)."""
-    from ._run import serve_files
+    from ._run import check_plugins, serve_files
 
+    plugins = check_plugins(plugin or [])
     raise typer.Exit(
         serve_files(
             files or [],
@@ -104,6 +122,7 @@ def serve(
             token=token,
             allow_command_deploys=allow_command_deploys,
             quiet=quiet,
+            plugins=plugins,
         )
     )
 
@@ -189,6 +208,139 @@ def hooks_test(
             process=process,
         )
     )
+
+
+@hooks_app.command("events")
+def hooks_events(
+    blockable: Annotated[
+        bool | None,
+        typer.Option(
+            "--blockable/--not-blockable", help="Only events a hook can (or cannot) block."
+        ),
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The lifecycle events: family, blocking, matcher fields (schemas with --json)."""
+    from ._hooks import show_events
+
+    raise typer.Exit(show_events(url, token, blockable=blockable, as_json=as_json))
+
+
+@hooks_app.command("list")
+def hooks_list(
+    process: Annotated[str | None, typer.Option(help="Only the hooks of this process.")] = None,
+    event: Annotated[str | None, typer.Option(help="Only hooks of this event.")] = None,
+    source: Annotated[
+        str | None,
+        typer.Option(help="Only hooks from: code, config, manifest, plugin, inherited, shared."),
+    ] = None,
+    mode: Annotated[str | None, typer.Option(help="Only sync or async hooks.")] = None,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The hook catalog: every resolved hook of every process, in run order."""
+    from ._hooks import list_hooks
+
+    raise typer.Exit(
+        list_hooks(
+            url, token, process=process, event=event, source=source, mode=mode, as_json=as_json
+        )
+    )
+
+
+@hooks_app.command("runs")
+def hooks_runs(
+    name: Annotated[str, typer.Argument(help="The process.")],
+    event: Annotated[str | None, typer.Option(help="Only runs for this event.")] = None,
+    outcome: Annotated[
+        str | None,
+        typer.Option(
+            help="Only runs with this outcome: applied, passed, blocked, failed, timed_out, "
+            "skipped, dropped."
+        ),
+    ] = None,
+    hook: Annotated[str | None, typer.Option(help="Only runs of this hook (id or name).")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(help="Only runs since an ISO time (UTC without offset) or 30s, 10m, 2h, 1d."),
+    ] = None,
+    last: Annotated[int | None, typer.Option(help="Only the last N runs.", min=0)] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new runs until Ctrl-C.")
+    ] = False,
+    interval: Annotated[
+        float, typer.Option(help="Seconds between polls with --follow.", min=0.05)
+    ] = 1.0,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The hook-run history of a process (oldest first)."""
+    from ._hooks import show_runs
+
+    raise typer.Exit(
+        show_runs(
+            url,
+            token,
+            name,
+            event=event,
+            outcome=outcome,
+            hook=hook,
+            since=since,
+            last=last,
+            follow=follow,
+            interval=interval,
+            as_json=as_json,
+        )
+    )
+
+
+@hooks_app.command("enable")
+def hooks_enable(
+    name: Annotated[str, typer.Argument(help="The process.")],
+    selector: Annotated[str, typer.Argument(help="A hook id or a tag.")],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+) -> None:
+    """Enable hooks again, by id or tag."""
+    from ._hooks import set_enabled
+
+    raise typer.Exit(set_enabled(url, token, name, selector, enabled=True))
+
+
+@hooks_app.command("disable")
+def hooks_disable(
+    name: Annotated[str, typer.Argument(help="The process.")],
+    selector: Annotated[str, typer.Argument(help="A hook id or a tag.")],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+) -> None:
+    """Disable hooks by id or tag without removing them (a shared hook: everywhere)."""
+    from ._hooks import set_enabled
+
+    raise typer.Exit(set_enabled(url, token, name, selector, enabled=False))
+
+
+@hooks_app.command("dry-run")
+def hooks_dry_run(
+    name: Annotated[str, typer.Argument(help="The process.")],
+    event: Annotated[str, typer.Argument(help="The event, e.g. user_prompt_submit.")],
+    data: Annotated[str, typer.Option(help="The sample event data (a JSON object).")] = "{}",
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Push a sample event through a process's hook chain (command hooks really run);
+    show each hook's outcome and the decision. Nothing is queued."""
+    from ._hooks import dry_run
+
+    payload = _json_option("--data", data)
+    if not isinstance(payload, dict):
+        raise click.UsageError("--data must be a JSON object")
+    raise typer.Exit(dry_run(url, token, name, event, payload, as_json=as_json))
 
 
 def _json_option(option: str, text: str) -> Any:

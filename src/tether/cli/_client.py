@@ -18,13 +18,21 @@ class APIClientError(Exception):
 
 
 def _request(
-    method: str, url: str, token: str | None, path: str, body: Any = None
+    method: str,
+    url: str,
+    token: str | None,
+    path: str,
+    body: Any = None,
+    params: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     base = url.rstrip("/")
+    query = {k: v for k, v in (params or {}).items() if v is not None}
     try:
         with httpx.Client(timeout=30) as client:
-            response = client.request(method, f"{base}/api/v1{path}", json=body, headers=headers)
+            response = client.request(
+                method, f"{base}/api/v1{path}", json=body, headers=headers, params=query
+            )
     except httpx.HTTPError as exc:
         raise APIClientError(
             f"cannot reach the tether API at {base}: {exc} (is `tether serve` running?)"

@@ -167,7 +167,7 @@ class LivePrinter:
                 what += " (prompt rewritten)"
             if run.error:
                 what += f": {run.error}"
-            where = f" [{run.source}]" if run.source not in ("config", "code") else ""
+            where = f" [{run.source}]" if run.source not in ("config", "code", "manifest") else ""
             if run.mode == "async":
                 where += " (background)"
             shown = f"[{style}]{escape(what)}[/]" if style else escape(what)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..process import AgentProcess
     from ..runtime import AgentRuntime
 
-__all__ = ["run_file", "serve_files"]
+__all__ = ["check_plugins", "run_file", "serve_files"]
 
 
 def _console() -> Console:
@@ -115,10 +115,35 @@ def _summary(console: Console, runtime: AgentRuntime) -> None:
         )
 
 
-def run_file(file: Path, payloads: list[Any], *, until_idle: bool, answers: bool) -> int:
+def check_plugins(names: list[str]) -> list[str]:
+    """The ``--plugin`` names, once each, each one loadable (else a PluginError naming the
+    available plugins): checked before anything starts."""
+    from ..hooks._plugin import resolve_plugin
+
+    unique = list(dict.fromkeys(names))
+    for name in unique:
+        resolve_plugin(name)
+    return unique
+
+
+def _with_plugins(named: list[str], extra: list[str]) -> list[str]:
+    """A manifest's plugins, then those of --plugin it does not already name."""
+    return [*named, *(name for name in extra if name not in named)]
+
+
+def run_file(
+    file: Path,
+    payloads: list[Any],
+    *,
+    until_idle: bool,
+    answers: bool,
+    plugins: list[str] | None = None,
+) -> int:
     """Run the agent of ``file``; return the exit status."""
     with _quiet_logs():
-        return asyncio.run(_run(file, payloads, until_idle=until_idle, answers=answers))
+        return asyncio.run(
+            _run(file, payloads, until_idle=until_idle, answers=answers, plugins=plugins or [])
+        )
 
 
 async def _run(
@@ -127,6 +152,7 @@ async def _run(
     *,
     until_idle: bool,
     answers: bool,
+    plugins: list[str] | None = None,
     stop: asyncio.Event | None = None,
 ) -> int:
     from ..hooks import HookManager
@@ -136,6 +162,8 @@ async def _run(
     from ._live import LivePrinter
 
     manifest = load_manifest(file)
+    if plugins:
+        manifest = manifest.model_copy(update={"plugins": _with_plugins(manifest.plugins, plugins)})
     config = manifest_to_process_config(manifest)
     console = _console()
     runtime = AgentRuntime(hooks=HookManager())
@@ -150,10 +178,12 @@ async def _run(
     stop = stop if stop is not None else asyncio.Event()
     with _stop_on_signals(stop):
         try:
+            active = process.plugins.names
             console.print(
                 f"[bold]tether run[/] {escape(str(file))}: [bold]{escape(process.name)}[/] "
                 f"({escape(str(config.model))}), {len(config.hooks)} hook(s), "
                 f"{len(config.triggers)} trigger(s)"
+                + (f", plugins: {escape(', '.join(active))}" if active else "")
             )
             if webhooks is not None:
                 await webhooks.start()
@@ -197,8 +227,13 @@ def serve_files(
     token: str | None,
     allow_command_deploys: bool,
     quiet: bool,
+    plugins: list[str] | None = None,
 ) -> int:
-    """Serve a runtime with the processes of ``files``; return the exit status."""
+    """Serve a runtime with the processes of ``files``; return the exit status.
+
+    ``plugins`` are activated on the processes of ``files`` (processes deployed later over
+    the API name their own).
+    """
     with _quiet_logs():
         return asyncio.run(
             _serve(
@@ -208,6 +243,7 @@ def serve_files(
                 token=token,
                 allow_command_deploys=allow_command_deploys,
                 quiet=quiet,
+                plugins=plugins or [],
             )
         )
 
@@ -220,6 +256,7 @@ async def _serve(
     token: str | None,
     allow_command_deploys: bool,
     quiet: bool,
+    plugins: list[str] | None = None,
     stop: asyncio.Event | None = None,
     ready: Callable[[str], object] | None = None,
 ) -> int:
@@ -243,6 +280,10 @@ async def _serve(
     if not quiet:
         LivePrinter(console).attach_runtime(runtime)
     for manifest in manifests:
+        if plugins:
+            manifest = manifest.model_copy(
+                update={"plugins": _with_plugins(manifest.plugins, plugins)}
+            )
         await runtime.add_spec(manifest)
     api = OrchestrationAPI(
         runtime, host=host, port=port, token=token, allow_command_deploys=allow_command_deploys
@@ -261,6 +302,11 @@ async def _serve(
             _describe_webhooks(console, api.webhooks)
             for process in runtime:
                 _describe_triggers(console, process)
+                if process.plugins.names:
+                    console.print(
+                        f"  plugins  {escape(process.name)}: "
+                        f"{escape(', '.join(process.plugins.names))}"
+                    )
             await runtime.start_all()
             console.print("[dim]Ctrl-C stops the runtime[/]")
             if ready is not None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
 from ._events import VALID_EVENT_VALUES, parse_event
 
@@ -56,6 +64,9 @@ class HookConfig(BaseModel):
         default=None, description="Run only when these data fields match glob patterns"
     )
     name: str | None = Field(default=None, description="A readable name for catalogs and history")
+    #: Where the declaration came from, for catalogs and history ("manifest" when a manifest
+    #: declared it); None means "config". Set by the layer that built it, never serialized.
+    _source: str | None = PrivateAttr(default=None)
 
     @field_validator("event")
     @classmethod

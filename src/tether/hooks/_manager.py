@@ -573,10 +573,19 @@ class HookManager:
                 self._by_id.pop(hook.hook_id, None)
         _bump()
 
-    def set_enabled(self, selector: str, enabled: bool) -> int:
-        """Enable or disable hooks by id or tag without removing them; return how many."""
-        hooks = [self._by_id[selector]] if selector in self._by_id else []
-        hooks += [h for h in self._by_id.values() if h.tag == selector and h not in hooks]
+    def set_enabled(self, selector: str, enabled: bool, *, chain: bool = False) -> int:
+        """Enable or disable hooks by id or tag without removing them; return how many.
+
+        With ``chain`` every manager of the resolved chain is searched (inherited and shared
+        ones too). A hook lives in one manager: disabling an inherited or shared hook disables
+        it for every manager whose chain runs it.
+        """
+        managers = [m for m, _ in self._chain()] if chain else [self]
+        hooks: list[_Hook] = []
+        for m in managers:
+            if selector in m._by_id and m._by_id[selector] not in hooks:
+                hooks.append(m._by_id[selector])
+            hooks += [h for h in m._by_id.values() if h.tag == selector and h not in hooks]
         for hook in hooks:
             hook.enabled = enabled
         return len(hooks)

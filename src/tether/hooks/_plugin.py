@@ -10,6 +10,7 @@ HookContext; what they do is decided by the host (the process) that activated th
 from __future__ import annotations
 
 import asyncio
+import difflib
 import inspect
 import json
 import re
@@ -198,7 +199,12 @@ PluginContext.__module__ = "tether"
 
 
 def plugin_methods(plugin: Plugin) -> dict[HookEvent, Callable[..., Any]]:
-    """The lifecycle methods a plugin really defines (introspected, like pytest plugins)."""
+    """The lifecycle methods a plugin really defines (introspected, like pytest plugins).
+
+    A method named ``on_<something>`` that is not a lifecycle event is a PluginError naming
+    the closest event: a misspelled method would otherwise never run, silently.
+    """
+    _check_method_names(plugin)
     found: dict[HookEvent, Callable[..., Any]] = {}
     for event in HookEvent:
         method = getattr(plugin, f"on_{event.value}", None)
@@ -210,6 +216,28 @@ def plugin_methods(plugin: Plugin) -> dict[HookEvent, Callable[..., Any]]:
             )
         found[event] = method
     return found
+
+
+_LIFECYCLE_METHODS: Final = tuple(f"on_{event.value}" for event in HookEvent)
+
+
+def _check_method_names(plugin: Plugin) -> None:
+    for attr in dir(type(plugin)):
+        if not attr.startswith("on_") or attr in _LIFECYCLE_METHODS:
+            continue
+        raw = inspect.getattr_static(plugin, attr, None)
+        fn = getattr(raw, "__func__", raw)
+        if not callable(fn) or hasattr(fn, "__tether_extension__"):
+            continue  # data, or an extension-point handler (@implements)
+        close = difflib.get_close_matches(attr, _LIFECYCLE_METHODS, n=1, cutoff=0.6)
+        hint = (
+            f"did you mean {close[0]}?"
+            if close
+            else f"lifecycle methods are: {', '.join(_LIFECYCLE_METHODS)}"
+        )
+        raise PluginError(
+            f"plugin {plugin.name!r}: {attr} is not a lifecycle method and would never run; " + hint
+        )
 
 
 def _check(plugin: object) -> Plugin:

@@ -112,7 +112,7 @@ class AgentProcess:
         self.parent = parent
         self.hooks = HookManager(default_timeout=self.config.hook_timeout)
         for hook in self.config.hooks:
-            self.hooks.register_config(hook, source="config")
+            self.hooks.register_config(hook, source=hook._source or "config")
         if parent is not None:
             self.hooks.inherit(parent.hooks)
             hooks = hooks if hooks is not None else parent.hooks.shared

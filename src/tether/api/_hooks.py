@@ -1,0 +1,226 @@
+"""The hook endpoints of the control API: taxonomy, catalog, run history, enable/disable,
+dry runs, and the artifacts plugins emit beside a task.
+
+Every filter is checked: an unknown parameter or value answers 400 INVALID_QUERY naming the
+parameter and the values it takes, so a typo never silently widens (or empties) an answer.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..hooks import HookEvent
+from ..hooks._records import OUTCOMES
+from ._errors import APIError
+from ._http import bad_query, query_params
+from ._views import artifact_view, catalog_entry
+
+if TYPE_CHECKING:
+    from ._api import OrchestrationAPI
+
+__all__ = ["SOURCES", "DryRunRequest", "HookEndpoints"]
+
+#: Where a catalogued hook came from.
+SOURCES: Final = ("code", "config", "manifest", "plugin", "inherited", "shared")
+MODES: Final = ("sync", "async")
+_EVENTS: Final = tuple(e.value for e in HookEvent)
+_EVENT_ORDER: Final = {name: i for i, name in enumerate(_EVENTS)}
+#: What the artifact stores accept as a task id (they name files after it).
+_TASK_ID: Final = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
+
+
+class DryRunRequest(BaseModel):
+    """POST /api/v1/processes/{name}/hooks/dry-run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event: str = Field(description="A lifecycle event, for example 'user_prompt_submit'")
+    data: dict[str, Any] = Field(
+        default_factory=dict, description="The sample event data the hooks receive"
+    )
+
+
+def _choice(params: dict[str, str], name: str, allowed: tuple[str, ...]) -> str | None:
+    value = params.get(name)
+    if value is not None and value not in allowed:
+        raise bad_query(name, f"unknown value {value!r}; allowed: {', '.join(allowed)}")
+    return value
+
+
+def _event_filter(params: dict[str, str], *, extension_points: bool) -> str | None:
+    """A lifecycle event (or, in the catalog, a dotted extension-point name)."""
+    value = params.get("event")
+    if value is None or value in _EVENTS:
+        return value
+    if extension_points and "." in value and value.strip(".") == value and " " not in value:
+        return value
+    tail = " or a dotted extension-point name" if extension_points else ""
+    raise bad_query("event", f"unknown event {value!r}; allowed: {', '.join(_EVENTS)}{tail}")
+
+
+def _since(value: str | None) -> float | None:
+    """An ISO 8601 time (``Z`` or an offset; without one, UTC) as a POSIX timestamp."""
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise bad_query(
+            "since", f"{value!r} is not an ISO 8601 time (e.g. 2025-01-31T09:30:00Z)"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def _last(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise bad_query("last", f"{value!r} is not a whole number >= 0")
+    return count
+
+
+def _bool(params: dict[str, str], name: str) -> bool | None:
+    value = params.get(name)
+    if value is None:
+        return None
+    lowered = value.lower()
+    if lowered not in ("true", "false"):
+        raise bad_query(name, f"unknown value {value!r}; allowed: true, false")
+    return lowered == "true"
+
+
+def _catalog_order(entry: dict[str, Any]) -> tuple[int, str, int]:
+    event = entry["event"]
+    return (_EVENT_ORDER.get(event, len(_EVENT_ORDER)), event, entry["order"])
+
+
+class HookEndpoints:
+    """The handlers; each takes the request and answers JSON (errors as APIError)."""
+
+    def __init__(self, api: OrchestrationAPI) -> None:
+        self.api = api
+
+    async def events(self, request: Request) -> Response:
+        from ..hooks._taxonomy import describe_events
+
+        params = query_params(request, ("blockable",))
+        return JSONResponse({"events": describe_events(blockable=_bool(params, "blockable"))})
+
+    async def catalog(self, request: Request) -> Response:
+        params = query_params(request, ("process", "event", "source", "mode"))
+        runtime = self.api.runtime
+        name = params.get("process")
+        if name is not None and runtime.get(name) is None:
+            known = ", ".join(sorted(p.name for p in runtime)) or "none"
+            raise bad_query("process", f"no process named {name!r}; processes: {known}")
+        event = _event_filter(params, extension_points=True)
+        source = _choice(params, "source", SOURCES)
+        mode = _choice(params, "mode", MODES)
+        hooks: list[dict[str, Any]] = []
+        for process in list(runtime):
+            if name is not None and process.name != name:
+                continue
+            entries = [
+                catalog_entry(process, info)
+                for info in process.hooks.describe(event)
+                if (source is None or info.source == source) and (mode is None or info.mode == mode)
+            ]
+            hooks += sorted(entries, key=_catalog_order)
+        return JSONResponse({"hooks": hooks})
+
+    async def runs(self, request: Request) -> Response:
+        process = self.api._process(request)
+        params = query_params(request, ("event", "outcome", "hook", "since", "last"))
+        filters = {
+            "event": _event_filter(params, extension_points=False),
+            "outcome": _choice(params, "outcome", OUTCOMES),
+            "hook": params.get("hook"),
+            "since": _since(params.get("since")),
+            "last": _last(params.get("last")),
+        }
+        runs = [run.as_dict() for run in process.hook_runs(**filters)]
+        return JSONResponse({"name": process.name, "runs": process.redactor.value(runs)})
+
+    async def disable(self, request: Request) -> Response:
+        return self._set_enabled(request, False)
+
+    async def enable(self, request: Request) -> Response:
+        return self._set_enabled(request, True)
+
+    def _set_enabled(self, request: Request, enabled: bool) -> Response:
+        process = self.api._process(request)
+        query_params(request, ())
+        selector = request.path_params["selector"]
+        # The whole resolved chain: an inherited or shared hook is one object, so switching it
+        # here switches it for every process whose chain runs it (the catalog shows that).
+        if process.hooks.set_enabled(selector, enabled, chain=True) == 0:
+            raise APIError(
+                404,
+                "HOOK_NOT_FOUND",
+                f"process {process.name!r} has no hook with the id or tag {selector!r}",
+            )
+        matched = [
+            catalog_entry(process, info)
+            for info in process.hooks.describe()
+            if selector in (info.hook_id, info.tag)
+        ]
+        return JSONResponse(
+            {
+                "name": process.name,
+                "selector": selector,
+                "enabled": enabled,
+                "hooks": sorted(matched, key=_catalog_order),
+            }
+        )
+
+    async def dry_run(self, request: Request) -> Response:
+        from ._api import _invalid
+
+        process = self.api._process(request)
+        data = await self.api._body(request)
+        try:
+            body = DryRunRequest.model_validate(data)
+        except ValidationError as exc:
+            raise _invalid(exc, DryRunRequest) from None
+        if body.event not in _EVENTS:
+            message = f"unknown hook event {body.event!r}; valid events are: {', '.join(_EVENTS)}"
+            raise APIError(
+                422,
+                "VALIDATION_ERROR",
+                f"event: {message}",
+                [{"path": "event", "message": message}],
+            )
+        answer = await process.dry_run(body.event, body.data)
+        return JSONResponse({"name": process.name, **answer})
+
+    async def artifacts(self, request: Request) -> Response:
+        process = self.api._process(request)
+        query_params(request, ())
+        task_id = request.path_params["task_id"]
+        if not _TASK_ID.match(task_id) or ".." in task_id:
+            raise APIError(
+                400,
+                "BAD_REQUEST",
+                f"task id {task_id!r} is not valid: use letters, digits, '_', '-' and '.'",
+            )
+        items = process.plugins.artifacts.list(task_id)
+        return JSONResponse(
+            {
+                "name": process.name,
+                "task_id": task_id,
+                "artifacts": [artifact_view(process, item) for item in items],
+                "warnings": list(process.plugins.warnings.get(task_id, [])),
+            }
+        )
