@@ -171,7 +171,7 @@ async def test_no_more_than_the_pools_workers_run_at_once() -> None:
     assert (slow.finished, slow.peak) == (WORKERS * 3, WORKERS)
 
 
-async def test_async_hooks_do_not_run_for_an_event_the_chain_blocked() -> None:
+async def test_async_hooks_run_for_an_event_the_chain_blocked_so_audits_see_refusals() -> None:
     ran: list[str] = []
 
     async def audit(ctx: HookContext) -> None:
@@ -188,7 +188,7 @@ async def test_async_hooks_do_not_run_for_an_event_the_chain_blocked() -> None:
     assert (await manager.dispatch(UPS, {**PROMPT_DATA, "prompt": "forbidden"})).blocked
     await manager.dispatch(UPS, PROMPT_DATA)
     assert await drain(5)
-    assert ran == ["hello", "hello"]
+    assert sorted(ran) == ["forbidden", "forbidden", "hello", "hello"]
 
 
 async def test_a_disabled_async_hook_is_not_queued() -> None:

@@ -97,13 +97,27 @@ class HistoryRecorder:
         dispatch_id: int,
         started: float,
         first: tuple[Any, Any],
-        marks: list[tuple[Any, ...]],
+        marks: list[Any],
+        notes: dict[int, tuple[Any, ...]],
     ) -> None:
-        """One synchronous chain: ``marks`` holds a tuple per hook (see HookManager.dispatch)."""
+        """One synchronous chain: ``marks`` is flat (hook, end time, ...); ``notes`` holds what
+        was not plain about the hook at that index (see HookManager.dispatch)."""
         if marks:
             # The wall-clock time of ``started``: each run is dated start + its perf offset.
             wall = time.time() - (time.perf_counter() - started)
-            self._add(("d", wall, manager, ctx.event, dispatch_id, depth, started, first, marks))
+            entry = (
+                "d",
+                wall,
+                manager,
+                ctx.event,
+                dispatch_id,
+                depth,
+                started,
+                first,
+                marks,
+                notes,
+            )
+            self._add(entry)
 
     def ran(
         self,
@@ -206,7 +220,11 @@ class HistoryRecorder:
             ]
         from ._manager import _run_id
 
-        _, wall, manager, event, number, depth, t0, (prompt, snap), marks = entry
+        _, wall, manager, event, number, depth, t0, (prompt, snap), flat, notes = entry
+        marks = [
+            (flat[i], flat[i + 1], *notes[i]) if i in notes else (flat[i], flat[i + 1])
+            for i in range(0, len(flat), 2)
+        ]
         did = _run_id(number)
         prompts = event is HookEvent.USER_PROMPT_SUBMIT
         last = marks[-1]
@@ -218,7 +236,7 @@ class HistoryRecorder:
         for mark in marks:
             hook, t = mark[0], mark[1]
             at = wall + (t - t0)
-            if len(mark) == 4:
+            if len(mark) == 3:  # (hook, t, "skipped")
                 runs.append(
                     HookRun(
                         at,
@@ -240,8 +258,8 @@ class HistoryRecorder:
                 )
                 prev_t = t
                 continue
-            if len(mark) == 3:
-                version, outcome, error, new_prompt, new_snap = mark[2], None, None, prompt, snap
+            if len(mark) == 2:  # plain: nothing changed, nothing to note
+                version, outcome, error, new_prompt, new_snap = prev_v, None, None, prompt, snap
             else:
                 _, _, version, outcome, error, new_prompt, new_snap = mark
             changed = version == -1 or version != prev_v
@@ -294,7 +312,7 @@ class HistoryRecorder:
         return filter_runs(runs, **filters)
 
     def __len__(self) -> int:
-        return sum(len(e[8]) if e[0] == "d" else 1 for e in self._ring)
+        return sum(len(e[8]) // 2 if e[0] == "d" else 1 for e in self._ring)
 
 
 def _recorded_at(run: HookRun) -> float:

@@ -173,6 +173,8 @@ class _Tracked(dict[str, Any]):
 
 
 _clock = time.perf_counter
+_SKIPPED: Final = ("skipped",)
+_NO_NOTES: Final[dict[int, tuple[Any, ...]]] = {}
 #: Stands for "no tracked data" so the hot loop needs no None checks.
 _NOT_TRACKED: Final = _Tracked()
 
@@ -705,20 +707,27 @@ class HookManager:
         depth = 0
         dispatch_id = 0
         token = None
-        # Recording keeps one small tuple per hook; the recorder expands them off the hot path.
-        marks: list[tuple[Any, ...]] | None = None
+        # Recording keeps two flat entries per hook (the hook, its end time) and a note only for
+        # a hook whose run was not plain (data changed, an outcome, a prompt or a trace to keep);
+        # the recorder expands them into HookRuns off the hot path.
+        marks: list[Any] | None = None
+        notes: dict[int, tuple[Any, ...]] = _NO_NOTES
+        last_v = 0
         tracked: _Tracked = _NOT_TRACKED
         t0 = 0.0
         trace = False
+        plain = True
         prompts = ev is _USER_PROMPT_SUBMIT
         if recorder is not None:
             depth = _DEPTH.get()
             token = _DEPTH.set(depth + 1)
             dispatch_id = next(_dispatch_ids)
             marks = []
+            notes = {}
             tracked = _Tracked(ctx.data)
             ctx.data = tracked
             trace = recorder.trace
+            plain = not trace  # a prompt can only change with the data: plain marks keep it
             first = (
                 tracked.get("prompt") if prompts else None,
                 _snapshot(tracked) if trace else None,
@@ -741,7 +750,9 @@ class HookManager:
                     continue
                 if hook.matcher is not None and not hook.matcher.matches(ctx.data):
                     if marks is not None:
-                        marks.append((hook, time.perf_counter(), 0, "skipped"))
+                        notes[len(marks)] = _SKIPPED
+                        marks.append(hook)
+                        marks.append(_clock())
                     continue
                 if hook.once:
                     if hook.spent:
@@ -804,26 +815,22 @@ class HookManager:
                         reason = f"hook failed (fail_closed): {exc}"
                 if marks is not None:
                     data = ctx.data
-                    if data is tracked:
-                        version = data._v
-                    else:  # the hook replaced the data wholesale
-                        version = -1
-                        tracked = data = _Tracked(data)
-                        ctx.data = data
-                    if outcome is None and not prompts and not trace:
-                        marks.append((hook, _clock(), version))
-                    else:
-                        marks.append(
-                            (
-                                hook,
-                                time.perf_counter(),
-                                version,
-                                outcome,
-                                error,
-                                data.get("prompt") if prompts else None,
-                                _snapshot(data) if trace else None,
-                            )
+                    if not (plain and outcome is None and data is tracked and data._v == last_v):
+                        if data is tracked:
+                            version = last_v = data._v
+                        else:  # the hook replaced the data wholesale
+                            version, last_v = -1, 0
+                            tracked = data = _Tracked(data)
+                            ctx.data = data
+                        notes[len(marks)] = (
+                            version,
+                            outcome,
+                            error,
+                            data.get("prompt") if prompts else None,
+                            _snapshot(data) if trace else None,
                         )
+                    marks.append(hook)
+                    marks.append(_clock())
                 if blocked:
                     break
         finally:
@@ -837,17 +844,19 @@ class HookManager:
         result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]
         result.runs = []
         if marks is not None:
-            ctx.data = dict(ctx.data)
             assert recorder is not None
-            recorder.dispatched(self, ctx, depth, dispatch_id, t0, first, marks)
+            recorder.dispatched(self, ctx, depth, dispatch_id, t0, first, marks, notes)
         result.data = ctx.data
         if errors is not None:
             for h, e in errors:
                 await self._report(
                     HookErrorInfo(ev.value, h.hook_id, h.name, process_id, e), h.manager
                 )
-        # Async hooks react to an event that happened: a blocked one runs none of them.
-        if background is not None and not blocked:
+        # Async hooks run after the chain, blocked or not: an audit hook sees refusals too
+        # (a block stops the loop, so the async hooks ordered after the blocker are added here).
+        if blocked:
+            background = [h for h in hooks if h.mode == "async" and h.enabled] or None
+        if background is not None:
             if dry_run:
                 from ._background import run_inline
 
@@ -925,11 +934,19 @@ class HookManager:
         Returns the list of results (a failed handler's slot is None, its error reported to the
         error listeners), or with ``firstresult`` the first non-None result (None if none).
         """
-        key = _key(name)
-        if isinstance(key, HookEvent):
-            raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
+        # Hot path (the process calls three extension points per run): a cached chain needs no
+        # name validation, since only a validated name ever enters the cache.
+        hooks = self._cache.get(name) if self._cache_gen == _generation[0] else None
+        if hooks is None:
+            key = _key(name)
+            if isinstance(key, HookEvent):
+                raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
+            hooks = self._resolved(key)
+        if not hooks:
+            return None if firstresult else []
+        key = name
         results: list[Any] = []
-        for hook in self._resolved(key):
+        for hook in hooks:
             if not hook.enabled:
                 continue
             try:

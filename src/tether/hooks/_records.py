@@ -72,7 +72,8 @@ class RunRecorder(Protocol):
         dispatch_id: int,
         started: float,
         first: tuple[Any, Any],
-        marks: list[tuple[Any, ...]],
+        marks: list[Any],
+        notes: dict[int, tuple[Any, ...]],
     ) -> None: ...
 
     def skipped(
