@@ -26,9 +26,12 @@ def _copy_value(value: Any) -> Any:
 _IMMUTABLE_SET = frozenset(_IMMUTABLE)
 
 
-def copy_payload(data: dict[str, Any]) -> dict[str, Any]:
-    """Return a deep copy of a payload dict (plain containers copied fast, the rest deep-copied)."""
-    out = data.copy()
+def copy_payload(data: dict[str, Any], into: type[dict[str, Any]] = dict) -> dict[str, Any]:
+    """Return a deep copy of a payload dict (plain containers copied fast, the rest deep-copied).
+
+    ``into`` is the type of the copy (a dict subclass built from ``data``).
+    """
+    out = data.copy() if into is dict else into(data)
     for value in data.values():  # the common payload holds only immutable values: one pass
         if type(value) not in _IMMUTABLE_SET:
             break
@@ -36,5 +39,5 @@ def copy_payload(data: dict[str, Any]) -> dict[str, Any]:
         return out
     for key, value in data.items():
         if type(value) not in _IMMUTABLE_SET:
-            out[key] = _copy_value(value)
+            dict.__setitem__(out, key, _copy_value(value))  # not a write a subclass counts
     return out

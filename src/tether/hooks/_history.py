@@ -29,6 +29,8 @@ logger = logging.getLogger("tether.hooks")
 RING_SIZE: Final = 1000
 BATCH: Final = 256
 FLUSH_INTERVAL: Final = 0.5
+#: Dispatches between two readings of the wall clock against the perf counter.
+OFFSET_EVERY: Final = 256
 
 # (recorded_at, hook_id, name, event, process, source, mode, outcome, duration_ms, error,
 #  patch_applied, dispatch_id, depth, data_before, data_after)
@@ -72,22 +74,28 @@ class HistoryRecorder:
         self._timer: asyncio.TimerHandle | None = None
         #: Keep each hook's data before and after (dry runs); off for ordinary history.
         self.trace = trace
+        self._offset = time.time() - time.perf_counter()
+        self._count = 0
 
     # -- recording (hot path: store, do not build) -------------------------------------------
 
     def _add(self, entry: tuple[Any, ...]) -> None:
         self._ring.append(entry)
         if self._sink is not None:
-            self._pending.append(entry)
-            if len(self._pending) >= BATCH:
+            self._queue(entry)
+
+    def _queue(self, entry: tuple[Any, ...]) -> None:
+        """Batch an entry for the sink: written when BATCH are pending or FLUSH_INTERVAL later."""
+        self._pending.append(entry)
+        if len(self._pending) >= BATCH:
+            self.flush()
+        elif self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
                 self.flush()
-            elif self._timer is None:
-                try:
-                    loop = asyncio.get_running_loop()
-                except RuntimeError:
-                    self.flush()
-                else:
-                    self._timer = loop.call_later(FLUSH_INTERVAL, self.flush)
+            else:
+                self._timer = loop.call_later(FLUSH_INTERVAL, self.flush)
 
     def dispatched(
         self,
@@ -103,11 +111,15 @@ class HistoryRecorder:
         """One synchronous chain: ``marks`` is flat (hook, end time, ...); ``notes`` holds what
         was not plain about the hook at that index (see HookManager.dispatch)."""
         if marks:
-            # The wall-clock time of ``started``: each run is dated start + its perf offset.
-            wall = time.time() - (time.perf_counter() - started)
+            # The wall-clock time of ``started`` (runs are dated start + their perf offset),
+            # from a clock offset refreshed every OFFSET_EVERY dispatches.
+            self._count += 1
+            if self._count >= OFFSET_EVERY:
+                self._count = 0
+                self._offset = time.time() - time.perf_counter()
             entry = (
                 "d",
-                wall,
+                started + self._offset,
                 manager,
                 ctx.event,
                 dispatch_id,
@@ -117,7 +129,9 @@ class HistoryRecorder:
                 marks,
                 notes,
             )
-            self._add(entry)
+            self._ring.append(entry)
+            if self._sink is not None:
+                self._queue(entry)
 
     def ran(
         self,

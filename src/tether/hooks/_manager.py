@@ -689,7 +689,10 @@ class HookManager:
             recorder = self.recorder
         if not hooks:
             return DispatchResult(data=dict(data) if data else {})
-        payload = copy_payload(data) if data else {}
+        if recorder is None:
+            payload = copy_payload(data) if data else {}
+        else:  # recorded: the copy is the write-counting dict, built in one go
+            payload = copy_payload(data, _Tracked) if data else _Tracked()
         if context_factory is None:
             # Hot path: the context is built slot by slot, skipping the class call and
             # HookContext.__init__ (~0.1 us of a ~1.5 us dispatch). Keep in step with
@@ -724,8 +727,11 @@ class HookManager:
             dispatch_id = next(_dispatch_ids)
             marks = []
             notes = {}
-            tracked = _Tracked(ctx.data)
-            ctx.data = tracked
+            if type(ctx.data) is _Tracked:
+                tracked = ctx.data
+            else:  # a context factory kept a data dict of its own
+                tracked = _Tracked(ctx.data)
+                ctx.data = tracked
             trace = recorder.trace
             plain = not trace  # a prompt can only change with the data: plain marks keep it
             first = (

@@ -35,7 +35,7 @@ async def spawn_child(
         return f"error: {exc}"
     if name in parent.children or name == parent.name:
         return f"error: a process named {name!r} already exists"
-    gate = await parent._emit(
+    gate = await parent._emit_worker(
         HookEvent.SUBAGENT_START,
         {"process_name": name, "execution_mode": "strict", "trigger_count": len(parsed)},
     )

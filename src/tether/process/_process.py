@@ -193,11 +193,15 @@ class AgentProcess:
     # -- hooks -----------------------------------------------------------------------------
 
     async def _emit(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult:
-        """Dispatch ``event`` to the resolved chain with secrets redacted."""
+        """Dispatch ``event`` to the resolved chain with secrets redacted.
+
+        The dispatching task is noted so that a hook awaiting this process's stop() (which
+        would wait on itself) gets a clear error instead of a deadlock.
+        """
         if self._redacting:
             data = self.redactor.value(data)
         task = asyncio.current_task()
-        if task is None or task in self._busy:  # a worker: _busy already marks it (hot path)
+        if task is None or task in self._busy:  # a worker: _busy already marks it
             return await self.hooks.dispatch(
                 event, data, process_id=self.name, metadata=self._metadata
             )
@@ -208,6 +212,12 @@ class AgentProcess:
             )
         finally:
             self._dispatching.discard(task)
+
+    async def _emit_worker(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult:
+        """``_emit`` for code that only runs inside a worker, which ``_busy`` already marks."""
+        if self._redacting:
+            data = self.redactor.value(data)
+        return await self.hooks.dispatch(event, data, process_id=self.name, metadata=self._metadata)
 
     def _guard_self_await(self, what: str) -> None:
         task = asyncio.current_task()
@@ -220,7 +230,7 @@ class AgentProcess:
 
     async def _on_compact(self, phase: str, data: dict[str, Any]) -> None:
         event = HookEvent.PRE_COMPACT if phase == "pre" else HookEvent.POST_COMPACT
-        await self._emit(event, data)
+        await self._emit_worker(event, data)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -250,7 +260,7 @@ class AgentProcess:
                 model=self._model,
                 instructions=self.config.instructions,
                 context=self.context,
-                emit=self._emit,
+                emit=self._emit_worker,
                 tools=self._tools,
                 approval=self.config.approval,
                 budget=self._budget,
@@ -591,9 +601,15 @@ class AgentProcess:
                 self._queue.task_done()
 
     async def _complete(
-        self, event: TriggerEvent, outcome: str, duration_ms: float, error: str | None
+        self,
+        event: TriggerEvent,
+        outcome: str,
+        duration_ms: float,
+        error: str | None,
+        *,
+        worker: bool = False,
     ) -> None:
-        await self._emit(
+        await (self._emit_worker if worker else self._emit)(
             HookEvent.TASK_COMPLETED,
             {
                 "event_id": event.event_id,
@@ -610,7 +626,9 @@ class AgentProcess:
     ) -> None:
         self._inflight.pop(event.event_id, None)
         self._dead(event, reason, error, attempt)
-        await self._complete(event, "dead_lettered", (time.perf_counter() - started) * 1e3, error)
+        await self._complete(
+            event, "dead_lettered", (time.perf_counter() - started) * 1e3, error, worker=True
+        )
 
     async def _handle(self, event: TriggerEvent, attempt: int) -> None:
         started = time.perf_counter()
@@ -618,7 +636,7 @@ class AgentProcess:
             self._journal.running(event.event_id, attempt)
         prompt = await self._render(event)
         shown = self.redactor.text(prompt) if self.redactor else prompt
-        gate = await self._emit(
+        gate = await self._emit_worker(
             HookEvent.USER_PROMPT_SUBMIT,
             {
                 "prompt": shown,
@@ -631,7 +649,7 @@ class AgentProcess:
             self._inflight.pop(event.event_id, None)
             self._dead(event, "blocked by hook", gate.reason, attempt)
             await self._complete(
-                event, "blocked", (time.perf_counter() - started) * 1e3, gate.reason
+                event, "blocked", (time.perf_counter() - started) * 1e3, gate.reason, worker=True
             )
             return
         changed = gate.data.get("prompt")
@@ -639,7 +657,7 @@ class AgentProcess:
             prompt = changed
         denial = await scan(self.config.guardrails, event.payload, prompt)
         if denial is not None:
-            await self._emit(
+            await self._emit_worker(
                 HookEvent.PERMISSION_DENIED,
                 {
                     "kind": "guardrail",
@@ -656,7 +674,7 @@ class AgentProcess:
         if self._budget is not None:
             over = self._budget.check_run()
             if over is not None:
-                await self._emit(
+                await self._emit_worker(
                     HookEvent.PERMISSION_DENIED,
                     {
                         "kind": "budget",
@@ -682,7 +700,9 @@ class AgentProcess:
         self._consecutive_failures = 0
         if self._journal is not None:
             self._journal.done(event.event_id)
-        await self._complete(event, "success", (time.perf_counter() - started) * 1e3, None)
+        await self._complete(
+            event, "success", (time.perf_counter() - started) * 1e3, None, worker=True
+        )
 
     async def _render(self, event: TriggerEvent) -> str:
         custom = await self.hooks.call(
@@ -732,10 +752,10 @@ class AgentProcess:
             self._retries[event.event_id] = (handle, event, attempt)
             if self._journal is not None:
                 self._journal.queued(self.redactor.value(event.to_dict()), attempt)
-            await self._complete(event, "retrying", duration, error)
+            await self._complete(event, "retrying", duration, error, worker=True)
         else:
             self._dead(event, "process failed", error, attempt)
-            await self._complete(event, "failed", duration, error)
+            await self._complete(event, "failed", duration, error, worker=True)
         if self._consecutive_failures >= self.config.restart.max_consecutive_failures:
             self._crashed(f"{self._consecutive_failures} runs failed in a row; last: {error}")
 
