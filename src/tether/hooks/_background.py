@@ -23,7 +23,8 @@ from ._context import HookContext
 from ._copy import copy_payload
 
 if TYPE_CHECKING:
-    from ._manager import HookManager, _Hook
+    from ._hook import _Hook
+    from ._manager import HookManager
     from ._records import RunRecorder
 
     Job = tuple[HookManager, _Hook, HookContext, int, RunRecorder | None, str]
@@ -142,7 +143,7 @@ async def _run_one(
     dispatch_id: str,
 ) -> None:
     from ._errors import HookBlocked, HookTimeoutError
-    from ._manager import _DEPTH, HookErrorInfo
+    from ._hook import _DEPTH, HookErrorInfo
 
     started = time.perf_counter()
     before = dict(ctx.data)

@@ -89,7 +89,7 @@ class HookConfig(BaseModel):
     @classmethod
     def _async_callback(cls, value: Any) -> Any:
         if value is not None:
-            from ._manager import _callable_name, _is_async_callable
+            from ._hook import _callable_name, _is_async_callable
 
             if not _is_async_callable(value):
                 raise TypeError(

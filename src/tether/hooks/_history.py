@@ -20,7 +20,8 @@ from ._records import HookRun
 
 if TYPE_CHECKING:
     from ._context import HookContext
-    from ._manager import HookManager, _Hook
+    from ._hook import _Hook
+    from ._manager import HookManager
 
 __all__ = ["HistoryRecorder", "filter_runs"]
 
@@ -232,7 +233,7 @@ class HistoryRecorder:
                     self._clean(after),
                 )
             ]
-        from ._manager import _run_id
+        from ._hook import _run_id
 
         _, wall, manager, event, number, depth, t0, (prompt, snap), flat, notes = entry
         marks = [

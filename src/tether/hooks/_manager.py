@@ -16,22 +16,50 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import inspect
-import itertools
 import logging
 import time
-import types
-import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._context import HookContext
 from ._copy import copy_payload
 from ._errors import HookBlocked, HookTimeoutError
 from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
-from ._records import HookRun, RunRecorder
+from ._hook import (
+    _DEPTH,
+    _NO_NOTES,
+    _NOT_TRACKED,
+    _SKIPPED,
+    _USER_PROMPT_SUBMIT,
+    COMMAND_BACKSTOP,
+    DEFAULT_CALLBACK_TIMEOUT,
+    UNSET,
+    DispatchResult,
+    HookErrorInfo,
+    HookInfo,
+    _bump,
+    _callable_name,
+    _cancelling,
+    _check_timeout,
+    _clock,
+    _Coroutine,
+    _dispatch_ids,
+    _generation,
+    _Hook,
+    _ids,
+    _is_async_callable,
+    _key,
+    _new,
+    _now,
+    _Removed,
+    _resume,
+    _run_id,
+    _snapshot,
+    _Tracked,
+    _Unset,
+)
+from ._records import RunRecorder
 
 if TYPE_CHECKING:
     from ._config import HookConfig
@@ -43,264 +71,6 @@ logger = logging.getLogger("tether.hooks")
 
 HookCallback = Callable[[HookContext], Awaitable[Any]]
 F = TypeVar("F", bound=Callable[..., Any])
-
-MAX_TIMEOUT: Final = 3600.0
-#: Extra seconds the manager allows a command hook beyond the program's own timeout.
-COMMAND_BACKSTOP: Final = 5.0
-DEFAULT_COMMAND_TIMEOUT: Final = 5.0
-DEFAULT_CALLBACK_TIMEOUT: Final = 30.0
-
-_ids = itertools.count(1)
-_dispatch_ids = itertools.count(1)
-#: Dispatch ids are unique across interpreters too (history outlives a process).
-_RUN_PREFIX: Final = uuid.uuid4().hex[:8]
-#: How deep the current dispatch is nested in other dispatches (recorded with each run).
-_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("tether_dispatch_depth", default=0)
-_new = object.__new__
-_Coroutine = types.CoroutineType
-_now = time.time
-#: Enum member lookup costs ~80 ns on Python 3.11; the hot path compares with a constant.
-_USER_PROMPT_SUBMIT: Final = HookEvent.USER_PROMPT_SUBMIT
-_generation = [0]
-
-
-def _bump() -> None:
-    _generation[0] += 1
-
-
-class _Unset:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-#: "Not given" where ``None`` already means "no timeout".
-UNSET: Final = _Unset()
-
-
-class _Removed(int):
-    """A count that can also be awaited (``n = m.remove_owner(o)`` or ``await ...``)."""
-
-    def __await__(self) -> Generator[Any, None, int]:
-        return self
-        yield  # pragma: no cover - makes this a generator
-
-
-@dataclass(slots=True)
-class DispatchResult:
-    """What one dispatch did."""
-
-    fired: int = 0
-    blocked: bool = False
-    reason: str | None = None
-    errors: list[tuple[str, BaseException]] = field(default_factory=list)
-    data: dict[str, Any] = field(default_factory=dict)
-    runs: list[HookRun] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class HookErrorInfo:
-    """Delivered to error listeners for every isolated hook error (and extension-point error)."""
-
-    event: str
-    hook_id: str
-    hook_name: str
-    process_id: str
-    error: BaseException
-
-
-@dataclass(frozen=True, slots=True)
-class HookInfo:
-    """A read-only description of one registration, for catalogs."""
-
-    hook_id: str
-    event: str
-    name: str
-    priority: int
-    order: int
-    timeout: float | None
-    fail_closed: bool
-    once: bool
-    tag: str | None
-    source: str
-    mode: str
-    enabled: bool
-    matcher: dict[str, list[str]] | None
-    command: list[str] | str | None
-    owner: str | None
-
-
-class _Tracked(dict[str, Any]):
-    """The dispatch's data while runs are recorded: counts writes, so a changed-data check
-    costs one attribute read per hook instead of a copy and a comparison."""
-
-    # A class default instead of __init__: construction stays dict's own (C) constructor.
-    _v = 0
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._v += 1
-        super().__setitem__(key, value)
-
-    def __delitem__(self, key: str) -> None:
-        self._v += 1
-        super().__delitem__(key)
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        self._v += 1
-        super().update(*args, **kwargs)
-
-    def pop(self, *args: Any) -> Any:
-        self._v += 1
-        return super().pop(*args)
-
-    def popitem(self) -> tuple[str, Any]:
-        self._v += 1
-        return super().popitem()
-
-    def setdefault(self, key: str, default: Any = None) -> Any:
-        self._v += 1
-        return super().setdefault(key, default)
-
-    def clear(self) -> None:
-        self._v += 1
-        super().clear()
-
-    def __ior__(self, other: Any) -> _Tracked:  # type: ignore[override,misc]
-        self._v += 1
-        super().update(other)
-        return self
-
-
-_clock = time.perf_counter
-_SKIPPED: Final = ("skipped",)
-_NO_NOTES: Final[dict[int, tuple[Any, ...]]] = {}
-#: Stands for "no tracked data" so the hot loop needs no None checks.
-_NOT_TRACKED: Final = _Tracked()
-
-
-def _run_id(number: int) -> str:
-    """The printable id of dispatch ``number`` (unique across interpreters too)."""
-    return f"{_RUN_PREFIX}-{number}" if number else ""
-
-
-def _snapshot(data: dict[str, Any]) -> dict[str, Any]:
-    return copy_payload(dict(data))
-
-
-class _Hook:
-    __slots__ = (
-        "command",
-        "enabled",
-        "event",
-        "fail_closed",
-        "fn",
-        "hook_id",
-        "is_async_fn",
-        "manager",
-        "matcher",
-        "mode",
-        "name",
-        "once",
-        "owner",
-        "priority",
-        "seq",
-        "source",
-        "spent",
-        "tag",
-        "timeout",
-    )
-
-    def __init__(self, **kw: Any) -> None:
-        for key, value in kw.items():
-            setattr(self, key, value)
-
-    hook_id: str
-    event: HookEvent | str
-    fn: Callable[..., Any]
-    is_async_fn: bool
-    priority: int
-    seq: int
-    once: bool
-    spent: bool
-    tag: str | None
-    timeout: float | _Unset | None
-    fail_closed: bool
-    owner: object | None
-    manager: HookManager
-    name: str
-    source: str
-    mode: str
-    matcher: Matcher | None
-    enabled: bool
-    command: list[str] | str | None
-
-
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, Any], first: Any) -> Generator[Any, Any, Any]:
-    """Drive a coroutine that already suspended once (yielding ``first``) to completion.
-
-    A cancellation of this task is thrown into the hook; a hook that swallows it and suspends
-    again is closed, so a timeout really bounds the hook. A CancelledError that is not this
-    task's (a future the hook awaited was cancelled elsewhere) is the hook's own to handle.
-    """
-    pending = first
-    while True:
-        try:
-            sent = yield pending
-        except BaseException as exc:
-            try:
-                pending = coro.throw(exc)
-            except StopIteration as stop:
-                return stop.value
-            if isinstance(exc, asyncio.CancelledError) and _cancelling():
-                coro.close()
-                raise
-        else:
-            try:
-                pending = coro.send(sent)
-            except StopIteration as stop:
-                return stop.value
-
-
-def _cancelling() -> bool:
-    """Whether the running task is being cancelled (rather than a hook meeting a CancelledError)."""
-    task = asyncio.current_task()
-    return task is None or task.cancelling() > 0
-
-
-def _is_async_callable(fn: object) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(type(fn), "__call__", None)  # noqa: B004 - we need the class's __call__
-    return call is not None and inspect.iscoroutinefunction(call)
-
-
-def _callable_name(fn: object) -> str:
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
-    if name is None:
-        name = type(fn).__qualname__
-    return str(name)
-
-
-def _check_timeout(timeout: float | _Unset | None) -> None:
-    if timeout is UNSET or timeout is None:
-        return
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool):
-        raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
-    if not 0 < timeout <= MAX_TIMEOUT:
-        raise ValueError(
-            f"timeout must be > 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout!r}"
-        )
-
-
-def _key(name: HookEvent | str) -> HookEvent | str:
-    """A lifecycle event, or a dotted extension-point name."""
-    if isinstance(name, HookEvent):
-        return name
-    if isinstance(name, str) and "." in name and name.strip(".") == name and " " not in name:
-        return name
-    return parse_event(name)
 
 
 class HookManager:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 from ._context import HookContext
 from ._errors import HookBlocked
 from ._events import HookEvent
-from ._manager import _check_timeout, _key
+from ._hook import _check_timeout, _key
 
 if TYPE_CHECKING:
     from ._manager import HookManager

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ._context import HookContext
-    from ._manager import HookManager, _Hook
+    from ._hook import _Hook
+    from ._manager import HookManager
 
 __all__ = ["OUTCOMES", "HookRun", "RunRecorder"]
 
