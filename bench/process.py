@@ -30,7 +30,7 @@ from tether import AgentProcess, HookContext, HookEvent, ProcessConfig, TriggerE
 from tether.agent import AgentContext, AgentLoop
 from tether.hooks import DispatchResult
 from tether.models import ScriptedModel
-from tether.process._process import render_prompt
+from tether.process._event import render_prompt
 
 BATCH = 2_000
 REPEATS = 7

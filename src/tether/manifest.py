@@ -51,7 +51,7 @@ from .process import (
     TriggerConfig,
     WebhookTrigger,
 )
-from .process._process import validate_name
+from .process._state import validate_name
 
 __all__ = [
     "MANIFEST_VERSION",

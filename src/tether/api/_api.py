@@ -31,7 +31,7 @@ from ..process import (
     TriggerEvent,
     WebhookTrigger,
 )
-from ..process._process import validate_name
+from ..process._state import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
 from ._deploy import code_only_fields, command_uses, commands_message, host_paths
 from ._errors import APIConfigError, APIError, error_response

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["InvalidEventError", "TriggerEvent"]
+__all__ = ["InvalidEventError", "TriggerEvent", "render_prompt"]
 
 
 class InvalidEventError(ValueError, TypeError):
@@ -60,3 +60,20 @@ class TriggerEvent:
 
 TriggerEvent.__module__ = "tether"
 InvalidEventError.__module__ = "tether"
+
+
+def render_prompt(event: TriggerEvent) -> str:
+    """The payload as readable text, then the event's id and its trigger's id and type."""
+    lines: list[str] = []
+    payload = event.payload
+    if isinstance(payload, dict):
+        for key, value in payload.items():
+            text = value if isinstance(value, str) else json.dumps(value, default=str)
+            lines.append(f"{key}: {text}")
+    elif payload not in (None, ""):
+        lines.append(payload if isinstance(payload, str) else json.dumps(payload, default=str))
+    lines.append("")
+    lines.append(
+        f"(event {event.event_id} from trigger {event.trigger_id!r}, type {event.trigger_type})"
+    )
+    return "\n".join(lines)

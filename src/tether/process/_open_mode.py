@@ -23,7 +23,8 @@ async def spawn_child(
     triggers: list[dict[str, Any]] | None = None,
 ) -> AgentProcess | str:
     """Spawn a child process; return it, or the refusal text."""
-    from ._process import AgentProcess, ProcessState, validate_name
+    from ._process import AgentProcess
+    from ._state import ProcessState, validate_name
 
     limit = parent.config.open_mode.max_children
     if len(parent.children) >= limit:

@@ -13,20 +13,18 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
 from .._redact import Redactor
 from ..agent import AgentContext, AgentLoop, BudgetTracker, RunResult, Tool, as_tool, scan
-from ..hooks import DispatchResult, HookEvent, HookManager, HookRun
+from ..hooks import DispatchResult, HookEvent, HookManager
 from ..hooks._background import drain as drain_async_hooks
+from ._changes import ConfigChanges
 from ._config import (
     CronTrigger,
     EventTrigger,
@@ -36,7 +34,9 @@ from ._config import (
     WebhookTrigger,
 )
 from ._errors import ProcessStateError
-from ._event import TriggerEvent
+from ._event import TriggerEvent, render_prompt
+from ._observe import HookObservability
+from ._state import ProcessState, validate_name
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
@@ -47,53 +47,15 @@ __all__ = ["AgentProcess", "ProcessState"]
 
 logger = logging.getLogger("tether.process")
 
-NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 ASYNC_HOOK_DRAIN: Final = 5.0
 #: Run transcripts kept for plugins (converse) after a task completes.
 TRANSCRIPTS_KEPT: Final = 100
 
 
-class ProcessState(StrEnum):
-    CREATED = "created"
-    STARTING = "starting"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    STOPPED = "stopped"
-    FAILED = "failed"
-
-
-ProcessState.__module__ = "tether"
-
 _ACCEPTING = (ProcessState.CREATED, ProcessState.STARTING, ProcessState.RUNNING)
 
 
-def validate_name(name: object) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
-        raise ValueError(
-            f"process name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit"
-        )
-    return name
-
-
-def render_prompt(event: TriggerEvent) -> str:
-    """The payload as readable text, then the event's id and its trigger's id and type."""
-    lines: list[str] = []
-    payload = event.payload
-    if isinstance(payload, dict):
-        for key, value in payload.items():
-            text = value if isinstance(value, str) else json.dumps(value, default=str)
-            lines.append(f"{key}: {text}")
-    elif payload not in (None, ""):
-        lines.append(payload if isinstance(payload, str) else json.dumps(payload, default=str))
-    lines.append("")
-    lines.append(
-        f"(event {event.event_id} from trigger {event.trigger_id!r}, type {event.trigger_type})"
-    )
-    return "\n".join(lines)
-
-
-class AgentProcess:
+class AgentProcess(ConfigChanges, HookObservability):
     """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks."""
 
     def __init__(
@@ -790,108 +752,6 @@ class AgentProcess:
     def triggers(self) -> list[tuple[str, TriggerConfig]]:
         return list(self._triggers)
 
-    # -- configuration changes -------------------------------------------------------------
-
-    async def change_config(
-        self, change: str, *, source: str = "operator", apply: Callable[[], Any], **details: Any
-    ) -> bool:
-        """Fire config_change, then apply: always for operators, unless blocked for the agent."""
-        gate = await self._emit(
-            HookEvent.CONFIG_CHANGE, {"source": source, "change": change, **details}
-        )
-        if gate.blocked and source == "agent":
-            why = self.redactor.text(gate.reason or "")
-            logger.info("agent change %s of %s refused: %s", change, self.name, why)
-            return False
-        if gate.blocked:
-            logger.warning(
-                "a hook tried to block an operator change (%s) of %s; operator changes apply",
-                change,
-                self.name,
-            )
-        outcome = apply()
-        if asyncio.iscoroutine(outcome):
-            await outcome
-        return True
-
-    async def update_instructions(self, instructions: str, *, source: str = "operator") -> bool:
-        def apply() -> None:
-            self.config = self.config.model_copy(update={"instructions": instructions})
-            if self._loop is not None:
-                self._loop.instructions = instructions
-
-        return await self.change_config(
-            "instructions", source=source, apply=apply, instructions=instructions
-        )
-
-    async def add_tool(self, fn: Callable[..., Awaitable[Any]] | Tool) -> bool:
-        t = as_tool(fn)
-
-        def apply() -> None:
-            self._tools = [x for x in self._tools if x.name != t.name] + [t]
-            if self._loop is not None:
-                self._loop.add_tool(t)
-
-        return await self.change_config("tool", apply=apply, action="added", tool_name=t.name)
-
-    async def remove_tool(self, name: str) -> bool:
-        def apply() -> None:
-            self._tools = [x for x in self._tools if x.name != name]
-            if self._loop is not None:
-                self._loop.remove_tool(name)
-
-        return await self.change_config("tool", apply=apply, action="removed", tool_name=name)
-
-    async def add_trigger(self, trigger: TriggerConfig, *, source: str = "operator") -> bool:
-        trigger_id = trigger.id or f"{trigger.type}-{len(self._triggers)}"
-        if any(i == trigger_id for i, _ in self._triggers):
-            raise ValueError(f"process {self.name!r} already has a trigger {trigger_id!r}")
-
-        def apply() -> None:
-            self._triggers.append((trigger_id, trigger))
-            if self.state == ProcessState.RUNNING:
-                self._start_trigger(trigger_id, trigger)
-
-        return await self.change_config(
-            "trigger_added",
-            source=source,
-            apply=apply,
-            trigger_id=trigger_id,
-            trigger=trigger.model_dump(mode="json"),
-        )
-
-    async def remove_trigger(self, trigger_id: str, *, source: str = "operator") -> bool:
-        if not any(i == trigger_id for i, _ in self._triggers):
-            raise KeyError(f"process {self.name!r} has no trigger {trigger_id!r}")
-
-        async def apply() -> None:
-            self._triggers = [(i, t) for i, t in self._triggers if i != trigger_id]
-            runner = self._runners.pop(trigger_id, None)
-            if runner is not None:
-                await runner.stop()
-
-        return await self.change_config(
-            "trigger_removed", source=source, apply=apply, trigger_id=trigger_id
-        )
-
-    async def set_budget(self, budget: Any) -> bool:
-        from ..agent import BudgetConfig
-
-        config = budget if isinstance(budget, BudgetConfig) else BudgetConfig.model_validate(budget)
-
-        def apply() -> None:
-            self.config = self.config.model_copy(update={"budget": config})
-            if self._budget is None:
-                self._budget = BudgetTracker(config)
-            else:
-                self._budget.config = config
-            if self._loop is not None:
-                self._loop.budget = self._budget
-
-        return await self.change_config(
-            "budget", apply=apply, budget=config.model_dump(mode="json")
-        )
-
     # -- subagents -------------------------------------------------------------------------
 
     async def _child_stopped(self, child: AgentProcess) -> None:
@@ -899,51 +759,6 @@ class AgentProcess:
         await self._emit(
             HookEvent.SUBAGENT_STOP, {"process_name": child.name, "state": child.state.value}
         )
-
-    # -- hook observability ----------------------------------------------------------------
-
-    def hook_runs(self, **filters: Any) -> list[HookRun]:
-        """Recorded hook runs, oldest first (filters: event, outcome, hook, since, last).
-
-        With a journal configured the SQLite history is read (it survives restarts);
-        otherwise the in-memory ring.
-        """
-        if self._history_store is not None:
-            self.history.flush()
-            return self._history_store.query(self.name, **filters)
-        return self.history.runs(**filters)
-
-    async def dry_run(self, event: HookEvent | str, data: dict[str, Any]) -> dict[str, Any]:
-        """Push a sample event through the resolved chain (command hooks really run).
-
-        Nothing is queued and the agent is not touched; once hooks are not consumed and async
-        hooks run inline. Returns the per-hook trace and the final decision.
-        """
-        from ..hooks._history import HistoryRecorder
-
-        tracer = HistoryRecorder(
-            self.name, redact=self.redactor.text if self.redactor else None, trace=True
-        )
-        result = await self.hooks.dispatch(
-            event,
-            self.redactor.value(data) if self.redactor else data,
-            process_id=self.name,
-            metadata={"process_name": self.name, "process_id": self.process_id},
-            recorder=tracer,
-            dry_run=True,
-        )
-        return {
-            "event": str(event),
-            "blocked": result.blocked,
-            "reason": result.reason,
-            "fired": result.fired,
-            "errors": [
-                {"hook_id": hook_id, "error": self.redactor.text(str(exc))}
-                for hook_id, exc in result.errors
-            ],
-            "data": self.redactor.value(result.data) if self.redactor else result.data,
-            "trace": [run.as_dict() for run in tracer.runs()],
-        }
 
     # -- status ----------------------------------------------------------------------------
 

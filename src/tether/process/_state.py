@@ -1,0 +1,32 @@
+"""The states an agent process goes through, and what its name may be."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Final
+
+__all__ = ["NAME_RE", "ProcessState", "validate_name"]
+
+NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ProcessState(StrEnum):
+    CREATED = "created"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+ProcessState.__module__ = "tether"
+
+
+def validate_name(name: object) -> str:
+    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
+        raise ValueError(
+            f"process name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit"
+        )
+    return name
