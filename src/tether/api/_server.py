@@ -38,6 +38,17 @@ class _Server(uvicorn.Server):
         self.listening.set()
 
 
+async def _serve(server: _Server, sock: socket.socket) -> None:
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        # When the task is cancelled instead of stopped (asyncio.run ending on Ctrl-C, say),
+        # uvicorn's shutdown never runs: close the listener here so no socket is left open.
+        for listener in getattr(server, "servers", ()):
+            listener.close()
+        sock.close()
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening-ready socket on host:port (port 0: any free port); OSError names both."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -54,11 +65,12 @@ def bind(host: str, port: int) -> socket.socket:
 class AppServer:
     """One ASGI app served on one socket, as a task of the running loop."""
 
-    def __init__(self, app: Any, host: str, port: int, *, name: str) -> None:
+    def __init__(self, app: Any, host: str, port: int, *, name: str, grace: float = GRACE) -> None:
         self.app = app
         self.host = host
         self.port = port
         self.name = name
+        self.grace = grace
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -79,10 +91,10 @@ class AppServer:
             log_config=None,  # leave the program's logging configuration alone
             access_log=False,
             server_header=False,
-            timeout_graceful_shutdown=GRACE,
+            timeout_graceful_shutdown=self.grace,  # type: ignore[arg-type]
         )
         server = _Server(config)
-        task = asyncio.create_task(server.serve(sockets=[sock]), name=self.name)
+        task = asyncio.create_task(_serve(server, sock), name=self.name)
         listening = asyncio.create_task(server.listening.wait())
         try:
             await asyncio.wait({task, listening}, return_when=asyncio.FIRST_COMPLETED)

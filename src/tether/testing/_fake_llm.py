@@ -11,18 +11,17 @@ import asyncio
 import contextlib
 import itertools
 import json
-import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Final
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tether.api._server import AppServer
 from tether.models._base import last_user_text
 
 __all__ = ["FakeLLM"]
@@ -40,24 +39,6 @@ _ERROR_TYPES: Final = {
     422: "invalid_request_error",
     429: "rate_limit_error",
 }
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server without its signal handlers, telling when it listens."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.listening = asyncio.Event()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        # Server.serve() swaps in its own SIGINT/SIGTERM handlers: inside someone else's
-        # program that would turn Ctrl-C into "stop the fake server" instead of an interrupt.
-        yield
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        self.listening.set()
 
 
 class FakeLLM:
@@ -94,8 +75,7 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         self._port = port
         self._ids = itertools.count(1)
-        self._server: _Server | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._server: AppServer | None = None
         self._stopping = asyncio.Event()
 
     @property
@@ -113,7 +93,7 @@ class FakeLLM:
 
     @property
     def running(self) -> bool:
-        return self._task is not None
+        return self._server is not None
 
     def __repr__(self) -> str:
         where = self.base_url if self._port else f"{self.host}:<unbound>"
@@ -121,51 +101,24 @@ class FakeLLM:
 
     async def start(self) -> None:
         """Listen and serve; returns once the socket accepts connections."""
-        if self._task is not None:
+        if self._server is not None:
             raise RuntimeError(f"FakeLLM is already running at {self.base_url}")
-        sock = _bind(self.host, self._port)
-        config = uvicorn.Config(
-            _app(self),
-            lifespan="off",
-            http="h11",
-            ws="none",
-            log_config=None,  # leave the program's logging configuration alone
-            access_log=False,
-            server_header=False,
-            timeout_graceful_shutdown=_GRACE,
-        )
-        server = _Server(config)
         self._stopping = asyncio.Event()
-        task = asyncio.create_task(_serve(server, sock), name=f"FakeLLM:{self._port}")
-        listening = asyncio.create_task(server.listening.wait())
-        try:
-            await asyncio.wait({task, listening}, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # cancelled while starting: leave no server behind
-            server.should_exit = True
-            with contextlib.suppress(BaseException):
-                await task
-            sock.close()
-            raise
-        finally:
-            listening.cancel()
-        if task.done():
-            sock.close()
-            task.result()  # raises what made uvicorn stop
-            raise RuntimeError("FakeLLM's server stopped while starting")
-        self._port = sock.getsockname()[1]
-        self._server, self._task = server, task
+        server = AppServer(_app(self), self.host, self._port, name="FakeLLM", grace=_GRACE)
+        await server.start()
+        self._port = server.port
+        self._server = server
 
     async def stop(self) -> None:
         """Stop serving; in-flight answers are sent first (their latency cut short)."""
-        server, task = self._server, self._task
-        if server is None or task is None:
+        server = self._server
+        if server is None:
             return
         self._stopping.set()
-        server.should_exit = True
         try:
-            await task
+            await server.stop()
         finally:
-            self._server = self._task = None
+            self._server = None
 
     async def __aenter__(self) -> FakeLLM:
         await self.start()
@@ -244,17 +197,6 @@ class FakeLLM:
         return JSONResponse({"object": "list", "data": [model]})
 
 
-async def _serve(server: _Server, sock: socket.socket) -> None:
-    try:
-        await server.serve(sockets=[sock])
-    finally:
-        # When the task is cancelled instead of stopped (asyncio.run ending on Ctrl-C, say),
-        # uvicorn's shutdown never runs: close the listener here so no socket is left open.
-        for listener in getattr(server, "servers", ()):
-            listener.close()
-        sock.close()
-
-
 def _app(llm: FakeLLM) -> Starlette:
     return Starlette(
         routes=[
@@ -262,19 +204,6 @@ def _app(llm: FakeLLM) -> Starlette:
             Route("/v1/models", llm._models, methods=["GET"]),
         ]
     )
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        # As asyncio does for its own servers: a restart may reuse a port in TIME_WAIT.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(exc.errno, f"FakeLLM cannot listen on {host}:{port}: {exc.strerror}") from exc
-    return sock
 
 
 def _error(
