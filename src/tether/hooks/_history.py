@@ -209,30 +209,59 @@ class HistoryRecorder:
 
         return {k: walk(v) for k, v in data.items()}
 
+    def _run(
+        self,
+        at: float,
+        manager: HookManager,
+        hook: _Hook,
+        event: HookEvent,
+        outcome: str,
+        duration: float,
+        error: BaseException | None,
+        patch: bool,
+        dispatch_id: str,
+        depth: int,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+    ) -> HookRun:
+        return HookRun(
+            at,
+            hook.hook_id,
+            hook.name,
+            event.value,
+            self.process,
+            _source(manager, hook),
+            hook.mode,
+            outcome,
+            duration,
+            self._error_text(error),
+            patch,
+            dispatch_id,
+            depth,
+            self._clean(before),
+            self._clean(after),
+        )
+
     def _expand(self, entry: tuple[Any, ...]) -> list[HookRun]:
         if entry[0] == "r":
             _, wall, manager, hook, event, outcome, duration, error, did, depth, before, after = (
                 entry
             )
-            return [
-                HookRun(
-                    wall,
-                    hook.hook_id,
-                    hook.name,
-                    event.value,
-                    self.process,
-                    _source(manager, hook),
-                    hook.mode,
-                    outcome,
-                    duration,
-                    self._error_text(error),
-                    False,
-                    did,
-                    depth,
-                    self._clean(before),
-                    self._clean(after),
-                )
-            ]
+            run = self._run(
+                wall,
+                manager,
+                hook,
+                event,
+                outcome,
+                duration,
+                error,
+                False,
+                did,
+                depth,
+                before,
+                after,
+            )
+            return [run]
         from ._hook import _run_id
 
         _, wall, manager, event, number, depth, t0, (prompt, snap), flat, notes = entry
@@ -253,14 +282,11 @@ class HistoryRecorder:
             at = wall + (t - t0)
             if len(mark) == 3:  # (hook, t, "skipped")
                 runs.append(
-                    HookRun(
+                    self._run(
                         at,
-                        hook.hook_id,
-                        hook.name,
-                        event.value,
-                        self.process,
-                        _source(manager, hook),
-                        hook.mode,
+                        manager,
+                        hook,
+                        event,
                         "skipped",
                         0.0,
                         None,
@@ -282,22 +308,19 @@ class HistoryRecorder:
                 outcome = "applied" if changed else "passed"
             patch = prompts and outcome == "applied" and not ended_blocked and new_prompt != prompt
             runs.append(
-                HookRun(
+                self._run(
                     at,
-                    hook.hook_id,
-                    hook.name,
-                    event.value,
-                    self.process,
-                    _source(manager, hook),
-                    hook.mode,
+                    manager,
+                    hook,
+                    event,
                     outcome,
                     (t - prev_t) * 1e3,
-                    self._error_text(error),
+                    error,
                     bool(patch),
                     did,
                     depth,
-                    self._clean(snap),
-                    self._clean(new_snap),
+                    snap,
+                    new_snap,
                 )
             )
             prev_t, prev_v = t, (0 if version == -1 else version)
