@@ -457,8 +457,15 @@ class HookManager:
             hooks = self._resolved(ev)
         if recorder is None:
             recorder = self.recorder
-        if not hooks:
-            return DispatchResult(data=dict(data) if data else {})
+        if not hooks:  # built field by field, as below: the no-hook dispatch is the commonest
+            empty = _new(DispatchResult)
+            empty.fired = 0
+            empty.blocked = False
+            empty.reason = None
+            empty.errors = []
+            empty.data = dict(data) if data else {}
+            empty.runs = []
+            return empty
         if recorder is None:
             payload = copy_payload(data) if data else {}
         else:  # recorded: the copy is the write-counting dict, built in one go
