@@ -660,6 +660,7 @@ class AgentProcess(ConfigChanges, HookObservability):
             await self._failed(event, attempt, started, exc)
             return
         self._consecutive_failures = 0
+        self._inflight.pop(event.event_id, None)  # finished: a stop() now cuts off no run
         if self._journal is not None:
             self._journal.done(event.event_id)
         await self._complete(
