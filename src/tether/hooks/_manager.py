@@ -240,13 +240,13 @@ class HookManager:
             shell = ShellHook.from_config(config)
             # The manager's redactor may be set after registration: look it up at log time.
             shell.redact = lambda text: self.redact(text) if self.redact is not None else text
-            return self.register(
+            hook_id = self.register(
                 config.event,
                 shell.callback,
                 priority=config.priority,
                 once=config.once,
                 tag=config.tag,
-                timeout=shell.timeout + COMMAND_BACKSTOP,
+                timeout=shell.timeout,
                 fail_closed=config.fail_closed,
                 owner=owner,
                 name=config.name or shell.display_name,
@@ -255,6 +255,10 @@ class HookManager:
                 matcher=config.matcher,
                 command=config.command,
             )
+            # The backstop runs past the program's own timeout, which may be the largest one
+            # allowed (3600 s): it is set after register() has checked that bound.
+            self._by_id[hook_id].timeout = shell.timeout + COMMAND_BACKSTOP
+            return hook_id
         assert config.callback is not None
         return self.register(
             config.event,
