@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
-from tether import HookConfig, HookEvent, HookManager
+import asyncio
+from typing import Any
+
+from tether import HookConfig, HookContext, HookEvent, HookManager, HookTimeoutError
+from tether.hooks._history import HistoryRecorder
+
+CREATED = HookEvent.TASK_CREATED
+TASK = {"event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
+
+
+async def swallows_its_cancellation(ctx: HookContext) -> None:
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        return
 
 
 async def test_a_command_hook_config_with_the_largest_allowed_timeout_can_be_registered() -> None:
@@ -11,3 +25,50 @@ async def test_a_command_hook_config_with_the_largest_allowed_timeout_can_be_reg
         HookConfig(event="task_completed", command=["/bin/true"], timeout=3600)
     )
     assert manager.registered(HookEvent.TASK_COMPLETED) == [hook_id]
+
+
+async def test_a_fail_closed_hook_that_swallows_its_timeout_cancellation_still_blocks() -> None:
+    manager = HookManager()
+    manager.register(CREATED, swallows_its_cancellation, timeout=0.1, fail_closed=True)
+    result = await manager.dispatch(CREATED, TASK)
+    assert result.blocked
+    assert result.reason is not None
+    assert result.reason.startswith("hook failed (fail_closed)")
+    assert [type(e) for _, e in result.errors] == [HookTimeoutError]
+
+
+async def test_a_hook_that_swallows_its_timeout_cancellation_is_recorded_timed_out() -> None:
+    manager = HookManager()
+    manager.register(HookEvent.TASK_COMPLETED, swallows_its_cancellation, timeout=0.1)
+    manager.recorder = history = HistoryRecorder("p")
+    await manager.dispatch(HookEvent.TASK_COMPLETED, {**TASK, "outcome": "success"})
+    assert [run.outcome for run in history.runs()] == ["timed_out"]
+
+
+async def test_an_async_hook_that_swallows_its_timeout_cancellation_is_recorded_timed_out() -> None:
+    manager = HookManager()
+    manager.register(CREATED, swallows_its_cancellation, timeout=0.1, mode="async")
+    manager.recorder = history = HistoryRecorder("p")
+    await manager.dispatch(CREATED, TASK)
+    runs: list[Any] = []
+    for _ in range(100):
+        runs = history.runs()
+        if runs:
+            break
+        await asyncio.sleep(0.02)
+    assert [run.outcome for run in runs] == ["timed_out"]
+
+
+async def test_an_extension_point_handler_that_swallows_its_timeout_cancellation_yields_none() -> (
+    None
+):
+    async def late(**kwargs: Any) -> str:
+        await swallows_its_cancellation(HookContext(CREATED))
+        return "too late"
+
+    manager = HookManager()
+    manager.register("ticket.classify", late, timeout=0.1)
+    errors: list[BaseException] = []
+    manager.on_error(lambda info: errors.append(info.error))
+    assert await manager.call("ticket.classify") == [None]
+    assert [type(e) for e in errors] == [HookTimeoutError]

@@ -568,6 +568,8 @@ class HookManager:
                             try:
                                 async with asyncio.timeout(timeout) as scope:
                                     await _resume(coro, pending)
+                                if scope.expired():  # the hook swallowed its cancellation
+                                    raise TimeoutError
                             except TimeoutError:
                                 if scope.expired():
                                     raise HookTimeoutError(
@@ -681,7 +683,10 @@ class HookManager:
             return await _resume(coro, pending)
         try:
             async with asyncio.timeout(timeout) as scope:
-                return await _resume(coro, pending)
+                value = await _resume(coro, pending)
+            if scope.expired():  # the hook swallowed its cancellation
+                raise TimeoutError
+            return value
         except TimeoutError:
             if scope.expired():
                 raise HookTimeoutError(
@@ -693,7 +698,10 @@ class HookManager:
         timeout = self._timeout_of(hook)
         try:
             async with asyncio.timeout(timeout) as scope:
-                return await awaitable
+                value = await awaitable
+            if scope.expired():  # the hook swallowed its cancellation
+                raise TimeoutError
+            return value
         except TimeoutError:
             if scope.expired():
                 raise HookTimeoutError(
