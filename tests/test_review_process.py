@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import asyncio
 
-from _process_support import Recorder, ticket
-from tether import AgentProcess, HookContext, HookEvent, ProcessConfig
+from _process_support import Recorder, eventually, ticket
+from tether import (
+    AgentProcess,
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRequest,
+    ContextConfig,
+    HookContext,
+    HookEvent,
+    ProcessConfig,
+)
 from tether.models import ScriptedModel
 
 
@@ -29,3 +38,23 @@ async def test_a_finished_run_is_not_dead_lettered_when_stop_cuts_its_completion
     assert len(model.requests) == 1
     assert process.dead_letters == []
     assert rec.outcomes() == ["success"]
+
+
+async def test_a_handler_denial_fires_permission_denied_with_only_the_documented_keys() -> None:
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision(approved=False, reviewer_id="alice", reason="not during the freeze")
+
+    model = ScriptedModel(tool_calls=[("update_state", {"key": "k", "value": 1})])
+    config = ProcessConfig(
+        model=model,
+        context=ContextConfig(state_tool=True),
+        approval=ApprovalPolicy(tools=["update_state"], handler=reviewer),
+    )
+    process = AgentProcess("triage", config)
+    rec = Recorder().attach(process.hooks, HookEvent.PERMISSION_DENIED, HookEvent.TASK_COMPLETED)
+    async with process:
+        await process.inject(ticket())
+        await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="the run")
+    [denied] = rec.of(HookEvent.PERMISSION_DENIED)
+    assert set(denied) == {"kind", "tool_name", "request_id", "reason", "decided_by"}
+    assert (denied["kind"], denied["decided_by"]) == ("approval", "alice")

@@ -259,6 +259,5 @@ class AgentLoop:
             request.request_id,
             reason,
             decided_by=decision.decided_by,
-            reviewer_id=decision.reviewer_id,
         )
         return reason
