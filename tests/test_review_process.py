@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from _process_support import Recorder, eventually, ticket
 from tether import (
@@ -58,3 +59,17 @@ async def test_a_handler_denial_fires_permission_denied_with_only_the_documented
     [denied] = rec.of(HookEvent.PERMISSION_DENIED)
     assert set(denied) == {"kind", "tool_name", "request_id", "reason", "decided_by"}
     assert (denied["kind"], denied["decided_by"]) == ("approval", "alice")
+
+
+async def test_an_event_injected_before_start_with_a_journal_runs_once(tmp_path: Path) -> None:
+    model = ScriptedModel()
+    config = ProcessConfig(model=model, journal_path=str(tmp_path / "tether.db"))
+    process = AgentProcess("triage", config)
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.TASK_COMPLETED)
+    await process.inject(ticket())
+    async with process:
+        await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="the run")
+        await asyncio.sleep(0.05)
+    assert rec.outcomes() == ["success"]
+    assert len(model.requests) == 1
+    assert rec.of(HookEvent.SESSION_START)[0]["recovered"] is None

@@ -268,8 +268,13 @@ class AgentProcess(ConfigChanges, HookObservability):
         if self._journal is None or self._recovered_once:
             return None
         self._recovered_once = True
+        # Events injected before this first start are queued (and journaled) already.
+        waiting = [self._queue.get_nowait() for _ in range(self._queue.qsize())]
+        queued = {event.event_id for event, _ in waiting}
         events: list[str] = []
         for raw, attempts in self._journal.unfinished():
+            if raw["event_id"] in queued:
+                continue
             event = TriggerEvent.from_dict(raw)
             try:
                 self._queue.put_nowait((event, attempts))
@@ -277,6 +282,8 @@ class AgentProcess(ConfigChanges, HookObservability):
                 self._dead(event, "queue full", "journal recovery found a full queue", attempts)
                 continue
             events.append(event.event_id)
+        for event, attempts in waiting:  # behind what the journal recovered
+            self._enqueue(event, attempts)
         dead = 0
         known = {d["event"].event_id for d in self.dead_letters}
         for raw, attempts, reason, error, at in self._journal.dead_letters():
