@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
+from pathlib import Path
 from typing import Any
 
-from tether import HookConfig, HookContext, HookEvent, HookManager, HookTimeoutError
+from tether import HookConfig, HookContext, HookEvent, HookManager, HookTimeoutError, ShellHook
 from tether.hooks._history import HistoryRecorder
 
 CREATED = HookEvent.TASK_CREATED
@@ -72,3 +76,51 @@ async def test_an_extension_point_handler_that_swallows_its_timeout_cancellation
     manager.on_error(lambda info: errors.append(info.error))
     assert await manager.call("ticket.classify") == [None]
     assert [type(e) for e in errors] == [HookTimeoutError]
+
+
+def test_a_grandchild_ignoring_sigterm_is_killed_even_when_the_loop_closes_right_after(
+    tmp_path: Path, make_script: Any
+) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    grandchild = make_script(
+        f"""
+        import os, signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with open({str(pidfile)!r}, "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(60)
+        """,
+        name="grandchild.py",
+    )
+    parent = make_script(
+        f"""
+        import os, subprocess, time
+        subprocess.Popen([{grandchild!r}])  # inherits stdout and keeps it open
+        while not os.path.exists({str(pidfile)!r}):
+            time.sleep(0.01)
+        print("{{}}")
+        """,
+        name="parent.py",
+    )
+    hook = ShellHook([parent], timeout=30)
+    context = HookContext(HookEvent.TASK_COMPLETED, "p", {"outcome": "success"})
+
+    asyncio.run(hook.run(context))  # the loop is closed as soon as the hook returns
+
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -208,6 +208,18 @@ class _Child:
         if self._kill_handle is None:
             self._kill_handle = self.loop.call_later(KILL_GRACE, _signal_group, self.pid, 9)
 
+    async def settle_group(self) -> None:
+        """Give what is left of a SIGTERMed group the rest of KILL_GRACE to exit.
+
+        close() then SIGKILLs any survivor: a SIGKILL left to the loop timer would never come if
+        the loop closes next, and a grandchild ignoring SIGTERM would outlive its hook.
+        """
+        handle = self._kill_handle
+        while handle is not None and self.loop.time() < handle.when():
+            if not _signal_group(self.pid, 0):
+                return
+            await asyncio.sleep(0.02)
+
     def close(self) -> None:
         """Release every fd; a still-running program's group is killed, reaped when it dies."""
         for fd in list(self._fds):
@@ -216,11 +228,14 @@ class _Child:
             with contextlib.suppress(Exception):
                 self.loop.remove_writer(fd)
             self._close_fd(fd)
-        if self.returncode is None:
+        if self.returncode is None or self._kill_handle is not None:
             # Still running here means the caller could not wait out the grace period (the hook
-            # coroutine was closed while cancelled). A SIGKILL left to a loop timer would never
-            # come if the loop closes next, and a program ignoring SIGTERM would live on.
+            # coroutine was closed while cancelled); a pending kill means the group was sent
+            # SIGTERM. A SIGKILL left to a loop timer would never come if the loop closes next,
+            # and a program (or grandchild) ignoring SIGTERM would live on.
             _signal_group(self.pid, signal.SIGKILL)
+            if self._kill_handle is not None:
+                self._kill_handle.cancel()
 
     def _close_fd(self, fd: int) -> None:
         if fd in self._fds:
@@ -324,6 +339,7 @@ async def run_program(
             await _reaped(child)
             raise
         child.drain(stdout_r, stderr_r)
+        await child.settle_group()
     finally:
         child.close()
     return Completed(
