@@ -124,3 +124,20 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def test_a_command_hook_that_writes_the_data_back_unchanged_is_recorded_passed(
+    make_script: Any,
+) -> None:
+    echo = make_script(
+        """
+        import json, sys
+        print(json.dumps({"data": json.load(sys.stdin)["data"]}))
+        """
+    )
+    manager = HookManager()
+    manager.register_config(HookConfig(event="task_created", command=[echo]))
+    manager.recorder = history = HistoryRecorder("p")
+    result = await manager.dispatch(CREATED, TASK)
+    assert result.data == TASK
+    assert [(run.outcome, run.patch_applied) for run in history.runs()] == [("passed", False)]

@@ -608,9 +608,13 @@ class HookManager:
                         if data is tracked:
                             version = last_v = data._v
                         else:  # the hook replaced the data wholesale
-                            version, last_v = -1, 0
+                            same = tracked._v == last_v and data == tracked
                             tracked = data = _Tracked(data)
                             ctx.data = data
+                            if same:  # ... with what it held (a command hook echoing it)
+                                version = data._v = last_v
+                            else:
+                                version, last_v = -1, 0
                         notes[len(marks)] = (
                             version,
                             outcome,
