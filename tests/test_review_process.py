@@ -73,3 +73,24 @@ async def test_an_event_injected_before_start_with_a_journal_runs_once(tmp_path:
     assert rec.outcomes() == ["success"]
     assert len(model.requests) == 1
     assert rec.of(HookEvent.SESSION_START)[0]["recovered"] is None
+
+
+async def test_an_event_whose_task_created_hooks_outlast_stop_is_dead_lettered() -> None:
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_gate(ctx: HookContext) -> None:
+        entered.set()
+        await release.wait()
+
+    process.hooks.register(HookEvent.TASK_CREATED, slow_gate)
+    await process.start()
+    injecting = asyncio.create_task(process.inject(ticket()))
+    await asyncio.wait_for(entered.wait(), 5)
+    await process.stop()
+    release.set()
+    event_id = await injecting
+    assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
+        (event_id, "process stopped")
+    ]
+    assert process.status()["queue_size"] == 0

@@ -36,7 +36,7 @@ from ._config import (
 from ._errors import ProcessStateError
 from ._event import TriggerEvent, render_prompt
 from ._observe import HookObservability
-from ._state import ProcessState, validate_name
+from ._state import ProcessState, accepts_events, validate_name
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
@@ -50,9 +50,6 @@ logger = logging.getLogger("tether.process")
 ASYNC_HOOK_DRAIN: Final = 5.0
 #: Run transcripts kept for plugins (converse) after a task completes.
 TRANSCRIPTS_KEPT: Final = 100
-
-
-_ACCEPTING = (ProcessState.CREATED, ProcessState.STARTING, ProcessState.RUNNING)
 
 
 class AgentProcess(ConfigChanges, HookObservability):
@@ -454,9 +451,7 @@ class AgentProcess(ConfigChanges, HookObservability):
         """Queue an event (after task_created); return its id. Never drops: see dead_letters."""
         if not isinstance(event, TriggerEvent):
             raise TypeError(f"inject() takes a TriggerEvent, got {type(event).__name__}")
-        if self.state not in _ACCEPTING and not (
-            self.state == ProcessState.FAILED and self._supervisor is not None
-        ):
+        if not accepts_events(self.state, restarting=self._supervisor is not None):
             self._dead(event, "process stopped", f"process is {self.state.value}", 0)
             return event.event_id
         gate = await self._emit(
@@ -469,6 +464,9 @@ class AgentProcess(ConfigChanges, HookObservability):
         )
         if gate.blocked:
             self._dead(event, "blocked by hook", gate.reason, 0)
+            return event.event_id
+        if not accepts_events(self.state, restarting=self._supervisor is not None):
+            self._dead(event, "process stopped", "the process stopped during task_created", 0)
             return event.event_id
         self._enqueue(event, 0)
         return event.event_id

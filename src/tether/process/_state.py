@@ -6,7 +6,7 @@ import re
 from enum import StrEnum
 from typing import Final
 
-__all__ = ["NAME_RE", "ProcessState", "validate_name"]
+__all__ = ["NAME_RE", "ProcessState", "accepts_events", "validate_name"]
 
 NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -21,6 +21,14 @@ class ProcessState(StrEnum):
 
 
 ProcessState.__module__ = "tether"
+
+
+def accepts_events(state: ProcessState, *, restarting: bool) -> bool:
+    """Whether inject() queues events: created, starting or running, or failed with a restart
+    coming (the queue waits for it)."""
+    return state in (ProcessState.CREATED, ProcessState.STARTING, ProcessState.RUNNING) or (
+        state == ProcessState.FAILED and restarting
+    )
 
 
 def validate_name(name: object) -> str:
