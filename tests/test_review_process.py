@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from _process_support import Recorder, eventually, ticket
 from tether import (
     AgentProcess,
+    AgentRuntime,
     ApprovalDecision,
     ApprovalPolicy,
     ApprovalRequest,
     ContextConfig,
     HookContext,
     HookEvent,
+    OrchestrationAPI,
     ProcessConfig,
 )
 from tether.models import ScriptedModel
+
+EVENT_A: dict[str, Any] = {"type": "event", "id": "event-1", "event_type": "a"}
 
 
 async def test_a_finished_run_is_not_dead_lettered_when_stop_cuts_its_completion_hook() -> None:
@@ -94,3 +101,23 @@ async def test_an_event_whose_task_created_hooks_outlast_stop_is_dead_lettered()
         (event_id, "process stopped")
     ]
     assert process.status()["queue_size"] == 0
+
+
+async def test_an_added_trigger_without_an_id_never_takes_an_id_already_in_use() -> None:
+    """PATCH add_triggers: the default id type-N must not collide (it answered 500)."""
+    async with AgentRuntime() as runtime:
+        api = OrchestrationAPI(runtime, port=0, webhooks=False)
+        await api.start()
+        try:
+            async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
+                config = {"model": "scripted", "triggers": [EVENT_A]}
+                r = await client.post("/processes", json={"name": "triage", "config": config})
+                assert r.status_code == 201
+                change = {"add_triggers": [{"type": "event", "event_type": "b"}]}
+                r = await client.patch("/processes/triage/config", json=change)
+        finally:
+            await api.stop()
+    assert r.status_code == 200
+    ids = [t["id"] for t in r.json()["triggers"]]
+    assert ids[0] == "event-1"
+    assert len(set(ids)) == 2

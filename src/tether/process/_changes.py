@@ -96,8 +96,12 @@ class ConfigChanges:
         return await self.change_config("tool", apply=apply, action="removed", tool_name=name)
 
     async def add_trigger(self, trigger: TriggerConfig, *, source: str = "operator") -> bool:
-        trigger_id = trigger.id or f"{trigger.type}-{len(self._triggers)}"
-        if any(i == trigger_id for i, _ in self._triggers):
+        taken = {i for i, _ in self._triggers}
+        n = len(self._triggers)
+        while trigger.id is None and f"{trigger.type}-{n}" in taken:
+            n += 1  # the default id type-N of an earlier trigger may still be in use
+        trigger_id = trigger.id or f"{trigger.type}-{n}"
+        if trigger_id in taken:
             raise ValueError(f"process {self.name!r} already has a trigger {trigger_id!r}")
 
         def apply() -> None:
