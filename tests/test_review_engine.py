@@ -141,3 +141,52 @@ async def test_a_command_hook_that_writes_the_data_back_unchanged_is_recorded_pa
     result = await manager.dispatch(CREATED, TASK)
     assert result.data == TASK
     assert [(run.outcome, run.patch_applied) for run in history.runs()] == [("passed", False)]
+
+
+async def test_a_hook_that_sets_ctx_data_to_a_non_dict_is_a_hook_error_and_is_undone() -> None:
+    from tether import HookEvent, HookManager
+
+    async def breaks(ctx: HookContext) -> None:
+        ctx.data = None  # type: ignore[assignment]
+
+    manager = HookManager()
+    manager.register(HookEvent.TASK_COMPLETED, breaks)
+    result = await manager.dispatch(HookEvent.TASK_COMPLETED, {"outcome": "success"})
+    assert result.data == {"outcome": "success"}
+    [(_, error)] = result.errors
+    assert "not a dict" in str(error)
+
+
+async def test_a_recorded_hook_that_sets_ctx_data_to_a_non_dict_is_recorded_failed() -> None:
+    from tether import HookEvent, HookManager
+    from tether.hooks._history import HistoryRecorder
+
+    async def breaks(ctx: HookContext) -> None:
+        ctx.data = ["not", "a", "dict"]  # type: ignore[assignment]
+
+    async def later(ctx: HookContext) -> None:
+        ctx.set("seen", sorted(ctx.data))
+
+    manager = HookManager()
+    manager.recorder = recorder = HistoryRecorder("p")
+    manager.register(HookEvent.TASK_COMPLETED, breaks, priority=1)
+    manager.register(HookEvent.TASK_COMPLETED, later)
+    result = await manager.dispatch(HookEvent.TASK_COMPLETED, {"outcome": "success"})
+    assert result.data == {"outcome": "success", "seen": ["outcome"]}
+    assert [r.outcome for r in recorder.runs()] == ["failed", "applied"]
+    assert len(result.errors) == 1
+
+
+async def test_removing_by_a_tag_that_is_not_a_string_is_a_type_error() -> None:
+    import pytest
+
+    from tether import HookEvent, HookManager
+
+    async def untagged(ctx: HookContext) -> None:
+        return None
+
+    manager = HookManager()
+    manager.register(HookEvent.TASK_COMPLETED, untagged)
+    with pytest.raises(TypeError, match="tag must be a string"):
+        await manager.remove_by_tag(None)  # type: ignore[arg-type]
+    assert len(manager) == 1

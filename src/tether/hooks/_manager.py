@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._context import HookContext
 from ._copy import copy_payload
-from ._errors import HookBlocked, HookTimeoutError
+from ._errors import HookBlocked, HookError, HookTimeoutError
 from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
 from ._hook import (
     _DEPTH,
@@ -71,6 +71,27 @@ logger = logging.getLogger("tether.hooks")
 
 HookCallback = Callable[[HookContext], Awaitable[Any]]
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _not_a_dict(hook: _Hook, ctx: HookContext) -> HookError:
+    return HookError(
+        f"hook {hook.name!r} ({hook.hook_id}) set ctx.data to a "
+        f"{type(ctx.data).__name__}, not a dict; its change was undone"
+    )
+
+
+def _note_error(
+    errors: list[tuple[_Hook, BaseException]] | None,
+    hook: _Hook,
+    error: BaseException,
+    manager: HookManager,
+    event: str,
+) -> list[tuple[_Hook, BaseException]]:
+    manager._log_failure(hook, event, error)
+    if errors is None:
+        errors = []
+    errors.append((hook, error))
+    return errors
 
 
 class HookManager:
@@ -327,6 +348,8 @@ class HookManager:
 
     async def remove_by_tag(self, tag: str) -> int:
         """Remove every hook with this tag; return how many."""
+        if not isinstance(tag, str):
+            raise TypeError(f"tag must be a string, got {tag!r} (untagged hooks have no tag)")
         return sum(self._drop(h) for h in list(self._by_id.values()) if h.tag == tag)
 
     def remove_owner(self, owner: object) -> _Removed:
@@ -526,6 +549,7 @@ class HookManager:
         blockable = ev in BLOCKABLE_EVENTS
         background: list[_Hook] | None = None
         fired = 0
+        last = hooks[0]  # the last hook that ran (to name it if it left ctx.data broken)
         try:
             for hook in hooks:
                 if not hook.enabled:
@@ -548,6 +572,7 @@ class HookManager:
                         hook.spent = True
                         hook.manager._drop(hook)
                 fired += 1
+                last = hook
                 outcome: str | None = None
                 error: BaseException | None = None
                 try:
@@ -607,6 +632,13 @@ class HookManager:
                     if not (plain and outcome is None and data is tracked and data._v == last_v):
                         if data is tracked:
                             version = last_v = data._v
+                        elif not isinstance(data, dict):  # not data at all: undo, a hook error
+                            data = ctx.data = tracked
+                            version = last_v = data._v
+                            if outcome is None:
+                                outcome = "failed"
+                                error = _not_a_dict(hook, ctx)
+                                errors = _note_error(errors, hook, error, self, ev.value)
                         else:  # the hook replaced the data wholesale
                             same = tracked._v == last_v and data == tracked
                             tracked = data = _Tracked(data)
@@ -629,6 +661,10 @@ class HookManager:
         finally:
             if token is not None:
                 _DEPTH.reset(token)
+        if not isinstance(ctx.data, dict):  # a hook put something else there: undo, report it
+            broken = _not_a_dict(last, ctx)
+            ctx.data = payload
+            errors = _note_error(errors, last, broken, self, ev.value)
         # Built field by field for the same reason as the context (a test checks every field).
         result = _new(DispatchResult)
         result.fired = fired

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ._context import HookContext
 from ._errors import CommandHookError, HookBlocked
-from ._spawn import run_program
+from ._spawn import UNKNOWN_EXIT, run_program
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
@@ -231,6 +231,11 @@ class ShellHook:
             raise CommandHookError(
                 f"hook command {name!r} wrote more than max_output_bytes="
                 f"{self.max_output_bytes} bytes to stdout and was killed"
+            )
+        if done.returncode == UNKNOWN_EXIT:
+            raise CommandHookError(
+                f"hook command {name!r} ended but its exit status could not be read "
+                "(was it reaped by someone else, e.g. with SIGCHLD ignored?)"
             )
         if done.returncode != 0:
             stderr = done.stderr.decode(self.encoding, errors="replace").strip()

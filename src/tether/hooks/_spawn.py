@@ -27,6 +27,8 @@ REAP_GRACE: Final = 1.0
 STDERR_LIMIT: Final = 64 * 1024
 _READ_CHUNK: Final = 65536
 _HAS_PIDFD: Final = hasattr(os, "pidfd_open")
+#: The exit code reported when the program's status could not be read (reaped elsewhere).
+UNKNOWN_EXIT: Final = -(2**16)
 
 
 @dataclass(slots=True)
@@ -172,21 +174,21 @@ class _Child:
     def _on_exit(self) -> None:
         try:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
-            pid, status = self.pid, 0
+        except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored?): the status is lost
+            pid, status = self.pid, -1
         if pid == 0:
             return
         self.loop.remove_reader(self._pidfd)
         os.close(self._pidfd)
         self._pidfd = -1
-        self._exited(os.waitstatus_to_exitcode(status))
+        self._exited(UNKNOWN_EXIT if status == -1 else os.waitstatus_to_exitcode(status))
 
     def _wait_blocking(self) -> None:  # pragma: no cover - kernels without pidfd
         try:
             _, status = os.waitpid(self.pid, 0)
             code = os.waitstatus_to_exitcode(status)
         except ChildProcessError:
-            code = 0
+            code = UNKNOWN_EXIT
         self.loop.call_soon_threadsafe(self._exited, code)
 
     def _exited(self, code: int) -> None:
