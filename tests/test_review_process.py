@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+from pydantic import SecretStr
 
 from _process_support import Recorder, eventually, ticket
 from tether import (
@@ -121,3 +124,22 @@ async def test_an_added_trigger_without_an_id_never_takes_an_id_already_in_use()
     ids = [t["id"] for t in r.json()["triggers"]]
     assert ids[0] == "event-1"
     assert len(set(ids)) == 2
+
+
+async def test_a_tool_error_that_quotes_a_secret_is_logged_redacted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def crm(query: str) -> str:
+        """Query the CRM."""
+        raise ConnectionError("crm refused token tok-7f3a9")
+
+    model = ScriptedModel(tool_calls=[("crm", {"query": "x"})])
+    config = ProcessConfig(model=model, tools=[crm], secrets={"crm_token": SecretStr("tok-7f3a9")})
+    process = AgentProcess("triage", config)
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    caplog.set_level(logging.DEBUG, logger="tether")
+    async with process:
+        await process.inject(ticket())
+        await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="the run")
+    assert "crm refused token" in caplog.text
+    assert "tok-7f3a9" not in caplog.text

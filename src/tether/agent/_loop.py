@@ -211,7 +211,7 @@ class AgentLoop:
         except TimeoutError:
             return f"error: tool {call.name} timed out after {self.tool_timeout:g}s", 1, 0
         except Exception as exc:
-            logger.info("tool %s raised %r", call.name, exc)
+            logger.info("tool %s raised %s", call.name, self.redactor.text(repr(exc)))
             return f"error: {type(exc).__name__}: {self.redactor.text(str(exc))}", 1, 0
         return _result_text(value), 1, 0
 
