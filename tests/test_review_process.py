@@ -11,7 +11,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import FailingModel, Recorder, eventually, ticket
 from tether import (
     AgentProcess,
     AgentRuntime,
@@ -23,6 +23,7 @@ from tether import (
     HookEvent,
     OrchestrationAPI,
     ProcessConfig,
+    RestartPolicy,
 )
 from tether.models import ScriptedModel
 
@@ -143,3 +144,21 @@ async def test_a_tool_error_that_quotes_a_secret_is_logged_redacted(
         await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="the run")
     assert "crm refused token" in caplog.text
     assert "tok-7f3a9" not in caplog.text
+
+
+async def test_start_during_a_pending_automatic_restart_starts_the_process_once() -> None:
+    policy = RestartPolicy(max_consecutive_failures=1, backoff=0.2)
+    process = AgentProcess(
+        "triage", ProcessConfig(model=FailingModel(), max_retries=0, restart=policy)
+    )
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.SESSION_END)
+    await process.start()
+    await process.inject(ticket())
+    await eventually(lambda: rec.of(HookEvent.SESSION_END), what="the crash")
+    assert process.state.value == "failed"
+    await process.start()
+    assert process.state.value == "running"
+    await asyncio.sleep(0.3)
+    await process.stop()
+    assert [d["restart"] for d in rec.of(HookEvent.SESSION_START)] == [False, True]
+    assert process.restart_count == 1

@@ -196,6 +196,8 @@ class AgentProcess(ConfigChanges, HookObservability):
     async def start(self, *, _restart: bool = False) -> None:
         """Enter RUNNING: fire session_start, then start workers and triggers."""
         self._guard_self_await("start")
+        if self._supervisor is not None:  # an automatic restart (or failure) is under way
+            await asyncio.wait([self._supervisor])
         if self.state in (ProcessState.STARTING, ProcessState.RUNNING):
             return
         if self.state == ProcessState.STOPPING:
