@@ -25,7 +25,7 @@ from tether import (
     ProcessConfig,
     RestartPolicy,
 )
-from tether.models import ScriptedModel
+from tether.models import ModelUnavailableError, ScriptedModel
 
 EVENT_A: dict[str, Any] = {"type": "event", "id": "event-1", "event_type": "a"}
 
@@ -162,3 +162,42 @@ async def test_start_during_a_pending_automatic_restart_starts_the_process_once(
     await process.stop()
     assert [d["restart"] for d in rec.of(HookEvent.SESSION_START)] == [False, True]
     assert process.restart_count == 1
+
+
+class FailsWhenReleased:
+    """A model whose call waits for ``release`` and then fails as a down endpoint would."""
+
+    name = "fails-when-released"
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.calls = 0
+
+    async def complete(self, messages: list[Any], tools: list[Any] | None = None) -> Any:
+        self.calls += 1
+        await self.release.wait()
+        raise ModelUnavailableError("the endpoint is down")
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_run_failing_while_stop_runs_session_end_does_not_restart_the_process() -> None:
+    model = FailsWhenReleased()
+    policy = RestartPolicy(max_consecutive_failures=1, backoff=0)
+    process = AgentProcess("triage", ProcessConfig(model=model, max_retries=0, restart=policy))
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.SESSION_END)
+
+    async def fail_the_run_now(ctx: HookContext) -> None:
+        model.release.set()
+        await asyncio.sleep(0.05)  # the run fails while session_end hooks still run
+
+    process.hooks.register(HookEvent.SESSION_END, fail_the_run_now, once=True)
+    await process.start()
+    await process.inject(ticket())
+    await eventually(lambda: model.calls == 1, what="the run in flight")
+    await process.stop()
+    await asyncio.sleep(0.1)
+    assert process.state.value == "stopped"
+    assert [d["reason"] for d in rec.of(HookEvent.SESSION_END)] == ["stop"]
+    assert len(rec.of(HookEvent.SESSION_START)) == 1

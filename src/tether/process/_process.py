@@ -407,8 +407,8 @@ class AgentProcess(ConfigChanges, HookObservability):
 
     def _crashed(self, error: str) -> None:
         """Enter FAILED and, if the restart policy allows, restart after a backoff."""
-        if self._supervisor is not None or self._stopping:
-            return
+        if self._supervisor is not None or self._stopping or self.state == ProcessState.STOPPING:
+            return  # a stop() under way (still in session_end) wins over a restart
         self.last_error = error
         logger.error("process %s failed: %s", self.name, error)
         self._supervisor = asyncio.get_running_loop().create_task(self._supervise(error))
