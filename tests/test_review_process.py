@@ -201,3 +201,15 @@ async def test_a_run_failing_while_stop_runs_session_end_does_not_restart_the_pr
     assert process.state.value == "stopped"
     assert [d["reason"] for d in rec.of(HookEvent.SESSION_END)] == ["stop"]
     assert len(rec.of(HookEvent.SESSION_START)) == 1
+
+
+async def test_a_process_spawned_by_a_run_that_outlasts_stop_is_stopped_with_its_parent() -> None:
+    spawn = ("spawn_process", {"name": "bugs", "instructions": "You file bug reports."})
+    model = ScriptedModel(tool_calls=[spawn], latency=0.2)
+    parent = AgentProcess("triage", ProcessConfig(model=model, execution_mode="open"))
+    await parent.start()
+    await parent.inject(ticket())
+    await eventually(lambda: model.requests, what="the run in flight")
+    await parent.stop()  # the run asks for the spawn while the parent is stopping
+    assert len(model.requests) == 2
+    assert [c.name for c in parent.children.values() if c.state.value == "running"] == []

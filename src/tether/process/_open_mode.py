@@ -26,6 +26,9 @@ async def spawn_child(
     from ._process import AgentProcess
     from ._state import ProcessState, validate_name
 
+    if parent._stopping or parent.state == ProcessState.STOPPING:
+        # Its children are being (or have been) stopped: a new one would outlive it.
+        return f"refused: process {parent.name!r} is stopping"
     limit = parent.config.open_mode.max_children
     if len(parent.children) >= limit:
         return f"refused: this process may run at most {limit} spawned processes"
