@@ -213,3 +213,20 @@ async def test_a_process_spawned_by_a_run_that_outlasts_stop_is_stopped_with_its
     await parent.stop()  # the run asks for the spawn while the parent is stopping
     assert len(model.requests) == 2
     assert [c.name for c in parent.children.values() if c.state.value == "running"] == []
+
+
+async def test_a_restarted_child_stays_the_parents_child_and_stops_with_it() -> None:
+    spawn = ("spawn_process", {"name": "bugs", "instructions": "You file bug reports."})
+    parent = AgentProcess(
+        "triage", ProcessConfig(model=ScriptedModel(tool_calls=[spawn]), execution_mode="open")
+    )
+    rec = Recorder().attach(parent.hooks, HookEvent.SUBAGENT_STOP)
+    await parent.start()
+    await parent.inject(ticket())
+    await eventually(lambda: "bugs" in parent.children, what="the spawn")
+    child = parent.children["bugs"]
+    await child.restart()
+    assert rec.of(HookEvent.SUBAGENT_STOP) == []
+    await parent.stop()
+    assert child.state.value == "stopped"
+    assert rec.of(HookEvent.SUBAGENT_STOP) == [{"process_name": "bugs", "state": "stopped"}]

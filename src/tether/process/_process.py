@@ -327,9 +327,9 @@ class AgentProcess(ConfigChanges, HookObservability):
                 HookEvent.SESSION_END,
                 {"reason": reason, "invocation_count": self.invocation_count},
             )
-        await self._teardown(final_state=ProcessState.STOPPED)
+        await self._teardown(ProcessState.STOPPED, restarting=reason == "restart")
 
-    async def _teardown(self, final_state: ProcessState) -> None:
+    async def _teardown(self, final_state: ProcessState, restarting: bool = False) -> None:
         self._stopping = True
         for runner in list(self._runners.values()):
             await runner.stop()
@@ -361,7 +361,7 @@ class AgentProcess(ConfigChanges, HookObservability):
             # Release pooled connections now; an OpenAI client reopens on its next call.
             await self._model.aclose()
         self.state = final_state
-        if self.parent is not None:
+        if self.parent is not None and not restarting:  # a restarted child stays its child
             await self.parent._child_stopped(self)
 
     async def _halt_workers(self) -> None:
