@@ -147,7 +147,7 @@ class LivePrinter:
         messages = process.transcripts.get(event_id) or []
         for message in reversed(messages):
             if message.get("role") == "assistant" and message.get("content"):
-                return str(message["content"])
+                return process.redactor.text(str(message["content"]))
         return None
 
     def _ran(self, process: str, runs: list[HookRun]) -> None:

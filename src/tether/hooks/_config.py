@@ -83,6 +83,15 @@ class HookConfig(BaseModel):
     def _non_empty_command(cls, value: str | list[str] | None) -> str | list[str] | None:
         if value is not None and (not value or (isinstance(value, str) and not value.strip())):
             raise ValueError("command must name a program, got an empty command")
+        if isinstance(value, str):
+            import shlex
+
+            try:
+                shlex.split(value)
+            except ValueError as exc:  # e.g. an unmatched quote
+                raise ValueError(
+                    f"command {value!r} cannot be split like a shell would: {exc}"
+                ) from None
         return value
 
     @field_validator("callback")

@@ -184,11 +184,14 @@ class ProcessConfig(BaseModel):
     @model_validator(mode="after")
     def _unique_triggers(self) -> ProcessConfig:
         seen: set[str] = set()
-        for trigger in self.triggers:
-            if trigger.id is not None:
-                if trigger.id in seen:
-                    raise ValueError(f"two triggers share the id {trigger.id!r}")
-                seen.add(trigger.id)
+        for index, trigger in enumerate(self.triggers):
+            trigger_id = trigger.id or f"{trigger.type}-{index}"  # as the process names it
+            if trigger_id in seen:
+                raise ValueError(
+                    f"two triggers share the id {trigger_id!r} (triggers[{index}]; a trigger "
+                    "without an id is named <type>-<index>)"
+                )
+            seen.add(trigger_id)
         return self
 
 

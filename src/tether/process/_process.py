@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._redact import Redactor
 from ..agent import AgentContext, AgentLoop, BudgetTracker, RunResult, Tool, as_tool, scan
-from ..hooks import DispatchResult, HookEvent, HookManager
+from ..hooks import DispatchResult, HookError, HookEvent, HookManager
 from ..hooks._background import drain as drain_async_hooks
 from ._changes import ConfigChanges
 from ._config import (
@@ -52,6 +53,20 @@ ASYNC_HOOK_DRAIN: Final = 5.0
 TRANSCRIPTS_KEPT: Final = 100
 
 
+def resolve_secrets(config: ProcessConfig) -> list[tuple[str, str]]:
+    """(name, value) of each secret, ``${VAR}``/``${VAR:-default}`` read from the environment
+    now (a manifest's ``secrets:`` keeps its references until the process is made)."""
+    from ..hooks._shell import resolve_refs
+
+    values = []
+    for name, secret in config.secrets.items():
+        try:
+            values.append((name, resolve_refs(secret.get_secret_value(), os.environ, "")))
+        except HookError as exc:
+            raise ValueError(f"secrets.{name}: {str(exc).lstrip(': ')}") from None
+    return values
+
+
 class AgentProcess(ConfigChanges, HookObservability):
     """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks."""
 
@@ -77,9 +92,7 @@ class AgentProcess(ConfigChanges, HookObservability):
             hooks = hooks if hooks is not None else parent.hooks.shared
         if hooks is not None:
             self.hooks.share(hooks)
-        self.redactor = Redactor(
-            (key, secret.get_secret_value()) for key, secret in self.config.secrets.items()
-        )
+        self.redactor = Redactor(resolve_secrets(self.config))
         self._redacting = bool(self.redactor)
         self.context = AgentContext(
             self.config.context.conversation_max_messages,
@@ -115,6 +128,7 @@ class AgentProcess(ConfigChanges, HookObservability):
         self._loop: AgentLoop | None = None
         self._consecutive_failures = 0
         self._supervisor: asyncio.Task[None] | None = None
+        self._stopper: asyncio.Task[None] | None = None
         self._started_at: float | None = None
         self._journal: Journal | None = None
         self._recovered_once = False
@@ -264,44 +278,9 @@ class AgentProcess(ConfigChanges, HookObservability):
 
     def _recover(self) -> dict[str, Any] | None:
         """Requeue what the journal says was unfinished (first start of this object only)."""
-        if self._journal is None or self._recovered_once:
-            return None
-        self._recovered_once = True
-        # Events injected before this first start are queued (and journaled) already.
-        waiting = [self._queue.get_nowait() for _ in range(self._queue.qsize())]
-        queued = {event.event_id for event, _ in waiting}
-        events: list[str] = []
-        for raw, attempts in self._journal.unfinished():
-            if raw["event_id"] in queued:
-                continue
-            event = TriggerEvent.from_dict(raw)
-            try:
-                self._queue.put_nowait((event, attempts))
-            except asyncio.QueueFull:
-                self._dead(event, "queue full", "journal recovery found a full queue", attempts)
-                continue
-            events.append(event.event_id)
-        for event, attempts in waiting:  # behind what the journal recovered
-            self._enqueue(event, attempts)
-        dead = 0
-        known = {d["event"].event_id for d in self.dead_letters}
-        for raw, attempts, reason, error, at in self._journal.dead_letters():
-            if raw["event_id"] in known:
-                continue
-            self.dead_letters.append(
-                {
-                    "event": TriggerEvent.from_dict(raw),
-                    "event_id": raw["event_id"],
-                    "reason": reason,
-                    "error": error,
-                    "attempts": attempts,
-                    "timestamp": datetime.fromtimestamp(at, UTC),
-                }
-            )
-            dead += 1
-        if not events and not dead:
-            return None
-        return {"events": len(events), "event_ids": events, "dead_letters": dead}
+        from ._recovery import recover
+
+        return recover(self)
 
     async def stop(self, *, reason: str = "stop") -> None:
         """Fire session_end, stop triggers, let runs finish (up to stop_timeout), then stop.
@@ -309,13 +288,23 @@ class AgentProcess(ConfigChanges, HookObservability):
         Events still queued are dead-lettered ("process stopped") and can be redelivered.
         """
         self._guard_self_await("stop")
-        if self.state in (ProcessState.STOPPED, ProcessState.CREATED):
-            self.state = ProcessState.STOPPED
-            return
-        if self.state == ProcessState.STOPPING:
-            while self.state == ProcessState.STOPPING:
-                await asyncio.sleep(0.01)
-            return
+        stopper = self._stopper
+        if stopper is None or stopper.done():
+            if self.state in (ProcessState.STOPPED, ProcessState.CREATED):
+                self.state = ProcessState.STOPPED
+                return
+            if self.state == ProcessState.STOPPING:
+                while self.state == ProcessState.STOPPING:
+                    await asyncio.sleep(0.01)
+                return
+            # The stop runs as a task of its own: a caller that gives up waiting (a timeout,
+            # a cancelled request) does not leave the process half stopped.
+            stopper = self._stopper = asyncio.get_running_loop().create_task(
+                self._stop(reason), name=f"{self.name}-stop"
+            )
+        await asyncio.shield(stopper)
+
+    async def _stop(self, reason: str) -> None:
         supervisor = self._supervisor
         if supervisor is not None and supervisor is not asyncio.current_task():
             supervisor.cancel()
@@ -561,9 +550,16 @@ class AgentProcess(ConfigChanges, HookObservability):
                     self._cut_off.append((event, attempts + 1))
                 raise
             except Exception as exc:  # a bug in the machinery: supervise, never lose the event
-                logger.exception("worker of %s crashed", self.name)
-                self._dead(event, "process failed", f"{type(exc).__name__}: {exc}", attempts + 1)
-                self._crashed(self.redactor.text(f"worker crashed: {exc!r}"))
+                error = self.redactor.text(f"{type(exc).__name__}: {exc}")
+                logger.error("worker of %s crashed: %s", self.name, error)
+                self._dead(event, "process failed", error, attempts + 1)
+                if event.event_id in self._inflight:  # it never reached task_completed
+                    self._inflight.pop(event.event_id, None)
+                    try:
+                        await self._complete(event, "failed", 0.0, error, worker=True)
+                    except Exception:
+                        logger.error("task_completed of %s failed too", event.event_id)
+                self._crashed(f"worker crashed: {error}")
             finally:
                 self._inflight.pop(event.event_id, None)
                 self._busy.discard(me)

@@ -105,17 +105,21 @@ class Journal:
         )
 
     def unfinished(self) -> list[tuple[dict[str, Any], int]]:
+        """(event, attempts) of the events queued or running when the process went away."""
+        return [(event, attempts) for event, attempts, _ in self.unfinished_states()]
+
+    def unfinished_states(self) -> list[tuple[dict[str, Any], int, str]]:
         """Events queued or running when the process last went away, in the order queued.
 
         (The rowid is assigned when an event is first queued and kept by the upserts of its
         later progress, so a running event does not move behind those queued after it.)
         """
         rows = self._db.execute(
-            "SELECT event, attempts FROM events WHERE process=? AND state IN "
+            "SELECT event, attempts, state FROM events WHERE process=? AND state IN "
             "('queued', 'running') ORDER BY rowid",
             (self.process,),
         ).fetchall()
-        return [(json.loads(e), a) for e, a in rows]
+        return [(json.loads(e), a, state) for e, a, state in rows]
 
     def dead_letters(self) -> list[tuple[dict[str, Any], int, str, str | None, float]]:
         rows = self._db.execute(

@@ -1,0 +1,72 @@
+"""Journal recovery: after a crash, unfinished events go back into the queue.
+
+An event that was *running* when the host went away had an attempt in flight; that attempt
+counts. One whose attempts are used up (the event may be what killed the host) is dead-lettered
+("process failed") instead of being retried forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ._event import TriggerEvent
+
+if TYPE_CHECKING:
+    from ._process import AgentProcess
+
+__all__ = ["recover"]
+
+
+def recover(process: AgentProcess) -> dict[str, Any] | None:
+    """Requeue the journal's unfinished events and reload its dead letters; say what was done."""
+    journal = process._journal
+    if journal is None or process._recovered_once:
+        return None
+    process._recovered_once = True
+    queue = process._queue
+    # Events injected before this first start are queued (and journaled) already.
+    waiting = [queue.get_nowait() for _ in range(queue.qsize())]
+    queued = {event.event_id for event, _ in waiting}
+    events: list[str] = []
+    dead = 0
+    for raw, attempts, state in journal.unfinished_states():
+        if raw["event_id"] in queued:
+            continue
+        event = TriggerEvent.from_dict(raw)
+        if state == "running" and attempts > process.config.max_retries:
+            process._dead(
+                event,
+                "process failed",
+                f"the host process went away while attempt {attempts} ran; no retries left",
+                attempts,
+            )
+            dead += 1
+            continue
+        try:
+            queue.put_nowait((event, attempts))
+        except asyncio.QueueFull:
+            process._dead(event, "queue full", "journal recovery found a full queue", attempts)
+            continue
+        events.append(event.event_id)
+    for event, attempts in waiting:  # behind what the journal recovered
+        process._enqueue(event, attempts)
+    known = {d["event"].event_id for d in process.dead_letters}
+    for raw, attempts, reason, error, at in journal.dead_letters():
+        if raw["event_id"] in known:
+            continue
+        process.dead_letters.append(
+            {
+                "event": TriggerEvent.from_dict(raw),
+                "event_id": raw["event_id"],
+                "reason": reason,
+                "error": error,
+                "attempts": attempts,
+                "timestamp": datetime.fromtimestamp(at, UTC),
+            }
+        )
+        dead += 1
+    if not events and not dead:
+        return None
+    return {"events": len(events), "event_ids": events, "dead_letters": dead}
