@@ -137,3 +137,53 @@ async def test_a_secret_given_as_an_environment_reference_is_redacted_by_its_val
 def test_a_secret_reference_to_a_missing_variable_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match=r"secrets\.CRM: environment variable 'TETHER_NOT_SET_X'"):
         AgentProcess("p", ProcessConfig(model="scripted", secrets={"CRM": "${TETHER_NOT_SET_X}"}))
+
+
+def _open(
+    calls: list[tuple[str, dict[str, object]]], **open_mode: object
+) -> tuple[AgentProcess, ScriptedModel]:
+    model = ScriptedModel(reply="done", tool_calls=calls)
+    config = ProcessConfig(model=model, execution_mode="open", open_mode=open_mode)
+    return AgentProcess("opener", config), model
+
+
+async def _one_run(process: AgentProcess) -> None:
+    await process.start()
+    await process.inject(TriggerEvent("t", "manual", {"ticket": "x"}))
+    for _ in range(300):
+        if process.invocation_count and not process.status()["in_flight"]:
+            break
+        await asyncio.sleep(0.01)
+    await process.stop()
+
+
+def _tool_answers(model: ScriptedModel) -> list[str]:
+    return [m["content"] for r in model.requests for m in r["messages"] if m["role"] == "tool"]
+
+
+async def test_an_agent_may_not_add_a_file_watch_trigger_by_default(tmp_path: Path) -> None:
+    """Regression: an open-mode agent could watch any host path, even when deployed over HTTP."""
+    watch = {"type": "file_watch", "watch_path": str(tmp_path)}
+    process, model = _open([("add_trigger", {"trigger": watch})])
+    await _one_run(process)
+    assert process.triggers == []
+    assert any("cron and event triggers only" in text for text in _tool_answers(model))
+
+
+async def test_an_agent_may_not_spawn_a_process_with_a_webhook_trigger_by_default() -> None:
+    hook = {"type": "webhook", "webhook_path": "/x", "webhook_port": 9999}
+    call = {"name": "child", "instructions": "Listen.", "triggers": [hook]}
+    process, model = _open([("spawn_process", call)])
+    await _one_run(process)
+    assert process.children == {}
+    assert any("cron and event triggers only" in text for text in _tool_answers(model))
+
+
+async def test_an_agent_may_add_a_file_watch_trigger_when_host_triggers_are_allowed(
+    tmp_path: Path,
+) -> None:
+    watch = {"type": "file_watch", "watch_path": str(tmp_path)}
+    process, _ = _open([("add_trigger", {"trigger": watch})], allow_host_triggers=True)
+    await _one_run(process)
+    [(_, trigger)] = process.triggers
+    assert trigger.type == "file_watch"

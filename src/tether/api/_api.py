@@ -271,6 +271,8 @@ class OrchestrationAPI:
         if uses and not self.allow_command_deploys:
             raise APIError(403, "COMMANDS_NOT_ALLOWED", commands_message(uses))
         paths = host_paths(spec.triggers, spec.journal_path, spec.artifacts_dir)
+        if spec.open_mode.allow_host_triggers:  # the agent could pick host paths itself
+            paths.append("open_mode.allow_host_triggers")
         self._check_paths([f"config.{path}" for path in paths])
         try:
             process_config = spec_to_process_config(spec)

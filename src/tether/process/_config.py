@@ -99,6 +99,11 @@ class OpenModeConfig(BaseModel):
     allow_self_modify: bool = Field(
         default=True, description="Offer update_instructions and add_trigger"
     )
+    allow_host_triggers: bool = Field(
+        default=False,
+        description="Let the agent add file-watch and webhook triggers (host paths and ports); "
+        "without it the agent may add cron and event triggers only",
+    )
     allow_tool_creation: bool = Field(
         default=False, description="Let the agent define tools (refused over the API by default)"
     )

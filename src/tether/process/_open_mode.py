@@ -8,12 +8,25 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..agent import Tool, as_tool
 from ..hooks import HookEvent
-from ._config import TriggerConfig
+from ._config import CronTrigger, EventTrigger, TriggerConfig
 
 if TYPE_CHECKING:
     from ._process import AgentProcess
 
 __all__ = ["open_mode_tools", "spawn_child"]
+
+
+def _host_trigger_refusal(process: AgentProcess, triggers: list[Any]) -> str | None:
+    """An agent's own trigger may not reach the host (paths, ports) unless the mode allows it."""
+    if process.config.open_mode.allow_host_triggers:
+        return None
+    for trigger in triggers:
+        if not isinstance(trigger, CronTrigger | EventTrigger):
+            return (
+                f"refused: an agent may add cron and event triggers only, not {trigger.type!r} "
+                "(open_mode.allow_host_triggers is off)"
+            )
+    return None
 
 
 async def spawn_child(
@@ -37,6 +50,9 @@ async def spawn_child(
         parsed = [TypeAdapter(TriggerConfig).validate_python(t) for t in triggers or []]
     except (ValueError, ValidationError) as exc:
         return f"error: {exc}"
+    refusal = _host_trigger_refusal(parent, parsed)
+    if refusal is not None:
+        return refusal
     if name in parent.children or name == parent.name:
         return f"error: a process named {name!r} already exists"
     gate = await parent._emit_worker(
@@ -92,6 +108,9 @@ def open_mode_tools(process: AgentProcess) -> list[Tool]:
             """Add a trigger to yourself, e.g. {"type": "cron", "cron_expression": "0 * * * *"}."""
             try:
                 parsed = TypeAdapter(TriggerConfig).validate_python(trigger)
+                refusal = _host_trigger_refusal(process, [parsed])
+                if refusal is not None:
+                    return refusal
                 ok = await process.add_trigger(parsed, source="agent")
             except (ValueError, ValidationError) as exc:
                 return f"error: {exc}"
