@@ -156,9 +156,6 @@ class _Tracked(dict[str, Any]):
 
 _clock = time.perf_counter
 _SKIPPED: Final = ("skipped",)
-_NO_NOTES: Final[dict[int, tuple[Any, ...]]] = {}
-#: Stands for "no tracked data" so the hot loop needs no None checks.
-_NOT_TRACKED: Final = _Tracked()
 
 
 def _run_id(number: int) -> str:

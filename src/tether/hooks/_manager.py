@@ -28,8 +28,6 @@ from ._errors import HookBlocked, HookError, HookTimeoutError
 from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
 from ._hook import (
     _DEPTH,
-    _NO_NOTES,
-    _NOT_TRACKED,
     _SKIPPED,
     _USER_PROMPT_SUBMIT,
     COMMAND_BACKSTOP,
@@ -75,8 +73,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _not_a_dict(hook: _Hook, ctx: HookContext) -> HookError:
     return HookError(
-        f"hook {hook.name!r} ({hook.hook_id}) set ctx.data to a "
-        f"{type(ctx.data).__name__}, not a dict; its change was undone"
+        f"ctx.data was left a {type(ctx.data).__name__}, not a dict, by hook {hook.name!r} "
+        f"({hook.hook_id}) or one before it; the change was undone"
     )
 
 
@@ -517,20 +515,17 @@ class HookManager:
         # Recording keeps two flat entries per hook (the hook, its end time) and a note only for
         # a hook whose run was not plain (data changed, an outcome, a prompt or a trace to keep);
         # the recorder expands them into HookRuns off the hot path.
+        # Only ``marks`` is read when nothing records: the rest is bound below, when it is used.
         marks: list[Any] | None = None
-        notes: dict[int, tuple[Any, ...]] = _NO_NOTES
-        last_v = 0
-        tracked: _Tracked = _NOT_TRACKED
-        t0 = 0.0
-        trace = False
-        plain = True
-        prompts = ev is _USER_PROMPT_SUBMIT
         if recorder is not None:
+            prompts = ev is _USER_PROMPT_SUBMIT
+            last_v = 0
             depth = _DEPTH.get()
             token = _DEPTH.set(depth + 1)
             dispatch_id = next(_dispatch_ids)
             marks = []
-            notes = {}
+            notes: dict[int, tuple[Any, ...]] = {}
+            tracked: _Tracked
             if type(ctx.data) is _Tracked:
                 tracked = ctx.data
             else:  # a context factory kept a data dict of its own
@@ -549,7 +544,6 @@ class HookManager:
         blockable = ev in BLOCKABLE_EVENTS
         background: list[_Hook] | None = None
         fired = 0
-        last = hooks[0]  # the last hook that ran (to name it if it left ctx.data broken)
         try:
             for hook in hooks:
                 if not hook.enabled:
@@ -572,7 +566,6 @@ class HookManager:
                         hook.spent = True
                         hook.manager._drop(hook)
                 fired += 1
-                last = hook
                 outcome: str | None = None
                 error: BaseException | None = None
                 try:
@@ -662,9 +655,10 @@ class HookManager:
             if token is not None:
                 _DEPTH.reset(token)
         if not isinstance(ctx.data, dict):  # a hook put something else there: undo, report it
-            broken = _not_a_dict(last, ctx)
+            # (Blamed on the chain's last hook reached: tracking who ran costs every dispatch.)
+            broken = _not_a_dict(hook, ctx)
             ctx.data = payload
-            errors = _note_error(errors, last, broken, self, ev.value)
+            errors = _note_error(errors, hook, broken, self, ev.value)
         # Built field by field for the same reason as the context (a test checks every field).
         result = _new(DispatchResult)
         result.fired = fired
