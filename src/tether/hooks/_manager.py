@@ -15,7 +15,6 @@ Invariants kept here:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import time
@@ -26,6 +25,7 @@ from ._context import HookContext
 from ._copy import copy_payload
 from ._errors import HookBlocked, HookError, HookTimeoutError
 from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
+from ._extension import ExtensionPoints
 from ._hook import (
     _DEPTH,
     _SKIPPED,
@@ -41,7 +41,6 @@ from ._hook import (
     _cancelling,
     _check_timeout,
     _clock,
-    _Coroutine,
     _dispatch_ids,
     _generation,
     _Hook,
@@ -92,7 +91,7 @@ def _note_error(
     return errors
 
 
-class HookManager:
+class HookManager(ExtensionPoints):
     """Holds hooks and dispatches events to them.
 
     ``default_timeout`` bounds hooks registered without a timeout of their own (``None``: no
@@ -754,84 +753,6 @@ class HookManager:
         from ._background import submit
 
         submit(self, hooks, ctx, depth, recorder, dispatch_id)
-
-    # -- extension points ------------------------------------------------------------------
-
-    async def call(self, name: str, *, firstresult: bool = False, **kwargs: Any) -> Any:
-        """Call every handler of extension point ``name`` in priority order.
-
-        Returns the list of results (a failed handler's slot is None, its error reported to the
-        error listeners), or with ``firstresult`` the first non-None result (None if none).
-        """
-        # Hot path (the process calls three extension points per run): a cached chain needs no
-        # name validation, since only a validated name ever enters the cache.
-        hooks = self._cache.get(name) if self._cache_gen == _generation[0] else None
-        if hooks is None:
-            key = _key(name)
-            if isinstance(key, HookEvent):
-                raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
-            hooks = self._resolved(key)
-        if not hooks:
-            return None if firstresult else []
-        key = name
-        results: list[Any] = []
-        for hook in hooks:
-            if not hook.enabled:
-                continue
-            try:
-                value = hook.fn(**kwargs)
-                if type(value) is _Coroutine:
-                    # As in dispatch: step it; a timer is armed only if it suspends.
-                    try:
-                        pending = value.send(None)
-                    except StopIteration as stop:
-                        value = stop.value
-                    else:
-                        value = await self._resume_bounded(hook, value, pending)
-                elif inspect.isawaitable(value):
-                    value = await self._await_bounded(hook, value)
-            except (Exception, asyncio.CancelledError) as exc:
-                if not isinstance(exc, Exception) and _cancelling():
-                    raise  # this task is being cancelled: not a handler error to isolate
-                self._log_failure(hook, str(key), exc)
-                await self._report(
-                    HookErrorInfo(key, hook.hook_id, hook.name, "", exc), hook.manager
-                )
-                value = None
-            if firstresult:
-                if value is not None:
-                    return value
-                continue
-            results.append(value)
-        return None if firstresult else results
-
-    def call_later(self, delay: float, name: str, **kwargs: Any) -> None:
-        """Schedule a fire-and-forget call of extension point ``name`` after ``delay`` seconds."""
-        if not isinstance(delay, int | float) or delay < 0:
-            raise ValueError(f"delay must be a number of seconds >= 0, got {delay!r}")
-        key = _key(name)
-        if isinstance(key, HookEvent):
-            raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
-        loop = asyncio.get_running_loop()
-
-        def fire() -> None:
-            self._timers.discard(handle)
-            task = loop.create_task(self.call(name, **kwargs))
-            self._deferred.add(task)
-            task.add_done_callback(self._deferred.discard)
-
-        handle = loop.call_later(delay, fire)
-        self._timers.add(handle)
-
-    async def aclose(self) -> None:
-        """Cancel deferred calls still pending: those not yet fired and those running."""
-        for handle in self._timers:
-            handle.cancel()
-        self._timers.clear()
-        for task in list(self._deferred):
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(*self._deferred, return_exceptions=True)
 
     def __repr__(self) -> str:
         return f"HookManager(hooks={len(self)}, default_timeout={self.default_timeout})"

@@ -1,0 +1,119 @@
+"""Extension points: named call sites in one flat, dotted namespace (``"ticket.classify"``).
+
+``call`` runs every handler in priority order and returns their results (a failed handler's
+slot is None, its error reported to the error listeners); ``firstresult`` stops at the first
+non-None result; ``call_later`` defers a fire-and-forget call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from ._events import HookEvent
+from ._hook import HookErrorInfo, _cancelling, _Coroutine, _generation, _Hook, _key
+
+if TYPE_CHECKING:
+    from ._manager import HookManager
+
+__all__ = ["ExtensionPoints"]
+
+
+class ExtensionPoints:
+    """The extension-point half of HookManager (it shares the manager's registry)."""
+
+    if TYPE_CHECKING:
+        default_timeout: float | None
+        _cache: dict[HookEvent | str, tuple[_Hook, ...]]
+        _cache_gen: int
+        _deferred: set[asyncio.Task[Any]]
+        _timers: set[asyncio.TimerHandle]
+
+        def _resolved(self, key: HookEvent | str) -> tuple[_Hook, ...]: ...
+
+        async def _resume_bounded(self, hook: _Hook, coro: Any, pending: Any) -> Any: ...
+
+        async def _await_bounded(self, hook: _Hook, awaitable: Awaitable[Any]) -> Any: ...
+
+        def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None: ...
+
+        async def _report(self, info: HookErrorInfo, owner: HookManager) -> None: ...
+
+    async def call(self, name: str, *, firstresult: bool = False, **kwargs: Any) -> Any:
+        """Call every handler of extension point ``name`` in priority order.
+
+        Returns the list of results (a failed handler's slot is None, its error reported to the
+        error listeners), or with ``firstresult`` the first non-None result (None if none).
+        """
+        # Hot path (the process calls three extension points per run): a cached chain needs no
+        # name validation, since only a validated name ever enters the cache.
+        hooks = self._cache.get(name) if self._cache_gen == _generation[0] else None
+        if hooks is None:
+            key = _key(name)
+            if isinstance(key, HookEvent):
+                raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
+            hooks = self._resolved(key)
+        if not hooks:
+            return None if firstresult else []
+        key = name
+        results: list[Any] = []
+        for hook in hooks:
+            if not hook.enabled:
+                continue
+            try:
+                value = hook.fn(**kwargs)
+                if type(value) is _Coroutine:
+                    # As in dispatch: step it; a timer is armed only if it suspends.
+                    try:
+                        pending = value.send(None)
+                    except StopIteration as stop:
+                        value = stop.value
+                    else:
+                        value = await self._resume_bounded(hook, value, pending)
+                elif inspect.isawaitable(value):
+                    value = await self._await_bounded(hook, value)
+            except (Exception, asyncio.CancelledError) as exc:
+                if not isinstance(exc, Exception) and _cancelling():
+                    raise  # this task is being cancelled: not a handler error to isolate
+                self._log_failure(hook, str(key), exc)
+                await self._report(
+                    HookErrorInfo(key, hook.hook_id, hook.name, "", exc), hook.manager
+                )
+                value = None
+            if firstresult:
+                if value is not None:
+                    return value
+                continue
+            results.append(value)
+        return None if firstresult else results
+
+    def call_later(self, delay: float, name: str, **kwargs: Any) -> None:
+        """Schedule a fire-and-forget call of extension point ``name`` after ``delay`` seconds."""
+        if not isinstance(delay, int | float) or delay < 0:
+            raise ValueError(f"delay must be a number of seconds >= 0, got {delay!r}")
+        key = _key(name)
+        if isinstance(key, HookEvent):
+            raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            self._timers.discard(handle)
+            task = loop.create_task(self.call(name, **kwargs))
+            self._deferred.add(task)
+            task.add_done_callback(self._deferred.discard)
+
+        handle = loop.call_later(delay, fire)
+        self._timers.add(handle)
+
+    async def aclose(self) -> None:
+        """Cancel deferred calls still pending: those not yet fired and those running."""
+        for handle in self._timers:
+            handle.cancel()
+        self._timers.clear()
+        for task in list(self._deferred):
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*self._deferred, return_exceptions=True)
