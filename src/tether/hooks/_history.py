@@ -106,11 +106,13 @@ class HistoryRecorder:
         dispatch_id: int,
         started: float,
         first: tuple[Any, Any],
+        hooks: tuple[_Hook, ...],
         marks: list[Any],
         notes: dict[int, tuple[Any, ...]],
     ) -> None:
-        """One synchronous chain: ``marks`` is flat (hook, end time, ...); ``notes`` holds what
-        was not plain about the hook at that index (see HookManager.dispatch)."""
+        """One synchronous chain: ``marks[i]`` is when ``hooks[i]`` ended (None: it did not run);
+        ``notes`` holds what was not plain about the hook at that index (see
+        HookManager.dispatch)."""
         if marks:
             # The wall-clock time of ``started`` (runs are dated start + their perf offset),
             # from a clock offset refreshed every OFFSET_EVERY dispatches.
@@ -127,6 +129,7 @@ class HistoryRecorder:
                 depth,
                 started,
                 first,
+                hooks,
                 marks,
                 notes,
             )
@@ -264,11 +267,14 @@ class HistoryRecorder:
             return [run]
         from ._hook import _run_id
 
-        _, wall, manager, event, number, depth, t0, (prompt, snap), flat, notes = entry
+        _, wall, manager, event, number, depth, t0, (prompt, snap), hooks, times, notes = entry
         marks = [
-            (flat[i], flat[i + 1], *notes[i]) if i in notes else (flat[i], flat[i + 1])
-            for i in range(0, len(flat), 2)
+            (hooks[i], t, *notes[i]) if i in notes else (hooks[i], t)
+            for i, t in enumerate(times)
+            if t is not None
         ]
+        if not marks:
+            return []
         did = _run_id(number)
         prompts = event is HookEvent.USER_PROMPT_SUBMIT
         last = marks[-1]
@@ -350,7 +356,7 @@ class HistoryRecorder:
         return filter_runs(runs, **filters)
 
     def __len__(self) -> int:
-        return sum(len(e[8]) // 2 if e[0] == "d" else 1 for e in self._ring)
+        return sum(sum(t is not None for t in e[9]) if e[0] == "d" else 1 for e in self._ring)
 
 
 def _recorded_at(run: HookRun) -> float:

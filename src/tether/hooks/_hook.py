@@ -156,6 +156,8 @@ class _Tracked(dict[str, Any]):
 
 _clock = time.perf_counter
 _SKIPPED: Final = ("skipped",)
+_NO_FIRST: Final = (None, None)
+_NO_NOTES: Final[dict[int, tuple[Any, ...]]] = {}
 
 
 def _run_id(number: int) -> str:

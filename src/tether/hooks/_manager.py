@@ -28,6 +28,8 @@ from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
 from ._extension import ExtensionPoints
 from ._hook import (
     _DEPTH,
+    _NO_FIRST,
+    _NO_NOTES,
     _SKIPPED,
     _USER_PROMPT_SUBMIT,
     COMMAND_BACKSTOP,
@@ -523,7 +525,7 @@ class HookManager(ExtensionPoints):
             token = _DEPTH.set(depth + 1)
             dispatch_id = next(_dispatch_ids)
             marks = []
-            notes: dict[int, tuple[Any, ...]] = {}
+            notes: dict[int, tuple[Any, ...]] | None = None
             tracked: _Tracked
             if type(ctx.data) is _Tracked:
                 tracked = ctx.data
@@ -533,8 +535,9 @@ class HookManager(ExtensionPoints):
             trace = recorder.trace
             plain = not trace  # a prompt can only change with the data: plain marks keep it
             first = (
-                tracked.get("prompt") if prompts else None,
-                _snapshot(tracked) if trace else None,
+                (tracked.get("prompt") if prompts else None, _snapshot(tracked) if trace else None)
+                if prompts or trace
+                else _NO_FIRST
             )
             t0 = time.perf_counter()
         blocked = False
@@ -544,22 +547,30 @@ class HookManager(ExtensionPoints):
         background: list[_Hook] | None = None
         fired = 0
         try:
+            # With a recorder, marks[i] is hooks[i]'s end time, or None when it did not run.
             for hook in hooks:
                 if not hook.enabled:
+                    if marks is not None:
+                        marks.append(None)
                     continue
                 if hook.mode == "async":
                     if background is None:
                         background = []
                     background.append(hook)
+                    if marks is not None:
+                        marks.append(None)
                     continue
                 if hook.matcher is not None and not hook.matcher.matches(ctx.data):
                     if marks is not None:
+                        if notes is None:
+                            notes = {}
                         notes[len(marks)] = _SKIPPED
-                        marks.append(hook)
                         marks.append(_clock())
                     continue
                 if hook.once:
                     if hook.spent:
+                        if marks is not None:
+                            marks.append(None)
                         continue
                     if not dry_run:
                         hook.spent = True
@@ -639,6 +650,8 @@ class HookManager(ExtensionPoints):
                                 version = data._v = last_v
                             else:
                                 version, last_v = -1, 0
+                        if notes is None:
+                            notes = {}
                         notes[len(marks)] = (
                             version,
                             outcome,
@@ -646,7 +659,6 @@ class HookManager(ExtensionPoints):
                             data.get("prompt") if prompts else None,
                             _snapshot(data) if trace else None,
                         )
-                    marks.append(hook)
                     marks.append(_clock())
                 if blocked:
                     break
@@ -665,9 +677,11 @@ class HookManager(ExtensionPoints):
         result.reason = reason
         result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]
         result.runs = []
-        if marks is not None:
+        if marks is not None and (fired or notes):  # a hook ran, or a matcher skipped one
             assert recorder is not None
-            recorder.dispatched(self, ctx, depth, dispatch_id, t0, first, marks, notes)
+            recorder.dispatched(
+                self, ctx, depth, dispatch_id, t0, first, hooks, marks, notes or _NO_NOTES
+            )
         result.data = ctx.data
         if errors is not None:
             for h, e in errors:

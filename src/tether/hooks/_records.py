@@ -73,6 +73,7 @@ class RunRecorder(Protocol):
         dispatch_id: int,
         started: float,
         first: tuple[Any, Any],
+        hooks: tuple[_Hook, ...],
         marks: list[Any],
         notes: dict[int, tuple[Any, ...]],
     ) -> None: ...
