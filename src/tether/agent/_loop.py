@@ -156,11 +156,21 @@ class AgentLoop:
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         raise RunError(f"run reached its turn limit (max_turns={self.max_turns}) without an answer")
 
-    async def converse(self, transcript: list[dict[str, Any]], text: str, *, timeout: float) -> str:
-        """One extra turn after a run, tools disabled, never added to the conversation."""
+    async def converse(
+        self,
+        transcript: list[dict[str, Any]],
+        text: str,
+        *,
+        timeout: float,
+        model: Model | None = None,
+    ) -> str:
+        """One extra turn after a run, tools disabled, never added to the conversation.
+
+        ``model`` is the one that ran the task, when it was not the loop's own.
+        """
         messages = [*transcript, {"role": "user", "content": text}]
         async with asyncio.timeout(timeout):
-            reply = await self.model.complete(messages, None)
+            reply = await (model or self.model).complete(messages, None)  # no tools offered
         return reply.content or ""
 
     async def _deny(

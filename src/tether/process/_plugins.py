@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Iterator
@@ -120,14 +119,11 @@ class PluginManager:
                 "(refused, blocked or dead-lettered first) or its transcript is no longer kept"
             )
         # The model that ran the task (a model.for_run answer), else the process's model.
-        model = process.run_models.get(event_id) or loop.model
-        messages = [*transcript, {"role": "user", "content": text}]
+        model = process.run_models.get(event_id)
         started = time.perf_counter()
         record: dict[str, Any] = {"timed_out": False, "error": None, "tools_disabled": True}
         try:
-            async with asyncio.timeout(timeout):
-                answer = await model.complete(messages, None)  # no tools for this turn
-            reply = answer.content or ""
+            reply = await loop.converse(transcript, text, timeout=timeout, model=model)
         except TimeoutError:
             record["timed_out"] = True
             raise
