@@ -267,9 +267,3 @@ async def drain(timeout: float, manager: HookManager | None = None) -> bool:
     finally:
         pool._waiters.remove(entry)
     return True
-
-
-def pending() -> int:
-    """Jobs queued on this loop's pool, not yet running."""
-    pool = _pools.get(asyncio.get_running_loop())
-    return 0 if pool is None else len(pool.jobs)

@@ -18,7 +18,7 @@ class HookContext:
     dict, so a later hook sees what an earlier one changed; the caller's dict is never touched.
     """
 
-    __slots__ = ("_epoch", "_extras", "_timestamp", "data", "event", "metadata", "process_id")
+    __slots__ = ("_epoch", "_timestamp", "data", "event", "metadata", "process_id")
 
     def __init__(
         self,
@@ -35,7 +35,6 @@ class HookContext:
         # The clock is read now; the datetime is built only if a hook asks for it (hot path).
         self._timestamp = timestamp
         self._epoch = time.time() if timestamp is None else 0.0
-        self._extras: dict[str, Any] | None = None
 
     @property
     def timestamp(self) -> datetime:

@@ -507,7 +507,6 @@ class HookManager(ExtensionPoints):
             ctx.metadata = dict(metadata) if metadata else {}
             ctx._timestamp = None
             ctx._epoch = _now()
-            ctx._extras = None
         else:
             ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
         depth = 0
