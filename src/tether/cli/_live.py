@@ -219,7 +219,7 @@ class _Tee:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
-        if name not in ("dispatched", "ran", "skipped", "dropped"):
+        if name not in ("add", "ran", "skipped", "dropped"):
             return attr
 
         def record(*args: Any, **kwargs: Any) -> None:

@@ -30,16 +30,6 @@ logger = logging.getLogger("tether.hooks")
 RING_SIZE: Final = 1000
 BATCH: Final = 256
 FLUSH_INTERVAL: Final = 0.5
-#: Dispatches between two readings of the wall clock against the perf counter.
-OFFSET_EVERY: Final = 256
-
-# (recorded_at, hook_id, name, event, process, source, mode, outcome, duration_ms, error,
-#  patch_applied, dispatch_id, depth, data_before, data_after)
-Raw = tuple[float, str, str, str, str, str, str, str, float, "str | None", bool, str, int, Any, Any]
-
-
-def _build(raw: Raw) -> HookRun:
-    return HookRun(*raw)
 
 
 def _source(manager: HookManager, hook: _Hook) -> str:
@@ -75,8 +65,11 @@ class HistoryRecorder:
         self._timer: asyncio.TimerHandle | None = None
         #: Keep each hook's data before and after (dry runs); off for ordinary history.
         self.trace = trace
-        self._offset = time.time() - time.perf_counter()
-        self._count = 0
+        #: Records one raw entry (see HookManager.dispatch): the ring's own append when
+        #: nothing else is to be done, so a dispatch pays for a C call only.
+        self.add: Callable[[tuple[Any, ...]], None] = (
+            self._ring.append if sink is None else self._add
+        )
 
     # -- recording (hot path: store, do not build) -------------------------------------------
 
@@ -97,45 +90,6 @@ class HistoryRecorder:
                 self.flush()
             else:
                 self._timer = loop.call_later(FLUSH_INTERVAL, self.flush)
-
-    def dispatched(
-        self,
-        manager: HookManager,
-        ctx: HookContext,
-        depth: int,
-        dispatch_id: int,
-        started: float,
-        first: tuple[Any, Any],
-        hooks: tuple[_Hook, ...],
-        marks: list[Any],
-        notes: dict[int, tuple[Any, ...]],
-    ) -> None:
-        """One synchronous chain: ``marks[i]`` is when ``hooks[i]`` ended (None: it did not run);
-        ``notes`` holds what was not plain about the hook at that index (see
-        HookManager.dispatch)."""
-        if marks:
-            # The wall-clock time of ``started`` (runs are dated start + their perf offset),
-            # from a clock offset refreshed every OFFSET_EVERY dispatches.
-            self._count += 1
-            if self._count >= OFFSET_EVERY:
-                self._count = 0
-                self._offset = time.time() - time.perf_counter()
-            entry = (
-                "d",
-                started + self._offset,
-                manager,
-                ctx.event,
-                dispatch_id,
-                depth,
-                started,
-                first,
-                hooks,
-                marks,
-                notes,
-            )
-            self._ring.append(entry)
-            if self._sink is not None:
-                self._queue(entry)
 
     def ran(
         self,
@@ -245,92 +199,71 @@ class HistoryRecorder:
             self._clean(after),
         )
 
-    def _expand(self, entry: tuple[Any, ...]) -> list[HookRun]:
+    def _expand(self, entry: tuple[Any, ...], offset: float) -> list[HookRun]:
+        """The HookRuns of one entry; ``offset`` turns perf-counter times into wall-clock ones."""
         if entry[0] == "r":
             _, wall, manager, hook, event, outcome, duration, error, did, depth, before, after = (
                 entry
             )
-            run = self._run(
-                wall,
-                manager,
-                hook,
-                event,
-                outcome,
-                duration,
-                error,
-                False,
-                did,
-                depth,
-                before,
-                after,
-            )
-            return [run]
-        from ._hook import _run_id
-
-        _, wall, manager, event, number, depth, t0, (prompt, snap), hooks, times, notes = entry
-        marks = [
-            (hooks[i], t, *notes[i]) if i in notes else (hooks[i], t)
-            for i, t in enumerate(times)
-            if t is not None
-        ]
-        if not marks:
-            return []
-        did = _run_id(number)
-        prompts = event is HookEvent.USER_PROMPT_SUBMIT
-        last = marks[-1]
-        ended_blocked = len(last) == 7 and (
-            last[3] == "blocked" or (last[3] is not None and last[0].fail_closed and event in _B)
-        )
-        runs: list[HookRun] = []
-        prev_t, prev_v = t0, 0
-        for mark in marks:
-            hook, t = mark[0], mark[1]
-            at = wall + (t - t0)
-            if len(mark) == 3:  # (hook, t, "skipped")
-                runs.append(
-                    self._run(
-                        at,
-                        manager,
-                        hook,
-                        event,
-                        "skipped",
-                        0.0,
-                        None,
-                        False,
-                        did,
-                        depth,
-                        None,
-                        None,
-                    )
-                )
-                prev_t = t
-                continue
-            if len(mark) == 2:  # plain: nothing changed, nothing to note
-                version, outcome, error, new_prompt, new_snap = prev_v, None, None, prompt, snap
-            else:
-                _, _, version, outcome, error, new_prompt, new_snap = mark
-            changed = version == -1 or version != prev_v
-            if outcome is None:
-                outcome = "applied" if changed else "passed"
-            patch = prompts and outcome == "applied" and not ended_blocked and new_prompt != prompt
-            runs.append(
+            return [
                 self._run(
-                    at,
+                    wall,
                     manager,
                     hook,
                     event,
                     outcome,
-                    (t - prev_t) * 1e3,
+                    duration,
+                    error,
+                    False,
+                    did,
+                    depth,
+                    before,
+                    after,
+                )
+            ]
+        from ._hook import _run_id
+
+        _, t0, manager, event, number, depth, hooks, marks, (prompt, snap) = entry
+        steps = _steps(hooks, marks, prompt)
+        if not steps:
+            return []
+        did = _run_id(number)
+        prompts = event is HookEvent.USER_PROMPT_SUBMIT
+        last_hook, _, last_outcome, *_ = steps[-1]
+        ended_blocked = last_outcome == "blocked" or (
+            last_outcome in ("failed", "timed_out") and last_hook.fail_closed and event in _B
+        )
+        runs: list[HookRun] = []
+        prev_t = t0
+        for hook, t, outcome, error, changed, new_prompt, new_snap in steps:
+            if outcome == "skipped":
+                duration = 0.0
+            else:
+                if outcome is None:
+                    outcome = "applied" if changed else "passed"
+                duration = (t - prev_t) * 1e3
+            patch = prompts and outcome == "applied" and not ended_blocked and new_prompt != prompt
+            runs.append(
+                self._run(
+                    t + offset,
+                    manager,
+                    hook,
+                    event,
+                    outcome,
+                    duration,
                     error,
                     bool(patch),
                     did,
                     depth,
-                    snap,
-                    new_snap,
+                    snap if outcome != "skipped" else None,
+                    new_snap if outcome != "skipped" else None,
                 )
             )
-            prev_t, prev_v = t, (0 if version == -1 else version)
-            prompt, snap = new_prompt, new_snap
+            prev_t = t
+            if outcome != "skipped":
+                prompt = new_prompt
+                if new_snap is not None:
+                    snap = new_snap
         return runs
 
     def flush(self) -> None:
@@ -341,7 +274,8 @@ class HistoryRecorder:
         pending, self._pending = self._pending, []
         if pending and self._sink is not None:
             try:
-                self._sink([run for entry in pending for run in self._expand(entry)])
+                offset = _offset()
+                self._sink([run for entry in pending for run in self._expand(entry, offset)])
             except Exception:
                 logger.exception("writing hook-run records failed")
 
@@ -351,12 +285,65 @@ class HistoryRecorder:
         The ring holds entries in the order they finished (a nested dispatch before the one it
         ran in, background runs whenever they end); runs are sorted by time, as the store is.
         """
-        runs = [run for entry in self._ring for run in self._expand(entry)]
+        offset = _offset()
+        runs = [run for entry in self._ring for run in self._expand(entry, offset)]
         runs.sort(key=_recorded_at)
         return filter_runs(runs, **filters)
 
     def __len__(self) -> int:
-        return sum(sum(t is not None for t in e[9]) if e[0] == "d" else 1 for e in self._ring)
+        return sum(sum(type(t) is float for t in e[7]) if e[0] == "d" else 1 for e in self._ring)
+
+
+_OFFSET = [time.time() - time.perf_counter()]
+
+
+def _offset() -> float:
+    """Wall-clock time minus perf-counter time (dispatch marks are perf-counter times).
+
+    Kept as it was unless the wall clock moved by more than a millisecond against the perf
+    counter, so reading the same runs twice dates them the same.
+    """
+    now = time.time() - time.perf_counter()
+    if abs(now - _OFFSET[0]) > 1e-3:
+        _OFFSET[0] = now
+    return _OFFSET[0]
+
+
+Step = tuple[Any, float, "str | None", "BaseException | None", bool, Any, Any]
+
+
+def _steps(hooks: tuple[_Hook, ...], marks: list[Any], prompt: Any) -> list[Step]:
+    """Walk a dispatch's marks: (hook, end time, outcome, error, data changed, prompt after,
+    snapshot after) for each hook that ran or was skipped, in chain order.
+
+    A float ends the current hook's step and a None says it did not run; the tuples before
+    either are notes on it: ``("o", outcome, error)`` (the first one counts), ``("w",
+    prompt)`` a write to the data, ``("k",)`` a matcher skip, ``("s", data)`` a snapshot.
+    """
+    steps: list[Step] = []
+    index = 0
+    outcome: str | None = None
+    error: BaseException | None = None
+    changed = False
+    snap: Any = None
+    for item in marks:
+        if item is None or type(item) is float:
+            if item is not None:
+                steps.append((hooks[index], item, outcome, error, changed, prompt, snap))
+            index += 1
+            outcome, error, changed, snap = None, None, False, None
+            continue
+        tag = item[0]
+        if tag == "w":
+            changed, prompt = True, item[1]
+        elif tag == "o":
+            if outcome is None:
+                outcome, error = item[1], item[2]
+        elif tag == "k":
+            outcome = "skipped"
+        else:  # "s"
+            snap = item[1]
+    return steps
 
 
 def _recorded_at(run: HookRun) -> float:

@@ -113,51 +113,83 @@ class HookInfo:
     owner: str | None
 
 
-class _Tracked(dict[str, Any]):
-    """The dispatch's data while runs are recorded: counts writes, so a changed-data check
-    costs one attribute read per hook instead of a copy and a comparison."""
+_ABSENT: Final = object()
 
-    # A class default instead of __init__: construction stays dict's own (C) constructor.
-    _v = 0
+
+def _same(old: Any, new: Any) -> bool:
+    """Whether writing ``new`` over ``old`` leaves the data as it was (same type, equal)."""
+    if old is new:
+        return True
+    try:
+        return type(old) is type(new) and bool(old == new)
+    except Exception:
+        return False
+
+
+class _Tracked(dict[str, Any]):
+    """The dispatch's data while runs are recorded: each write notes itself in the dispatch's
+    marks (``("w", prompt after the write)``), so telling which hook changed the data costs
+    nothing per hook. The marks list is detached when the dispatch ends."""
+
+    __slots__ = ("_marks",)
+
+    def _wrote(self) -> None:
+        marks = getattr(self, "_marks", None)
+        if marks is not None:
+            marks.append(("w", dict.get(self, "prompt")))
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self._v += 1
-        super().__setitem__(key, value)
+        old = dict.get(self, key, _ABSENT)
+        dict.__setitem__(self, key, value)
+        if old is _ABSENT or not _same(old, value):  # writing back what was there is no change
+            self._wrote()
 
     def __delitem__(self, key: str) -> None:
-        self._v += 1
-        super().__delitem__(key)
+        dict.__delitem__(self, key)
+        self._wrote()
 
     def update(self, *args: Any, **kwargs: Any) -> None:
-        self._v += 1
-        super().update(*args, **kwargs)
+        dict.update(self, *args, **kwargs)
+        self._wrote()
 
     def pop(self, *args: Any) -> Any:
-        self._v += 1
-        return super().pop(*args)
+        present = dict.__contains__(self, args[0]) if args else False
+        value = dict.pop(self, *args)
+        if present:
+            self._wrote()
+        return value
 
     def popitem(self) -> tuple[str, Any]:
-        self._v += 1
-        return super().popitem()
+        item = dict.popitem(self)
+        self._wrote()
+        return item
 
     def setdefault(self, key: str, default: Any = None) -> Any:
-        self._v += 1
-        return super().setdefault(key, default)
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        dict.__setitem__(self, key, default)
+        self._wrote()
+        return default
 
     def clear(self) -> None:
-        self._v += 1
-        super().clear()
+        if self:
+            dict.clear(self)
+            self._wrote()
 
     def __ior__(self, other: Any) -> _Tracked:  # type: ignore[override,misc]
-        self._v += 1
-        super().update(other)
+        dict.update(self, other)
+        self._wrote()
         return self
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # Copies and pickles are plain dicts: they are not the dispatch's data.
+        return (dict, (dict(self),))
 
 
 _clock = time.perf_counter
-_SKIPPED: Final = ("skipped",)
+#: Notes in a dispatch's marks (see HookManager.dispatch): a matcher skipped the hook.
+_SKIPPED: Final = ("k",)
 _NO_FIRST: Final = (None, None)
-_NO_NOTES: Final[dict[int, tuple[Any, ...]]] = {}
 
 
 def _run_id(number: int) -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,7 +28,6 @@ from ._extension import ExtensionPoints
 from ._hook import (
     _DEPTH,
     _NO_FIRST,
-    _NO_NOTES,
     _SKIPPED,
     _USER_PROMPT_SUBMIT,
     COMMAND_BACKSTOP,
@@ -91,6 +89,31 @@ def _note_error(
         errors = []
     errors.append((hook, error))
     return errors
+
+
+def _settle(
+    ctx: HookContext, tracked: _Tracked, marks: list[Any], hook: _Hook, trace: bool
+) -> tuple[_Tracked, HookError | None]:
+    """After a hook left ``ctx.data`` other than the tracked dict (or when tracing): undo a
+    non-dict, track a replacement dict (a write unless it holds the same), note a snapshot."""
+    data = ctx.data
+    bad = None
+    if data is tracked:
+        pass
+    elif not isinstance(data, dict):  # not data at all: undone, a hook error
+        bad = _not_a_dict(hook, ctx)
+        marks.append(("o", "failed", bad))
+        ctx.data = tracked
+    else:  # replaced wholesale: later writes go to the new dict
+        same = data == tracked
+        tracked._marks = None
+        tracked = ctx.data = _Tracked(data)
+        tracked._marks = marks
+        if not same:
+            marks.append(("w", tracked.get("prompt")))
+    if trace:
+        marks.append(("s", _snapshot(tracked)))
+    return tracked, bad
 
 
 class HookManager(ExtensionPoints):
@@ -512,33 +535,33 @@ class HookManager(ExtensionPoints):
         depth = 0
         dispatch_id = 0
         token = None
-        # Recording keeps two flat entries per hook (the hook, its end time) and a note only for
-        # a hook whose run was not plain (data changed, an outcome, a prompt or a trace to keep);
-        # the recorder expands them into HookRuns off the hot path.
-        # Only ``marks`` is read when nothing records: the rest is bound below, when it is used.
+        # Recording costs one clock reading per hook: marks gets the end time of each hook that
+        # ran (None for one that did not), preceded by notes on anything not plain about it (an
+        # outcome, a write to the data, a skip, a snapshot when tracing). The data notes its
+        # own writes into marks (see _Tracked); the recorder expands marks into HookRuns off the
+        # hot path. Only ``marks`` is read when nothing records: the rest is bound below.
         marks: list[Any] | None = None
         if recorder is not None:
-            prompts = ev is _USER_PROMPT_SUBMIT
-            last_v = 0
             depth = _DEPTH.get()
             token = _DEPTH.set(depth + 1)
             dispatch_id = next(_dispatch_ids)
             marks = []
-            notes: dict[int, tuple[Any, ...]] | None = None
-            tracked: _Tracked
-            if type(ctx.data) is _Tracked:
-                tracked = ctx.data
-            else:  # a context factory kept a data dict of its own
-                tracked = _Tracked(ctx.data)
-                ctx.data = tracked
+            mark = marks.append
+            tracked = ctx.data
+            if type(tracked) is not _Tracked:  # a context factory kept a data dict of its own
+                tracked = ctx.data = _Tracked(tracked)
+            tracked._marks = marks
             trace = recorder.trace
-            plain = not trace  # a prompt can only change with the data: plain marks keep it
+            # The per-hook check is ``ctx.data is watched``: tracing makes it fail every time,
+            # so the snapshot is taken on the same (slow) path as a replaced data dict.
+            watched: Any = None if trace else tracked
+            prompts = ev is _USER_PROMPT_SUBMIT
             first = (
                 (tracked.get("prompt") if prompts else None, _snapshot(tracked) if trace else None)
                 if prompts or trace
                 else _NO_FIRST
             )
-            t0 = time.perf_counter()
+            t0 = _clock()
         blocked = False
         reason: str | None = None
         errors: list[tuple[_Hook, BaseException]] | None = None
@@ -561,10 +584,8 @@ class HookManager(ExtensionPoints):
                     continue
                 if hook.matcher is not None and not hook.matcher.matches(ctx.data):
                     if marks is not None:
-                        if notes is None:
-                            notes = {}
-                        notes[len(marks)] = _SKIPPED
-                        marks.append(_clock())
+                        mark(_SKIPPED)
+                        mark(_clock())
                     continue
                 if hook.once:
                     if hook.spent:
@@ -575,8 +596,6 @@ class HookManager(ExtensionPoints):
                         hook.spent = True
                         hook.manager._drop(hook)
                 fired += 1
-                outcome: str | None = None
-                error: BaseException | None = None
                 try:
                     coro = hook.fn(ctx)
                     try:
@@ -608,8 +627,8 @@ class HookManager(ExtensionPoints):
                     if blockable:
                         blocked = True
                         reason = exc.reason
-                        outcome = "blocked"
-                        error = exc  # the run's record keeps the reason: the "why" of a block
+                        if marks is not None:  # the record keeps the reason: a block's "why"
+                            mark(("o", "blocked", exc))
                     else:
                         logger.warning(
                             "hook %s (%s) tried to block %s, which cannot be blocked; ignored",
@@ -620,8 +639,9 @@ class HookManager(ExtensionPoints):
                 except (Exception, asyncio.CancelledError) as exc:
                     if not isinstance(exc, Exception) and _cancelling():
                         raise  # this task is being cancelled: not a hook error to isolate
-                    error = exc
-                    outcome = "timed_out" if isinstance(exc, HookTimeoutError) else "failed"
+                    if marks is not None:
+                        timed_out = isinstance(exc, HookTimeoutError)
+                        mark(("o", "timed_out" if timed_out else "failed", exc))
                     self._log_failure(hook, ev.value, exc)
                     if errors is None:
                         errors = []
@@ -630,40 +650,18 @@ class HookManager(ExtensionPoints):
                         blocked = True
                         reason = f"hook failed (fail_closed): {exc}"
                 if marks is not None:
-                    data = ctx.data
-                    if not (plain and outcome is None and data is tracked and data._v == last_v):
-                        if data is tracked:
-                            version = last_v = data._v
-                        elif not isinstance(data, dict):  # not data at all: undo, a hook error
-                            data = ctx.data = tracked
-                            version = last_v = data._v
-                            if outcome is None:
-                                outcome = "failed"
-                                error = _not_a_dict(hook, ctx)
-                                errors = _note_error(errors, hook, error, self, ev.value)
-                        else:  # the hook replaced the data wholesale
-                            same = tracked._v == last_v and data == tracked
-                            tracked = data = _Tracked(data)
-                            ctx.data = data
-                            if same:  # ... with what it held (a command hook echoing it)
-                                version = data._v = last_v
-                            else:
-                                version, last_v = -1, 0
-                        if notes is None:
-                            notes = {}
-                        notes[len(marks)] = (
-                            version,
-                            outcome,
-                            error,
-                            data.get("prompt") if prompts else None,
-                            _snapshot(data) if trace else None,
-                        )
-                    marks.append(_clock())
+                    if ctx.data is not watched:  # replaced, not a dict, or tracing
+                        tracked, bad = _settle(ctx, tracked, marks, hook, trace)
+                        if bad is not None:
+                            errors = _note_error(errors, hook, bad, self, ev.value)
+                        watched = None if trace else tracked
+                    mark(_clock())
                 if blocked:
                     break
         finally:
             if token is not None:
                 _DEPTH.reset(token)
+                tracked._marks = None  # later writes (the caller's) are not the hooks'
         if not isinstance(ctx.data, dict):  # a hook put something else there: undo, report it
             # (Blamed on the chain's last hook reached: tracking who ran costs every dispatch.)
             broken = _not_a_dict(hook, ctx)
@@ -676,11 +674,9 @@ class HookManager(ExtensionPoints):
         result.reason = reason
         result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]
         result.runs = []
-        if marks is not None and (fired or notes):  # a hook ran, or a matcher skipped one
+        if marks is not None and (fired or _SKIPPED in marks):  # a hook ran, or was skipped
             assert recorder is not None
-            recorder.dispatched(
-                self, ctx, depth, dispatch_id, t0, first, hooks, marks, notes or _NO_NOTES
-            )
+            recorder.add(("d", t0, self, ev, dispatch_id, depth, hooks, marks, first))
         result.data = ctx.data
         if errors is not None:
             for h, e in errors:

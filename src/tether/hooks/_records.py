@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -65,18 +66,9 @@ class RunRecorder(Protocol):
 
     trace: bool
 
-    def dispatched(
-        self,
-        manager: HookManager,
-        ctx: HookContext,
-        depth: int,
-        dispatch_id: int,
-        started: float,
-        first: tuple[Any, Any],
-        hooks: tuple[_Hook, ...],
-        marks: list[Any],
-        notes: dict[int, tuple[Any, ...]],
-    ) -> None: ...
+    #: Records one dispatch's raw entry: ``("d", t0, manager, event, dispatch number, depth,
+    #: hooks, marks, (first prompt, first snapshot))``; see HookManager.dispatch for marks.
+    add: Callable[[tuple[Any, ...]], None]
 
     def skipped(
         self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
