@@ -132,6 +132,7 @@ class _Tracked(dict[str, Any]):
     nothing per hook. The marks list is detached when the dispatch ends."""
 
     __slots__ = ("_marks",)
+    _marks: list[Any] | None
 
     def _wrote(self) -> None:
         marks = getattr(self, "_marks", None)

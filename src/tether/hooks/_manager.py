@@ -547,7 +547,8 @@ class HookManager(ExtensionPoints):
             dispatch_id = next(_dispatch_ids)
             marks = []
             mark = marks.append
-            tracked = ctx.data
+            tracked: _Tracked
+            tracked = ctx.data  # type: ignore[assignment]
             if type(tracked) is not _Tracked:  # a context factory kept a data dict of its own
                 tracked = ctx.data = _Tracked(tracked)
             tracked._marks = marks
