@@ -17,6 +17,7 @@ import logging
 import time
 import weakref
 from collections import deque
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Final
 
 from ._context import HookContext
@@ -143,16 +144,18 @@ async def _run_one(
     dispatch_id: str,
 ) -> None:
     from ._errors import HookBlocked, HookTimeoutError
-    from ._hook import _DEPTH, HookErrorInfo
+    from ._hook import HookErrorInfo, _run_at
 
     started = time.perf_counter()
     before = dict(ctx.data)
     outcome = "passed"
     error: BaseException | None = None
-    # A dispatch made by this hook is nested one level deeper, as in the synchronous chain.
-    token = _DEPTH.set(depth + 1)
     try:
-        await manager._await_bounded(hook, hook.fn(ctx))
+        awaitable = hook.fn(ctx)
+        if isinstance(awaitable, Coroutine):
+            # A dispatch made by this hook is nested one level deeper, as in the sync chain.
+            awaitable = _run_at(awaitable, depth)
+        await manager._await_bounded(hook, awaitable)
     except HookBlocked:
         logger.warning("async hook %s cannot block %s; ignored", hook.name, ctx.event.value)
     except asyncio.CancelledError as exc:
@@ -174,8 +177,6 @@ async def _run_one(
             HookErrorInfo(ctx.event.value, hook.hook_id, hook.name, ctx.process_id, exc),
             hook.manager,
         )
-    finally:
-        _DEPTH.reset(token)
     if recorder is not None:
         recorder.ran(manager, hook, ctx, depth, outcome, started, error, before, dispatch_id)
 

@@ -26,7 +26,6 @@ from ._errors import HookBlocked, HookError, HookTimeoutError
 from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
 from ._extension import ExtensionPoints
 from ._hook import (
-    _DEPTH,
     _NO_FIRST,
     _SKIPPED,
     _USER_PROMPT_SUBMIT,
@@ -41,6 +40,7 @@ from ._hook import (
     _cancelling,
     _check_timeout,
     _clock,
+    _depth,
     _dispatch_ids,
     _generation,
     _Hook,
@@ -534,7 +534,6 @@ class HookManager(ExtensionPoints):
             ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
         depth = 0
         dispatch_id = 0
-        token = None
         # Recording costs one clock reading per hook: marks gets the end time of each hook that
         # ran (None for one that did not), preceded by notes on anything not plain about it (an
         # outcome, a write to the data, a skip, a snapshot when tracing). The data notes its
@@ -542,8 +541,8 @@ class HookManager(ExtensionPoints):
         # hot path. Only ``marks`` is read when nothing records: the rest is bound below.
         marks: list[Any] | None = None
         if recorder is not None:
-            depth = _DEPTH.get()
-            token = _DEPTH.set(depth + 1)
+            depth = _depth[0]
+            _depth[0] = depth + 1
             dispatch_id = next(_dispatch_ids)
             marks = []
             mark = marks.append
@@ -609,21 +608,28 @@ class HookManager(ExtensionPoints):
                         await self._await_bounded(hook, coro)
                     else:
                         timeout = self._timeout_of(hook)
-                        if timeout is None:
-                            await _resume(coro, pending)
-                        else:
-                            try:
-                                async with asyncio.timeout(timeout) as scope:
-                                    await _resume(coro, pending)
-                                if scope.expired():  # the hook swallowed its cancellation
-                                    raise TimeoutError
-                            except TimeoutError:
-                                if scope.expired():
-                                    raise HookTimeoutError(
-                                        f"hook {hook.name!r} ({hook.hook_id}) timed out "
-                                        f"after {timeout:g}s"
-                                    ) from None
-                                raise
+                        at = -1
+                        if marks is not None:  # others may run while this hook is suspended
+                            _depth[0] = at = depth
+                        try:
+                            if timeout is None:
+                                await _resume(coro, pending, at)
+                            else:
+                                try:
+                                    async with asyncio.timeout(timeout) as scope:
+                                        await _resume(coro, pending, at)
+                                    if scope.expired():  # the hook swallowed its cancellation
+                                        raise TimeoutError
+                                except TimeoutError:
+                                    if scope.expired():
+                                        raise HookTimeoutError(
+                                            f"hook {hook.name!r} ({hook.hook_id}) timed out "
+                                            f"after {timeout:g}s"
+                                        ) from None
+                                    raise
+                        finally:
+                            if marks is not None:
+                                _depth[0] = depth + 1
                 except HookBlocked as exc:
                     if blockable:
                         blocked = True
@@ -660,8 +666,8 @@ class HookManager(ExtensionPoints):
                 if blocked:
                     break
         finally:
-            if token is not None:
-                _DEPTH.reset(token)
+            if marks is not None:
+                _depth[0] = depth
                 tracked._marks = None  # later writes (the caller's) are not the hooks'
         if not isinstance(ctx.data, dict):  # a hook put something else there: undo, report it
             # (Blamed on the chain's last hook reached: tracking who ran costs every dispatch.)

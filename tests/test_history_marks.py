@@ -1,0 +1,212 @@
+"""How a recorded dispatch tells what each hook did: writes noted by the data itself, the
+dispatch depth carried through suspended hooks and concurrent tasks, and data a caller keeps.
+
+Every test drives a real HookManager.dispatch with a HistoryRecorder attached and reads the
+records back with ``runs()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import pickle
+from typing import Any
+
+from tether import HookContext, HookEvent, HookManager
+from tether.hooks._background import drain
+from tether.hooks._history import HistoryRecorder
+
+UPS = HookEvent.USER_PROMPT_SUBMIT
+CREATED = HookEvent.TASK_CREATED
+DATA = {"prompt": "hello", "event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
+
+
+def recorded() -> tuple[HookManager, HistoryRecorder]:
+    manager = HookManager()
+    manager.recorder = history = HistoryRecorder("p")
+    return manager, history
+
+
+def outcomes(history: HistoryRecorder) -> dict[str, str]:
+    return {run.hook_name: run.outcome for run in history.runs()}
+
+
+async def test_writing_back_what_was_there_is_passed_and_a_real_write_is_applied() -> None:
+    manager, history = recorded()
+
+    async def same(ctx: HookContext) -> None:
+        ctx.data["prompt"] = ctx.data["prompt"]
+        ctx.data.setdefault("event_id", "other")  # present: not a write
+        ctx.data.pop("absent", None)  # missing: not a write
+
+    async def real(ctx: HookContext) -> None:
+        ctx.data["note"] = "added"
+
+    manager.register(UPS, same, name="same", priority=2)
+    manager.register(UPS, real, name="real", priority=1)
+    await manager.dispatch(UPS, DATA)
+    assert outcomes(history) == {"same": "passed", "real": "applied"}
+
+
+async def test_each_kind_of_write_marks_the_hook_that_made_it() -> None:
+    writes = {
+        "setitem": lambda d: d.__setitem__("x", 1),
+        "delitem": lambda d: d.__delitem__("trigger_id"),
+        "update": lambda d: d.update(x=2),
+        "pop": lambda d: d.pop("trigger_type"),
+        "popitem": lambda d: d.popitem(),
+        "setdefault": lambda d: d.setdefault("new", 3),
+        "clear": lambda d: d.clear(),
+        "ior": lambda d: d.__ior__({"y": 4}),
+    }
+    for name, write in writes.items():
+        manager, history = recorded()
+
+        async def reads(ctx: HookContext) -> None:
+            assert isinstance(ctx.data, dict)
+
+        async def writes_once(ctx: HookContext, write: Any = write) -> None:
+            write(ctx.data)
+
+        manager.register(CREATED, reads, name="before", priority=2)
+        manager.register(CREATED, writes_once, name=name, priority=1)
+        manager.register(CREATED, reads, name="after", priority=0)
+        await manager.dispatch(CREATED, DATA)
+        assert outcomes(history) == {"before": "passed", name: "applied", "after": "passed"}
+
+
+async def test_writes_the_caller_makes_after_the_dispatch_change_no_record() -> None:
+    manager, history = recorded()
+
+    async def reads(ctx: HookContext) -> None:
+        assert ctx.data["prompt"]
+
+    manager.register(UPS, reads, name="reads")
+    result = await manager.dispatch(UPS, DATA)
+    result.data["prompt"] = "changed by the caller"
+    result.data.update(more=1)
+    assert outcomes(history) == {"reads": "passed"}
+    assert history.runs()[0].patch_applied is False
+
+
+async def test_a_hook_that_replaces_the_data_is_applied_and_later_writes_are_still_seen() -> None:
+    manager, history = recorded()
+
+    async def replaces(ctx: HookContext) -> None:
+        ctx.data = {**ctx.data, "prompt": "rewritten"}
+
+    async def echoes(ctx: HookContext) -> None:
+        ctx.data = dict(ctx.data)  # the same content: no change
+
+    async def writes(ctx: HookContext) -> None:
+        ctx.data["extra"] = True
+
+    manager.register(UPS, replaces, name="replaces", priority=3)
+    manager.register(UPS, echoes, name="echoes", priority=2)
+    manager.register(UPS, writes, name="writes", priority=1)
+    result = await manager.dispatch(UPS, DATA)
+    assert result.data["prompt"] == "rewritten"
+    assert result.data["extra"] is True
+    assert outcomes(history) == {"replaces": "applied", "echoes": "passed", "writes": "applied"}
+    patched = {run.hook_name: run.patch_applied for run in history.runs()}
+    assert patched == {"replaces": True, "echoes": False, "writes": False}
+
+
+async def test_copies_and_pickles_of_the_data_are_plain_dicts() -> None:
+    manager, _ = recorded()
+    seen: dict[str, Any] = {}
+
+    async def copies(ctx: HookContext) -> None:
+        seen["deep"] = copy.deepcopy(ctx.data)
+        seen["pickled"] = pickle.loads(pickle.dumps(ctx.data))
+
+    manager.register(UPS, copies)
+    await manager.dispatch(UPS, DATA)
+    assert type(seen["deep"]) is dict
+    assert seen["deep"] == DATA
+    assert type(seen["pickled"]) is dict
+    assert seen["pickled"] == DATA
+
+
+async def test_depth_is_right_inside_a_hook_after_it_suspended() -> None:
+    manager, history = recorded()
+
+    async def nests_after_a_pause(ctx: HookContext) -> None:
+        await asyncio.sleep(0)
+        await manager.dispatch(CREATED, {"event_id": "inner"})
+        await asyncio.sleep(0)
+        await manager.dispatch(CREATED, {"event_id": "inner-2"})
+
+    async def inner(ctx: HookContext) -> None:
+        await asyncio.sleep(0)
+
+    manager.register(UPS, nests_after_a_pause, name="outer")
+    manager.register(CREATED, inner, name="inner")
+    await manager.dispatch(UPS, DATA)
+    depths = [(run.hook_name, run.dispatch_depth) for run in history.runs()]
+    assert depths == [("inner", 1), ("inner", 1), ("outer", 0)]
+
+
+async def test_a_suspended_hook_does_not_lend_its_depth_to_other_tasks() -> None:
+    """Two dispatches interleave: while one's hook waits, the other starts at depth 0."""
+    manager, history = recorded()
+    release = asyncio.Event()
+
+    async def waits(ctx: HookContext) -> None:
+        await release.wait()
+
+    async def quick(ctx: HookContext) -> None:
+        return None
+
+    manager.register(UPS, waits, name="waits")
+    manager.register(CREATED, quick, name="quick")
+    waiting = asyncio.create_task(manager.dispatch(UPS, DATA))
+    await asyncio.sleep(0.01)
+    await manager.dispatch(CREATED, {"event_id": "other"})
+    release.set()
+    await waiting
+    assert {(r.hook_name, r.dispatch_depth) for r in history.runs()} == {
+        ("waits", 0),
+        ("quick", 0),
+    }
+
+
+async def test_a_hook_that_raises_after_suspending_leaves_the_depth_as_it_was() -> None:
+    manager, history = recorded()
+
+    async def fails_later(ctx: HookContext) -> None:
+        await asyncio.sleep(0)
+        raise RuntimeError("late failure")
+
+    async def quick(ctx: HookContext) -> None:
+        return None
+
+    manager.register(UPS, fails_later, name="fails_later", priority=1)
+    manager.register(UPS, quick, name="quick")
+    manager.register(CREATED, quick, name="after")
+    await manager.dispatch(UPS, DATA)
+    await manager.dispatch(CREATED, {"event_id": "next"})
+    runs = [(r.hook_name, r.outcome, r.dispatch_depth) for r in history.runs()]
+    assert runs == [("fails_later", "failed", 0), ("quick", "passed", 0), ("after", "passed", 0)]
+
+
+async def test_an_async_hook_that_suspends_dispatches_one_level_deeper_and_leaks_nothing() -> None:
+    manager, history = recorded()
+    done = asyncio.Event()
+
+    async def audit(ctx: HookContext) -> None:
+        await asyncio.sleep(0)
+        await manager.dispatch(CREATED, {"event_id": "from-audit"})
+        done.set()
+
+    async def quick(ctx: HookContext) -> None:
+        return None
+
+    manager.register(UPS, audit, name="audit", mode="async")
+    manager.register(CREATED, quick, name="nested")
+    await manager.dispatch(UPS, DATA)
+    await asyncio.wait_for(done.wait(), 5)
+    await manager.dispatch(CREATED, {"event_id": "top"})
+    assert await drain(5, manager)
+    depths = sorted((r.hook_name, r.dispatch_depth) for r in history.runs())
+    assert depths == [("audit", 0), ("nested", 0), ("nested", 1)]
