@@ -51,10 +51,7 @@ def trivial_hook() -> Any:
     return hook
 
 
-async def time_process(
-    hooks_per_event: int, batches: int = REPEATS, *, history: bool = True
-) -> float:
-    """Best µs/event over ``batches`` batches of BATCH events, inject to task_completed."""
+def make_process(hooks_per_event: int, *, history: bool = True) -> AgentProcess:
     process = AgentProcess(
         "bench",
         ProcessConfig(model=ScriptedModel(reply="Triaged."), max_queue_size=BATCH),
@@ -64,25 +61,41 @@ async def time_process(
     for event in HookEvent:
         for _ in range(hooks_per_event):
             process.hooks.register(event, trivial_hook())
-    best = float("inf")
-    async with process:
-        done = 0
-        for _ in range(batches + 1):  # the first batch warms up
-            batch = events(BATCH)
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                for event in batch:
-                    await process.inject(event)
-                done += BATCH
-                while process.invocation_count < done or process.status()["in_flight"]:
-                    await asyncio.sleep(0)
-                elapsed = time.perf_counter() - start
-            finally:
-                gc.enable()
-            if done > BATCH:
-                best = min(best, elapsed)
-    return best / BATCH * 1e6
+    return process
+
+
+async def time_batch(process: AgentProcess) -> float:
+    """µs/event of one batch of BATCH events, inject to the last task_completed."""
+    batch = events(BATCH)
+    done = process.invocation_count + BATCH
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        for event in batch:
+            await process.inject(event)
+        while process.invocation_count < done or process.status()["in_flight"]:
+            await asyncio.sleep(0)
+        elapsed = time.perf_counter() - start
+    finally:
+        gc.enable()
+    return elapsed / BATCH * 1e6
+
+
+async def time_processes(processes: list[AgentProcess], batches: int = REPEATS) -> list[float]:
+    """Best µs/event of each process, their batches interleaved (the first one warms up)."""
+    best = [float("inf")] * len(processes)
+    for process in processes:
+        await process.start()
+    try:
+        for round_ in range(batches + 1):
+            for i, process in enumerate(processes):
+                us = await time_batch(process)
+                if round_:
+                    best[i] = min(best[i], us)
+    finally:
+        for process in processes:
+            await process.stop()
+    return best
 
 
 async def time_loop(batches: int = REPEATS) -> float:
@@ -115,8 +128,10 @@ async def time_loop(batches: int = REPEATS) -> float:
 
 async def main(profile: bool) -> None:
     loop_us = await time_loop()
-    rows = [(f"process, {n} hooks/event", await time_process(n)) for n in (0, 3)]
-    unrecorded = await time_process(3, history=False)
+    none, three, unrecorded = await time_processes(
+        [make_process(0), make_process(3), make_process(3, history=False)]
+    )
+    rows = [("process, 0 hooks/event", none), ("process, 3 hooks/event", three)]
     print(f"AgentProcess, inject -> task_completed, ScriptedModel, batches of {BATCH} events")
     print(f"{'':<26}{'µs/event':>10}{'events/s':>11}{'above loop µs':>15}")
     print(f"{'AgentLoop.run directly':<26}{loop_us:>10.1f}{1e6 / loop_us:>11,.0f}{'-':>15}")
@@ -129,7 +144,7 @@ async def main(profile: bool) -> None:
     if profile:
         profiler = cProfile.Profile()
         profiler.enable()
-        await time_process(3, batches=2)
+        await time_processes([make_process(3)], batches=2)
         profiler.disable()
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 

@@ -129,6 +129,17 @@ async def test_an_extension_point_without_handlers_returns_an_empty_list() -> No
     assert await manager.call("nobody.listens", firstresult=True) is None
 
 
+async def test_implemented_says_whether_a_call_would_run_an_enabled_handler() -> None:
+    manager = HookManager()
+    assert manager.implemented(NAME) is False
+    hook_id = manager.register(NAME, lambda text: "general")
+    assert manager.implemented(NAME) is True
+    manager.set_enabled(hook_id, False)
+    assert manager.implemented(NAME) is False
+    with pytest.raises(ValueError, match="lifecycle event"):
+        manager.implemented("task_created")
+
+
 async def test_call_later_fires_after_the_delay_and_returns_nothing() -> None:
     manager = HookManager()
     fired = asyncio.Event()

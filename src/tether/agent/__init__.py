@@ -9,6 +9,7 @@ from ._context import AgentContext as AgentContext
 from ._context import ConversationBuffer as ConversationBuffer
 from ._guardrails import GuardrailDenial as GuardrailDenial
 from ._guardrails import scan as scan
+from ._guardrails import scan_payload as scan_payload
 from ._loop import AgentLoop as AgentLoop
 from ._loop import RunError as RunError
 from ._loop import RunResult as RunResult

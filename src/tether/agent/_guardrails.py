@@ -9,7 +9,7 @@ from typing import Any
 
 from ._config import GuardrailConfig
 
-__all__ = ["GuardrailDenial", "scan"]
+__all__ = ["GuardrailDenial", "scan", "scan_payload"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -49,11 +49,8 @@ def _lowered(markers: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     return tuple((marker, marker.lower()) for marker in markers)
 
 
-async def scan(config: GuardrailConfig, payload: Any, prompt: str) -> GuardrailDenial | None:
-    """Run the payload scan, then every scanner; the first refusal wins.
-
-    A scanner that raises refuses too (a broken guardrail must not let the event through).
-    """
+def scan_payload(config: GuardrailConfig, payload: Any) -> GuardrailDenial | None:
+    """The payload scan alone (no scanner): a refusal if a prompt-injection marker is found."""
     if config.payload_scan:
         text = _payload_text(payload).lower()
         for marker, lowered in _lowered(tuple(config.markers)):
@@ -61,6 +58,17 @@ async def scan(config: GuardrailConfig, payload: Any, prompt: str) -> GuardrailD
                 return GuardrailDenial(
                     "payload_scan", f"payload contains a prompt-injection marker: {marker!r}"
                 )
+    return None
+
+
+async def scan(config: GuardrailConfig, payload: Any, prompt: str) -> GuardrailDenial | None:
+    """Run the payload scan, then every scanner; the first refusal wins.
+
+    A scanner that raises refuses too (a broken guardrail must not let the event through).
+    """
+    denial = scan_payload(config, payload)
+    if denial is not None:
+        return denial
     for scanner in config.scanners:
         name = getattr(scanner, "__name__", type(scanner).__name__)
         try:

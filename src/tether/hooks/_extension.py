@@ -42,20 +42,29 @@ class ExtensionPoints:
 
         async def _report(self, info: HookErrorInfo, owner: HookManager) -> None: ...
 
-    async def call(self, name: str, *, firstresult: bool = False, **kwargs: Any) -> Any:
-        """Call every handler of extension point ``name`` in priority order.
-
-        Returns the list of results (a failed handler's slot is None, its error reported to the
-        error listeners), or with ``firstresult`` the first non-None result (None if none).
-        """
-        # Hot path (the process calls three extension points per run): a cached chain needs no
-        # name validation, since only a validated name ever enters the cache.
+    def _point(self, name: str) -> tuple[_Hook, ...]:
+        # Hot path (the process looks up three extension points per run): a cached chain needs
+        # no name validation, since only a validated name ever enters the cache.
         hooks = self._cache.get(name) if self._cache_gen == _generation[0] else None
         if hooks is None:
             key = _key(name)
             if isinstance(key, HookEvent):
                 raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
             hooks = self._resolved(key)
+        return hooks
+
+    def implemented(self, name: str) -> bool:
+        """Whether extension point ``name`` has an enabled handler (a call would run one)."""
+        hooks = self._point(name)
+        return bool(hooks) and any(hook.enabled for hook in hooks)
+
+    async def call(self, name: str, *, firstresult: bool = False, **kwargs: Any) -> Any:
+        """Call every handler of extension point ``name`` in priority order.
+
+        Returns the list of results (a failed handler's slot is None, its error reported to the
+        error listeners), or with ``firstresult`` the first non-None result (None if none).
+        """
+        hooks = self._point(name)
         if not hooks:
             return None if firstresult else []
         key = name

@@ -22,7 +22,16 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from .._redact import Redactor
-from ..agent import AgentContext, AgentLoop, BudgetTracker, RunResult, Tool, as_tool, scan
+from ..agent import (
+    AgentContext,
+    AgentLoop,
+    BudgetTracker,
+    RunResult,
+    Tool,
+    as_tool,
+    scan,
+    scan_payload,
+)
 from ..hooks import DispatchResult, HookError, HookEvent, HookManager
 from ..hooks._background import drain as drain_async_hooks
 from ._changes import ConfigChanges
@@ -36,6 +45,7 @@ from ._config import (
 )
 from ._errors import ProcessStateError
 from ._event import TriggerEvent, render_prompt
+from ._extensions import extensions_for_run
 from ._observe import HookObservability
 from ._state import ProcessState, accepts_events, validate_name
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
@@ -620,7 +630,9 @@ class AgentProcess(ConfigChanges, HookObservability):
         changed = gate.data.get("prompt")
         if isinstance(changed, str) and changed != shown:
             prompt = changed
-        denial = await scan(self.config.guardrails, event.payload, prompt)
+        rails = self.config.guardrails  # scanners may suspend; the payload scan alone never does
+        scanning = scan(rails, event.payload, prompt) if rails.scanners else None
+        denial = await scanning if scanning is not None else scan_payload(rails, event.payload)
         if denial is not None:
             await self._emit_worker(
                 HookEvent.PERMISSION_DENIED,
@@ -671,6 +683,8 @@ class AgentProcess(ConfigChanges, HookObservability):
         )
 
     async def _render(self, event: TriggerEvent) -> str:
+        if not self.hooks.implemented("prompt.render"):  # the usual case: no coroutine to run
+            return render_prompt(event)
         custom = await self.hooks.call(
             "prompt.render", event=event, process=self.name, firstresult=True
         )
@@ -679,20 +693,7 @@ class AgentProcess(ConfigChanges, HookObservability):
     async def _run(self, prompt: str, event: TriggerEvent) -> RunResult:
         """One run, with the extension points for its model and extra tools."""
         assert self._loop is not None
-        model = await self.hooks.call(
-            "model.for_run", event=event, process=self.name, firstresult=True
-        )
-        if model is not None and not hasattr(model, "complete"):
-            logger.warning("model.for_run answered %r, which is not a model; ignored", model)
-            model = None
-        extra = await self.hooks.call("tools.for_run", event=event, process=self.name)
-        tools: list[Tool] = []
-        for group in extra:  # a list of tools, one tool, or None; a bad answer is ignored
-            for t in group if isinstance(group, list | tuple) else [group] if group else []:
-                try:
-                    tools.append(as_tool(t))
-                except TypeError:
-                    logger.warning("tools.for_run answered %r, which is not a tool; ignored", t)
+        model, tools = await extensions_for_run(self.hooks, event, self.name)
         transcript: list[dict[str, Any]] = []
         self.transcripts[event.event_id] = transcript
         self.run_models[event.event_id] = model

@@ -1,0 +1,43 @@
+"""The extension points a process offers each run: ``model.for_run`` and ``tools.for_run``
+(``prompt.render`` is asked in AgentProcess._render)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..agent import Tool, as_tool
+from ..hooks import HookManager
+
+if TYPE_CHECKING:
+    from ..models import Model
+    from ._event import TriggerEvent
+
+__all__ = ["extensions_for_run"]
+
+logger = logging.getLogger("tether.process")
+
+
+async def extensions_for_run(
+    hooks: HookManager, event: TriggerEvent, process: str
+) -> tuple[Model | None, list[Tool]]:
+    """What the ``model.for_run`` and ``tools.for_run`` extension points answer for one run.
+
+    A point with no handler costs no call (the usual case); a bad answer is logged and ignored.
+    """
+    model = None
+    if hooks.implemented("model.for_run"):
+        model = await hooks.call("model.for_run", event=event, process=process, firstresult=True)
+        if model is not None and not hasattr(model, "complete"):
+            logger.warning("model.for_run answered %r, which is not a model; ignored", model)
+            model = None
+    tools: list[Tool] = []
+    if not hooks.implemented("tools.for_run"):
+        return model, tools
+    for group in await hooks.call("tools.for_run", event=event, process=process):
+        for t in group if isinstance(group, list | tuple) else [group] if group else []:
+            try:
+                tools.append(as_tool(t))
+            except TypeError:
+                logger.warning("tools.for_run answered %r, which is not a tool; ignored", t)
+    return model, tools
