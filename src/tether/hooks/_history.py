@@ -199,8 +199,8 @@ class HistoryRecorder:
             self._clean(after),
         )
 
-    def _expand(self, entry: tuple[Any, ...], offset: float) -> list[HookRun]:
-        """The HookRuns of one entry; ``offset`` turns perf-counter times into wall-clock ones."""
+    def _expand(self, entry: tuple[Any, ...]) -> list[HookRun]:
+        """The HookRuns of one raw entry (see HookManager.dispatch)."""
         if entry[0] == "r":
             _, wall, manager, hook, event, outcome, duration, error, did, depth, before, after = (
                 entry
@@ -241,11 +241,11 @@ class HistoryRecorder:
             else:
                 if outcome is None:
                     outcome = "applied" if changed else "passed"
-                duration = (t - prev_t) * 1e3
+                duration = max(0.0, t - prev_t) * 1e3  # a wall clock may step back
             patch = prompts and outcome == "applied" and not ended_blocked and new_prompt != prompt
             runs.append(
                 self._run(
-                    t + offset,
+                    t,
                     manager,
                     hook,
                     event,
@@ -274,8 +274,7 @@ class HistoryRecorder:
         pending, self._pending = self._pending, []
         if pending and self._sink is not None:
             try:
-                offset = _offset()
-                self._sink([run for entry in pending for run in self._expand(entry, offset)])
+                self._sink([run for entry in pending for run in self._expand(entry)])
             except Exception:
                 logger.exception("writing hook-run records failed")
 
@@ -285,28 +284,12 @@ class HistoryRecorder:
         The ring holds entries in the order they finished (a nested dispatch before the one it
         ran in, background runs whenever they end); runs are sorted by time, as the store is.
         """
-        offset = _offset()
-        runs = [run for entry in self._ring for run in self._expand(entry, offset)]
+        runs = [run for entry in self._ring for run in self._expand(entry)]
         runs.sort(key=_recorded_at)
         return filter_runs(runs, **filters)
 
     def __len__(self) -> int:
         return sum(sum(type(t) is float for t in e[7]) if e[0] == "d" else 1 for e in self._ring)
-
-
-_OFFSET = [time.time() - time.perf_counter()]
-
-
-def _offset() -> float:
-    """Wall-clock time minus perf-counter time (dispatch marks are perf-counter times).
-
-    Kept as it was unless the wall clock moved by more than a millisecond against the perf
-    counter, so reading the same runs twice dates them the same.
-    """
-    now = time.time() - time.perf_counter()
-    if abs(now - _OFFSET[0]) > 1e-3:
-        _OFFSET[0] = now
-    return _OFFSET[0]
 
 
 Step = tuple[Any, float, "str | None", "BaseException | None", bool, Any, Any]

@@ -189,7 +189,6 @@ class _Tracked(dict[str, Any]):
         return (dict, (dict(self),))
 
 
-_clock = time.perf_counter
 #: Notes in a dispatch's marks (see HookManager.dispatch): a matcher skipped the hook.
 _SKIPPED: Final = ("k",)
 _NO_FIRST: Final = (None, None)

@@ -39,7 +39,6 @@ from ._hook import (
     _callable_name,
     _cancelling,
     _check_timeout,
-    _clock,
     _depth,
     _dispatch_ids,
     _generation,
@@ -561,7 +560,9 @@ class HookManager(ExtensionPoints):
                 if prompts or trace
                 else _NO_FIRST
             )
-            t0 = _clock()
+            # Runs are dated and timed on the wall clock, as tracing systems do: the context's
+            # own timestamp is the start, so recording adds one clock reading per hook only.
+            t0 = ctx._epoch if context_factory is None else _now()
         blocked = False
         reason: str | None = None
         errors: list[tuple[_Hook, BaseException]] | None = None
@@ -585,7 +586,7 @@ class HookManager(ExtensionPoints):
                 if hook.matcher is not None and not hook.matcher.matches(ctx.data):
                     if marks is not None:
                         mark(_SKIPPED)
-                        mark(_clock())
+                        mark(_now())
                     continue
                 if hook.once:
                     if hook.spent:
@@ -662,7 +663,7 @@ class HookManager(ExtensionPoints):
                         if bad is not None:
                             errors = _note_error(errors, hook, bad, self, ev.value)
                         watched = None if trace else tracked
-                    mark(_clock())
+                    mark(_now())
                 if blocked:
                     break
         finally:
