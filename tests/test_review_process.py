@@ -230,3 +230,36 @@ async def test_a_restarted_child_stays_the_parents_child_and_stops_with_it() -> 
     await parent.stop()
     assert child.state.value == "stopped"
     assert rec.of(HookEvent.SUBAGENT_STOP) == [{"process_name": "bugs", "state": "stopped"}]
+
+
+async def test_a_child_that_failed_fires_subagent_stop_once_even_when_stopped_again() -> None:
+    """Regression: stop() on a child that had already failed fired subagent_stop a second
+    time (the child's teardown told its parent again)."""
+    spawn = ("spawn_process", {"name": "bugs", "instructions": "You file bug reports."})
+    parent = AgentProcess(
+        "triage",
+        ProcessConfig(
+            model=ScriptedModel(tool_calls=[spawn]),
+            execution_mode="open",
+            max_retries=0,
+            restart=RestartPolicy(policy="never", max_consecutive_failures=1),
+        ),
+    )
+    broken = FailingModel()
+
+    def child_model(event: TriggerEvent, process: str) -> Any:
+        return broken if process == "bugs" else None
+
+    parent.hooks.register("model.for_run", child_model)  # the child inherits the parent's hooks
+    rec = Recorder().attach(parent.hooks, HookEvent.SUBAGENT_STOP)
+    await parent.start()
+    await parent.inject(ticket())
+    await eventually(lambda: "bugs" in parent.children, what="the spawn")
+    child = parent.children["bugs"]
+    await child.inject(ticket())
+    await eventually(lambda: child.state.value == "failed", what="the child's failure")
+    await eventually(lambda: rec.of(HookEvent.SUBAGENT_STOP), what="subagent_stop")
+    await child.stop()
+    await parent.stop()
+    assert broken.calls == 1
+    assert rec.of(HookEvent.SUBAGENT_STOP) == [{"process_name": "bugs", "state": "failed"}]

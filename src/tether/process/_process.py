@@ -760,7 +760,8 @@ class AgentProcess(ConfigChanges, HookObservability):
     # -- subagents -------------------------------------------------------------------------
 
     async def _child_stopped(self, child: AgentProcess) -> None:
-        self.children.pop(child.name, None)
+        if self.children.pop(child.name, None) is not child:
+            return  # told already (a failed child stopped again): subagent_stop fires once
         await self._emit(
             HookEvent.SUBAGENT_STOP, {"process_name": child.name, "state": child.state.value}
         )
