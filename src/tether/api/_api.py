@@ -119,7 +119,9 @@ class OrchestrationAPI:
         self.token = token
         self.allow_command_deploys = allow_command_deploys
         self.max_body_bytes = max_body_bytes
-        self.webhooks: WebhookServer | None = WebhookServer(runtime) if webhooks else None
+        self.webhooks: WebhookServer | None = (
+            WebhookServer(runtime, max_body_bytes=max_body_bytes) if webhooks else None
+        )
         self.app: ASGIApp = _Guard(self._build_app(), self)
         self._server = AppServer(self.app, host, port, name=f"tether-api:{port}")
 
