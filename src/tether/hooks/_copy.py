@@ -14,10 +14,14 @@ def _copy_value(value: Any) -> Any:
     cls = type(value)
     if cls in _IMMUTABLE_SET:
         return value
-    if cls is dict:
-        return {k: _copy_value(v) for k, v in value.items()}
+    if cls is dict:  # a C copy, then only the values that are containers themselves
+        out = value.copy()
+        for key, item in value.items():
+            if type(item) not in _IMMUTABLE_SET:
+                out[key] = _copy_value(item)
+        return out
     if cls is list:
-        return [_copy_value(v) for v in value]
+        return [item if type(item) in _IMMUTABLE_SET else _copy_value(item) for item in value]
     if cls is tuple:
         return tuple(_copy_value(v) for v in value)
     return copy.deepcopy(value)

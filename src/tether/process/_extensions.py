@@ -1,5 +1,5 @@
-"""The extension points a process offers each run: ``model.for_run`` and ``tools.for_run``
-(``prompt.render`` is asked in AgentProcess._render)."""
+"""The extension points a process offers each run: ``prompt.render``, ``model.for_run`` and
+``tools.for_run``. The process asks only when a handler is registered (HookManager.implemented)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 from ..agent import Tool, as_tool
 from ..hooks import HookManager
+from ._event import TriggerEvent, render_prompt
 
 if TYPE_CHECKING:
     from ..models import Model
-    from ._event import TriggerEvent
 
-__all__ = ["extensions_for_run"]
+__all__ = ["extensions_for_run", "render_for_run"]
 
 logger = logging.getLogger("tether.process")
 
@@ -41,3 +41,9 @@ async def extensions_for_run(
             except TypeError:
                 logger.warning("tools.for_run answered %r, which is not a tool; ignored", t)
     return model, tools
+
+
+async def render_for_run(hooks: HookManager, event: TriggerEvent, process: str) -> str:
+    """The prompt ``prompt.render`` answers, or the usual rendering when none answers text."""
+    custom = await hooks.call("prompt.render", event=event, process=process, firstresult=True)
+    return custom if isinstance(custom, str) else render_prompt(event)
