@@ -580,7 +580,7 @@ class AgentProcess(ConfigChanges, HookObservability):
                 self._busy.discard(me)
                 self._queue.task_done()
 
-    async def _complete(
+    def _complete(
         self,
         event: TriggerEvent,
         outcome: str,
@@ -588,8 +588,8 @@ class AgentProcess(ConfigChanges, HookObservability):
         error: str | None,
         *,
         worker: bool = False,
-    ) -> None:
-        await (self._emit_worker if worker else self._emit)(
+    ) -> Awaitable[DispatchResult]:  # task_completed, to await (no coroutine of its own)
+        return (self._emit_worker if worker else self._emit)(
             HookEvent.TASK_COMPLETED,
             {
                 "event_id": event.event_id,
