@@ -231,9 +231,11 @@ async def test_the_apis_body_limit_bounds_its_webhooks_too(runtime: AgentRuntime
     """Regression: the API's webhook server kept the default limit, not max_body_bytes."""
     port = free_port()
     await runtime.add_process("triage", {**SCRIPTED, "triggers": [webhook("/t", port)]})
-    async with OrchestrationAPI(runtime, port=0, max_body_bytes=2048):
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-            fits = await client.post("/t", json={"ticket": "x" * 1000})
-            over = await client.post("/t", json={"ticket": "x" * 3000})
+    async with (
+        OrchestrationAPI(runtime, port=0, max_body_bytes=2048),
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client,
+    ):
+        fits = await client.post("/t", json={"ticket": "x" * 1000})
+        over = await client.post("/t", json={"ticket": "x" * 3000})
     assert fits.status_code == 202
     assert over.status_code == 413

@@ -304,3 +304,22 @@ async def test_a_process_that_keeps_crashing_stops_restarting_after_max_restarts
     await eventually(lambda: len(rec.of(HookEvent.SESSION_END)) == 2, what="session_end")
     assert [d["reason"] for d in rec.of(HookEvent.SESSION_END)] == ["restart", "stop"]
     await process.stop()
+
+
+async def test_restarts_by_hand_do_not_use_up_the_automatic_ones() -> None:
+    """Regression: restart() counted toward max_restarts, so after one manual restart a crash
+    under max_restarts=1 was not restarted."""
+    process = process_with(
+        FailingModel(),
+        max_retries=0,
+        restart=RestartPolicy(max_consecutive_failures=1, max_restarts=1, backoff=0.001),
+    )
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_END)
+    await process.start()
+    await process.restart()
+    assert process.status()["restart_count"] == 1
+    await process.inject(ticket())
+    await eventually(lambda: process.status()["restart_count"] == 2, what="the automatic restart")
+    await eventually(lambda: process.state.value == "running", what="running again")
+    assert [d["reason"] for d in rec.of(HookEvent.SESSION_END)] == ["restart", "restart"]
+    await process.stop()

@@ -247,7 +247,7 @@ async def test_a_child_that_failed_fires_subagent_stop_once_even_when_stopped_ag
     )
     broken = FailingModel()
 
-    def child_model(event: TriggerEvent, process: str) -> Any:
+    def child_model(event: Any, process: str) -> Any:
         return broken if process == "bugs" else None
 
     parent.hooks.register("model.for_run", child_model)  # the child inherits the parent's hooks

@@ -48,6 +48,7 @@ from ._event import TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
 from ._observe import HookObservability
 from ._state import ProcessState, accepts_events, validate_name
+from ._supervise import Supervision
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def resolve_secrets(config: ProcessConfig) -> list[tuple[str, str]]:
     return values
 
 
-class AgentProcess(ConfigChanges, HookObservability):
+class AgentProcess(ConfigChanges, HookObservability, Supervision):
     """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks."""
 
     def __init__(
@@ -113,6 +114,7 @@ class AgentProcess(ConfigChanges, HookObservability):
         self.dead_letters: list[dict[str, Any]] = []
         self.invocation_count = 0
         self.restart_count = 0
+        self._auto_restarts = 0  # what the restart policy counts: restart() calls are not
         self.filtered_count = 0
         self.children: dict[str, AgentProcess] = {}
         self.last_error: str | None = None
@@ -406,50 +408,6 @@ class AgentProcess(ConfigChanges, HookObservability):
         if self._model is not None:
             await self._model.aclose()
             self._model = None
-
-    # -- supervision -----------------------------------------------------------------------
-
-    def _crashed(self, error: str) -> None:
-        """Enter FAILED and, if the restart policy allows, restart after a backoff."""
-        if self._supervisor is not None or self._stopping or self.state == ProcessState.STOPPING:
-            return  # a stop() under way (still in session_end) wins over a restart
-        self.last_error = error
-        logger.error("process %s failed: %s", self.name, error)
-        self._supervisor = asyncio.get_running_loop().create_task(self._supervise(error))
-
-    async def _supervise(self, error: str) -> None:
-        policy = self.config.restart
-        will_restart = policy.policy == "on_failure" and self.restart_count < policy.max_restarts
-        self.state = ProcessState.FAILED
-        # The documented keys only; the error is in status()["last_error"].
-        await self._emit(
-            HookEvent.SESSION_END,
-            {
-                "reason": "restart" if will_restart else "stop",
-                "invocation_count": self.invocation_count,
-            },
-        )
-        if will_restart:
-            # Keep the queue: events wait for the restarted process, and so does a run that
-            # is cut off here (its attempt does not count).
-            self._stopping = True
-            for runner in list(self._runners.values()):
-                await runner.stop()
-            self._runners.clear()
-            await self._halt_workers()
-            cut_off, self._cut_off = self._cut_off, []
-            for event, attempt in cut_off:
-                self._enqueue(event, attempt - 1)
-            delay = min(policy.backoff * (2**self.restart_count), policy.backoff_max)
-            await asyncio.sleep(delay)
-            self.restart_count += 1
-            self._consecutive_failures = 0
-            self._supervisor = None
-            self.state = ProcessState.STOPPED
-            await self.start(_restart=True)
-        else:
-            self._supervisor = None
-            await self._teardown(final_state=ProcessState.FAILED)
 
     # -- events in -------------------------------------------------------------------------
 
