@@ -323,3 +323,22 @@ async def test_restarts_by_hand_do_not_use_up_the_automatic_ones() -> None:
     await eventually(lambda: process.state.value == "running", what="running again")
     assert [d["reason"] for d in rec.of(HookEvent.SESSION_END)] == ["restart", "restart"]
     await process.stop()
+
+
+async def test_stop_before_start_dead_letters_what_was_injected_and_it_can_be_redelivered() -> None:
+    process = process_with(ScriptedModel(reply="Triaged."))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_END)
+    events = [ticket(), ticket()]
+    for event in events:
+        await process.inject(event)
+    await process.stop()
+    assert process.state.value == "stopped"
+    assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
+        (e.event_id, "process stopped") for e in events
+    ]
+    assert [d["outcome"] for d in rec.of(HookEvent.TASK_COMPLETED)] == ["dead_lettered"] * 2
+    assert rec.of(HookEvent.SESSION_END) == []  # no session was started
+    await process.start()
+    assert await process.redeliver_dead_letters() == 2
+    await eventually(lambda: process.invocation_count == 2, what="the redelivered runs")
+    await process.stop()

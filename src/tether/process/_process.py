@@ -308,7 +308,10 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
         stopper = self._stopper
         if stopper is None or stopper.done():
             if self.state in (ProcessState.STOPPED, ProcessState.CREATED):
+                never_started = self.state == ProcessState.CREATED
                 self.state = ProcessState.STOPPED
+                if never_started:  # events injected before start() are dead-lettered too
+                    await self._dead_letter_leftovers("process stopped", ProcessState.STOPPED)
                 return
             if self.state == ProcessState.STOPPING:
                 while self.state == ProcessState.STOPPING:
@@ -350,6 +353,19 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
                 event, why, f"cancelled while running when the process {final_state.value}", attempt
             )
             await self._complete(event, "dead_lettered", 0.0, why)
+        await self._dead_letter_leftovers(why, final_state)
+        # This process's async hooks only; stop_timeout bounds them as it bounds runs.
+        await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self.config.stop_timeout), self.hooks)
+        self.history.flush()
+        if self._model is not None and self.parent is None:
+            # Release pooled connections now; an OpenAI client reopens on its next call.
+            await self._model.aclose()
+        self.state = final_state
+        if self.parent is not None and not restarting:  # a restarted child stays its child
+            await self.parent._child_stopped(self)
+
+    async def _dead_letter_leftovers(self, why: str, final_state: ProcessState) -> None:
+        """Dead-letter what waits for a retry or in the queue (task_completed for each)."""
         leftovers: list[tuple[TriggerEvent, int]] = []
         for handle, event, attempts in self._retries.values():
             handle.cancel()
@@ -360,15 +376,6 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
         for event, attempts in leftovers:
             self._dead(event, why, f"still queued when the process {final_state.value}", attempts)
             await self._complete(event, "dead_lettered", 0.0, why)
-        # This process's async hooks only; stop_timeout bounds them as it bounds runs.
-        await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self.config.stop_timeout), self.hooks)
-        self.history.flush()
-        if self._model is not None and self.parent is None:
-            # Release pooled connections now; an OpenAI client reopens on its next call.
-            await self._model.aclose()
-        self.state = final_state
-        if self.parent is not None and not restarting:  # a restarted child stays its child
-            await self.parent._child_stopped(self)
 
     async def _halt_workers(self) -> None:
         """Stop the workers: idle ones at once, busy ones after their run (or stop_timeout).
