@@ -210,3 +210,19 @@ async def test_an_async_hook_that_suspends_dispatches_one_level_deeper_and_leaks
     assert await drain(5, manager)
     depths = sorted((r.hook_name, r.dispatch_depth) for r in history.runs())
     assert depths == [("audit", 0), ("nested", 0), ("nested", 1)]
+
+
+async def test_a_prompt_change_a_later_hook_undoes_is_not_a_patch_applied() -> None:
+    manager, history = recorded()
+
+    async def rewrites(ctx: HookContext) -> None:
+        ctx.data["prompt"] = "rewritten"
+
+    async def restores(ctx: HookContext) -> None:
+        ctx.data["prompt"] = DATA["prompt"]
+
+    manager.register(UPS, rewrites, name="rewrites", priority=1)
+    manager.register(UPS, restores, name="restores")
+    await manager.dispatch(UPS, DATA)
+    runs = {run.hook_name: (run.outcome, run.patch_applied) for run in history.runs()}
+    assert runs == {"rewrites": ("applied", False), "restores": ("applied", False)}

@@ -233,6 +233,9 @@ class HistoryRecorder:
         ended_blocked = last_outcome == "blocked" or (
             last_outcome in ("failed", "timed_out") and last_hook.fail_closed and event in _B
         )
+        # A prompt change is used only if the chain ends with a prompt other than the first one
+        # (a change a later hook undid was not used).
+        used = prompts and not ended_blocked and steps[-1][5] != prompt
         runs: list[HookRun] = []
         prev_t = t0
         for hook, t, outcome, error, changed, new_prompt, new_snap in steps:
@@ -242,7 +245,7 @@ class HistoryRecorder:
                 if outcome is None:
                     outcome = "applied" if changed else "passed"
                 duration = max(0.0, t - prev_t) * 1e3  # a wall clock may step back
-            patch = prompts and outcome == "applied" and not ended_blocked and new_prompt != prompt
+            patch = used and outcome == "applied" and new_prompt != prompt
             runs.append(
                 self._run(
                     t,
