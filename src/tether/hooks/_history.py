@@ -118,6 +118,7 @@ class HistoryRecorder:
                 outcome,
                 duration,
                 error,
+                False,  # patch_applied: a background hook's changes are never used
                 dispatch_id,
                 depth,
                 before if self.trace else None,
@@ -129,7 +130,21 @@ class HistoryRecorder:
         self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, outcome: str, d: str
     ) -> None:
         self._add(
-            ("r", time.time(), manager, hook, ctx.event, outcome, 0.0, None, d, depth, None, None)
+            (
+                "r",
+                time.time(),
+                manager,
+                hook,
+                ctx.event,
+                outcome,
+                0.0,
+                None,
+                False,
+                d,
+                depth,
+                None,
+                None,
+            )
         )
 
     def skipped(
@@ -201,26 +216,8 @@ class HistoryRecorder:
 
     def _expand(self, entry: tuple[Any, ...]) -> list[HookRun]:
         """The HookRuns of one raw entry (see HookManager.dispatch)."""
-        if entry[0] == "r":
-            _, wall, manager, hook, event, outcome, duration, error, did, depth, before, after = (
-                entry
-            )
-            return [
-                self._run(
-                    wall,
-                    manager,
-                    hook,
-                    event,
-                    outcome,
-                    duration,
-                    error,
-                    False,
-                    did,
-                    depth,
-                    before,
-                    after,
-                )
-            ]
+        if entry[0] == "r":  # a background run: "r" and the arguments of _run
+            return [self._run(*entry[1:])]
         from ._hook import _run_id
 
         _, t0, manager, event, number, depth, hooks, marks, (prompt, snap) = entry
