@@ -656,19 +656,28 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
             event, "success", (time.perf_counter() - started) * 1e3, None, worker=True
         )
 
-    async def _run(self, prompt: str, event: TriggerEvent) -> RunResult:
-        """One run, with the extension points for its model and extra tools."""
-        assert self._loop is not None
-        hooks, model, tools = self.hooks, None, list[Tool]()  # no handler: no coroutine either
+    def _run(self, prompt: str, event: TriggerEvent) -> Awaitable[RunResult]:
+        """One run (to await), with the extension points for its model and extra tools."""
+        hooks = self.hooks
         if hooks.implemented("model.for_run") or hooks.implemented("tools.for_run"):
-            model, tools = await extensions_for_run(hooks, event, self.name)
+            return self._run_extended(prompt, event)
+        return self._start_run(prompt, event, None, [])  # no handler: no coroutine of its own
+
+    async def _run_extended(self, prompt: str, event: TriggerEvent) -> RunResult:
+        model, tools = await extensions_for_run(self.hooks, event, self.name)
+        return await self._start_run(prompt, event, model, tools)
+
+    def _start_run(
+        self, prompt: str, event: TriggerEvent, model: Model | None, tools: list[Tool]
+    ) -> Awaitable[RunResult]:
+        assert self._loop is not None
         transcript: list[dict[str, Any]] = []
         self.transcripts[event.event_id] = transcript
         self.run_models[event.event_id] = model
         if len(self.transcripts) > TRANSCRIPTS_KEPT:
             self.run_models.pop(next(iter(self.transcripts)), None)
             self.transcripts.pop(next(iter(self.transcripts)))
-        return await self._loop.run(
+        return self._loop.run(
             prompt, event_id=event.event_id, extra_tools=tools, model=model, transcript=transcript
         )
 
