@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import pickle
 from typing import Any
 
@@ -226,3 +227,87 @@ async def test_a_prompt_change_a_later_hook_undoes_is_not_a_patch_applied() -> N
     await manager.dispatch(UPS, DATA)
     runs = {run.hook_name: (run.outcome, run.patch_applied) for run in history.runs()}
     assert runs == {"rewrites": ("applied", False), "restores": ("applied", False)}
+
+
+NESTED = {
+    "tool_name": "refund",
+    "arguments": {"amount": 120, "lines": [{"sku": "A", "qty": 1}]},
+    "request_id": "r1",
+}
+
+
+async def test_a_write_inside_a_nested_value_is_applied_to_the_hook_that_made_it() -> None:
+    writes = {
+        "dict": lambda d: d["arguments"].__setitem__("amount", 0),
+        "list": lambda d: d["arguments"]["lines"].append({"sku": "B", "qty": 2}),
+        "deep": lambda d: d["arguments"]["lines"][0].update(qty=5),
+        "list_item": lambda d: d["arguments"]["lines"].__setitem__(0, {"sku": "C"}),
+        "clear": lambda d: d["arguments"]["lines"].clear(),
+    }
+    for name, write in writes.items():
+        manager, history = recorded()
+
+        async def reads(ctx: HookContext) -> None:
+            assert ctx.data["arguments"]["amount"] >= 0
+
+        async def writes_once(ctx: HookContext, write: Any = write) -> None:
+            write(ctx.data)
+
+        manager.register(HookEvent.PERMISSION_REQUEST, reads, name="before", priority=2)
+        manager.register(HookEvent.PERMISSION_REQUEST, writes_once, name=name, priority=1)
+        manager.register(HookEvent.PERMISSION_REQUEST, reads, name="after", priority=0)
+        await manager.dispatch(HookEvent.PERMISSION_REQUEST, NESTED)
+        assert outcomes(history) == {"before": "passed", name: "applied", "after": "passed"}
+    assert NESTED["arguments"] == {"amount": 120, "lines": [{"sku": "A", "qty": 1}]}
+
+
+async def test_nested_writes_of_the_same_value_and_after_the_dispatch_change_nothing() -> None:
+    manager, history = recorded()
+
+    async def same(ctx: HookContext) -> None:
+        ctx.data["arguments"]["amount"] = 120
+
+    manager.register(HookEvent.PERMISSION_REQUEST, same, name="same")
+    result = await manager.dispatch(HookEvent.PERMISSION_REQUEST, NESTED)
+    result.data["arguments"]["amount"] = 1
+    result.data["arguments"]["lines"].append("later")
+    assert outcomes(history) == {"same": "passed"}
+
+
+async def test_nested_values_copy_and_pickle_as_plain_dicts_and_lists() -> None:
+    manager, _ = recorded()
+    seen: dict[str, Any] = {}
+
+    async def copies(ctx: HookContext) -> None:
+        seen["deep"] = copy.deepcopy(ctx.data)
+        seen["pickled"] = pickle.loads(pickle.dumps(ctx.data))
+        seen["json"] = json.loads(json.dumps(ctx.data))
+
+    manager.register(HookEvent.PERMISSION_REQUEST, copies)
+    await manager.dispatch(HookEvent.PERMISSION_REQUEST, NESTED)
+    for how in ("deep", "pickled", "json"):
+        assert seen[how] == NESTED
+        assert type(seen[how]["arguments"]) is dict
+        assert type(seen[how]["arguments"]["lines"]) is list
+
+
+async def test_a_replacement_keeps_nested_writes_tracked_and_async_hooks_get_plain_copies() -> None:
+    manager, history = recorded()
+    seen: dict[str, Any] = {}
+
+    async def replaces(ctx: HookContext) -> None:
+        ctx.data = {**ctx.data, "request_id": "r2"}
+
+    async def nested(ctx: HookContext) -> None:
+        ctx.data["arguments"]["lines"].pop()
+
+    async def audit(ctx: HookContext) -> None:
+        seen["lines"] = type(ctx.data["arguments"]["lines"])
+
+    manager.register(HookEvent.PERMISSION_REQUEST, replaces, name="replaces", priority=2)
+    manager.register(HookEvent.PERMISSION_REQUEST, nested, name="nested", priority=1)
+    manager.register(HookEvent.PERMISSION_REQUEST, audit, name="audit", mode="async")
+    await manager.dispatch(HookEvent.PERMISSION_REQUEST, NESTED)
+    assert await drain(5, manager)
+    assert outcomes(history) == {"replaces": "applied", "nested": "applied", "audit": "passed"}
+    assert seen["lines"] is list

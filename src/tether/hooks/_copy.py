@@ -24,6 +24,11 @@ def _copy_value(value: Any) -> Any:
         return [item if type(item) in _IMMUTABLE_SET else _copy_value(item) for item in value]
     if cls is tuple:
         return tuple(_copy_value(v) for v in value)
+    plain = getattr(cls, "_tether_plain", None)  # a recorded dispatch's containers copy plain
+    if plain is dict:
+        return {k: _copy_value(v) for k, v in value.items()}
+    if plain is list:
+        return [_copy_value(v) for v in value]
     return copy.deepcopy(value)
 
 

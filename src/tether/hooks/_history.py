@@ -301,7 +301,8 @@ def _steps(hooks: tuple[_Hook, ...], marks: list[Any], prompt: Any) -> list[Step
 
     A float ends the current hook's step and a None says it did not run; the tuples before
     either are notes on it: ``("o", outcome, error)`` (the first one counts), ``("w",
-    prompt)`` a write to the data, ``("k",)`` a matcher skip, ``("s", data)`` a snapshot.
+    prompt)`` a write to the data, ``("n",)`` one inside a nested value, ``("k",)`` a matcher
+    skip, ``("s", data)`` a snapshot.
     """
     steps: list[Step] = []
     index = 0
@@ -319,6 +320,8 @@ def _steps(hooks: tuple[_Hook, ...], marks: list[Any], prompt: Any) -> list[Step
         tag = item[0]
         if tag == "w":
             changed, prompt = True, item[1]
+        elif tag == "n":  # a write inside a nested dict or list
+            changed = True
         elif tag == "o":
             if outcome is None:
                 outcome, error = item[1], item[2]

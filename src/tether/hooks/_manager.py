@@ -52,10 +52,10 @@ from ._hook import (
     _resume,
     _run_id,
     _snapshot,
-    _Tracked,
     _Unset,
 )
 from ._records import RunRecorder
+from ._tracked import Cell, _Tracked, track
 
 if TYPE_CHECKING:
     from ._config import HookConfig
@@ -91,11 +91,12 @@ def _note_error(
 
 
 def _settle(
-    ctx: HookContext, tracked: _Tracked, marks: list[Any], hook: _Hook, trace: bool
+    ctx: HookContext, tracked: _Tracked, cell: Cell, hook: _Hook, trace: bool
 ) -> tuple[_Tracked, HookError | None]:
     """After a hook left ``ctx.data`` other than the tracked dict (or when tracing): undo a
     non-dict, track a replacement dict (a write unless it holds the same), note a snapshot."""
     data = ctx.data
+    marks = cell[0]
     bad = None
     if data is tracked:
         pass
@@ -105,9 +106,7 @@ def _settle(
         ctx.data = tracked
     else:  # replaced wholesale: later writes go to the new dict
         same = data == tracked
-        tracked._marks = None
-        tracked = ctx.data = _Tracked(data)
-        tracked._marks = marks
+        tracked = ctx.data = track(data, cell)
         if not same:
             marks.append(("w", tracked.get("prompt")))
     if trace:
@@ -514,10 +513,18 @@ class HookManager(ExtensionPoints):
             empty.data = dict(data) if data else {}
             empty.runs = []
             return empty
+        # Recording costs one clock reading per hook: marks gets the end time of each hook that
+        # ran (None for one that did not), preceded by notes on anything not plain about it (an
+        # outcome, a write to the data, a skip, a snapshot when tracing). The data notes its
+        # own writes into marks (see _tracked); the recorder expands marks into HookRuns off
+        # the hot path. Only ``marks`` is read when nothing records: the rest is bound below.
+        marks: list[Any] | None = None
         if recorder is None:
             payload = copy_payload(data) if data else {}
-        else:  # recorded: the copy is the write-counting dict, built in one go
-            payload = copy_payload(data, _Tracked) if data else _Tracked()
+        else:  # recorded: the copy is made of containers that note their writes in marks
+            marks = []
+            cell: Cell = [marks]
+            payload = track(data if data else {}, cell)
         if context_factory is None:
             # Hot path: the context is built slot by slot, skipping the class call and
             # HookContext.__init__ (~0.1 us of a ~1.5 us dispatch). Keep in step with
@@ -533,23 +540,16 @@ class HookManager(ExtensionPoints):
             ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
         depth = 0
         dispatch_id = 0
-        # Recording costs one clock reading per hook: marks gets the end time of each hook that
-        # ran (None for one that did not), preceded by notes on anything not plain about it (an
-        # outcome, a write to the data, a skip, a snapshot when tracing). The data notes its
-        # own writes into marks (see _Tracked); the recorder expands marks into HookRuns off the
-        # hot path. Only ``marks`` is read when nothing records: the rest is bound below.
-        marks: list[Any] | None = None
-        if recorder is not None:
+        if marks is not None:
+            assert recorder is not None
             depth = _depth[0]
             _depth[0] = depth + 1
             dispatch_id = next(_dispatch_ids)
-            marks = []
             mark = marks.append
             tracked: _Tracked
             tracked = ctx.data  # type: ignore[assignment]
             if type(tracked) is not _Tracked:  # a context factory kept a data dict of its own
-                tracked = ctx.data = _Tracked(tracked)
-            tracked._marks = marks
+                tracked = ctx.data = track(tracked, cell)
             trace = recorder.trace
             # The per-hook check is ``ctx.data is watched``: tracing makes it fail every time,
             # so the snapshot is taken on the same (slow) path as a replaced data dict.
@@ -659,7 +659,7 @@ class HookManager(ExtensionPoints):
                         reason = f"hook failed (fail_closed): {exc}"
                 if marks is not None:
                     if ctx.data is not watched:  # replaced, not a dict, or tracing
-                        tracked, bad = _settle(ctx, tracked, marks, hook, trace)
+                        tracked, bad = _settle(ctx, tracked, cell, hook, trace)
                         if bad is not None:
                             errors = _note_error(errors, hook, bad, self, ev.value)
                         watched = None if trace else tracked
@@ -669,7 +669,7 @@ class HookManager(ExtensionPoints):
         finally:
             if marks is not None:
                 _depth[0] = depth
-                tracked._marks = None  # later writes (the caller's) are not the hooks'
+                cell[0] = None  # later writes (the caller's) are not the hooks'
         if not isinstance(ctx.data, dict):  # a hook put something else there: undo, report it
             # (Blamed on the chain's last hook reached: tracking who ran costs every dispatch.)
             broken = _not_a_dict(hook, ctx)
