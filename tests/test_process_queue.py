@@ -288,13 +288,18 @@ async def test_events_queued_at_a_crash_run_after_the_automatic_restart() -> Non
     assert [d["event_id"] for d in process.dead_letters] == [e.event_id for e in events[:2]]
 
 
-async def test_a_process_that_keeps_crashing_stops_restarting_after_max_restarts() -> None:
+def crashes_on_each_run() -> tuple[AgentProcess, Recorder]:
+    """A process whose every run fails and counts as a crash, restarted at most once."""
     process = process_with(
         FailingModel(),
         max_retries=0,
         restart=RestartPolicy(max_consecutive_failures=1, max_restarts=1, backoff=0.001),
     )
-    rec = Recorder().attach(process.hooks, HookEvent.SESSION_END)
+    return process, Recorder().attach(process.hooks, HookEvent.SESSION_END)
+
+
+async def test_a_process_that_keeps_crashing_stops_restarting_after_max_restarts() -> None:
+    process, rec = crashes_on_each_run()
     await process.start()
     await process.inject(ticket())
     await eventually(lambda: process.status()["restart_count"] == 1, what="the first restart")
@@ -309,12 +314,7 @@ async def test_a_process_that_keeps_crashing_stops_restarting_after_max_restarts
 async def test_restarts_by_hand_do_not_use_up_the_automatic_ones() -> None:
     """Regression: restart() counted toward max_restarts, so after one manual restart a crash
     under max_restarts=1 was not restarted."""
-    process = process_with(
-        FailingModel(),
-        max_retries=0,
-        restart=RestartPolicy(max_consecutive_failures=1, max_restarts=1, backoff=0.001),
-    )
-    rec = Recorder().attach(process.hooks, HookEvent.SESSION_END)
+    process, rec = crashes_on_each_run()
     await process.start()
     await process.restart()
     assert process.status()["restart_count"] == 1
