@@ -566,7 +566,7 @@ def test_the_shell_hook_defaults_match_the_reference() -> None:
 
     assert hook.timeout == 5.0
     assert hook.cwd is None
-    assert hook.env == {}
+    assert hook.env is None
     assert hook.shell is False
     assert hook.encoding == "utf-8"
     assert hook.inherit_env is False

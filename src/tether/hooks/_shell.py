@@ -135,7 +135,7 @@ class ShellHook:
         self.command: str | list[str] = command if isinstance(command, str) else list(command)
         self.timeout = float(timeout)
         self.cwd = os.fspath(cwd) if cwd is not None else None
-        self.env: dict[str, str | SecretStr] = dict(env or {})
+        self.env: dict[str, str | SecretStr] | None = dict(env) if env is not None else None
         self.shell = shell
         self.encoding = encoding
         self.inherit_env = inherit_env
@@ -182,7 +182,7 @@ class ShellHook:
             value = host.get(name)
             if value is not None:
                 env[name] = value
-        for name, raw in self.env.items():
+        for name, raw in (self.env or {}).items():
             env[name] = resolve_refs(_secret_value(raw), host, f"env {name}")
         env["TETHER_HOOK_EVENT"] = ctx.event.value
         env["TETHER_PROCESS"] = str(ctx.metadata.get("process_name") or ctx.process_id)
