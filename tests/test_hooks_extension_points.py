@@ -242,3 +242,26 @@ async def test_a_handlers_own_cancelled_error_leaves_a_none_slot() -> None:
 
     assert await manager.call(NAME) == [None, "after"]
     assert [type(i.error) for i in infos] == [asyncio.CancelledError]
+
+
+@pytest.mark.parametrize("name", ["user_prompt.submit", "session.start", "Task.Created"])
+def test_a_dotted_name_that_spells_an_event_is_refused_not_taken_as_an_extension_point(
+    name: str,
+) -> None:
+    """Regression: "user_prompt.submit" registered as an extension point, so a policy hook
+    meant for user_prompt_submit never ran."""
+    manager = HookManager()
+
+    async def policy(ctx: object) -> None:
+        return None
+
+    with pytest.raises(ValueError, match="did you mean") as caught:
+        manager.register(name, policy, fail_closed=True)
+    assert "user_prompt_submit" in str(caught.value)  # the valid events are listed
+    assert len(manager) == 0
+
+
+def test_fail_closed_on_an_extension_point_is_refused() -> None:
+    manager = HookManager()
+    with pytest.raises(ValueError, match="fail_closed applies to lifecycle events"):
+        manager.register("ticket.classify", lambda text: None, fail_closed=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from ._copy import copy_payload
-from ._events import HookEvent, parse_event
+from ._events import _BY_VALUE, VALID_EVENT_VALUES, HookEvent, parse_event
 from ._records import HookRun
 
 if TYPE_CHECKING:
@@ -269,5 +269,12 @@ def _key(name: HookEvent | str) -> HookEvent | str:
     if isinstance(name, HookEvent):
         return name
     if isinstance(name, str) and "." in name and name.strip(".") == name and " " not in name:
+        looks_like = _BY_VALUE.get(name.replace(".", "_").replace("-", "_").lower())
+        if looks_like is not None:  # "user_prompt.submit": a misspelt event, not a new point
+            raise ValueError(
+                f"{name!r} is not a hook event (did you mean {looks_like.value!r}?) and cannot "
+                f"be an extension point name: it would shadow that event; valid events are: "
+                f"{VALID_EVENT_VALUES}"
+            )
         return name
     return parse_event(name)

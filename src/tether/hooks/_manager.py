@@ -239,6 +239,11 @@ class HookManager(ExtensionPoints):
             raise ValueError(f"mode must be 'sync' or 'async', got {mode!r}")
         if mode == "async" and fail_closed:
             raise ValueError("an async hook cannot be fail_closed: it runs after the event")
+        if fail_closed and not is_event:
+            raise ValueError(
+                f"fail_closed applies to lifecycle events; {key!r} is an extension point, "
+                "whose handlers' errors are isolated (see on_error)"
+            )
         compiled = None
         if matcher is not None:
             from ._matcher import Matcher as _M
