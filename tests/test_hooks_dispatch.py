@@ -866,3 +866,34 @@ async def test_cancelling_the_dispatching_task_cancels_the_running_hook() -> Non
     with pytest.raises(asyncio.CancelledError):
         await task
     assert cancelled == [True]
+
+
+async def test_a_hook_that_calls_sys_exit_is_isolated_like_any_error() -> None:
+    """The reference: an exception other than HookBlocked never reaches the process."""
+    import sys
+
+    manager = HookManager()
+    ran: list[str] = []
+
+    async def exits(ctx: HookContext) -> None:
+        sys.exit(3)
+
+    async def after(ctx: HookContext) -> None:
+        ran.append("after")
+
+    async def policy_exits(ctx: HookContext) -> None:
+        sys.exit("policy store gone")
+
+    manager.register(HookEvent.TASK_CREATED, exits, priority=2)
+    manager.register(HookEvent.TASK_CREATED, after, priority=1)
+    result = await manager.dispatch(HookEvent.TASK_CREATED, {"event_id": "e"})
+    assert ran == ["after"]
+    assert [type(e) for _, e in result.errors] == [SystemExit]
+    assert result.blocked is False
+    manager.register(HookEvent.TASK_CREATED, policy_exits, priority=3, fail_closed=True)
+    refused = await manager.dispatch(HookEvent.TASK_CREATED, {"event_id": "e"})
+    assert refused.blocked is True
+    assert refused.reason == "hook failed (fail_closed): policy store gone"
+    handled = manager.register("ticket.classify", lambda: sys.exit(1))
+    assert await manager.call("ticket.classify") == [None]
+    assert await manager.remove(handled)

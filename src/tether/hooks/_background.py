@@ -169,7 +169,7 @@ async def _run_one(
                 manager, hook, ctx, depth, "timed_out", started, error, before, dispatch_id
             )
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a hook calling sys.exit() is isolated too
         error = exc
         outcome = "timed_out" if isinstance(exc, HookTimeoutError) else "failed"
         manager._log_failure(hook, ctx.event.value, exc)

@@ -84,7 +84,7 @@ class ExtensionPoints:
                         value = await self._resume_bounded(hook, value, pending)
                 elif inspect.isawaitable(value):
                     value = await self._await_bounded(hook, value)
-            except (Exception, asyncio.CancelledError) as exc:
+            except (Exception, asyncio.CancelledError, SystemExit) as exc:
                 if not isinstance(exc, Exception) and _cancelling():
                     raise  # this task is being cancelled: not a handler error to isolate
                 self._log_failure(hook, str(key), exc)

@@ -649,7 +649,7 @@ class HookManager(ExtensionPoints):
                             hook.hook_id,
                             ev.value,
                         )
-                except (Exception, asyncio.CancelledError) as exc:
+                except (Exception, asyncio.CancelledError, SystemExit) as exc:  # sys.exit() too
                     if not isinstance(exc, Exception) and _cancelling():
                         raise  # this task is being cancelled: not a hook error to isolate
                     if marks is not None:
