@@ -287,3 +287,16 @@ async def test_two_thousand_command_hooks_leave_no_fd_and_no_child_behind() -> N
     assert sum(fired) == 2000
     assert open_fds() == fds_before
     assert children() <= children_before
+
+
+async def test_a_shell_hooks_callback_in_code_gets_its_own_timeout_and_the_backstop() -> None:
+    """The reference: a command hook's program is killed at its own timeout and the manager
+    allows 5 s more. Regression: registered in code, it got the manager's default instead."""
+    manager = HookManager(default_timeout=0.2)
+    hook = ShellHook([sys.executable, "-c", "import time; time.sleep(0.5)"], timeout=2.0)
+    hook_id = manager.register(HookEvent.TASK_CREATED, hook.callback)
+    explicit = manager.register(HookEvent.TASK_COMPLETED, hook.callback, timeout=0.1)
+    timeouts = {info.hook_id: info.timeout for info in manager.describe()}
+    assert (timeouts[hook_id], timeouts[explicit]) == (7.0, 0.1)
+    result = await manager.dispatch(HookEvent.TASK_CREATED, {"event_id": "e"})
+    assert (result.fired, result.errors) == (1, [])

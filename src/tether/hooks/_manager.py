@@ -55,6 +55,7 @@ from ._hook import (
     _Unset,
 )
 from ._records import RunRecorder
+from ._shell import ShellHook
 from ._tracked import Cell, _Tracked, track
 
 if TYPE_CHECKING:
@@ -271,6 +272,11 @@ class HookManager(ExtensionPoints):
             enabled=True,
             command=command,
         )
+        shell = getattr(callback, "__self__", None)
+        if timeout is UNSET and isinstance(shell, ShellHook):
+            # A ShellHook's own callback registered in code: the program is killed at its own
+            # timeout, and the manager allows the backstop past it, as for a command HookConfig.
+            hook.timeout = shell.timeout + COMMAND_BACKSTOP
         self._hooks.setdefault(key, []).append(hook)
         self._by_id[hook_id] = hook
         _bump()
@@ -281,8 +287,6 @@ class HookManager(ExtensionPoints):
     ) -> str:
         """Register a HookConfig: a command becomes a ShellHook, a callback is used as is."""
         if config.command is not None:
-            from ._shell import ShellHook
-
             shell = ShellHook.from_config(config)
             # The manager's redactor may be set after registration: look it up at log time.
             shell.redact = lambda text: self.redact(text) if self.redact is not None else text
