@@ -298,11 +298,13 @@ async def test_run_stops_cleanly_on_sigint_firing_session_end(tmp_path: Path) ->
     assert "hooked stopped: 1 run(s), 0 dead letter(s)" in text
 
 
-async def test_serve_loads_manifests_and_stops_on_sigterm(agent: Path) -> None:
+@pytest.mark.parametrize("command", [["serve"], ["runtime", "start"]])
+async def test_serve_loads_manifests_and_stops_on_sigterm(agent: Path, command: list[str]) -> None:
+    """``tether runtime start`` (the reference's name) is ``tether serve``."""
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
         *CLI,
-        "serve",
+        *command,
         str(agent),
         "--port",
         str(port),

@@ -30,6 +30,11 @@ hooks_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(hooks_app, name="hooks")
+runtime_app = typer.Typer(
+    help="The runtime: 'tether runtime start' is 'tether serve' under the reference's name.",
+    no_args_is_help=True,
+)
+app.add_typer(runtime_app, name="runtime")
 
 
 class _State:
@@ -92,6 +97,7 @@ def run(
     )
 
 
+@runtime_app.command("start")
 @app.command()
 def serve(
     files: Annotated[
