@@ -311,3 +311,16 @@ async def test_a_replacement_keeps_nested_writes_tracked_and_async_hooks_get_pla
     assert await drain(5, manager)
     assert outcomes(history) == {"replaces": "applied", "nested": "applied", "audit": "passed"}
     assert seen["lines"] is list
+
+
+async def test_a_command_hook_killed_at_its_own_timeout_is_recorded_timed_out() -> None:
+    import sys
+
+    from tether import ShellHook
+
+    manager, history = recorded()
+    hook = ShellHook([sys.executable, "-c", "import time; time.sleep(5)"], timeout=0.3)
+    manager.register(CREATED, hook.callback, name="slow")
+    result = await manager.dispatch(CREATED, {"event_id": "e"})
+    assert "timed out after 0.3s" in str(result.errors[0][1])
+    assert outcomes(history) == {"slow": "timed_out"}

@@ -171,7 +171,8 @@ async def _run_one(
         raise
     except (Exception, SystemExit) as exc:  # a hook calling sys.exit() is isolated too
         error = exc
-        outcome = "timed_out" if isinstance(exc, HookTimeoutError) else "failed"
+        timed_out = isinstance(exc, HookTimeoutError) or getattr(exc, "timed_out", False)
+        outcome = "timed_out" if timed_out else "failed"
         manager._log_failure(hook, ctx.event.value, exc)
         await manager._report(
             HookErrorInfo(ctx.event.value, hook.hook_id, hook.name, ctx.process_id, exc),

@@ -33,6 +33,9 @@ class HookTimeoutError(HookError, TimeoutError):
 class CommandHookError(HookError, RuntimeError):
     """A command hook failed: missing program, non-zero exit, bad output, overflow or timeout."""
 
+    #: True when the program overran its own timeout and was killed.
+    timed_out: bool = False
+
 
 for _cls in (HookBlocked, HookError, HookTimeoutError, CommandHookError):
     _cls.__module__ = "tether"

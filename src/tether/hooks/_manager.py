@@ -657,7 +657,9 @@ class HookManager(ExtensionPoints):
                     if not isinstance(exc, Exception) and _cancelling():
                         raise  # this task is being cancelled: not a hook error to isolate
                     if marks is not None:
-                        timed_out = isinstance(exc, HookTimeoutError)
+                        timed_out = isinstance(exc, HookTimeoutError) or getattr(
+                            exc, "timed_out", False
+                        )
                         mark(("o", "timed_out" if timed_out else "failed", exc))
                     self._log_failure(hook, ev.value, exc)
                     if errors is None:

@@ -224,9 +224,11 @@ class ShellHook:
         except OSError as exc:
             raise CommandHookError(f"hook command {name!r} could not start: {exc}") from exc
         if done.timed_out:
-            raise CommandHookError(
+            timeout = CommandHookError(
                 f"hook command {name!r} timed out after {self.timeout:g}s and was killed"
             )
+            timeout.timed_out = True  # recorded as timed_out, not failed
+            raise timeout
         if done.overflowed:
             raise CommandHookError(
                 f"hook command {name!r} wrote more than max_output_bytes="
