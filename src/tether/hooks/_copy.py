@@ -35,12 +35,10 @@ def _copy_value(value: Any) -> Any:
 _IMMUTABLE_SET = frozenset(_IMMUTABLE)
 
 
-def copy_payload(data: dict[str, Any], into: type[dict[str, Any]] = dict) -> dict[str, Any]:
-    """Return a deep copy of a payload dict (plain containers copied fast, the rest deep-copied).
-
-    ``into`` is the type of the copy (a dict subclass built from ``data``).
-    """
-    out = data.copy() if into is dict else into(data)
+def copy_payload(data: dict[str, Any]) -> dict[str, Any]:
+    """Return a deep copy of a payload dict as plain dicts and lists (plain containers copied
+    fast, the rest deep-copied)."""
+    out = data.copy()  # dict.copy: a plain dict, even from a recorded dispatch's data
     for value in data.values():  # the common payload holds only immutable values: one pass
         if type(value) not in _IMMUTABLE_SET:
             break
@@ -48,5 +46,5 @@ def copy_payload(data: dict[str, Any], into: type[dict[str, Any]] = dict) -> dic
         return out
     for key, value in data.items():
         if type(value) not in _IMMUTABLE_SET:
-            dict.__setitem__(out, key, _copy_value(value))  # not a write a subclass counts
+            out[key] = _copy_value(value)
     return out

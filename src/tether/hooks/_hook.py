@@ -126,7 +126,7 @@ def _run_id(number: int) -> str:
 
 
 def _snapshot(data: dict[str, Any]) -> dict[str, Any]:
-    return copy_payload(dict(data))
+    return copy_payload(data)
 
 
 class _Hook:
