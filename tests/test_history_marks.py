@@ -229,6 +229,32 @@ async def test_a_prompt_change_a_later_hook_undoes_is_not_a_patch_applied() -> N
     assert runs == {"rewrites": ("applied", False), "restores": ("applied", False)}
 
 
+async def test_only_the_hook_that_changed_the_prompt_is_a_patch_applied() -> None:
+    """The prompt a dispatch started with is known from the first write: a hook before it, and
+    one writing another key, are not patch_applied."""
+    manager, history = recorded()
+
+    async def reads(ctx: HookContext) -> None:
+        assert ctx.data["prompt"] == DATA["prompt"]
+
+    async def tags(ctx: HookContext) -> None:
+        ctx.data["tag"] = "x"
+
+    async def rewrites(ctx: HookContext) -> None:
+        ctx.data["prompt"] = "rewritten"
+
+    manager.register(UPS, reads, name="reads", priority=3)
+    manager.register(UPS, tags, name="tags", priority=2)
+    manager.register(UPS, rewrites, name="rewrites", priority=1)
+    await manager.dispatch(UPS, DATA)
+    runs = {run.hook_name: (run.outcome, run.patch_applied) for run in history.runs()}
+    assert runs == {
+        "reads": ("passed", False),
+        "tags": ("applied", False),
+        "rewrites": ("applied", True),
+    }
+
+
 NESTED = {
     "tool_name": "refund",
     "arguments": {"amount": 120, "lines": [{"sku": "A", "qty": 1}]},

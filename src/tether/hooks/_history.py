@@ -196,6 +196,8 @@ class HistoryRecorder:
         before: dict[str, Any] | None,
         after: dict[str, Any] | None,
     ) -> HookRun:
+        # Every free-text field is redacted: the error, the data, and the name (a command
+        # hook's is its command line). The others are ids and fixed words no secret reaches.
         return HookRun(
             at,
             hook.hook_id,
@@ -220,8 +222,8 @@ class HistoryRecorder:
             return [self._run(*entry[1:])]
         from ._hook import _run_id
 
-        _, t0, manager, event, number, depth, hooks, marks, (prompt, snap) = entry
-        steps = _steps(hooks, marks, prompt)
+        _, t0, manager, event, number, depth, hooks, marks, snap = entry
+        steps, prompt = _steps(hooks, marks)
         if not steps:
             return []
         did = _run_id(number)
@@ -295,16 +297,20 @@ class HistoryRecorder:
 Step = tuple[Any, float, "str | None", "BaseException | None", bool, Any, Any]
 
 
-def _steps(hooks: tuple[_Hook, ...], marks: list[Any], prompt: Any) -> list[Step]:
+def _steps(hooks: tuple[_Hook, ...], marks: list[Any]) -> tuple[list[Step], Any]:
     """Walk a dispatch's marks: (hook, end time, outcome, error, data changed, prompt after,
-    snapshot after) for each hook that ran or was skipped, in chain order.
+    snapshot after) for each hook that ran or was skipped, in chain order; and the prompt the
+    dispatch started with (as the first write found it; None if nothing was written).
 
     A float ends the current hook's step and a None says it did not run; the tuples before
-    either are notes on it: ``("o", outcome, error)`` (the first one counts), ``("w",
-    prompt)`` a write to the data, ``("n",)`` one inside a nested value, ``("k",)`` a matcher
-    skip, ``("s", data)`` a snapshot.
+    either are notes on it: ``("o", outcome, error)`` (the first one counts), ``("w", prompt
+    before, prompt after)`` a write to the data, ``("n",)`` one inside a nested value,
+    ``("k",)`` a matcher skip, ``("s", data)`` a snapshot.
     """
     steps: list[Step] = []
+    origin: Any = None
+    prompt: Any = None
+    written = False
     index = 0
     outcome: str | None = None
     error: BaseException | None = None
@@ -319,7 +325,10 @@ def _steps(hooks: tuple[_Hook, ...], marks: list[Any], prompt: Any) -> list[Step
             continue
         tag = item[0]
         if tag == "w":
-            changed, prompt = True, item[1]
+            if not written:  # the steps so far ended with the prompt this write found
+                written, origin = True, item[1]
+                steps = [(*step[:5], origin, step[6]) for step in steps]
+            changed, prompt = True, item[2]
         elif tag == "n":  # a write inside a nested dict or list
             changed = True
         elif tag == "o":
@@ -329,7 +338,7 @@ def _steps(hooks: tuple[_Hook, ...], marks: list[Any], prompt: Any) -> list[Step
             outcome = "skipped"
         else:  # "s"
             snap = item[1]
-    return steps
+    return steps, origin
 
 
 def _recorded_at(run: HookRun) -> float:

@@ -43,8 +43,6 @@ _depth = [0]
 _new = object.__new__
 _Coroutine = types.CoroutineType
 _now = time.time
-#: Enum member lookup costs ~80 ns on Python 3.11; the hot path compares with a constant.
-_USER_PROMPT_SUBMIT: Final = HookEvent.USER_PROMPT_SUBMIT
 _generation = [0]
 
 

@@ -26,9 +26,7 @@ from ._errors import HookBlocked, HookError, HookTimeoutError
 from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
 from ._extension import ExtensionPoints
 from ._hook import (
-    _NO_FIRST,
     _SKIPPED,
-    _USER_PROMPT_SUBMIT,
     COMMAND_BACKSTOP,
     DEFAULT_CALLBACK_TIMEOUT,
     UNSET,
@@ -107,9 +105,10 @@ def _settle(
         ctx.data = tracked
     else:  # replaced wholesale: later writes go to the new dict
         same = data == tracked
+        before = tracked.get("prompt")
         tracked = ctx.data = track(data, cell)
         if not same:
-            marks.append(("w", tracked.get("prompt")))
+            marks.append(("w", before, tracked.get("prompt")))
     if trace:
         marks.append(("s", _snapshot(tracked)))
     return tracked, bad
@@ -527,13 +526,17 @@ class HookManager(ExtensionPoints):
         # outcome, a write to the data, a skip, a snapshot when tracing). The data notes its
         # own writes into marks (see _tracked); the recorder expands marks into HookRuns off
         # the hot path. Only ``marks`` is read when nothing records: the rest is bound below.
-        marks: list[Any] | None = None
         if recorder is None:
+            marks: list[Any] | None = None
             payload = copy_payload(data) if data else {}
         else:  # recorded: the copy is made of containers that note their writes in marks
             marks = []
             cell: Cell = [marks]
             payload = track(data if data else {}, cell)
+            mark = marks.append
+            depth = _depth[0]
+            _depth[0] = depth + 1
+            dispatch_id = next(_dispatch_ids)
         if context_factory is None:
             # Hot path: the context is built slot by slot, skipping the class call and
             # HookContext.__init__ (~0.1 us of a ~1.5 us dispatch). Keep in step with
@@ -544,34 +547,26 @@ class HookManager(ExtensionPoints):
             ctx.data = payload
             ctx.metadata = dict(metadata) if metadata else {}
             ctx._timestamp = None
-            ctx._epoch = _now()
+            # Runs are dated and timed on the wall clock, as tracing systems do: the context's
+            # own timestamp is the start, so recording adds one clock reading per hook only.
+            ctx._epoch = t0 = _now()
         else:
             ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
-        depth = 0
-        dispatch_id = 0
-        if marks is not None:
-            assert recorder is not None
-            depth = _depth[0]
-            _depth[0] = depth + 1
-            dispatch_id = next(_dispatch_ids)
-            mark = marks.append
+            t0 = _now()
+        if marks is None:
+            depth = 0
+            dispatch_id = 0
+        else:
             tracked: _Tracked
             tracked = ctx.data  # type: ignore[assignment]
             if type(tracked) is not _Tracked:  # a context factory kept a data dict of its own
                 tracked = ctx.data = track(tracked, cell)
-            trace = recorder.trace
             # The per-hook check is ``ctx.data is watched``: tracing makes it fail every time,
             # so the snapshot is taken on the same (slow) path as a replaced data dict.
-            watched: Any = None if trace else tracked
-            prompts = ev is _USER_PROMPT_SUBMIT
-            first = (
-                (tracked.get("prompt") if prompts else None, _snapshot(tracked) if trace else None)
-                if prompts or trace
-                else _NO_FIRST
-            )
-            # Runs are dated and timed on the wall clock, as tracing systems do: the context's
-            # own timestamp is the start, so recording adds one clock reading per hook only.
-            t0 = ctx._epoch if context_factory is None else _now()
+            if recorder.trace:  # type: ignore[union-attr]
+                trace, watched, first = True, None, _snapshot(tracked)
+            else:
+                trace, watched, first = False, tracked, None
         blocked = False
         reason: str | None = None
         errors: list[tuple[_Hook, BaseException]] | None = None
@@ -674,7 +669,7 @@ class HookManager(ExtensionPoints):
                         if bad is not None:
                             errors = _note_error(errors, hook, bad, self, ev.value)
                         watched = None if trace else tracked
-                    mark(_now())
+                    marks.append(_now())
                 if blocked:
                     break
         finally:
@@ -694,8 +689,7 @@ class HookManager(ExtensionPoints):
         result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]
         result.runs = []
         if marks is not None and (fired or _SKIPPED in marks):  # a hook ran, or was skipped
-            assert recorder is not None
-            recorder.add(("d", t0, self, ev, dispatch_id, depth, hooks, marks, first))
+            recorder.add(("d", t0, self, ev, dispatch_id, depth, hooks, marks, first))  # type: ignore[union-attr]
         result.data = ctx.data
         if errors is not None:
             for h, e in errors:

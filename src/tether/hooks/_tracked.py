@@ -6,8 +6,9 @@ without checking anything per hook. All the containers of one dispatch share a c
 that list; the dispatch empties the cell when it ends, so what is written afterwards (by the
 caller, by a task a hook left running) is not put on any hook.
 
-Notes: ``("w", prompt)`` for a write to the top level (with the prompt after it), ``("n",)``
-for a write inside a nested dict or list. Copies and pickles are plain dicts and lists.
+Notes: ``("w", before, after)`` for a write to the top level (with the prompt before and after
+it, so the dispatch need not read the prompt up front), ``("n",)`` for a write inside a nested
+dict or list. Copies and pickles are plain dicts and lists.
 """
 
 from __future__ import annotations
@@ -44,52 +45,63 @@ class _Tracked(dict[str, Any]):
     _cell: Cell
     _tether_plain = dict  # what a copy is (see _copy)
 
-    def _wrote(self) -> None:
+    def _wrote(self, before: Any) -> None:
+        """Note a write; ``before`` is the prompt as it was before it."""
         marks = self._cell[0]
         if marks is not None:
-            marks.append(("w", dict.get(self, "prompt")))
+            marks.append(("w", before, dict.get(self, "prompt")))
 
     def __setitem__(self, key: str, value: Any) -> None:
         old = dict.get(self, key, _ABSENT)
+        if old is not _ABSENT and _same(old, value):  # writing back what was there: no change
+            dict.__setitem__(self, key, value)
+            return
+        before = dict.get(self, "prompt")
         dict.__setitem__(self, key, value)
-        if old is _ABSENT or not _same(old, value):  # writing back what was there is no change
-            self._wrote()
+        self._wrote(before)
 
     def __delitem__(self, key: str) -> None:
+        before = dict.get(self, "prompt")
         dict.__delitem__(self, key)
-        self._wrote()
+        self._wrote(before)
 
     def update(self, *args: Any, **kwargs: Any) -> None:
+        before = dict.get(self, "prompt")
         dict.update(self, *args, **kwargs)
-        self._wrote()
+        self._wrote(before)
 
     def pop(self, *args: Any) -> Any:
         present = dict.__contains__(self, args[0]) if args else False
+        before = dict.get(self, "prompt")
         value = dict.pop(self, *args)
         if present:
-            self._wrote()
+            self._wrote(before)
         return value
 
     def popitem(self) -> tuple[str, Any]:
+        before = dict.get(self, "prompt")
         item = dict.popitem(self)
-        self._wrote()
+        self._wrote(before)
         return item
 
     def setdefault(self, key: str, default: Any = None) -> Any:
         if dict.__contains__(self, key):
             return dict.__getitem__(self, key)
+        before = dict.get(self, "prompt")
         dict.__setitem__(self, key, default)
-        self._wrote()
+        self._wrote(before)
         return default
 
     def clear(self) -> None:
         if self:
+            before = dict.get(self, "prompt")
             dict.clear(self)
-            self._wrote()
+            self._wrote(before)
 
     def __ior__(self, other: Any) -> _Tracked:  # type: ignore[override,misc]
+        before = dict.get(self, "prompt")
         dict.update(self, other)
-        self._wrote()
+        self._wrote(before)
         return self
 
     def __reduce_ex__(self, protocol: Any) -> Any:
@@ -102,7 +114,7 @@ class _TrackedDict(_Tracked):
 
     __slots__ = ()
 
-    def _wrote(self) -> None:
+    def _wrote(self, before: Any = None) -> None:
         marks = self._cell[0]
         if marks is not None:
             marks.append(_NESTED)
