@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from ._events import HookEvent, parse_event
 
-__all__ = ["HookContext"]
+__all__ = ["DRY_RUN_KEY", "HookContext"]
+
+#: The ``metadata`` key that is True when the dispatch is a dry run: a hook should then act on
+#: nothing outside the data (command hooks see it in their envelope's ``metadata`` too).
+DRY_RUN_KEY: Final = "dry_run"
 
 
 class HookContext:

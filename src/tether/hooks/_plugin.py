@@ -5,6 +5,8 @@ A plugin is activated explicitly (by instance, or by name from the built-ins and
 handlers are registered with the plugin as their owner, so removing it drains them all at once.
 The context a plugin method receives adds ``warn``, ``emit_artifact`` and ``converse`` to
 HookContext; what they do is decided by the host (the process) that activated the plugin.
+In a dry run (``ctx.dry_run``) none of them has an effect: ``converse`` raises without asking
+the model, and the host keeps no warning and writes no artifact.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
-from ._context import HookContext
+from ._context import DRY_RUN_KEY, HookContext
 from ._errors import HookBlocked
 from ._events import HookEvent
 from ._hook import _check_timeout, _key
@@ -113,7 +115,12 @@ def implements(name: str, *, priority: int = 0) -> Callable[[F], F]:
 
 
 class PluginHost(Protocol):
-    """What a plugin context delegates to (the process that activated the plugin)."""
+    """What a plugin context delegates to (the process that activated the plugin).
+
+    During a dry run (``ctx.dry_run``) a host persists nothing: ``plugin_warn`` keeps nothing
+    and ``plugin_artifact`` writes nothing, answering the name it would have written.
+    ``plugin_converse`` is not called then.
+    """
 
     def plugin_warn(self, plugin: str, ctx: HookContext, message: str) -> None: ...
 
@@ -144,17 +151,30 @@ class PluginContext(HookContext):
         return self._plugin.name
 
     @property
+    def dry_run(self) -> bool:
+        """True when this dispatch is a dry run: nothing this context offers has an effect."""
+        return self.metadata.get(DRY_RUN_KEY) is True
+
+    @property
     def model(self) -> str | None:
         """The name of the model that ran this task, else the process's (None without a host)."""
         return self._host.plugin_model_name(self) if self._host is not None else None
 
     def warn(self, message: str) -> None:
-        """Record a non-fatal diagnostic with the task, as ``plugin:<name>: <message>``."""
+        """Record a non-fatal diagnostic with the task, as ``plugin:<name>: <message>``.
+
+        In a dry run it is not recorded (the process answers it with the dry run's report).
+        """
         if self._host is not None:
             self._host.plugin_warn(self._plugin.name, self, str(message))
 
     def emit_artifact(self, payload: Any, label: str | None = None) -> str:
-        """Store a JSON-serialisable payload beside the task's record; return its name."""
+        """Store a JSON-serialisable payload beside the task's record; return its name.
+
+        In a dry run the label and payload are checked as usual but nothing is written: the
+        name it would have is returned (the process answers the artifact with the dry run's
+        report), so a plugin runs to its end as it would for real.
+        """
         if label is not None and not SLUG.match(label):
             raise PluginError(f"artifact label must match [a-z0-9_-]+, got {label!r}")
         try:
@@ -166,10 +186,19 @@ class PluginContext(HookContext):
         return self._host.plugin_artifact(self._plugin.name, self, payload, label)
 
     async def converse(self, text: str, *, timeout: float | None = None) -> str:
-        """One extra turn in the task's own conversation (only in ``on_task_completed``)."""
+        """One extra turn in the task's own conversation (only in ``on_task_completed``).
+
+        In a dry run it raises PluginError and the model is not called (check ``dry_run``
+        first to skip the call); left uncaught, the hook's run is ``failed`` with that message.
+        """
         if self.event is not HookEvent.TASK_COMPLETED:
             raise PluginError(
                 f"converse() is valid only in on_task_completed, not in on_{self.event.value}"
+            )
+        if self.dry_run:
+            raise PluginError(
+                "converse() does not call the model in a dry run; nothing was asked "
+                "(check ctx.dry_run to skip the call)"
             )
         if self._host is None:
             raise PluginError("this plugin context has no agent to converse with")

@@ -4,6 +4,8 @@ It reports; it never changes configuration or outcome. Set ``TETHER_DEBRIEF_ON=a
 ``DebriefPlugin(on="all")``) to debrief every task that ran, not only failed ones. A task that
 never ran to an end of its own (blocked, refused, or dead-lettered by a stop) is never debriefed:
 there is no run to ask about, and a stop must not wait on a model turn per queued event.
+In a dry run it asks nothing and stores nothing: the artifact it would keep, with no reply and
+``error`` saying the model was not asked, is in the dry run's answer (under ``withheld``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Final, Literal
 
 from ..hooks._plugin import Plugin, PluginContext
 
-__all__ = ["SCHEMA_VERSION", "DebriefPlugin", "debrief_prompt"]
+__all__ = ["DRY_RUN_ERROR", "SCHEMA_VERSION", "DebriefPlugin", "debrief_prompt"]
 
 SCHEMA_VERSION: Final = 1
 #: Outcomes of a run that failed (``retrying``: this attempt failed, another will follow).
@@ -23,6 +25,8 @@ FAILED_OUTCOMES: Final = frozenset({"failed", "retrying"})
 RUN_OUTCOMES: Final = FAILED_OUTCOMES | {"success"}
 #: The hook runs up to 5 s longer than its converse deadline, within the engine's 3600 s bound.
 MAX_CONVERSE_TIMEOUT: Final = 3595.0
+#: The artifact's ``error`` in a dry run, where the model is never asked.
+DRY_RUN_ERROR: Final = "dry run: the model was not asked"
 
 
 def debrief_prompt(outcome: str, error: str | None) -> str:
@@ -76,13 +80,16 @@ class DebriefPlugin(Plugin):
         reply: str | None = None
         error: str | None = None
         timed_out = False
-        try:
-            reply = await ctx.converse(prompt, timeout=self.converse_timeout)
-        except TimeoutError:
-            timed_out = True
-            error = f"converse timed out after {self.converse_timeout:g}s"
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+        if ctx.dry_run:
+            error = DRY_RUN_ERROR
+        else:
+            try:
+                reply = await ctx.converse(prompt, timeout=self.converse_timeout)
+            except TimeoutError:
+                timed_out = True
+                error = f"converse timed out after {self.converse_timeout:g}s"
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
         artifact: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "task_id": ctx.data.get("event_id"),
@@ -97,6 +104,6 @@ class DebriefPlugin(Plugin):
             "duration_ms": round((time.perf_counter() - started) * 1e3, 3),
             "error": error,
         }
-        ctx.emit_artifact(artifact)
-        if error is not None:
+        ctx.emit_artifact(artifact)  # in a dry run: answered, not written
+        if error is not None and not ctx.dry_run:
             ctx.warn(f"debrief incomplete: {error}")

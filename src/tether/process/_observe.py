@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..hooks import HookEvent, HookManager, HookRun
+from ..hooks._context import DRY_RUN_KEY
 
 if TYPE_CHECKING:
     from .._redact import Redactor
     from ..hooks._history import HistoryRecorder
     from ..store import HistoryStore
 
-__all__ = ["HookObservability"]
+__all__ = ["HookObservability", "withhold"]
+
+#: The effects the hooks of the dry run under way asked for and did not get (None outside one).
+#: It only collects notes: whether an effect is withheld is decided by the context's metadata,
+#: so a task that inherits this variable (one a hook started) never withholds a real effect.
+_withheld: ContextVar[list[dict[str, Any]] | None] = ContextVar("tether_withheld", default=None)
+
+
+def withhold(note: dict[str, Any]) -> None:
+    """Add a JSON-ready note to the answer of the dry run under way (dropped outside one)."""
+    notes = _withheld.get()
+    if notes is not None:
+        notes.append(note)
 
 
 class HookObservability:
@@ -42,21 +56,34 @@ class HookObservability:
         """Push a sample event through the resolved chain (command hooks really run).
 
         Nothing is queued and the agent is not touched; once hooks are not consumed and async
-        hooks run inline. Returns the per-hook trace and the final decision.
+        hooks run inline. Every hook sees ``metadata["dry_run"] = True`` (plugins: ``ctx.dry_run``):
+        a plugin's ``converse`` raises without calling the model, and its warnings and
+        artifacts are not kept but answered under ``withheld``, one note each (``hook_name``,
+        ``action``: ``warn`` or ``emit_artifact``, ``task_id``, and ``message`` or ``artifact``
+        and ``payload``). Returns the per-hook trace and the final decision.
         """
         from ..hooks._history import HistoryRecorder
 
         tracer = HistoryRecorder(
             self.name, redact=self.redactor.text if self.redactor else None, trace=True
         )
-        result = await self.hooks.dispatch(
-            event,
-            self.redactor.value(data) if self.redactor else data,
-            process_id=self.name,
-            metadata={"process_name": self.name, "process_id": self.process_id},
-            recorder=tracer,
-            dry_run=True,
-        )
+        notes: list[dict[str, Any]] = []
+        token = _withheld.set(notes)
+        try:
+            result = await self.hooks.dispatch(
+                event,
+                self.redactor.value(data) if self.redactor else data,
+                process_id=self.name,
+                metadata={
+                    "process_name": self.name,
+                    "process_id": self.process_id,
+                    DRY_RUN_KEY: True,
+                },
+                recorder=tracer,
+                dry_run=True,
+            )
+        finally:
+            _withheld.reset(token)
         return {
             "event": str(event),
             "blocked": result.blocked,
@@ -68,4 +95,5 @@ class HookObservability:
             ],
             "data": self.redactor.value(result.data) if self.redactor else result.data,
             "trace": [run.as_dict() for run in tracer.runs()],
+            "withheld": notes,
         }

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..hooks import HookContext
+from ..hooks._context import DRY_RUN_KEY
 from ..hooks._plugin import Plugin, PluginContext, PluginError, register_plugin, resolve_plugin
-from ..store import ArtifactStore, open_artifacts
+from ..store import ArtifactStore, check_artifact_path, open_artifacts
+from ._observe import withhold
 
 if TYPE_CHECKING:
     from ._process import AgentProcess
@@ -24,6 +27,15 @@ WARNINGS_KEPT = 200
 def _task_id(ctx: HookContext, process: AgentProcess) -> str:
     event_id = ctx.data.get("event_id")
     return str(event_id) if event_id else f"session-{process.process_id}"
+
+
+def _dry_run(ctx: HookContext) -> bool:
+    return ctx.metadata.get(DRY_RUN_KEY) is True
+
+
+def _hook_name(plugin: str, ctx: HookContext) -> str:
+    """The name the plugin's handler of this event is registered under (as in the trace)."""
+    return f"plugin:{plugin}.on_{ctx.event.value}"
 
 
 class PluginManager:
@@ -87,10 +99,21 @@ class PluginManager:
             raise
 
     # -- the host side of PluginContext ----------------------------------------------------
+    # In a dry run nothing is kept or written: each effect becomes a note of the dry run's answer.
 
     def plugin_warn(self, plugin: str, ctx: HookContext, message: str) -> None:
         task = _task_id(ctx, self._process)
         text = self._process.redactor.text(f"plugin:{plugin}: {message}")
+        if _dry_run(ctx):
+            withhold(
+                {
+                    "hook_name": _hook_name(plugin, ctx),
+                    "action": "warn",
+                    "task_id": task,
+                    "message": text,
+                }
+            )
+            return
         bucket = self.warnings.setdefault(task, [])
         bucket.append(text)
         if len(self.warnings) > WARNINGS_KEPT:
@@ -102,11 +125,26 @@ class PluginManager:
     ) -> str:
         task = _task_id(ctx, self._process)
         name = f"{task}.{plugin}{'.' + label if label else ''}.json"
+        if _dry_run(ctx):
+            check_artifact_path(task, name)  # a name the store would refuse fails here too
+            withhold(
+                {
+                    "hook_name": _hook_name(plugin, ctx),
+                    "action": "emit_artifact",
+                    "task_id": task,
+                    "artifact": name,
+                    # A copy: the plugin may change its payload after emitting it.
+                    "payload": json.loads(json.dumps(self._process.redactor.value(payload))),
+                }
+            )
+            return name
         return self.artifacts.put(task, name, self._process.redactor.value(payload))
 
     async def plugin_converse(
         self, plugin: str, ctx: HookContext, text: str, timeout: float
     ) -> str:
+        if _dry_run(ctx):  # PluginContext refuses first; a host never asks the model either
+            raise PluginError("converse() does not call the model in a dry run")
         process = self._process
         loop = process._loop
         if loop is None:

@@ -11,7 +11,14 @@ from typing import Any, Protocol
 
 from ._sqlite import connect
 
-__all__ = ["ArtifactStore", "DirArtifacts", "MemoryArtifacts", "SqliteArtifacts", "open_artifacts"]
+__all__ = [
+    "ArtifactStore",
+    "DirArtifacts",
+    "MemoryArtifacts",
+    "SqliteArtifacts",
+    "check_artifact_path",
+    "open_artifacts",
+]
 
 _SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -22,7 +29,8 @@ class ArtifactStore(Protocol):
     def list(self, task_id: str) -> list[dict[str, Any]]: ...
 
 
-def _check(task_id: str, name: str) -> None:
+def check_artifact_path(task_id: str, name: str) -> None:
+    """Raise ValueError unless both are safe file names (what every store checks on put)."""
     for value in (task_id, name):
         if not _SAFE.match(value) or ".." in value:
             raise ValueError(f"artifact path part {value!r} is not a safe file name")
@@ -35,7 +43,7 @@ class MemoryArtifacts:
         self._items: dict[str, dict[str, tuple[Any, float]]] = {}
 
     def put(self, task_id: str, name: str, payload: Any) -> str:
-        _check(task_id, name)
+        check_artifact_path(task_id, name)
         self._items.setdefault(task_id, {})[name] = (json.loads(json.dumps(payload)), time.time())
         return name
 
@@ -52,7 +60,7 @@ class DirArtifacts:
         self.folder.mkdir(parents=True, exist_ok=True)
 
     def put(self, task_id: str, name: str, payload: Any) -> str:
-        _check(task_id, name)
+        check_artifact_path(task_id, name)
         path = self.folder / name
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -60,7 +68,7 @@ class DirArtifacts:
         return name
 
     def list(self, task_id: str) -> list[dict[str, Any]]:
-        _check(task_id, "x")
+        check_artifact_path(task_id, "x")
         out = []
         for path in sorted(self.folder.glob(f"{task_id}.*.json")):
             out.append(
@@ -86,7 +94,7 @@ class SqliteArtifacts:
         )
 
     def put(self, task_id: str, name: str, payload: Any) -> str:
-        _check(task_id, name)
+        check_artifact_path(task_id, name)
         self._db.execute(
             "INSERT OR REPLACE INTO artifacts VALUES (?, ?, ?, ?, ?)",
             (self.process, task_id, name, json.dumps(payload), time.time()),
