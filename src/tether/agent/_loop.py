@@ -92,7 +92,7 @@ class AgentLoop:
         self.tools: dict[str, Tool] = {t.name: t for t in (tools or [])}
         self.approval = approval
         self.budget = budget
-        self.redactor = redactor or Redactor()
+        self.redactor = redactor if redactor is not None else Redactor()
         self.process_id = process_id
         self.max_turns = max_turns
         self.tool_timeout = tool_timeout

@@ -159,11 +159,13 @@ class HistoryRecorder:
 
     # -- building records (off the hot path) ----------------------------------------------------
 
+    def _text(self, text: str) -> str:
+        return self._redact(text) if self._redact is not None else text
+
     def _error_text(self, error: BaseException | None) -> str | None:
         if error is None:
             return None
-        text = str(error) or type(error).__name__
-        return self._redact(text) if self._redact is not None else text
+        return self._text(str(error) or type(error).__name__)
 
     def _clean(self, data: dict[str, Any] | None) -> dict[str, Any] | None:
         if data is None or self._redact is None:
@@ -201,7 +203,7 @@ class HistoryRecorder:
         return HookRun(
             at,
             hook.hook_id,
-            hook.name,
+            self._text(hook.name),
             event.value,
             self.process,
             _source(manager, hook),

@@ -63,6 +63,9 @@ SAFE_ENV_VARS: Final[frozenset[str]] = frozenset(
 MAX_OUTPUT_LIMIT: Final = 10 * 1024 * 1024
 STDERR_IN_MESSAGE: Final = 500
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+#: Bumped whenever a ShellHook hands a program a value ShellHook.secrets() did not list yet,
+#: so that a cache of those lists knows to look again.
+_handovers = [0]
 
 
 @dataclass(slots=True)
@@ -143,6 +146,8 @@ class ShellHook:
         self.max_output_bytes = max_output_bytes
         #: Applied to the program's ``log`` text before it is logged (set by the manager).
         self.redact: Callable[[str], str] | None = None
+        # Every value build_env has handed a program from env or env_passthrough: name by value.
+        self._handed: dict[str, str] = {}
         if shell:
             text = command if isinstance(command, str) else shlex.join(command)
             self._argv = ["/bin/sh", "-c", text]
@@ -184,9 +189,42 @@ class ShellHook:
                 env[name] = value
         for name, raw in (self.env or {}).items():
             env[name] = resolve_refs(_secret_value(raw), host, f"env {name}")
+        handed = self._handed
+        for name in (*self._passed_secrets(), *(self.env or ())):
+            value = env.get(name)
+            if value and value not in handed:
+                handed[value] = name
+                _handovers[0] += 1
         env["TETHER_HOOK_EVENT"] = ctx.event.value
         env["TETHER_PROCESS"] = str(ctx.metadata.get("process_name") or ctx.process_id)
         return env
+
+    def secrets(self) -> list[tuple[str, str]]:
+        """(variable, value) of each value this hook gives its program beyond the safe host
+        variables, for a redactor.
+
+        Any of them may be a credential the program prints, so every one counts, whatever its
+        form: each ``env`` value (a SecretStr or a plain string, ``${VAR}`` resolved against
+        the host environment now; one that cannot be resolved is skipped), each
+        ``env_passthrough`` variable that is set, and every such value a run already handed
+        over (the host environment may have changed since).
+        """
+        host = os.environ
+        found = [(name, host[name]) for name in self._passed_secrets() if host.get(name)]
+        for name, raw in (self.env or {}).items():
+            try:
+                value = resolve_refs(_secret_value(raw), host, "")
+            except CommandHookError:
+                continue
+            if value:
+                found.append((name, value))
+        known = {value for _, value in found}
+        found += [(name, value) for value, name in self._handed.items() if value not in known]
+        return found
+
+    def _passed_secrets(self) -> list[str]:
+        """The env_passthrough variables a program would not get anyway (SAFE_ENV_VARS)."""
+        return [name for name in self.env_passthrough if name not in SAFE_ENV_VARS]
 
     def _executable(self, env: Mapping[str, str]) -> str:
         program = self._argv[0]
@@ -289,7 +327,8 @@ class ShellHook:
         if result.log:
             redact = self.redact
             text = redact(result.log) if redact is not None else result.log
-            logger.debug("hook command %s: %s", self.display_name, text)
+            shown = redact(self.display_name) if redact is not None else self.display_name
+            logger.debug("hook command %s: %s", shown, text)
         if result.block:
             raise HookBlocked(result.reason)
         if result.data is not None:

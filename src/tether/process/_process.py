@@ -34,6 +34,7 @@ from ..agent import (
 )
 from ..hooks import DispatchResult, HookError, HookEvent, HookManager
 from ..hooks._background import drain as drain_async_hooks
+from ..hooks._secrets import command_secrets
 from ._changes import ConfigChanges
 from ._config import (
     CronTrigger,
@@ -103,8 +104,9 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
             hooks = hooks if hooks is not None else parent.hooks.shared
         if hooks is not None:
             self.hooks.share(hooks)
-        self.redactor = Redactor(resolve_secrets(self.config))
-        self._redacting = bool(self.redactor)
+        # Declared secrets, and what the command hooks of the chain hand their programs (looked
+        # up at each use: hooks registered later, in code or by a plugin, count too).
+        self.redactor = Redactor(resolve_secrets(self.config), learned=command_secrets(self.hooks))
         self.context = AgentContext(
             self.config.context.conversation_max_messages,
             self.config.context.initial_state,
@@ -161,12 +163,11 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
             self._history_store = HistoryStore(self.config.journal_path)
         self.history = HistoryRecorder(
             self.name,
-            redact=self.redactor.text if self.redactor else None,
+            redact=self.redactor.text,
             sink=self._history_store.write if self._history_store is not None else None,
         )
         self.hooks.recorder = self.history
-        if self.redactor:
-            self.hooks.redact = self.redactor.text
+        self.hooks.redact = self.redactor.text
 
         self.plugins = PluginManager(self)
         for plugin in self.config.plugins:
@@ -183,8 +184,7 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
         The dispatching task is noted so that a hook awaiting this process's stop() (which
         would wait on itself) gets a clear error instead of a deadlock.
         """
-        if self._redacting:
-            data = self.redactor.value(data)
+        data = self.redactor.value(data)
         task = asyncio.current_task()
         if task is None or task in self._busy:  # a worker: _busy already marks it
             return await self.hooks.dispatch(
@@ -205,8 +205,7 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
 
         A plain function handing back the dispatch to await: one coroutine less per event.
         """
-        if self._redacting:
-            data = self.redactor.value(data)
+        data = self.redactor.value(data)
         return self.hooks.dispatch(event, data, process_id=self.name, metadata=self._metadata)
 
     def _guard_self_await(self, what: str) -> None:
@@ -584,7 +583,7 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
             if self.hooks.implemented("prompt.render")  # a coroutine only when one may render
             else render_prompt(event)
         )
-        shown = self.redactor.text(prompt) if self.redactor else prompt
+        shown = self.redactor.text(prompt)
         gate = await self._emit_worker(
             HookEvent.USER_PROMPT_SUBMIT,
             {
