@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tether import AgentRuntime, HookManager, OrchestrationAPI
+from tether import AgentRuntime, HookConfig, HookManager, OrchestrationAPI
 from tether.cli import main
 from tether.cli._hooks import parse_since
 from tether.cli._run import _serve
@@ -373,6 +373,27 @@ async def test_hooks_disable_and_enable_by_tag(cli: Any, api: OrchestrationAPI) 
     enabled = await cli("hooks", "enable", "triage", gate_id, *at(api))
     assert enabled.stdout == f"enabled {gate_id} (gate, user_prompt_submit) on triage\n"
     assert all(i.enabled for i in process.hooks.describe())
+
+
+async def test_hooks_disable_and_enable_a_tag_containing_a_slash(
+    cli: Any, api: OrchestrationAPI
+) -> None:
+    """Regression: the API's route did not match a tag with a '/', sent as %2F by the CLI."""
+    process = api.runtime.get("billing")
+    assert process is not None
+    process.hooks.register_config(
+        HookConfig(event="task_created", command=["true"], name="scan", tag="team/security")
+    )
+    [scan_id] = [i.hook_id for i in process.hooks.describe() if i.name == "scan"]
+
+    disabled = await cli("hooks", "disable", "billing", "team/security", *at(api))
+    assert disabled.returncode == 0, disabled.stderr
+    assert disabled.stdout == f"disabled {scan_id} (scan, task_created) on billing\n"
+    assert [i.enabled for i in process.hooks.describe()] == [False]
+
+    enabled = await cli("hooks", "enable", "billing", "team/security", *at(api))
+    assert enabled.stdout == f"enabled {scan_id} (scan, task_created) on billing\n"
+    assert [i.enabled for i in process.hooks.describe()] == [True]
 
 
 async def test_hooks_disable_of_an_unknown_selector_fails_in_one_line(

@@ -203,8 +203,9 @@ class OrchestrationAPI:
             route("/hooks/catalog", hooks.catalog, "GET"),
             route("/processes/{name}/hooks/runs", hooks.runs, "GET"),
             route("/processes/{name}/hooks/dry-run", hooks.dry_run, "POST"),
-            route("/processes/{name}/hooks/{selector}/disable", hooks.disable, "POST"),
-            route("/processes/{name}/hooks/{selector}/enable", hooks.enable, "POST"),
+            # A tag may contain "/" (e.g. "team/security"), sent as is or as %2F.
+            route("/processes/{name}/hooks/{selector:path}/disable", hooks.disable, "POST"),
+            route("/processes/{name}/hooks/{selector:path}/enable", hooks.enable, "POST"),
             route("/processes/{name}/tasks/{task_id}/artifacts", hooks.artifacts, "GET"),
         ]
         return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})

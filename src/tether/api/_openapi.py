@@ -10,6 +10,7 @@ from pydantic.json_schema import models_json_schema
 __all__ = ["openapi_document"]
 
 _ERROR = {"$ref": "#/components/responses/Error"}
+_SELECTOR = "A hook id or a tag; a tag may contain '/' (sent as is or as %2F)"
 
 
 def _path(name: str, description: str | None = None) -> dict[str, Any]:
@@ -230,13 +231,13 @@ def openapi_document() -> dict[str, Any]:
                 "post": _op(
                     "Disable hooks of the resolved chain by id or tag, without removing them "
                     "(an inherited or shared hook is disabled wherever it runs)",
-                    path=(_path("selector", "A hook id or a tag"),),
+                    path=(_path("selector", _SELECTOR),),
                 )
             },
             f"{p}/processes/{{name}}/hooks/{{selector}}/enable": {
                 "post": _op(
                     "Enable hooks again by id or tag",
-                    path=(_path("selector", "A hook id or a tag"),),
+                    path=(_path("selector", _SELECTOR),),
                 )
             },
             f"{p}/processes/{{name}}/tasks/{{task_id}}/artifacts": {
