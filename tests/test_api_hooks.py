@@ -187,7 +187,8 @@ async def test_the_events_endpoint_filters_by_blockable(client: httpx.AsyncClien
     ("path", "params", "name", "allowed"),
     [
         ("/hooks/events", {"blockable": "yes"}, "blockable", "allowed: true, false"),
-        ("/hooks/events", {"family": "task"}, "family", "allowed: blockable"),
+        ("/hooks/events", {"family": "tasks"}, "family", "allowed: session, prompt"),
+        ("/hooks/events", {"sync_only": "true"}, "sync_only", "allowed: blockable, family"),
         ("/hooks/catalog", {"source": "yaml"}, "source", "allowed: code, config, manifest"),
         ("/hooks/catalog", {"mode": "later"}, "mode", "allowed: sync, async"),
         ("/hooks/catalog", {"event": "prompt_submit"}, "event", "allowed: session_start"),
@@ -267,9 +268,10 @@ async def test_the_catalog_lists_every_resolved_hook_of_every_process(
         "name": "gate",
         "source": "config",
         "mode": "sync",
+        "executor_kind": "command",
         "priority": 5,
         "order": 0,
-        "timeout": 10.0,  # the command's 5 s, plus the engine's backstop
+        "timeout": 5.0,  # the command's default, as declared: the engine's backstop is not shown
         "fail_closed": True,
         "once": False,
         "tag": "policy",
@@ -280,6 +282,7 @@ async def test_the_catalog_lists_every_resolved_hook_of_every_process(
     }
     in_code, background = r.json()["hooks"][1], r.json()["hooks"][3]
     assert (in_code["order"], in_code["timeout"], in_code["command"]) == (1, 2, None)
+    assert in_code["executor_kind"] == "callback"
     assert (background["mode"], background["once"]) == ("async", True)
 
 
@@ -374,6 +377,7 @@ async def test_runs_come_back_with_every_field_of_the_record(
         "dispatch_depth",
         "data_before",
         "data_after",
+        "required",
     }
     assert (blocked["hook_name"], blocked["event"], blocked["process_id"]) == (
         "gate",

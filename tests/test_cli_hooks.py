@@ -156,7 +156,25 @@ async def test_hooks_events_filters_blockable_and_prints_schemas_as_json(
     assert all("payload_schema" in e and "patch_schema" in e for e in events)
 
 
-async def test_hooks_list_prints_the_catalog(cli: Any, api: OrchestrationAPI) -> None:
+async def test_hooks_events_filters_by_family_and_reports_an_unknown_one(
+    cli: Any, api: OrchestrationAPI
+) -> None:
+    tasks = await cli("hooks", "events", "--family", "task", *at(api))
+    bad = await cli("hooks", "events", "--family", "tool", *at(api))
+    assert [r[:2] for r in rows(tasks.stdout)[1:]] == [
+        ["task_created", "task"],
+        ["task_completed", "task"],
+    ]
+    assert (bad.returncode, bad.stderr) == (
+        1,
+        "error: INVALID_QUERY: family: unknown value 'tool'; allowed: session, prompt, "
+        "permission, subagent, context, trigger, config, task\n",
+    )
+
+
+async def test_hooks_list_prints_the_catalog(
+    cli: Any, api: OrchestrationAPI, tmp_path: Path
+) -> None:
     done = await cli("hooks", "list", *at(api))
     assert done.returncode == 0, done.stderr
     table = rows(done.stdout)
@@ -168,6 +186,7 @@ async def test_hooks_list_prints_the_catalog(cli: Any, api: OrchestrationAPI) ->
         "NAME",
         "SOURCE",
         "MODE",
+        "KIND",
         "PRIORITY",
         "TIMEOUT",
         "FLAGS",
@@ -175,24 +194,26 @@ async def test_hooks_list_prints_the_catalog(cli: Any, api: OrchestrationAPI) ->
         "ENABLED",
         "COMMAND",
     ]
-    # A long command folds onto a second line of the table.
+    # A long command folds onto further lines of the table, never cut short.
     gate, notify = (next(r for r in table if r[4:5] == [name]) for name in ("gate", "notify"))
-    assert [gate[i] for i in (0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11)] == [
+    assert [gate[i] for i in (0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12)] == [
         "triage",
         "user_prompt_submit",
         "0",
         "gate",
         "manifest",
         "sync",
+        "command",
         "0",
-        "10s",
+        "5s",
         "tag=policy",
         "trigger_type=manual",
         "yes",
     ]
-    assert gate[12].startswith(sys.executable)
-    assert "gate.py" in done.stdout
-    assert (notify[1], notify[4], notify[6], notify[12]) == (
+    assert gate[13].startswith(sys.executable)
+    unfolded = "".join(line.strip() for line in done.stdout.splitlines())
+    assert f"{sys.executable}{tmp_path / 'gate.py'}" in unfolded
+    assert (notify[1], notify[4], notify[6], notify[13]) == (
         "task_completed",
         "notify",
         "async",
@@ -368,7 +389,7 @@ async def test_hooks_disable_and_enable_by_tag(cli: Any, api: OrchestrationAPI) 
     assert disabled.returncode == 0, disabled.stderr
     assert disabled.stdout == f"disabled {gate_id} (gate, user_prompt_submit) on triage\n"
     listed = await cli("hooks", "list", "--event", "user_prompt_submit", *at(api))
-    assert rows(listed.stdout)[1][11] == "no"
+    assert rows(listed.stdout)[1][12] == "no"
 
     enabled = await cli("hooks", "enable", "triage", gate_id, *at(api))
     assert enabled.stdout == f"enabled {gate_id} (gate, user_prompt_submit) on triage\n"

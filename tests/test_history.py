@@ -608,5 +608,6 @@ async def test_a_record_serializes_to_json_ready_fields() -> None:
         "dispatch_depth",
         "data_before",
         "data_after",
+        "required",
     }
     assert datetime.fromisoformat(record["recorded_at"]).tzinfo is not None

@@ -279,3 +279,48 @@ async def test_the_last_n_of_the_store_are_the_newest_in_time_order(tmp_path: Pa
     history.flush()
     assert store.query("p", last=3) == history.runs(last=3)
     assert [r.hook_name for r in store.query("p", last=3)] == ["b", "a", "b"]
+
+
+#: ``hook_runs`` as files made before runs recorded ``required`` have it.
+OLD_HOOK_RUNS = (
+    "CREATE TABLE hook_runs (recorded_at REAL NOT NULL, hook_id TEXT, hook_name TEXT, "
+    "event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, outcome TEXT, "
+    "duration_ms REAL, error TEXT, patch_applied INTEGER, dispatch_id TEXT, "
+    "dispatch_depth INTEGER, data_before TEXT, data_after TEXT)"
+)
+
+
+async def test_a_file_made_before_runs_said_required_gains_the_column_and_keeps_its_runs(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "tether.db"
+    with sqlite3.connect(journal) as db:
+        db.execute(OLD_HOOK_RUNS)
+        db.execute(
+            "INSERT INTO hook_runs VALUES (1.0, 'hook-1', 'old-gate', 'user_prompt_submit', "
+            "'journaled', 'config', 'sync', 'passed', 2.5, NULL, 0, 'x-1', 0, NULL, NULL)"
+        )
+    db.close()
+
+    async def gate(ctx: HookContext) -> None:
+        pass
+
+    process = journaled(journal)
+    process.hooks.register(UPS, gate, name="gate", fail_closed=True)
+    process.hooks.register(UPS, reads_only, name="audit", priority=-1)
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
+    async with process:
+        await process.inject(ticket())
+        await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="the run")
+    runs = process.hook_runs(event="user_prompt_submit")
+    assert [(r.hook_name, r.outcome, r.required) for r in runs] == [
+        ("old-gate", "passed", None),  # not known for a run stored before
+        ("gate", "passed", True),
+        ("audit", "passed", False),
+    ]
+    assert runs[0].as_dict()["required"] is None
+    HistoryStore(journal)  # opening the file again finds the column in place
+    with sqlite3.connect(journal) as db:
+        columns = [row[1] for row in db.execute("PRAGMA table_info(hook_runs)")]
+    db.close()
+    assert columns.count("required") == 1

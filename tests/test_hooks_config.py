@@ -174,20 +174,29 @@ def test_a_json_dump_of_a_command_config_loads_back_equal() -> None:
 # -- register_config -------------------------------------------------------------------------------
 
 
+def bound(manager: HookManager, hook_id: str) -> float | None:
+    """The engine's own limit on a hook (not shown in catalogs)."""
+    return manager._timeout_of(manager._by_id[hook_id])
+
+
 def test_a_command_hook_gets_five_seconds_plus_a_five_second_backstop() -> None:
     manager = HookManager()
 
-    manager.register_config(HookConfig(event="task_completed", command="/bin/true"))
+    hook_id = manager.register_config(HookConfig(event="task_completed", command="/bin/true"))
 
-    assert manager.describe("task_completed")[0].timeout == 10
+    assert manager.describe("task_completed")[0].timeout == 5  # the catalog shows the default
+    assert bound(manager, hook_id) == 10
 
 
 def test_a_command_hooks_own_timeout_gets_the_five_second_backstop() -> None:
     manager = HookManager()
 
-    manager.register_config(HookConfig(event="task_completed", command="/bin/true", timeout=2))
+    hook_id = manager.register_config(
+        HookConfig(event="task_completed", command="/bin/true", timeout=2)
+    )
 
-    assert manager.describe("task_completed")[0].timeout == 7
+    assert manager.describe("task_completed")[0].timeout == 2  # the catalog shows it as declared
+    assert bound(manager, hook_id) == 7
 
 
 def test_a_callback_hook_gets_thirty_seconds_by_default() -> None:

@@ -113,10 +113,12 @@ class HookEndpoints:
         self.api = api
 
     async def events(self, request: Request) -> Response:
-        from ..hooks._taxonomy import describe_events
+        from ..hooks._taxonomy import FAMILIES, describe_events
 
-        params = query_params(request, ("blockable",))
-        return JSONResponse({"events": describe_events(blockable=_bool(params, "blockable"))})
+        params = query_params(request, ("blockable", "family"))
+        blockable = _bool(params, "blockable")
+        family = _choice(params, "family", FAMILIES)
+        return JSONResponse({"events": describe_events(blockable=blockable, family=family)})
 
     async def catalog(self, request: Request) -> Response:
         params = query_params(request, ("process", "event", "source", "mode"))

@@ -71,7 +71,9 @@ def openapi_document() -> dict[str, Any]:
     """The document (built once)."""
     from .. import __version__
     from ..hooks import HookEvent
+    from ..hooks._hook import EXECUTOR_KINDS
     from ..hooks._records import OUTCOMES
+    from ..hooks._taxonomy import FAMILIES
     from ._api import ConfigChange, CreateProcess, InjectEvent, Redeliver
     from ._hooks import MODES, SOURCES, DryRunRequest
 
@@ -184,14 +186,18 @@ def openapi_document() -> dict[str, Any]:
                             "Only blockable (true) or non-blockable (false) events",
                             {"type": "boolean"},
                         ),
+                        _query(
+                            "family", "Only the events of this family", {"enum": list(FAMILIES)}
+                        ),
                     ),
                 )
             },
             f"{p}/hooks/catalog": {
                 "get": _op(
-                    "Every resolved hook of every process: event, name, source, mode, priority, "
-                    "order, timeout, fail_closed, once, tag, matcher, enabled, command (never env "
-                    "values)",
+                    "Every resolved hook of every process: event, name, source, mode, "
+                    f"executor_kind ({', '.join(EXECUTOR_KINDS)}), priority, order, timeout (as "
+                    "declared; a command hook's engine backstop is not included), fail_closed, "
+                    "once, tag, matcher, enabled, command (never env values)",
                     name=False,
                     query=(
                         _query("process", "Only this process"),
@@ -206,7 +212,10 @@ def openapi_document() -> dict[str, Any]:
             },
             f"{p}/processes/{{name}}/hooks/runs": {
                 "get": _op(
-                    "Hook-run history, oldest first",
+                    "Hook-run history, oldest first. Each run: recorded_at, hook_id, hook_name, "
+                    "event, process_id, source, mode, outcome, duration_ms, error, "
+                    "patch_applied, dispatch_id, dispatch_depth, data_before, data_after, "
+                    "required (the hook's fail_closed; null in runs stored before it was kept)",
                     query=(
                         _query("event", "Only this event", {"enum": events}),
                         _query("outcome", "Only this outcome", {"enum": list(OUTCOMES)}),

@@ -101,6 +101,7 @@ def catalog_entry(process: AgentProcess, info: HookInfo) -> dict[str, Any]:
         "name": info.name,
         "source": info.source,
         "mode": info.mode,
+        "executor_kind": info.executor_kind,
         "priority": info.priority,
         "order": info.order,
         "timeout": info.timeout,

@@ -224,6 +224,9 @@ def hooks_events(
             "--blockable/--not-blockable", help="Only events a hook can (or cannot) block."
         ),
     ] = None,
+    family: Annotated[
+        str | None, typer.Option(help="Only the events of this family (for example: task).")
+    ] = None,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
     as_json: JsonFlag = False,
@@ -231,7 +234,7 @@ def hooks_events(
     """The lifecycle events: family, blocking, matcher fields (schemas with --json)."""
     from ._hooks import show_events
 
-    raise typer.Exit(show_events(url, token, blockable=blockable, as_json=as_json))
+    raise typer.Exit(show_events(url, token, blockable=blockable, family=family, as_json=as_json))
 
 
 @hooks_app.command("list")

@@ -109,8 +109,15 @@ def parse_since(text: str | None) -> str | None:
 # -- events and the catalog --------------------------------------------------------------------
 
 
-def show_events(url: str, token: str | None, *, blockable: bool | None, as_json: bool) -> int:
-    params = {"blockable": None if blockable is None else str(blockable).lower()}
+def show_events(
+    url: str,
+    token: str | None,
+    *,
+    blockable: bool | None,
+    as_json: bool,
+    family: str | None = None,
+) -> int:
+    params = {"blockable": None if blockable is None else str(blockable).lower(), "family": family}
     events = _request("GET", url, token, "/hooks/events", params=params)["events"]
     console = _console()
     if as_json:
@@ -156,6 +163,7 @@ def list_hooks(
         "NAME",
         "SOURCE",
         "MODE",
+        "KIND",
         "PRIORITY",
         "TIMEOUT",
         "FLAGS",
@@ -163,6 +171,7 @@ def list_hooks(
         "ENABLED",
         "COMMAND",
     )
+    table.columns[-1].overflow = "fold"  # a long command is folded, never cut short
     for h in hooks:
         flags = [flag for flag in ("fail_closed", "once") if h[flag]]
         if h["tag"]:
@@ -176,6 +185,7 @@ def list_hooks(
             escape(h["name"]),
             escape(h["source"]),
             escape(h["mode"]),
+            escape(h["executor_kind"]),
             str(h["priority"]),
             f"{timeout:g}s" if isinstance(timeout, int | float) else "-",
             escape(",".join(flags) or "-"),

@@ -216,6 +216,7 @@ class HistoryRecorder:
             depth,
             self._clean(before),
             self._clean(after),
+            hook.fail_closed,
         )
 
     def _expand(self, entry: tuple[Any, ...]) -> list[HookRun]:

@@ -94,7 +94,12 @@ class HookErrorInfo:
 
 @dataclass(frozen=True, slots=True)
 class HookInfo:
-    """A read-only description of one registration, for catalogs."""
+    """A read-only description of one registration, for catalogs.
+
+    ``timeout`` is the one the hook was declared with (or the default it got): for a command
+    hook, the program's own, not the engine's bound (which allows COMMAND_BACKSTOP past it).
+    ``executor_kind`` says what runs the hook: one of EXECUTOR_KINDS.
+    """
 
     hook_id: str
     event: str
@@ -111,6 +116,25 @@ class HookInfo:
     matcher: dict[str, list[str]] | None
     command: list[str] | str | None
     owner: str | None
+    executor_kind: str
+
+
+#: What runs a hook: a Python callable, a program (a command hook), or a plugin's method.
+EXECUTOR_KINDS: Final = ("callback", "command", "plugin")
+
+
+def _executor(hook: _Hook, bound: float | None) -> tuple[str, float | None]:
+    """HookInfo's ``executor_kind`` and ``timeout`` of ``hook``, whose engine bound is ``bound``."""
+    from ._plugin import Plugin
+    from ._shell import ShellHook
+
+    shell = getattr(hook.fn, "__self__", None)
+    if isinstance(shell, ShellHook):
+        # The program is killed at its own timeout; the bound may add the backstop to it.
+        return "command", shell.timeout if bound is None else min(shell.timeout, bound)
+    if hook.command is not None:
+        return "command", bound
+    return ("plugin" if isinstance(hook.owner, Plugin) else "callback"), bound
 
 
 #: Notes in a dispatch's marks (see HookManager.dispatch): a matcher skipped the hook.

@@ -433,11 +433,14 @@ class HookManager(ExtensionPoints):
             for m, _ in self._chain():
                 seen.update(dict.fromkeys(m._hooks))
             keys = list(seen)
+        from ._hook import _executor
+
         sources = {id(m): role for m, role in self._chain()}
         out: list[HookInfo] = []
         for key in keys:
             for order, h in enumerate(self._resolved(key)):
                 role = sources.get(id(h.manager), "own")
+                kind, timeout = _executor(h, self._timeout_of(h))
                 out.append(
                     HookInfo(
                         hook_id=h.hook_id,
@@ -445,7 +448,7 @@ class HookManager(ExtensionPoints):
                         name=h.name,
                         priority=h.priority,
                         order=order,
-                        timeout=self._timeout_of(h),
+                        timeout=timeout,
                         fail_closed=h.fail_closed,
                         once=h.once,
                         tag=h.tag,
@@ -455,6 +458,7 @@ class HookManager(ExtensionPoints):
                         matcher=h.matcher.as_dict() if h.matcher is not None else None,
                         command=h.command,
                         owner=getattr(h.owner, "name", None) if h.owner is not None else None,
+                        executor_kind=kind,
                     )
                 )
         return out

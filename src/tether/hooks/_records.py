@@ -19,7 +19,11 @@ OUTCOMES = ("applied", "passed", "blocked", "failed", "timed_out", "skipped", "d
 
 @dataclass(slots=True)
 class HookRun:
-    """One hook execution within a dispatch."""
+    """One hook execution within a dispatch.
+
+    ``required`` is the hook's ``fail_closed`` (its failure or timeout blocks a blockable
+    event); None in a record stored before runs said so.
+    """
 
     recorded_at: float
     hook_id: str
@@ -36,6 +40,7 @@ class HookRun:
     dispatch_depth: int
     data_before: dict[str, Any] | None = None
     data_after: dict[str, Any] | None = None
+    required: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
         from datetime import UTC, datetime

@@ -8,7 +8,7 @@ from typing import Any, Final
 from ._events import BLOCKABLE_EVENTS, HookEvent
 from ._matcher import MATCHER_FIELDS
 
-__all__ = ["TAXONOMY", "describe_events"]
+__all__ = ["FAMILIES", "TAXONOMY", "describe_events"]
 
 _S: Final = {"type": "string"}
 _SN: Final = {"type": ["string", "null"]}
@@ -141,18 +141,29 @@ TAXONOMY: Final[dict[HookEvent, tuple[str, str | None, dict[str, Any], dict[str,
 }
 
 
-def describe_events(blockable: bool | None = None) -> list[dict[str, Any]]:
-    """The taxonomy as JSON-ready records (optionally only blockable or non-blockable)."""
+#: Every event family, in taxonomy order.
+FAMILIES: Final = tuple(dict.fromkeys(family for family, *_ in TAXONOMY.values()))
+
+
+def describe_events(
+    blockable: bool | None = None, family: str | None = None
+) -> list[dict[str, Any]]:
+    """The taxonomy as JSON-ready records (optionally only blockable or non-blockable events,
+    only those of one family)."""
+    if family is not None and family not in FAMILIES:
+        raise ValueError(f"unknown event family {family!r}; families: {', '.join(FAMILIES)}")
     out = []
     # Copies: a caller (an API view) may change what it gets without changing the taxonomy.
-    for event, (family, block, payload, patch) in copy.deepcopy(TAXONOMY).items():
+    for event, (event_family, block, payload, patch) in copy.deepcopy(TAXONOMY).items():
         is_blockable = event in BLOCKABLE_EVENTS
         if blockable is not None and is_blockable != blockable:
+            continue
+        if family is not None and event_family != family:
             continue
         out.append(
             {
                 "event": event.value,
-                "family": family,
+                "family": event_family,
                 "blockable": is_blockable,
                 "block_effect": block,
                 "matcher_fields": list(MATCHER_FIELDS[event]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ _COLUMNS = (
     "dispatch_depth",
     "data_before",
     "data_after",
+    "required",
 )
 
 
@@ -40,11 +42,13 @@ class HistoryStore:
             "CREATE TABLE IF NOT EXISTS hook_runs (recorded_at REAL NOT NULL, hook_id TEXT, "
             "hook_name TEXT, event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, "
             "outcome TEXT, duration_ms REAL, error TEXT, patch_applied INTEGER, "
-            "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT)"
+            "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT, "
+            "required INTEGER)"
         )
         self._db.execute(
             "CREATE INDEX IF NOT EXISTS hook_runs_process ON hook_runs (process_id, recorded_at)"
         )
+        _add_column(self._db, "required INTEGER")
 
     def write(self, runs: list[HookRun]) -> None:
         rows = []
@@ -66,6 +70,7 @@ class HistoryStore:
                     r.dispatch_depth,
                     None if r.data_before is None else json.dumps(r.data_before, default=str),
                     None if r.data_after is None else json.dumps(r.data_after, default=str),
+                    None if r.required is None else int(r.required),
                 )
             )
         with self._db:
@@ -115,5 +120,19 @@ class HistoryStore:
             values[10] = bool(values[10])
             values[13] = None if values[13] is None else json.loads(values[13])
             values[14] = None if values[14] is None else json.loads(values[14])
+            values[15] = None if values[15] is None else bool(values[15])
             out.append(HookRun(*values))
         return out
+
+
+def _add_column(db: sqlite3.Connection, column: str) -> None:
+    """Add ``column`` ("name TYPE") to a ``hook_runs`` table made before it existed; its rows
+    read NULL there. Another store on the same file may add it first."""
+    name = column.split()[0]
+    if any(row[1] == name for row in db.execute("PRAGMA table_info(hook_runs)")):
+        return
+    try:
+        db.execute(f"ALTER TABLE hook_runs ADD COLUMN {column}")
+    except sqlite3.OperationalError:
+        if not any(row[1] == name for row in db.execute("PRAGMA table_info(hook_runs)")):
+            raise
