@@ -255,6 +255,42 @@ async def test_only_the_hook_that_changed_the_prompt_is_a_patch_applied() -> Non
     }
 
 
+async def test_a_hook_writing_in_a_loop_keeps_the_dispatch_marks_bounded() -> None:
+    """Regression: each write appended a note, so a hook writing a million times held a
+    million notes in the history ring."""
+    manager, history = recorded()
+
+    async def churns(ctx: HookContext) -> None:
+        for i in range(10_000):
+            ctx.data["count"] = i
+            ctx.data.setdefault("items", []).append(i)
+        ctx.data["prompt"] = "churned"
+
+    manager.register(UPS, churns, name="churns")
+    await manager.dispatch(UPS, DATA)
+    (entry,) = history._ring
+    assert len(entry[7]) <= 3  # one note and the hook's time mark
+    (run,) = history.runs()
+    assert (run.outcome, run.patch_applied) == ("applied", True)
+
+
+async def test_writes_after_the_dispatch_are_put_on_no_hook_and_stay_bounded() -> None:
+    manager, history = recorded()
+
+    async def reads(ctx: HookContext) -> None:
+        assert ctx.data["prompt"] == DATA["prompt"]
+
+    manager.register(UPS, reads, name="reads")
+    result = await manager.dispatch(UPS, DATA)
+    for i in range(1000):  # the caller's own writes, after the chain
+        result.data["prompt"] = f"later {i}"
+        result.data["extra"] = {"n": i}
+        result.data["extra"]["n"] = -i
+    assert [(r.outcome, r.patch_applied) for r in history.runs()] == [("passed", False)]
+    (entry,) = history._ring
+    assert len(entry[7]) <= 2
+
+
 NESTED = {
     "tool_name": "refund",
     "arguments": {"amount": 120, "lines": [{"sku": "A", "qty": 1}]},

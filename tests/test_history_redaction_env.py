@@ -195,10 +195,6 @@ async def test_a_secret_in_a_command_line_is_redacted_from_the_hook_name(
     assert_no_canary(process, tmp_path, answer, caplog)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HookManager._log_failure logs hook.name unredacted (src/tether/hooks/_manager.py)",
-)
 async def test_a_secret_in_a_failing_command_line_stays_out_of_the_failure_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -139,7 +139,6 @@ def _executor(hook: _Hook, bound: float | None) -> tuple[str, float | None]:
 
 #: Notes in a dispatch's marks (see HookManager.dispatch): a matcher skipped the hook.
 _SKIPPED: Final = ("k",)
-_NO_FIRST: Final = (None, None)
 
 
 def _run_id(number: int) -> str:

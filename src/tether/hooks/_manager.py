@@ -20,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._context import HookContext
+from ._context import DRY_RUN_KEY, HookContext
 from ._copy import copy_payload
 from ._errors import HookBlocked, HookError, HookTimeoutError
 from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
@@ -54,7 +54,7 @@ from ._hook import (
 )
 from ._records import RunRecorder
 from ._shell import ShellHook
-from ._tracked import Cell, _Tracked, track
+from ._tracked import _Tracked, track
 
 if TYPE_CHECKING:
     from ._config import HookConfig
@@ -90,12 +90,11 @@ def _note_error(
 
 
 def _settle(
-    ctx: HookContext, tracked: _Tracked, cell: Cell, hook: _Hook, trace: bool
+    ctx: HookContext, tracked: _Tracked, marks: list[Any], hook: _Hook, trace: bool
 ) -> tuple[_Tracked, HookError | None]:
     """After a hook left ``ctx.data`` other than the tracked dict (or when tracing): undo a
     non-dict, track a replacement dict (a write unless it holds the same), note a snapshot."""
     data = ctx.data
-    marks = cell[0]
     bad = None
     if data is tracked:
         pass
@@ -106,7 +105,7 @@ def _settle(
     else:  # replaced wholesale: later writes go to the new dict
         same = data == tracked
         before = tracked.get("prompt")
-        tracked = ctx.data = track(data, cell)
+        tracked = ctx.data = track(data, marks)
         if not same:
             marks.append(("w", before, tracked.get("prompt")))
     if trace:
@@ -535,9 +534,7 @@ class HookManager(ExtensionPoints):
             payload = copy_payload(data) if data else {}
         else:  # recorded: the copy is made of containers that note their writes in marks
             marks = []
-            cell: Cell = [marks]
-            payload = track(data if data else {}, cell)
-            mark = marks.append
+            payload = track(data if data else {}, marks)
             depth = _depth[0]
             _depth[0] = depth + 1
             dispatch_id = next(_dispatch_ids)
@@ -557,20 +554,24 @@ class HookManager(ExtensionPoints):
         else:
             ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
             t0 = _now()
+            if marks is not None and type(ctx.data) is not _Tracked:  # a data dict of its own
+                ctx.data = track(ctx.data, marks)
+        if dry_run:  # hooks can tell, whatever the caller passed
+            ctx.metadata[DRY_RUN_KEY] = True
         if marks is None:
             depth = 0
             dispatch_id = 0
         else:
             tracked: _Tracked
             tracked = ctx.data  # type: ignore[assignment]
-            if type(tracked) is not _Tracked:  # a context factory kept a data dict of its own
-                tracked = ctx.data = track(tracked, cell)
-            # The per-hook check is ``ctx.data is watched``: tracing makes it fail every time,
-            # so the snapshot is taken on the same (slow) path as a replaced data dict.
-            if recorder.trace:  # type: ignore[union-attr]
-                trace, watched, first = True, None, _snapshot(tracked)
+            # The per-hook check is ``ctx.data is watched``: tracing (a dry run's recorder
+            # keeping each hook's data) makes it fail every time, so the snapshot is taken on
+            # the same (slow) path as a replaced data dict.
+            trace = dry_run and recorder.trace  # type: ignore[union-attr]
+            if trace:
+                watched, first = None, _snapshot(tracked)
             else:
-                trace, watched, first = False, tracked, None
+                watched, first = tracked, None
         blocked = False
         reason: str | None = None
         errors: list[tuple[_Hook, BaseException]] | None = None
@@ -593,8 +594,8 @@ class HookManager(ExtensionPoints):
                     continue
                 if hook.matcher is not None and not hook.matcher.matches(ctx.data):
                     if marks is not None:
-                        mark(_SKIPPED)
-                        mark(_now())
+                        marks.append(_SKIPPED)
+                        marks.append(_now())
                     continue
                 if hook.once:
                     if hook.spent:
@@ -644,7 +645,7 @@ class HookManager(ExtensionPoints):
                         blocked = True
                         reason = exc.reason
                         if marks is not None:  # the record keeps the reason: a block's "why"
-                            mark(("o", "blocked", exc))
+                            marks.append(("o", "blocked", exc))
                     else:
                         logger.warning(
                             "hook %s (%s) tried to block %s, which cannot be blocked; ignored",
@@ -659,7 +660,7 @@ class HookManager(ExtensionPoints):
                         timed_out = isinstance(exc, HookTimeoutError) or getattr(
                             exc, "timed_out", False
                         )
-                        mark(("o", "timed_out" if timed_out else "failed", exc))
+                        marks.append(("o", "timed_out" if timed_out else "failed", exc))
                     self._log_failure(hook, ev.value, exc)
                     if errors is None:
                         errors = []
@@ -669,17 +670,16 @@ class HookManager(ExtensionPoints):
                         reason = f"hook failed (fail_closed): {exc}"
                 if marks is not None:
                     if ctx.data is not watched:  # replaced, not a dict, or tracing
-                        tracked, bad = _settle(ctx, tracked, cell, hook, trace)
+                        tracked, bad = _settle(ctx, tracked, marks, hook, trace)
                         if bad is not None:
                             errors = _note_error(errors, hook, bad, self, ev.value)
                         watched = None if trace else tracked
-                    marks.append(_now())
+                    marks.append(_now())  # ends the hook's notes (see _tracked)
                 if blocked:
                     break
         finally:
             if marks is not None:
                 _depth[0] = depth
-                cell[0] = None  # later writes (the caller's) are not the hooks'
         if not isinstance(ctx.data, dict):  # a hook put something else there: undo, report it
             # (Blamed on the chain's last hook reached: tracking who ran costs every dispatch.)
             broken = _not_a_dict(hook, ctx)
@@ -726,7 +726,7 @@ class HookManager(ExtensionPoints):
         trace = redact("".join(traceback.format_exception(exc)))
         logger.warning(
             "hook %s (%s) failed on %s: %s\n%s",
-            hook.name,
+            redact(hook.name),
             hook.hook_id,
             event,
             redact(repr(exc)),

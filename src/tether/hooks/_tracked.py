@@ -2,13 +2,15 @@
 
 A recorded dispatch hands hooks a copy of its data built from these classes. Each write notes
 itself in the dispatch's marks list, so the recorder can tell which hook changed the data
-without checking anything per hook. All the containers of one dispatch share a cell holding
-that list; the dispatch empties the cell when it ends, so what is written afterwards (by the
-caller, by a task a hook left running) is not put on any hook.
+without checking anything per hook.
 
 Notes: ``("w", before, after)`` for a write to the top level (with the prompt before and after
 it, so the dispatch need not read the prompt up front), ``("n",)`` for a write inside a nested
-dict or list. Copies and pickles are plain dicts and lists.
+dict or list. A hook's writes make one note: a write merges into the note the list ends with,
+so marks stay bounded however often a hook writes. The dispatch ends each hook's notes with a
+time mark, so what is written after its last hook (by the caller, by a task a hook left
+running) merges into a trailing note the recorder ignores, and is put on no hook.
+Copies and pickles are plain dicts and lists.
 """
 
 from __future__ import annotations
@@ -19,13 +21,19 @@ from typing import Any, Final
 
 from ._copy import _IMMUTABLE_SET
 
-__all__ = ["Cell", "_Tracked", "_TrackedDict", "_TrackedList", "track"]
-
-#: The marks list of the dispatch a tracked container belongs to (None: detached).
-Cell = list[Any]
+__all__ = ["_Tracked", "_TrackedDict", "_TrackedList", "track"]
 
 _ABSENT: Final = object()
 _NESTED: Final = ("n",)
+
+
+def _note_nested(marks: list[Any]) -> None:
+    """Note a write inside a nested value, unless the last note already says the data changed."""
+    if marks:
+        last = marks[-1]
+        if type(last) is tuple and (last[0] == "w" or last[0] == "n"):
+            return
+    marks.append(_NESTED)
 
 
 def _same(old: Any, new: Any) -> bool:
@@ -41,15 +49,24 @@ def _same(old: Any, new: Any) -> bool:
 class _Tracked(dict[str, Any]):
     """The top level of a recorded dispatch's data."""
 
-    __slots__ = ("_cell",)
-    _cell: Cell
+    __slots__ = ("_marks",)
+    _marks: list[Any]
     _tether_plain = dict  # what a copy is (see _copy)
 
     def _wrote(self, before: Any) -> None:
         """Note a write; ``before`` is the prompt as it was before it."""
-        marks = self._cell[0]
-        if marks is not None:
-            marks.append(("w", before, dict.get(self, "prompt")))
+        marks = self._marks
+        after = dict.get(self, "prompt")
+        if marks:
+            last = marks[-1]
+            if type(last) is tuple:
+                if last[0] == "w":  # the same hook wrote before: keep its first "before"
+                    marks[-1] = ("w", last[1], after)
+                    return
+                if last[0] == "n":
+                    marks[-1] = ("w", before, after)
+                    return
+        marks.append(("w", before, after))
 
     def __setitem__(self, key: str, value: Any) -> None:
         old = dict.get(self, key, _ABSENT)
@@ -115,22 +132,18 @@ class _TrackedDict(_Tracked):
     __slots__ = ()
 
     def _wrote(self, before: Any = None) -> None:
-        marks = self._cell[0]
-        if marks is not None:
-            marks.append(_NESTED)
+        _note_nested(self._marks)
 
 
 class _TrackedList(list[Any]):
     """A list inside a recorded dispatch's data (every mutating method notes a write)."""
 
-    __slots__ = ("_cell",)
-    _cell: Cell
+    __slots__ = ("_marks",)
+    _marks: list[Any]
     _tether_plain = list
 
     def _wrote(self) -> None:
-        marks = self._cell[0]
-        if marks is not None:
-            marks.append(_NESTED)
+        _note_nested(self._marks)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         return (list, (list(self),))
@@ -165,32 +178,32 @@ for _name in (
     setattr(_TrackedList, _name, _noting(_name))
 
 
-def _track_value(value: Any, cell: Cell) -> Any:
+def _track_value(value: Any, marks: list[Any]) -> Any:
     cls = type(value)
     if cls is dict or cls is _TrackedDict or cls is _Tracked:
         out = _TrackedDict(value)
-        out._cell = cell
+        out._marks = marks
         for key, item in value.items():
             if type(item) not in _IMMUTABLE_SET:
-                dict.__setitem__(out, key, _track_value(item, cell))
+                dict.__setitem__(out, key, _track_value(item, marks))
         return out
     if cls is list or cls is _TrackedList:
         items = _TrackedList(
-            item if type(item) in _IMMUTABLE_SET else _track_value(item, cell) for item in value
+            item if type(item) in _IMMUTABLE_SET else _track_value(item, marks) for item in value
         )
-        items._cell = cell
+        items._marks = marks
         return items
     if cls is tuple:
-        return tuple(_track_value(item, cell) for item in value)
+        return tuple(_track_value(item, marks) for item in value)
     if cls in _IMMUTABLE_SET:
         return value
     return copy.deepcopy(value)
 
 
-def track(data: dict[str, Any], cell: Cell) -> _Tracked:
-    """A deep copy of ``data`` whose dicts and lists note their writes in ``cell[0]``."""
+def track(data: dict[str, Any], marks: list[Any]) -> _Tracked:
+    """A deep copy of ``data`` whose dicts and lists note their writes in ``marks``."""
     out = _Tracked(data)
-    out._cell = cell
+    out._marks = marks
     for value in data.values():  # the common payload holds only immutable values: one pass
         if type(value) not in _IMMUTABLE_SET:
             break
@@ -198,5 +211,5 @@ def track(data: dict[str, Any], cell: Cell) -> _Tracked:
         return out
     for key, value in data.items():
         if type(value) not in _IMMUTABLE_SET:
-            dict.__setitem__(out, key, _track_value(value, cell))
+            dict.__setitem__(out, key, _track_value(value, marks))
     return out
