@@ -386,3 +386,22 @@ async def test_a_command_hook_killed_at_its_own_timeout_is_recorded_timed_out() 
     result = await manager.dispatch(CREATED, {"event_id": "e"})
     assert "timed out after 0.3s" in str(result.errors[0][1])
     assert outcomes(history) == {"slow": "timed_out"}
+
+
+async def test_a_hook_can_yaml_dump_the_recorded_data_like_a_plain_dict() -> None:
+    """Regression: yaml.safe_dump refused the recorded dispatch's data (a dict subclass)."""
+    import yaml
+
+    manager, history = recorded()
+    dumped: list[str] = []
+
+    async def dumps(ctx: HookContext) -> None:
+        ctx.data["items"] = [{"sku": "A"}]
+        dumped.append(yaml.safe_dump(ctx.data))
+        dumped.append(yaml.dump(ctx.data))
+
+    manager.register(UPS, dumps, name="dumps")
+    await manager.dispatch(UPS, DATA)
+    plain = yaml.safe_dump({**DATA, "items": [{"sku": "A"}]})
+    assert dumped == [plain, plain]
+    assert outcomes(history) == {"dumps": "applied"}

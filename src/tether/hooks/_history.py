@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ._events import BLOCKABLE_EVENTS as _B
 from ._events import HookEvent
 from ._records import HookRun
+from ._tracked import register_yaml
 
 if TYPE_CHECKING:
     from ._context import HookContext
@@ -57,6 +58,7 @@ class HistoryRecorder:
         sink: Callable[[list[HookRun]], None] | None = None,
         trace: bool = False,
     ) -> None:
+        register_yaml()  # hooks may yaml.safe_dump the recorded (tracked) data
         self.process = process
         self._ring: deque[tuple[Any, ...]] = deque(maxlen=size)
         self._redact = redact

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from ._copy import _IMMUTABLE_SET
 
-__all__ = ["_Tracked", "_TrackedDict", "_TrackedList", "track"]
+__all__ = ["_Tracked", "_TrackedDict", "_TrackedList", "register_yaml", "track"]
 
 _ABSENT: Final = object()
 _NESTED: Final = ("n",)
@@ -213,3 +213,24 @@ def track(data: dict[str, Any], marks: list[Any]) -> _Tracked:
         if type(value) not in _IMMUTABLE_SET:
             dict.__setitem__(out, key, _track_value(value, marks))
     return out
+
+
+_yaml_done: list[bool] = []
+
+
+def register_yaml() -> None:
+    """Let PyYAML dump tracked data as the plain mappings and sequences it is.
+
+    Its safe dumper knows only exact dicts and lists, so without this a hook calling
+    ``yaml.safe_dump(ctx.data)`` would fail only when history is on. Done once, by the
+    first HistoryRecorder (PyYAML is a dependency of tether, loaded for manifests).
+    """
+    if _yaml_done:
+        return
+    _yaml_done.append(True)
+    import yaml
+
+    for dumper in (yaml.SafeDumper, yaml.Dumper):
+        for cls in (_Tracked, _TrackedDict):
+            dumper.add_representer(cls, yaml.representer.SafeRepresenter.represent_dict)
+        dumper.add_representer(_TrackedList, yaml.representer.SafeRepresenter.represent_list)
