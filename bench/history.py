@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from tether import HookManager
+from tether import HookBlocked, HookContext, HookManager
 from tether.hooks._history import HistoryRecorder
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -69,6 +69,7 @@ async def main() -> None:
         iterations = max(500, 40_000 // n)
         rows.append((f"{n} trivial", *await measure(trivial_hooks(n), iterations)))
     rows.append(("10 suspending", *await measure(suspending_hooks(10), 2_000)))
+    scale = await measure(policy_hooks(10), 4_000)
 
     print("HookManager.dispatch without and with a HistoryRecorder attached")
     print(f"{'hooks':<16}{'off µs':>10}{'on µs':>10}{'slowdown':>10}")
@@ -79,6 +80,25 @@ async def main() -> None:
         print(f"{label:<16}{off_us:>10.2f}{on_us:>10.2f}{slowdown:>9.0f}%")
     verdict = "within" if worst <= TARGET else "OVER"
     print(f"worst slowdown {worst:.0f}%: {verdict} the {TARGET:.0f}% target")
+    off_us, on_us = scale
+    print(
+        f"for scale, not a dispatch-benchmark row: 10 hooks that read the prompt and check it "
+        f"{off_us:.2f} -> {on_us:.2f} µs ({100 * (on_us / off_us - 1):.0f}%)"
+    )
+
+
+def policy_hooks(n: int) -> list[Hook]:
+    """Hooks doing the least a real policy hook does: read a field of the data and test it."""
+
+    def make() -> Hook:
+        async def hook(ctx: HookContext) -> None:
+            prompt = ctx.data.get("prompt", "")
+            if "password" in prompt.lower() or len(prompt) > 10_000:
+                raise HookBlocked("refused")
+
+        return hook
+
+    return [make() for _ in range(n)]
 
 
 if __name__ == "__main__":

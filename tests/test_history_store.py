@@ -141,6 +141,25 @@ async def test_a_restarted_process_adds_its_runs_to_the_ones_it_found(tmp_path: 
     assert len(process.hook_runs(hook="no_printers")) == 2
 
 
+async def test_a_hook_id_names_a_hook_of_this_interpreter_and_a_name_any(tmp_path: Path) -> None:
+    """Regression: hook ids are numbered afresh by each interpreter, so ``hook=<id>`` over the
+    stored history also answered the runs of an earlier life's registration with that id."""
+    journal = tmp_path / "tether.db"
+    process = journaled(journal)
+    own = process.hooks.register(UPS, reads_only, name="second-life")
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
+    earlier = HookRun(
+        time.time() - 60, own, "first-life", "user_prompt_submit", "journaled", "code",
+        "sync", "passed", 0.1, None, False, "0123abcd-7", 0,
+    )  # fmt: skip
+    HistoryStore(str(journal)).write([earlier])  # what an earlier interpreter stored
+    async with process:
+        await process.inject(ticket())
+        await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="the run")
+    assert [r.hook_name for r in process.hook_runs(hook=own)] == ["second-life"]
+    assert [r.dispatch_id for r in process.hook_runs(hook="first-life")] == ["0123abcd-7"]
+
+
 async def test_the_filters_answer_the_same_from_sqlite_as_from_the_ring(tmp_path: Path) -> None:
     async def gate(ctx: HookContext) -> None:
         if ctx.data["trigger_id"] == "printers":

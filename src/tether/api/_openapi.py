@@ -219,7 +219,11 @@ def openapi_document() -> dict[str, Any]:
                     query=(
                         _query("event", "Only this event", {"enum": events}),
                         _query("outcome", "Only this outcome", {"enum": list(OUTCOMES)}),
-                        _query("hook", "Only this hook (id or name)"),
+                        _query(
+                            "hook",
+                            "Only this hook: its id (a hook of the running runtime: ids are "
+                            "numbered afresh at each start) or its name (any run)",
+                        ),
                         _query(
                             "since",
                             "Only runs at or after this ISO 8601 time (UTC without an offset)",

@@ -141,6 +141,12 @@ def _executor(hook: _Hook, bound: float | None) -> tuple[str, float | None]:
 _SKIPPED: Final = ("k",)
 
 
+def run_prefix() -> str:
+    """The prefix of this interpreter's dispatch ids (hook ids, unlike them, repeat across
+    interpreters: ``hook-3`` of an earlier run of the runtime was another registration)."""
+    return _RUN_PREFIX
+
+
 def _run_id(number: int) -> str:
     """The printable id of dispatch ``number`` (unique across interpreters too)."""
     return f"{_RUN_PREFIX}-{number}" if number else ""

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..hooks import HookRun
+from ..hooks._hook import run_prefix
 from ._sqlite import connect
 
 __all__ = ["HistoryStore"]
@@ -100,8 +101,10 @@ class HistoryStore:
             where.append("outcome = ?")
             args.append(outcome)
         if hook is not None:
-            where.append("(hook_id = ? OR hook_name = ?)")
-            args += [hook, hook]
+            # Hook ids are numbered afresh by each interpreter: an id names a hook of this one
+            # (its runs' dispatch ids carry this interpreter's prefix); a name matches any run.
+            where.append("((hook_id = ? AND dispatch_id LIKE ?) OR hook_name = ?)")
+            args += [hook, f"{run_prefix()}-%", hook]
         if since is not None:
             if isinstance(since, datetime):
                 since = since.timestamp()
