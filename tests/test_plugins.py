@@ -535,6 +535,35 @@ def test_reload_keeps_the_old_instance_when_a_fresh_one_cannot_be_made() -> None
     assert len(process.hooks) == 2
 
 
+class Configured(Audit):
+    name = "configured"
+
+    def __init__(self, channel: str) -> None:
+        self.channel = channel
+        super().__init__()
+
+
+def test_reload_takes_a_fresh_instance_for_a_plugin_built_with_arguments() -> None:
+    """Regression: reload() called the plugin's class with no arguments, so a plugin built
+    with some could not be reloaded (or lost its settings)."""
+    process = make_process(Configured("#ops"))
+
+    with pytest.raises(PluginError, match=r"Configured\(\) cannot be built without arguments"):
+        process.plugins.reload("configured")
+    assert process.plugins.get("configured").channel == "#ops"  # type: ignore[union-attr]
+
+    fresh = process.plugins.reload("configured", Configured("#alerts"))
+    assert process.plugins.get("configured") is fresh
+    assert len(process.hooks) == 2
+
+
+def test_reload_refuses_a_fresh_instance_of_another_plugin() -> None:
+    process = make_process(Audit())
+    with pytest.raises(PluginError, match="the fresh instance is named 'configured'"):
+        process.plugins.reload("audit", Configured("#ops"))
+    assert isinstance(process.plugins.get("audit"), Audit)
+
+
 # -- failure containment ----------------------------------------------------------------------
 
 

@@ -85,12 +85,28 @@ class PluginManager:
         self._process.hooks.remove_owner(plugin)
         return True
 
-    def reload(self, name: str) -> Plugin:
-        """Swap the plugin for a fresh instance; the old one is drained before the new goes live."""
+    def reload(self, name: str, fresh: Plugin | None = None) -> Plugin:
+        """Swap the plugin for a fresh instance; the old one is drained before the new goes live.
+
+        The fresh instance is ``fresh`` when given; otherwise the plugin's class is called
+        with no arguments, so a plugin whose class needs arguments must be handed one.
+        """
         old = self._plugins.get(name)
         if old is None:
             raise PluginError(f"plugin {name!r} is not active on {self._process.name!r}")
-        fresh = type(old)()
+        if fresh is None:
+            try:
+                fresh = type(old)()
+            except TypeError as exc:
+                raise PluginError(
+                    f"plugin {name!r}: {type(old).__name__}() cannot be built without "
+                    f"arguments ({exc}); pass a fresh instance: plugins.reload({name!r}, "
+                    f"{type(old).__name__}(...))"
+                ) from None
+        elif getattr(fresh, "name", None) != name:
+            raise PluginError(
+                f"plugin {name!r}: the fresh instance is named {getattr(fresh, 'name', None)!r}"
+            )
         self.remove(name)
         try:
             return self.add(fresh)
