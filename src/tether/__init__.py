@@ -51,7 +51,10 @@ if TYPE_CHECKING:
     from .process import EventTrigger as EventTrigger
     from .process import FileWatchTrigger as FileWatchTrigger
     from .process import InvalidEventError as InvalidEventError
+    from .process import McpServerConfig as McpServerConfig
+    from .process import NothingToRollBackError as NothingToRollBackError
     from .process import OpenModeConfig as OpenModeConfig
+    from .process import ProcessBusyError as ProcessBusyError
     from .process import ProcessConfig as ProcessConfig
     from .process import ProcessError as ProcessError
     from .process import ProcessState as ProcessState
@@ -89,6 +92,9 @@ _LAZY: dict[str, str] = {
     "OpenModeConfig": "tether.process",
     "RestartPolicy": "tether.process",
     "ProcessError": "tether.process",
+    "ProcessBusyError": "tether.process",
+    "NothingToRollBackError": "tether.process",
+    "McpServerConfig": "tether.process",
     "ProcessStateError": "tether.process",
     "SpawnRefusedError": "tether.process",
     "ContextConfig": "tether.agent",
@@ -130,11 +136,14 @@ __all__ = [
     "HookTimeoutError",
     "InvalidEventError",
     "ManifestError",
+    "McpServerConfig",
+    "NothingToRollBackError",
     "OpenModeConfig",
     "OrchestrationAPI",
     "Plugin",
     "PluginContext",
     "PluginError",
+    "ProcessBusyError",
     "ProcessConfig",
     "ProcessError",
     "ProcessExistsError",

@@ -51,6 +51,7 @@ from .process import (
     TriggerConfig,
     WebhookTrigger,
 )
+from .process._config import check_mission
 from .process._state import validate_name
 
 __all__ = [
@@ -162,6 +163,7 @@ class ProcessSpec(BaseModel):
     model_timeout: float = _same("model_timeout")
     model_max_retries: int = _same("model_max_retries")
     instructions: str = _same("instructions")
+    mission: str | None = _same("mission")
     triggers: list[TriggerConfig] = _same("triggers")
     hooks: list[ManifestHook] = Field(
         default_factory=list, description="Lifecycle hooks (commands only)"
@@ -202,6 +204,11 @@ class ProcessSpec(BaseModel):
                 if key in data:
                     raise PydanticCustomError("code_only", f"'{key}': {why}")
         return data
+
+    @field_validator("mission")
+    @classmethod
+    def _mission(cls, value: str | None) -> str | None:
+        return check_mission(value)
 
     @field_validator("model")
     @classmethod

@@ -29,6 +29,14 @@ class ConversationBuffer:
     def recent(self) -> list[dict[str, Any]]:
         return list(self.messages)
 
+    def drop_last(self, count: int) -> list[dict[str, Any]]:
+        """Remove and return the newest ``count`` messages (no compaction hooks fire)."""
+        if count <= 0:
+            return []
+        dropped = self.messages[-count:]
+        del self.messages[-count:]
+        return dropped
+
     async def extend(self, messages: list[dict[str, Any]]) -> None:
         self.messages.extend(messages)
         over = len(self.messages) - self.max_messages

@@ -76,6 +76,7 @@ class AgentLoop:
         model: Model,
         instructions: str,
         context: AgentContext,
+        mission: str | None = None,
         emit: Emit,
         tools: list[Tool] | None = None,
         approval: ApprovalPolicy | None = None,
@@ -87,6 +88,7 @@ class AgentLoop:
     ) -> None:
         self.model = model
         self.instructions = instructions
+        self.mission = mission
         self.context = context
         self.emit = emit
         self.tools: dict[str, Tool] = {t.name: t for t in (tools or [])}
@@ -106,7 +108,11 @@ class AgentLoop:
         return self.tools.pop(name, None) is not None
 
     def system_message(self) -> dict[str, Any]:
+        """The instructions, then the mission (a standing goal) and the saved state, if any."""
         text = self.instructions
+        if self.mission:
+            mission = f"Your standing mission: {self.mission}"
+            text = f"{text}\n\n{mission}" if text else mission
         if self.context.state:
             notes = json.dumps(self.context.state, default=str, ensure_ascii=False)
             text = f"{text}\n\nYour saved state: {notes}" if text else f"Your saved state: {notes}"

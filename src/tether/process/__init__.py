@@ -8,11 +8,14 @@ from ._config import ProcessConfig as ProcessConfig
 from ._config import RestartPolicy as RestartPolicy
 from ._config import TriggerConfig as TriggerConfig
 from ._config import WebhookTrigger as WebhookTrigger
+from ._errors import NothingToRollBackError as NothingToRollBackError
+from ._errors import ProcessBusyError as ProcessBusyError
 from ._errors import ProcessError as ProcessError
 from ._errors import ProcessStateError as ProcessStateError
 from ._errors import SpawnRefusedError as SpawnRefusedError
 from ._event import InvalidEventError as InvalidEventError
 from ._event import TriggerEvent as TriggerEvent
+from ._mcp import McpServerConfig as McpServerConfig
 from ._process import AgentProcess as AgentProcess
 from ._process import ProcessState as ProcessState
 
@@ -22,7 +25,10 @@ __all__ = [
     "EventTrigger",
     "FileWatchTrigger",
     "InvalidEventError",
+    "McpServerConfig",
+    "NothingToRollBackError",
     "OpenModeConfig",
+    "ProcessBusyError",
     "ProcessConfig",
     "ProcessError",
     "ProcessState",

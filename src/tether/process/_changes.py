@@ -1,18 +1,30 @@
 """Changing a running process's configuration: every change fires config_change first.
 
 Operator changes always apply; an agent's own change (open mode) is refused by a block.
+
+Each applied change is kept, newest last, with what undoes it (the last ``CONFIG_HISTORY_KEPT``
+only): ``rollback()`` undoes the newest by restoring the part of the configuration that change
+replaced, read just before it applied. A rollback is not kept itself, so rolling back again
+goes one change further back. Rewinds of the conversation (``rewind()``) are not configuration
+changes and are not kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
 
-from ..agent import BudgetTracker, Tool, as_tool
+from ..agent import BudgetConfig, BudgetTracker, Tool, as_tool
 from ..hooks import DispatchResult, HookEvent
-from ._config import ProcessConfig, TriggerConfig
+from ._config import ProcessConfig, RestartPolicy, TriggerConfig, check_mission
+from ._errors import NothingToRollBackError
+from ._mcp import McpServerConfig, server_name
 from ._state import ProcessState
 
 if TYPE_CHECKING:
@@ -20,9 +32,34 @@ if TYPE_CHECKING:
     from ..agent import AgentLoop
     from ._triggers import TriggerRunner
 
-__all__ = ["ConfigChanges"]
+__all__ = ["CONFIG_HISTORY_KEPT", "SOURCES", "AppliedChange", "ConfigChanges"]
 
 logger = logging.getLogger("tether.process")
+
+#: Applied changes kept for rollback(); older ones are forgotten.
+CONFIG_HISTORY_KEPT: Final = 20
+#: Who may make a change: the agent's is refused by a block, the operator's always applies.
+SOURCES: Final = ("agent", "operator")
+
+#: Undoes one change (may be a coroutine function).
+Undo = Callable[[], Awaitable[None] | None]
+#: What a change's snapshot returns: its undo, and the state that undo restores (as hooks see
+#: it); a trigger change adds the triggers themselves.
+Saved = tuple[Undo, dict[str, Any]] | tuple[Undo, dict[str, Any], list[tuple[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedChange:
+    """One applied configuration change, and how to undo it."""
+
+    change: str
+    source: str
+    details: dict[str, Any]
+    restored: dict[str, Any]
+    undo: Undo
+    at: datetime
+    #: For a trigger change: the triggers its undo brings back (the API checks their webhooks).
+    triggers: list[tuple[str, TriggerConfig]] | None = None
 
 
 class ConfigChanges:
@@ -43,12 +80,27 @@ class ConfigChanges:
 
         def _start_trigger(self, trigger_id: str, trigger: TriggerConfig) -> None: ...
 
+    def _init_changes(self) -> None:
+        self._config_history: deque[AppliedChange] = deque(maxlen=CONFIG_HISTORY_KEPT)
+
     # -- configuration changes -------------------------------------------------------------
 
     async def change_config(
-        self, change: str, *, source: str = "operator", apply: Callable[[], Any], **details: Any
+        self,
+        change: str,
+        *,
+        source: str = "operator",
+        apply: Callable[[], Any],
+        snapshot: Callable[[], Saved] | None = None,
+        **details: Any,
     ) -> bool:
-        """Fire config_change, then apply: always for operators, unless blocked for the agent."""
+        """Fire config_change, then apply: always for operators, unless blocked for the agent.
+
+        ``snapshot`` (called just before ``apply``) returns what undoes the change; a change
+        with one is kept for rollback().
+        """
+        if source not in SOURCES:
+            raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
         gate = await self._emit(
             HookEvent.CONFIG_CHANGE, {"source": source, "change": change, **details}
         )
@@ -62,20 +114,137 @@ class ConfigChanges:
                 change,
                 self.name,
             )
+        saved = snapshot() if snapshot is not None else None
         outcome = apply()
         if asyncio.iscoroutine(outcome):
             await outcome
+        if saved is not None:
+            undo, restored, *triggers = saved
+            self._config_history.append(
+                AppliedChange(
+                    change,
+                    source,
+                    details,
+                    restored,
+                    undo,
+                    datetime.now(UTC),
+                    triggers[0] if triggers else None,
+                )
+            )
         return True
 
-    async def update_instructions(self, instructions: str, *, source: str = "operator") -> bool:
-        def apply() -> None:
-            self.config = self.config.model_copy(update={"instructions": instructions})
-            if self._loop is not None:
-                self._loop.instructions = instructions
+    @property
+    def config_history(self) -> list[dict[str, Any]]:
+        """The applied changes rollback() can undo, oldest first (secret values redacted)."""
+        history: list[dict[str, Any]] = self.redactor.value(
+            [
+                {
+                    "change": c.change,
+                    "source": c.source,
+                    "at": c.at.isoformat(),
+                    "details": copy.deepcopy(c.details),
+                }
+                for c in self._config_history
+            ]
+        )
+        return history
+
+    @property
+    def next_rollback(self) -> AppliedChange | None:
+        """The applied change rollback() would undo now, if any."""
+        return self._config_history[-1] if self._config_history else None
+
+    async def rollback(self, *, source: str = "operator") -> bool:
+        """Undo the newest applied change, restoring what it replaced (config_change "rollback").
+
+        Raises NothingToRollBackError when no applied change is left to undo.
+        """
+        if not self._config_history:
+            raise NothingToRollBackError(
+                f"process {self.name!r} has no applied configuration change to roll back "
+                f"(the last {CONFIG_HISTORY_KEPT} are kept; rewinds and rollbacks are not)"
+            )
+        entry = self._config_history[-1]
+
+        async def apply() -> None:
+            if entry in self._config_history:
+                self._config_history.remove(entry)
+            outcome = entry.undo()
+            if outcome is not None:
+                await outcome
 
         return await self.change_config(
-            "instructions", source=source, apply=apply, instructions=instructions
+            "rollback",
+            source=source,
+            apply=apply,
+            undone=entry.change,
+            undone_source=entry.source,
+            undone_details=entry.details,
+            restored=entry.restored,
         )
+
+    # -- instructions and mission ----------------------------------------------------------
+
+    def _put_instructions(self, instructions: str) -> None:
+        self.config = self.config.model_copy(update={"instructions": instructions})
+        if self._loop is not None:
+            self._loop.instructions = instructions
+
+    async def update_instructions(self, instructions: str, *, source: str = "operator") -> bool:
+        def snapshot() -> Saved:
+            before = self.config.instructions
+            return (lambda: self._put_instructions(before)), {"instructions": before}
+
+        return await self.change_config(
+            "instructions",
+            source=source,
+            apply=lambda: self._put_instructions(instructions),
+            snapshot=snapshot,
+            instructions=instructions,
+        )
+
+    def _put_mission(self, mission: str | None) -> None:
+        self.config = self.config.model_copy(update={"mission": mission})
+        if self._loop is not None:
+            self._loop.mission = mission
+
+    async def set_mission(self, mission: str | None, *, source: str = "operator") -> bool:
+        """Set the standing goal given to the model after the instructions (None clears it).
+
+        ValueError for a blank or too long mission.
+        """
+        text = check_mission(mission)
+
+        def snapshot() -> Saved:
+            before = self.config.mission
+            return (lambda: self._put_mission(before)), {"mission": before}
+
+        return await self.change_config(
+            "mission",
+            source=source,
+            apply=lambda: self._put_mission(text),
+            snapshot=snapshot,
+            mission=text,
+        )
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def _tools_snapshot(self, name: str) -> Saved:
+        before = list(self._tools)
+        # The tool of that name as runs saw it: a built-in tool lives in the loop only.
+        kept = next((t for t in before if t.name == name), None)
+        if kept is None and self._loop is not None:
+            kept = self._loop.tools.get(name)
+
+        def undo() -> None:
+            self._tools = list(before)
+            if self._loop is not None:
+                if kept is not None:
+                    self._loop.add_tool(kept)
+                else:
+                    self._loop.remove_tool(name)
+
+        return undo, {"tools": [t.name for t in before]}
 
     async def add_tool(self, fn: Callable[..., Awaitable[Any]] | Tool) -> bool:
         t = as_tool(fn)
@@ -85,7 +254,13 @@ class ConfigChanges:
             if self._loop is not None:
                 self._loop.add_tool(t)
 
-        return await self.change_config("tool", apply=apply, action="added", tool_name=t.name)
+        return await self.change_config(
+            "tool",
+            apply=apply,
+            snapshot=lambda: self._tools_snapshot(t.name),
+            action="added",
+            tool_name=t.name,
+        )
 
     async def remove_tool(self, name: str) -> bool:
         def apply() -> None:
@@ -93,7 +268,30 @@ class ConfigChanges:
             if self._loop is not None:
                 self._loop.remove_tool(name)
 
-        return await self.change_config("tool", apply=apply, action="removed", tool_name=name)
+        return await self.change_config(
+            "tool",
+            apply=apply,
+            snapshot=lambda: self._tools_snapshot(name),
+            action="removed",
+            tool_name=name,
+        )
+
+    # -- triggers --------------------------------------------------------------------------
+
+    def _triggers_snapshot(self) -> Saved:
+        before = list(self._triggers)
+
+        async def undo() -> None:
+            self._triggers = list(before)
+            kept = {i for i, _ in before}
+            for trigger_id in [i for i in self._runners if i not in kept]:
+                await self._runners.pop(trigger_id).stop()
+            if self.state == ProcessState.RUNNING:
+                for trigger_id, trigger in before:
+                    if trigger_id not in self._runners:
+                        self._start_trigger(trigger_id, trigger)  # no runner: fed from outside
+
+        return undo, {"triggers": [i for i, _ in before]}, before
 
     async def add_trigger(self, trigger: TriggerConfig, *, source: str = "operator") -> bool:
         taken = {i for i, _ in self._triggers}
@@ -113,6 +311,7 @@ class ConfigChanges:
             "trigger_added",
             source=source,
             apply=apply,
+            snapshot=self._triggers_snapshot,
             trigger_id=trigger_id,
             trigger=trigger.model_dump(mode="json"),
         )
@@ -128,23 +327,123 @@ class ConfigChanges:
                 await runner.stop()
 
         return await self.change_config(
-            "trigger_removed", source=source, apply=apply, trigger_id=trigger_id
+            "trigger_removed",
+            source=source,
+            apply=apply,
+            snapshot=self._triggers_snapshot,
+            trigger_id=trigger_id,
         )
 
-    async def set_budget(self, budget: Any) -> bool:
-        from ..agent import BudgetConfig
+    # -- budget and health -----------------------------------------------------------------
 
+    def _put_budget(self, config: BudgetConfig | None) -> None:
+        self.config = self.config.model_copy(update={"budget": config})
+        if self._budget is None:
+            self._budget = BudgetTracker(config)
+        else:
+            self._budget.config = config or BudgetConfig()  # the counts of the day are kept
+        if self._loop is not None:
+            self._loop.budget = self._budget
+
+    async def set_budget(self, budget: Any) -> bool:
         config = budget if isinstance(budget, BudgetConfig) else BudgetConfig.model_validate(budget)
 
-        def apply() -> None:
-            self.config = self.config.model_copy(update={"budget": config})
-            if self._budget is None:
-                self._budget = BudgetTracker(config)
-            else:
-                self._budget.config = config
-            if self._loop is not None:
-                self._loop.budget = self._budget
+        def snapshot() -> Saved:
+            before = self.config.budget
+            view = before.model_dump(mode="json") if before is not None else None
+            return (lambda: self._put_budget(before)), {"budget": view}
 
         return await self.change_config(
-            "budget", apply=apply, budget=config.model_dump(mode="json")
+            "budget",
+            apply=lambda: self._put_budget(config),
+            snapshot=snapshot,
+            budget=config.model_dump(mode="json"),
+        )
+
+    def _put_health(self, policy: RestartPolicy) -> None:
+        self.config = self.config.model_copy(update={"restart": policy})
+
+    async def set_health(
+        self, health: RestartPolicy | Mapping[str, Any], *, source: str = "operator"
+    ) -> bool:
+        """Change the supervision settings (``config.restart``): when failed runs count as a
+        crash (``max_consecutive_failures``) and whether and how soon the process restarts.
+
+        A RestartPolicy replaces the settings; a mapping changes the fields it names and keeps
+        the others (pydantic.ValidationError names a bad field). The supervisor reads them at
+        the next failed run or crash.
+        """
+        if isinstance(health, RestartPolicy):
+            policy = health
+        elif isinstance(health, Mapping):
+            policy = RestartPolicy.model_validate({**self.config.restart.model_dump(), **health})
+        else:
+            raise TypeError(
+                f"set_health() takes a RestartPolicy or a mapping of its fields, "
+                f"got {type(health).__name__}"
+            )
+
+        def snapshot() -> Saved:
+            before = self.config.restart
+            return (lambda: self._put_health(before)), {"health": before.model_dump(mode="json")}
+
+        return await self.change_config(
+            "health",
+            source=source,
+            apply=lambda: self._put_health(policy),
+            snapshot=snapshot,
+            health=policy.model_dump(mode="json"),
+        )
+
+    # -- MCP servers -----------------------------------------------------------------------
+
+    def _put_mcp_servers(self, servers: list[dict[str, Any]]) -> None:
+        self.config = self.config.model_copy(update={"mcp_servers": servers})
+
+    def _mcp_snapshot(self) -> Saved:
+        before = list(self.config.mcp_servers)
+        names = [server_name(s) for s in before]
+        return (lambda: self._put_mcp_servers(before)), {"mcp_servers": names}
+
+    async def add_mcp_server(
+        self, server: McpServerConfig | Mapping[str, Any], *, source: str = "operator"
+    ) -> bool:
+        """Declare an MCP server (validated as a McpServerConfig; its name must be new)."""
+        parsed = (
+            server
+            if isinstance(server, McpServerConfig)
+            else McpServerConfig.model_validate(dict(server))
+        )
+        if any(server_name(s) == parsed.name for s in self.config.mcp_servers):
+            raise ValueError(f"process {self.name!r} already has an MCP server {parsed.name!r}")
+        entry = parsed.entry()
+
+        def apply() -> None:
+            self._put_mcp_servers([*self.config.mcp_servers, entry])
+
+        return await self.change_config(
+            "mcp_server",
+            source=source,
+            apply=apply,
+            snapshot=self._mcp_snapshot,
+            action="added",
+            server_name=parsed.name,
+            server=parsed.model_dump(mode="json", exclude_defaults=True),
+        )
+
+    async def remove_mcp_server(self, name: str, *, source: str = "operator") -> bool:
+        """Remove the declared MCP server ``name``; KeyError when there is none."""
+        if not any(server_name(s) == name for s in self.config.mcp_servers):
+            raise KeyError(f"process {self.name!r} has no MCP server {name!r}")
+
+        def apply() -> None:
+            self._put_mcp_servers([s for s in self.config.mcp_servers if server_name(s) != name])
+
+        return await self.change_config(
+            "mcp_server",
+            source=source,
+            apply=apply,
+            snapshot=self._mcp_snapshot,
+            action="removed",
+            server_name=name,
         )

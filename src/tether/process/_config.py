@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -12,6 +12,7 @@ from ..approval import ApprovalPolicy
 from ..hooks._config import HookConfig
 
 __all__ = [
+    "MISSION_MAX_CHARS",
     "CronTrigger",
     "EventTrigger",
     "FileWatchTrigger",
@@ -20,7 +21,28 @@ __all__ = [
     "RestartPolicy",
     "TriggerConfig",
     "WebhookTrigger",
+    "check_mission",
 ]
+
+
+#: The longest mission accepted: a standing goal, not a second set of instructions.
+MISSION_MAX_CHARS: Final = 2000
+
+
+def check_mission(value: object) -> str | None:
+    """A mission as it is kept (surrounding whitespace removed), or ValueError saying why not."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"mission must be a string (or None to clear it), got {value!r}")
+    text = value.strip()
+    if not text:
+        raise ValueError("mission must not be blank; pass None to clear it")
+    if len(text) > MISSION_MAX_CHARS:
+        raise ValueError(
+            f"mission is {len(text)} characters long; at most {MISSION_MAX_CHARS} are allowed"
+        )
+    return text
 
 
 class _Trigger(BaseModel):
@@ -133,6 +155,11 @@ class ProcessConfig(BaseModel):
     model_timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per request")
     model_max_retries: int = Field(default=2, ge=0, le=10, description="Retries per request")
     instructions: str = Field(default="", description="System instructions of the agent")
+    mission: str | None = Field(
+        default=None,
+        description="A standing goal, given to the model after the instructions (at most "
+        f"{MISSION_MAX_CHARS} characters)",
+    )
     tools: list[Callable[..., Any]] = Field(
         default_factory=list, exclude=True, description="Async tool functions (code only)"
     )
@@ -173,6 +200,11 @@ class ProcessConfig(BaseModel):
         elif not hasattr(value, "complete"):
             raise ValueError(f"model must be a string or an object with complete(), got {value!r}")
         return value
+
+    @field_validator("mission")
+    @classmethod
+    def _mission(cls, value: str | None) -> str | None:
+        return check_mission(value)
 
     @field_validator("tools")
     @classmethod

@@ -2,14 +2,22 @@
 
 Exception tree::
 
-    ProcessError                 base
-    ├── ProcessStateError        the call does not fit the process's state (you called it wrong)
-    └── SpawnRefusedError        a subagent spawn was refused (by a hook or a limit)
+    ProcessError                    base
+    ├── ProcessStateError           the call does not fit the process's state (you called it wrong)
+    │   └── NothingToRollBackError  rollback() with no applied configuration change left to undo
+    ├── ProcessBusyError            runs in flight did not finish in time (it is busy)
+    └── SpawnRefusedError           a subagent spawn was refused (by a hook or a limit)
 """
 
 from __future__ import annotations
 
-__all__ = ["ProcessError", "ProcessStateError", "SpawnRefusedError"]
+__all__ = [
+    "NothingToRollBackError",
+    "ProcessBusyError",
+    "ProcessError",
+    "ProcessStateError",
+    "SpawnRefusedError",
+]
 
 
 class ProcessError(Exception):
@@ -20,9 +28,23 @@ class ProcessStateError(ProcessError):
     """The call is not allowed in the process's current state, or from where it was made."""
 
 
+class NothingToRollBackError(ProcessStateError):
+    """rollback() found no applied configuration change to undo."""
+
+
+class ProcessBusyError(ProcessError):
+    """The process kept running tasks past the time the call was willing to wait."""
+
+
 class SpawnRefusedError(ProcessError):
     """A subagent could not be spawned."""
 
 
-for _cls in (ProcessError, ProcessStateError, SpawnRefusedError):
+for _cls in (
+    NothingToRollBackError,
+    ProcessBusyError,
+    ProcessError,
+    ProcessStateError,
+    SpawnRefusedError,
+):
     _cls.__module__ = "tether"

@@ -48,6 +48,7 @@ from ._errors import ProcessStateError
 from ._event import TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
 from ._observe import HookObservability
+from ._rewind import Rewinding
 from ._state import ProcessState, accepts_events, validate_name
 from ._supervise import Supervision
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
@@ -79,7 +80,7 @@ def resolve_secrets(config: ProcessConfig) -> list[tuple[str, str]]:
     return values
 
 
-class AgentProcess(ConfigChanges, HookObservability, Supervision):
+class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
     """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks."""
 
     def __init__(
@@ -146,6 +147,8 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
         self._started_at: float | None = None
         self._journal: Journal | None = None
         self._recovered_once = False
+        self._init_changes()
+        self._init_rewind()
         self.transcripts: dict[str, list[dict[str, Any]]] = {}
         #: The model.for_run answer of each kept transcript (None: the process's model).
         self.run_models: dict[str, Model | None] = {}
@@ -250,6 +253,7 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
             self._loop = AgentLoop(
                 model=self._model,
                 instructions=self.config.instructions,
+                mission=self.config.mission,
                 context=self.context,
                 emit=self._emit_worker,
                 tools=self._tools,
@@ -516,6 +520,9 @@ class AgentProcess(ConfigChanges, HookObservability, Supervision):
         assert me is not None
         # After a crash (_supervisor set) workers take no new events: they wait for the restart.
         while not (self._stopping or self._supervisor is not None):
+            if self._held is not None:  # a rewind() waits for the runs in flight: no new one
+                await self._held.wait()
+                continue
             event, attempts = await self._queue.get()
             if self._stopping or self._supervisor is not None:
                 self._queue.put_nowait((event, attempts))

@@ -1,0 +1,106 @@
+"""MCP server entries: what ``add_mcp_server`` accepts, validated when it is added.
+
+``ProcessConfig.mcp_servers`` holds the entries as plain dicts (the runtime declares them; it
+does not connect to them). An entry added at run time is checked here first: a name to remove
+it by, and a transport with what that transport needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from ._state import NAME_RE
+
+__all__ = ["MCP_TRANSPORTS", "McpServerConfig", "is_stdio", "server_name"]
+
+MCP_TRANSPORTS: Final = ("stdio", "http", "sse", "streamable-http")
+_STDIO_ONLY: Final = ("command", "args", "env", "cwd")
+
+
+class McpServerConfig(BaseModel):
+    """One MCP server: a program on this host (``stdio``) or a URL (the other transports).
+
+    Without ``transport`` an entry with a ``command`` is ``stdio`` and one with a ``url`` is
+    ``http``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Name of the server, unique in the process (1-64 characters)")
+    transport: Literal["stdio", "http", "sse", "streamable-http"] | None = Field(
+        default=None, description="How to reach it (default: stdio with a command, else http)"
+    )
+    command: str | list[str] | None = Field(default=None, description="Program (stdio only)")
+    args: list[str] = Field(default_factory=list, description="Program arguments (stdio only)")
+    env: dict[str, SecretStr] = Field(
+        default_factory=dict, description="Extra environment of the program (stdio; masked)"
+    )
+    cwd: str | None = Field(default=None, description="Working directory (stdio only)")
+    url: str | None = Field(default=None, description="http(s) URL (http, sse, streamable-http)")
+    headers: dict[str, SecretStr] = Field(
+        default_factory=dict, description="Request headers (masked in every dump)"
+    )
+    timeout: float | None = Field(default=None, gt=0, le=3600, description="Seconds per call")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not NAME_RE.match(value):
+            raise ValueError(
+                f"name {value!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
+                "starting with a letter or digit"
+            )
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if value is not None and (not value or not all(value)):
+            raise ValueError("command must name a program (a non-empty string or list)")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"url must start with http:// or https://, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _transport(self) -> McpServerConfig:
+        if self.transport is None:
+            self.transport = "stdio" if self.command is not None else "http"
+        if self.transport == "stdio":
+            if self.command is None:
+                raise ValueError("a stdio MCP server needs 'command' (the program to run)")
+            if self.url is not None or self.headers:
+                raise ValueError("a stdio MCP server takes no 'url' or 'headers'")
+            return self
+        if self.url is None:
+            raise ValueError(f"an MCP server with transport {self.transport!r} needs 'url'")
+        used = [key for key in _STDIO_ONLY if key in self.model_fields_set]
+        if used:
+            raise ValueError(
+                f"{used[0]!r} is for stdio servers only; this one uses {self.transport!r}"
+            )
+        return self
+
+    def entry(self) -> dict[str, Any]:
+        """The dict kept in ``ProcessConfig.mcp_servers`` (secret values stay SecretStr)."""
+        return self.model_dump(exclude_defaults=True)
+
+
+def server_name(entry: dict[str, Any]) -> str | None:
+    name = entry.get("name")
+    return name if isinstance(name, str) else None
+
+
+def is_stdio(entry: dict[str, Any]) -> bool:
+    """Whether a declared entry runs a program on this host (as the deploy rules read it)."""
+    transport = entry.get("transport", entry.get("type"))
+    return transport == "stdio" or (transport is None and "command" in entry)
+
+
+McpServerConfig.__module__ = "tether"

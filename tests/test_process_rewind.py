@@ -1,0 +1,206 @@
+"""rewind(): drop the newest messages of the conversation, never under a running task."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from _process_support import GatedModel, Recorder, eventually, ticket
+from tether import (
+    AgentProcess,
+    HookBlocked,
+    HookContext,
+    HookEvent,
+    ProcessBusyError,
+    ProcessConfig,
+    ProcessStateError,
+)
+from tether.models import ScriptedModel
+
+
+async def run_tickets(process: AgentProcess, rec: Recorder, *texts: str) -> None:
+    for n, text in enumerate(texts, start=len(rec.of(HookEvent.TASK_COMPLETED)) + 1):
+        await process.inject(ticket(text))
+        await eventually(lambda n=n: len(rec.of(HookEvent.TASK_COMPLETED)) >= n, what=text)
+
+
+def contents(messages: list[dict[str, Any]]) -> list[str]:
+    """Each message's first line (a prompt goes on with the event's id)."""
+    return [str(m["content"]).split("\n")[0] for m in messages]
+
+
+async def test_rewind_drops_the_newest_messages_and_fires_rewind() -> None:
+    model = ScriptedModel(reply="Noted.")
+    process = AgentProcess("triage", ProcessConfig(model=model))
+    rec = Recorder().attach(process.hooks, HookEvent.CONFIG_CHANGE, HookEvent.TASK_COMPLETED)
+    async with process:
+        await run_tickets(process, rec, "first", "second")
+        assert len(process.context.conversation) == 4
+        assert await process.rewind(2) is True
+        await run_tickets(process, rec, "third")
+    [change] = rec.of(HookEvent.CONFIG_CHANGE)
+    assert {k: v for k, v in change.items() if k != "dropping"} == {
+        "source": "operator",
+        "change": "rewind",
+        "dropped": 2,
+        "size_before": 4,
+        "size_after": 2,
+    }
+    assert contents(change["dropping"]) == ["ticket: second", "Noted."]
+    sent = contents(model.requests[-1]["messages"][1:])  # after the system message
+    assert sent == ["ticket: first", "Noted.", "ticket: third"]
+
+
+@pytest.mark.parametrize("messages", [0, -1, True, 1.5])
+async def test_rewind_needs_a_whole_number_of_messages(messages: Any) -> None:
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
+    with pytest.raises(ValueError, match="messages must be a whole number of at least 1"):
+        await process.rewind(messages)
+
+
+async def test_rewinding_more_than_the_conversation_holds_changes_nothing() -> None:
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
+    rec = Recorder().attach(process.hooks, HookEvent.CONFIG_CHANGE, HookEvent.TASK_COMPLETED)
+    async with process:
+        await run_tickets(process, rec, "first")
+        with pytest.raises(ValueError, match=r"cannot rewind 3 messages: .* holds 2"):
+            await process.rewind(3)
+    assert len(process.context.conversation) == 2
+    assert rec.of(HookEvent.CONFIG_CHANGE) == []
+
+
+async def test_an_agents_rewind_blocked_by_a_hook_keeps_the_conversation() -> None:
+    async def refuse(ctx: HookContext) -> None:
+        raise HookBlocked("no forgetting")
+
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    process.hooks.register(HookEvent.CONFIG_CHANGE, refuse)
+    async with process:
+        await run_tickets(process, rec, "first")
+        assert await process.rewind(2, source="agent") is False
+        assert len(process.context.conversation) == 2
+        assert await process.rewind(2) is True  # an operator's rewind always applies
+        assert len(process.context.conversation) == 0
+
+
+async def test_a_rewind_is_not_a_change_rollback_undoes() -> None:
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    async with process:
+        await run_tickets(process, rec, "first")
+        await process.rewind(1)
+    assert process.config_history == []
+
+
+async def test_a_hook_awaiting_rewind_of_its_own_process_gets_a_clear_error() -> None:
+    """A task_completed hook runs inside the worker whose run rewind() would wait for."""
+    errors: list[BaseException] = []
+
+    async def forget(ctx: HookContext) -> None:
+        try:
+            await process.rewind(2)
+        except ProcessStateError as exc:
+            errors.append(exc)
+
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1)
+    process.hooks.register(HookEvent.TASK_COMPLETED, forget)
+    async with process:
+        await run_tickets(process, rec, "first")
+    [error] = errors
+    assert str(error) == (
+        "rewind() of process 'triage' was awaited from inside its own hook or run, which would "
+        "wait on itself; schedule it instead: asyncio.create_task(process.rewind())"
+    )
+    assert len(process.context.conversation) == 2
+
+
+async def test_a_config_change_hook_awaiting_rewind_of_its_own_process_gets_the_error() -> None:
+    """Outside a worker too: the task dispatching the operator's change is marked."""
+    errors: list[BaseException] = []
+
+    async def forget(ctx: HookContext) -> None:
+        try:
+            await process.rewind(1)
+        except ProcessStateError as exc:
+            errors.append(exc)
+
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
+    process.hooks.register(HookEvent.CONFIG_CHANGE, forget)
+    await process.set_mission("Keep the queue short.")
+    assert "awaited from inside its own hook or run" in str(errors[0])
+
+
+async def test_a_scheduled_rewind_from_a_hook_runs_once_the_run_is_done() -> None:
+    scheduled: list[asyncio.Task[bool]] = []
+
+    async def forget(ctx: HookContext) -> None:
+        scheduled.append(asyncio.create_task(process.rewind(2)))
+
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1)
+    process.hooks.register(HookEvent.TASK_COMPLETED, forget, once=True)
+    async with process:
+        await run_tickets(process, rec, "first")
+        assert await scheduled[0] is True
+    assert len(process.context.conversation) == 0
+
+
+async def test_rewind_waits_for_the_run_in_flight_and_holds_the_queued_events() -> None:
+    model = GatedModel(reply="Noted.")
+    model.gate.set()
+    process = AgentProcess("triage", ProcessConfig(model=model))
+    rec = Recorder().attach(process.hooks, HookEvent.CONFIG_CHANGE, HookEvent.TASK_COMPLETED)
+    async with process:
+        await run_tickets(process, rec, "first")
+        model.gate.clear()
+        await process.inject(ticket("second"))
+        await eventually(lambda: model.active == 1, what="the second run")
+        await process.inject(ticket("third"))  # queued behind it
+        rewinding = asyncio.create_task(process.rewind(2))
+        await asyncio.sleep(0.01)  # let the rewind begin: it now holds new runs
+        assert not rewinding.done()
+        model.gate.set()
+        assert await rewinding is True
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 3, what="third")
+    [change] = rec.of(HookEvent.CONFIG_CHANGE)
+    assert (change["size_before"], change["size_after"]) == (4, 2)  # after "second", before "third"
+    assert contents(change["dropping"]) == ["ticket: second", "Noted."]
+    assert model.prompts[-1].startswith("ticket: third")
+    assert contents(process.context.conversation.recent()) == [
+        "ticket: first",
+        "Noted.",
+        "ticket: third",
+        "Noted.",
+    ]
+
+
+async def test_rewind_gives_up_on_a_run_that_does_not_finish_and_changes_nothing() -> None:
+    model = GatedModel()
+    model.gate.set()
+    process = AgentProcess("triage", ProcessConfig(model=model))
+    rec = Recorder().attach(process.hooks, HookEvent.CONFIG_CHANGE, HookEvent.TASK_COMPLETED)
+    async with process:
+        await run_tickets(process, rec, "first")
+        model.gate.clear()
+        await process.inject(ticket("second"))
+        await eventually(lambda: model.active == 1, what="the second run")
+        with pytest.raises(ProcessBusyError, match="still runs 1 task"):
+            await process.rewind(2, timeout=0.05)
+        assert len(process.context.conversation) == 2
+        model.gate.set()  # the hold is released: queued and new events run again
+        await process.inject(ticket("third"))
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 3, what="third")
+    assert rec.of(HookEvent.CONFIG_CHANGE) == []
+
+
+async def test_a_stopped_process_can_be_rewound() -> None:
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    async with process:
+        await run_tickets(process, rec, "first")
+    assert await process.rewind(1) is True
+    assert contents(process.context.conversation.recent()) == ["ticket: first"]
