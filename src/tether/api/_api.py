@@ -20,25 +20,23 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..agent import BudgetConfig
 from ..hooks import PluginError
 from ..manifest import ProcessSpec, spec_problems, spec_to_process_config, validation_issues
 from ..process import (
     AgentProcess,
     InvalidEventError,
     ProcessError,
-    TriggerConfig,
     TriggerEvent,
-    WebhookTrigger,
 )
 from ..process._state import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
+from ._changes import ConfigEndpoints
 from ._deploy import code_only_fields, command_uses, commands_message, host_paths
 from ._errors import APIConfigError, APIError, error_response
 from ._hooks import HookEndpoints
 from ._http import DEFAULT_MAX_BODY, check_bearer, is_loopback, parse_json, read_body
 from ._server import AppServer
-from ._views import dead_letter_view, process_detail, process_summary, trigger_view
+from ._views import dead_letter_view, process_detail, process_summary
 from ._webhooks import WebhookServer
 
 __all__ = ["DEFAULT_PORT", "OrchestrationAPI"]
@@ -75,15 +73,6 @@ class Redeliver(_Strict):
     """POST /api/v1/processes/{name}/dead-letters/redeliver."""
 
     event_ids: list[str] | None = Field(default=None, description="Which ones (default: all)")
-
-
-class ConfigChange(_Strict):
-    """PATCH /api/v1/processes/{name}/config: each change fires config_change ("operator")."""
-
-    instructions: str | None = None
-    budget: BudgetConfig | None = None
-    add_triggers: list[TriggerConfig] = Field(default_factory=list)
-    remove_triggers: list[str] = Field(default_factory=list)
 
 
 class OrchestrationAPI:
@@ -182,6 +171,7 @@ class OrchestrationAPI:
             return Route(PREFIX + path, _endpoint(handler), methods=list(methods))
 
         hooks = HookEndpoints(self)
+        changes = ConfigEndpoints(self)
 
         routes = [
             route("/health", self._health, "GET"),
@@ -194,7 +184,8 @@ class OrchestrationAPI:
             route("/processes/{name}/stop", self._stop, "POST"),
             route("/processes/{name}/restart", self._restart, "POST"),
             route("/processes/{name}/inject", self._inject, "POST"),
-            route("/processes/{name}/config", self._change, "PATCH"),
+            route("/processes/{name}/config", changes.change, "PATCH"),
+            route("/processes/{name}/rewind", changes.rewind, "POST"),
             route("/processes/{name}/hooks", self._hooks, "GET"),
             route("/processes/{name}/dead-letters", self._dead_letters, "GET"),
             route("/processes/{name}/dead-letters", self._clear, "DELETE"),
@@ -361,79 +352,6 @@ class OrchestrationAPI:
     async def _hooks(self, request: Request) -> Response:
         process = self._process(request)
         return JSONResponse({"name": process.name, "hooks": process_detail(process)["hooks"]})
-
-    async def _change(self, request: Request) -> Response:
-        process = self._process(request)
-        data = await self._body(request)
-        try:
-            change = ConfigChange.model_validate(data)
-        except ValidationError as exc:
-            raise _invalid(exc, ConfigChange) from None
-        self._check_change(process, change)
-        self._check_paths([f"add_{p}" for p in host_paths(change.add_triggers, None, None)])
-        changed: list[str] = []
-        if change.instructions is not None:
-            await process.update_instructions(change.instructions)
-            changed.append("instructions")
-        if change.budget is not None:
-            await process.set_budget(change.budget)
-            changed.append("budget")
-        for trigger_id in change.remove_triggers:
-            await process.remove_trigger(trigger_id)
-            changed.append(f"trigger_removed:{trigger_id}")
-        added: list[str] = []
-        for trigger in change.add_triggers:
-            await process.add_trigger(trigger)
-            added.append(process.triggers[-1][0])
-            changed.append(f"trigger_added:{added[-1]}")
-        if added:
-            await self._sync_webhooks_after_change(process, added)
-        return JSONResponse(
-            {
-                "name": process.name,
-                "changed": changed,
-                "triggers": [trigger_view(i, t) for i, t in process.triggers],
-            }
-        )
-
-    def _check_change(self, process: AgentProcess, change: ConfigChange) -> None:
-        """Refuse the whole change before any of it applies."""
-        current = dict(process.triggers)
-        for trigger_id in change.remove_triggers:
-            if trigger_id not in current:
-                raise APIError(
-                    422,
-                    "VALIDATION_ERROR",
-                    f"remove_triggers: process {process.name!r} has no trigger {trigger_id!r}",
-                )
-            del current[trigger_id]
-        webhooks = [(i, t) for i, t in current.items() if isinstance(t, WebhookTrigger)]
-        for n, trigger in enumerate(change.add_triggers):
-            if trigger.id is not None and trigger.id in current:
-                raise APIError(
-                    422,
-                    "VALIDATION_ERROR",
-                    f"add_triggers[{n}].id: process {process.name!r} already has a trigger "
-                    f"{trigger.id!r}",
-                )
-            if trigger.id is not None:
-                current[trigger.id] = trigger
-            if isinstance(trigger, WebhookTrigger):
-                webhooks.append((trigger.id or f"add_triggers[{n}]", trigger))
-        try:
-            self.runtime.check_webhooks(webhooks, owner=process.name)
-        except WebhookClashError as exc:
-            raise APIError(409, "WEBHOOK_CLASH", str(exc)) from None
-
-    async def _sync_webhooks_after_change(self, process: AgentProcess, added: list[str]) -> None:
-        if self.webhooks is None or not self.webhooks.running:
-            return
-        try:
-            await self.webhooks.sync()
-        except OSError as exc:
-            for trigger_id in added:  # the port cannot be served: take the triggers back
-                await process.remove_trigger(trigger_id)
-            raise APIError(409, "PORT_UNAVAILABLE", f"webhook trigger: {exc}") from None
 
     def _check_paths(self, paths: list[str]) -> None:
         if paths and not self.allow_command_deploys:

@@ -1,8 +1,9 @@
 """What a process deployed over HTTP may contain.
 
 A command hook, a stdio MCP server or open-mode tool creation runs programs on the runtime's
-host, so the API refuses them unless it was created with ``allow_command_deploys=True``. Python
-objects (callbacks, handlers, scanners, tools, plugin objects) cannot travel over HTTP at all.
+host, so the API refuses them (a stdio server added by PATCH ``add_mcp_servers`` too) unless it
+was created with ``allow_command_deploys=True``. Python objects (callbacks, handlers, scanners,
+tools, plugin objects) cannot travel over HTTP at all.
 
 Plugins named in ``plugins`` are allowed without ``allow_command_deploys``: a name only selects
 code the host's operator installed (a built-in or a ``tether.plugins`` entry point); the client
@@ -15,6 +16,7 @@ from typing import Any, Final
 
 from ..manifest import ProcessSpec
 from ..process import FileWatchTrigger, TriggerConfig
+from ..process._mcp import is_stdio
 
 __all__ = [
     "COMMANDS_MESSAGE",
@@ -70,8 +72,7 @@ def command_uses(spec: ProcessSpec) -> list[str]:
     uses: list[str] = []
     uses += [f"hooks[{i}] is a command hook" for i in range(len(spec.hooks))]
     for i, server in enumerate(spec.mcp_servers):
-        transport = server.get("transport", server.get("type"))
-        if transport == "stdio" or (transport is None and "command" in server):
+        if is_stdio(server):
             uses.append(f"mcp_servers[{i}] is a stdio MCP server")
     if spec.open_mode.allow_tool_creation:
         uses.append("open_mode.allow_tool_creation, which lets the agent create tools")

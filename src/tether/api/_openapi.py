@@ -54,7 +54,7 @@ def _op(
         op["responses"]["400"] = _ERROR
     if body is not None:
         op["requestBody"] = {
-            "required": body in ("CreateProcess", "ConfigChange", "DryRunRequest"),
+            "required": body in ("CreateProcess", "ConfigChange", "DryRunRequest", "RewindRequest"),
             "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{body}"}}},
         }
         op["responses"]["400"] = _ERROR
@@ -74,10 +74,11 @@ def openapi_document() -> dict[str, Any]:
     from ..hooks._hook import EXECUTOR_KINDS
     from ..hooks._records import OUTCOMES
     from ..hooks._taxonomy import FAMILIES
-    from ._api import ConfigChange, CreateProcess, InjectEvent, Redeliver
+    from ._api import CreateProcess, InjectEvent, Redeliver
+    from ._changes import ConfigChange, RewindRequest
     from ._hooks import MODES, SOURCES, DryRunRequest
 
-    models = (CreateProcess, InjectEvent, Redeliver, ConfigChange, DryRunRequest)
+    models = (CreateProcess, InjectEvent, Redeliver, ConfigChange, RewindRequest, DryRunRequest)
     _, defs = models_json_schema(
         [(m, "validation") for m in models], ref_template="#/components/schemas/{model}"
     )
@@ -162,8 +163,20 @@ def openapi_document() -> dict[str, Any]:
             },
             f"{p}/processes/{{name}}/config": {
                 "patch": _op(
-                    "Change the configuration (fires config_change with source 'operator')",
+                    "Change the configuration: instructions, mission, budget, health (the "
+                    "restart policy), triggers and MCP servers, each firing config_change with "
+                    "source 'operator'; or roll the last applied change back (rollback: true, "
+                    "alone; 409 NOTHING_TO_ROLL_BACK when none is left). A stdio MCP server "
+                    "answers 403 COMMANDS_NOT_ALLOWED unless command deploys are allowed",
                     body="ConfigChange",
+                    errors=("403", "409"),
+                )
+            },
+            f"{p}/processes/{{name}}/rewind": {
+                "post": _op(
+                    "Drop the newest messages of the conversation (config_change 'rewind'); "
+                    "waits for the runs in flight, 409 PROCESS_BUSY after timeout",
+                    body="RewindRequest",
                     errors=("409",),
                 )
             },

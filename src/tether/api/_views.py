@@ -43,12 +43,18 @@ def process_detail(process: AgentProcess) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "model": model,
         "instructions": config.instructions,
+        "mission": config.mission,
         "execution_mode": config.execution_mode,
         "approval_tools": list(config.approval.tools) if config.approval else [],
         "budget": config.budget.model_dump(mode="json") if config.budget else None,
         "context": config.context.model_dump(mode="json"),
         "open_mode": config.open_mode.model_dump(mode="json"),
         "mcp_servers": len(config.mcp_servers),
+        "mcp_server_names": [
+            s["name"] for s in config.mcp_servers if isinstance(s.get("name"), str)
+        ],
+        "health": config.restart.model_dump(mode="json"),
+        "next_rollback": process.next_rollback.change if process.next_rollback else None,
         "secrets": sorted(config.secrets),
         "concurrency": config.concurrency,
         "max_queue_size": config.max_queue_size,
