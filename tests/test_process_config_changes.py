@@ -23,6 +23,7 @@ from tether import (
     ProcessState,
     RestartPolicy,
 )
+from tether.hooks._taxonomy import CHANGES, describe_events
 from tether.models import ScriptedModel
 
 HTTP_SERVER: dict[str, Any] = {"name": "docs", "url": "https://mcp.example.com/docs"}
@@ -385,3 +386,30 @@ async def test_the_history_redacts_secret_values() -> None:
     [entry] = process.config_history
     assert entry["details"] == {"instructions": "Use [REDACTED:CRM_TOKEN] to log in."}
     assert entry["source"] == "operator"
+
+
+# -- the documented names -------------------------------------------------------------------
+
+
+async def test_tether_fires_every_change_name_the_reference_lists() -> None:
+    async def lookup(order_id: str) -> str:
+        """Look an order up."""
+        return "shipped"
+
+    process, rec, _ = make()
+    async with process:
+        await one_run(process)
+        await process.update_instructions("Be brief.")
+        await process.add_tool(lookup)
+        await process.add_mcp_server(HTTP_SERVER)
+        await process.add_trigger(EventTrigger(id="deploys", event_type="deploy"))
+        await process.remove_trigger("deploys")
+        await process.set_budget(BudgetConfig(max_runs_per_day=5))
+        await process.set_health({"max_restarts": 1})
+        await process.set_mission("Keep the queue short.")
+        await process.rollback()
+        await process.rewind(2)
+    [schema] = [e["payload_schema"] for e in describe_events() if e["event"] == "config_change"]
+    fired = [d["change"] for d in rec.of(HookEvent.CONFIG_CHANGE)]
+    assert fired == list(CHANGES)
+    assert schema["properties"]["change"]["enum"] == list(CHANGES)

@@ -8,13 +8,26 @@ from typing import Any, Final
 from ._events import BLOCKABLE_EVENTS, HookEvent
 from ._matcher import MATCHER_FIELDS
 
-__all__ = ["FAMILIES", "TAXONOMY", "describe_events"]
+__all__ = ["CHANGES", "FAMILIES", "TAXONOMY", "describe_events"]
 
 _S: Final = {"type": "string"}
 _SN: Final = {"type": ["string", "null"]}
 _I: Final = {"type": "integer"}
 _B: Final = {"type": "boolean"}
 _TRIGGER: Final = {"event_id": _S, "trigger_id": _S, "trigger_type": _S}
+#: What config_change names in ``change``, as the reference lists them.
+CHANGES: Final = (
+    "instructions",
+    "tool",
+    "mcp_server",
+    "trigger_added",
+    "trigger_removed",
+    "budget",
+    "health",
+    "mission",
+    "rollback",
+    "rewind",
+)
 
 
 def _obj(
@@ -116,7 +129,10 @@ TAXONOMY: Final[dict[HookEvent, tuple[str, str | None, dict[str, Any], dict[str,
         "config",
         "Only for source 'agent': the agent's change is not applied. Operator changes always "
         "apply.",
-        _obj({"source": {"enum": ["agent", "operator"]}, "change": _S}, extra=True),
+        _obj(
+            {"source": {"enum": ["agent", "operator"]}, "change": {"enum": list(CHANGES)}},
+            extra=True,
+        ),
         _NOTHING,
     ),
     HookEvent.TASK_CREATED: (
