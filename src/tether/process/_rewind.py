@@ -2,9 +2,10 @@
 
 A run reads the conversation when it starts and appends its exchange when it ends, so a rewind
 under a running task would leave that task's answer after messages it never saw, or drop half
-of an exchange. ``rewind()`` therefore holds new runs (workers take no new event while it is
-under way; queued events wait), waits for the runs in flight to finish, and only then changes
-the buffer. One rewind at a time.
+of an exchange. ``rewind()`` therefore holds new runs (a worker that comes back for an event
+waits until the rewind is over; one already waiting on the queue may still take one, and that
+run is waited for too), waits for the runs in flight to finish, and only then changes the
+buffer. Queued events stay queued. One rewind at a time.
 """
 
 from __future__ import annotations
