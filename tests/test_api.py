@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tether import AgentRuntime, HookContext, HookEvent, HookManager, OrchestrationAPI
+from tether import AgentRuntime, HookContext, HookEvent, OrchestrationAPI
 from tether.api import APIConfigError
 
 TOKEN = "s3cret-token-for-tests"
@@ -24,14 +24,6 @@ async def until(condition: Any, timeout: float = 5.0) -> None:
     while not condition():
         assert loop.time() < deadline, "gave up waiting"
         await asyncio.sleep(0.005)
-
-
-@pytest.fixture
-async def runtime() -> AsyncIterator[AgentRuntime]:
-    runtime = AgentRuntime(hooks=HookManager())
-    await runtime.start_all()
-    yield runtime
-    await runtime.stop_all()
 
 
 async def serve(runtime: AgentRuntime, **options: Any) -> OrchestrationAPI:
@@ -439,6 +431,19 @@ async def test_wrong_types_answer_422(client: httpx.AsyncClient, payload: Any, p
     status, _code, message = error_of(r)
     assert status == 422
     assert path in message
+
+
+async def test_a_wrong_value_is_named_in_the_answer_unless_it_may_be_a_secret(
+    client: httpx.AsyncClient,
+) -> None:
+    r = await client.post("/processes", json={"name": "ok", "config": {"max_turns": "many"}})
+    assert "(got 'many')" in error_of(r)[2]
+    canary = 8675309123
+    r = await client.post(
+        "/processes", json={"name": "ok", "config": {**SCRIPTED, "secrets": {"API_KEY": canary}}}
+    )
+    assert r.status_code == 422
+    assert str(canary) not in r.text
 
 
 @pytest.mark.parametrize("name", ["../etc", "a/b", "..", "a b", "", ".hidden", "x" * 65])

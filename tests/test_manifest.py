@@ -289,6 +289,20 @@ def test_wrong_types_name_the_path_the_line_and_the_value(tmp_path: Path) -> Non
     ]
 
 
+def test_a_wrong_type_where_a_secret_may_be_does_not_echo_the_value(tmp_path: Path) -> None:
+    found = problems(
+        tmp_path,
+        """\
+        name: a
+        secrets:
+          API_KEY: 8675309123
+        """,
+    )
+    assert len(found) == 1
+    assert found[0].startswith("3: secrets.API_KEY: Input should be a valid string")
+    assert "8675309123" not in found[0]
+
+
 def test_unknown_keys_name_the_key_and_its_path(tmp_path: Path) -> None:
     found = problems(
         tmp_path,

@@ -22,7 +22,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple, get_args, get_origin
@@ -650,9 +650,18 @@ def _message(err: Any, root: type[BaseModel]) -> str:
     for prefix in ("Value error, ", "Assertion failed, "):
         if message.startswith(prefix):
             message = message[len(prefix) :]
-    if kind.endswith("_type") or kind.endswith("_parsing"):
+    if (kind.endswith("_type") or kind.endswith("_parsing")) and not secretish(loc):
         message += f" (got {_describe(err.get('input'))})"
     return message
+
+
+_SECRETISH = re.compile(r"secret|env|header|token|password|passwd|key|auth", re.IGNORECASE)
+
+
+def secretish(loc: Sequence[Any] | str) -> bool:
+    """Whether a field's location may hold a secret, so an error must not echo its value."""
+    text = loc if isinstance(loc, str) else ".".join(str(part) for part in loc)
+    return _SECRETISH.search(text) is not None
 
 
 def _describe(value: Any) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
@@ -21,7 +21,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..hooks import PluginError
-from ..manifest import ProcessSpec, spec_problems, spec_to_process_config, validation_issues
+from ..manifest import (
+    ProcessSpec,
+    secretish,
+    spec_problems,
+    spec_to_process_config,
+    validation_issues,
+)
 from ..process import (
     AgentProcess,
     InvalidEventError,
@@ -40,6 +46,8 @@ from ._views import dead_letter_view, process_detail, process_summary
 from ._webhooks import WebhookServer
 
 __all__ = ["DEFAULT_PORT", "OrchestrationAPI"]
+
+M = TypeVar("M", bound=BaseModel)
 
 logger = logging.getLogger("tether.api")
 
@@ -221,6 +229,14 @@ class OrchestrationAPI:
             )
         return data
 
+    async def _parsed(self, request: Request, model: type[M], *, optional: bool = False) -> M:
+        """The request's JSON body validated as ``model`` (422 naming each bad field)."""
+        data = await self._body(request, optional=optional)
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            raise _invalid(exc, model) from None
+
     # -- endpoints -------------------------------------------------------------------------
 
     async def _health(self, request: Request) -> Response:
@@ -337,11 +353,7 @@ class OrchestrationAPI:
 
     async def _redeliver(self, request: Request) -> Response:
         process = self._process(request)
-        data = await self._body(request, optional=True)
-        try:
-            body = Redeliver.model_validate(data)
-        except ValidationError as exc:
-            raise _invalid(exc, Redeliver) from None
+        body = await self._parsed(request, Redeliver, optional=True)
         count = await process.redeliver_dead_letters(body.event_ids)
         return JSONResponse({"name": process.name, "redelivered": count})
 
@@ -434,11 +446,29 @@ def _first(details: list[dict[str, Any]]) -> str:
     return first + (f" (and {len(details) - 1} more)" if len(details) > 1 else "")
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _invalid(exc: ValidationError, root: type[BaseModel], prefix: str = "") -> APIError:
+    """The 422 for ``exc``: each bad field by its path, with what was wrong and (for a single
+    value) the value it got."""
     details = []
     for issue in validation_issues(exc, root):
         path = f"{prefix}.{issue.path}" if prefix and issue.path else prefix or issue.path
         details.append({"path": path, "message": issue.message})
+    errors = exc.errors(include_url=False)
+    if len(details) == len(errors):
+        for detail, err in zip(details, errors, strict=True):
+            value = err.get("input")
+            if (
+                err["type"] not in ("extra_forbidden", "missing")
+                and "(got " not in detail["message"]
+                and not isinstance(value, dict | list)
+                and not secretish(detail["path"])  # never echo what may be a secret
+            ):
+                detail["message"] += f" (got {_shown(value)})"
     return APIError(422, "VALIDATION_ERROR", _first(details), details)
 
 

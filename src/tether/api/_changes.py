@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -115,11 +115,7 @@ class ConfigEndpoints:
 
     async def change(self, request: Request) -> Response:
         process = self.api._process(request)
-        data = await self.api._body(request)
-        try:
-            change = ConfigChange.model_validate(data)
-        except ValidationError as exc:
-            raise _invalid(exc, ConfigChange) from None
+        change = await self.api._parsed(request, ConfigChange)
         if change.rollback:
             return await self._rollback(process, change)
         self._check(process, change)
@@ -260,11 +256,7 @@ class ConfigEndpoints:
 
     async def rewind(self, request: Request) -> Response:
         process = self.api._process(request)
-        data = await self.api._body(request)
-        try:
-            body = RewindRequest.model_validate(data)
-        except ValidationError as exc:
-            raise _invalid(exc, RewindRequest) from None
+        body = await self.api._parsed(request, RewindRequest)
         try:
             await process.rewind(body.messages, timeout=body.timeout)
         except ProcessBusyError as exc:
@@ -296,29 +288,3 @@ def _answer(process: AgentProcess, changed: list[str]) -> dict[str, Any]:
         "changed": changed,
         "triggers": [trigger_view(i, t) for i, t in process.triggers],
     }
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _invalid(exc: ValidationError, root: type[BaseModel]) -> APIError:
-    """The API's 422 for ``exc``, each message also naming the value it got."""
-    from ._api import _first
-    from ._api import _invalid as invalid
-
-    error = invalid(exc, root)
-    details = error.details or []
-    errors = exc.errors(include_url=False)
-    if len(details) != len(errors):
-        return error
-    for detail, err in zip(details, errors, strict=True):
-        value = err.get("input")
-        if (
-            err["type"] not in ("extra_forbidden", "missing")
-            and "(got " not in detail["message"]
-            and not isinstance(value, dict | list)
-        ):
-            detail["message"] += f" (got {_shown(value)})"
-    return APIError(422, "VALIDATION_ERROR", _first(details), details)

@@ -11,7 +11,7 @@ import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -188,14 +188,9 @@ class HookEndpoints:
         )
 
     async def dry_run(self, request: Request) -> Response:
-        from ._api import _invalid
 
         process = self.api._process(request)
-        data = await self.api._body(request)
-        try:
-            body = DryRunRequest.model_validate(data)
-        except ValidationError as exc:
-            raise _invalid(exc, DryRunRequest) from None
+        body = await self.api._parsed(request, DryRunRequest)
         if body.event not in _EVENTS:
             message = f"unknown hook event {body.event!r}; valid events are: {', '.join(_EVENTS)}"
             raise APIError(
