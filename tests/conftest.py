@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tether import AgentRuntime
 
 #: Writes an executable Python script into the test's tmp_path and returns its absolute path.
 ScriptFactory = Callable[..., str]
@@ -24,3 +28,14 @@ def make_script(tmp_path: Path) -> ScriptFactory:
         return str(path)
 
     return make
+
+
+@pytest.fixture
+async def runtime() -> AsyncIterator[AgentRuntime]:
+    """A started AgentRuntime with a shared HookManager, stopped after the test."""
+    from tether import AgentRuntime, HookManager
+
+    runtime = AgentRuntime(hooks=HookManager())
+    await runtime.start_all()
+    yield runtime
+    await runtime.stop_all()

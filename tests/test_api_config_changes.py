@@ -25,14 +25,6 @@ DOCS: dict[str, Any] = {"name": "docs", "url": "https://mcp.example.com/docs"}
 STDIO: dict[str, Any] = {"name": "fs", "command": ["mcp-fs", "/srv"]}
 
 
-@pytest.fixture
-async def runtime() -> AsyncIterator[AgentRuntime]:
-    runtime = AgentRuntime()
-    await runtime.start_all()
-    yield runtime
-    await runtime.stop_all()
-
-
 async def serve(runtime: AgentRuntime, **options: Any) -> OrchestrationAPI:
     api = OrchestrationAPI(runtime, port=0, webhooks=False, **options)
     await api.start()

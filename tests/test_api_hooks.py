@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tether import AgentRuntime, HookBlocked, HookContext, HookEvent, HookManager, OrchestrationAPI
+from tether import AgentRuntime, HookBlocked, HookContext, HookEvent, OrchestrationAPI
 
 TOKEN = "t0ken-for-hook-tests"
 SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage support tickets."}
@@ -54,14 +54,6 @@ async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:
     while not condition():
         assert loop.time() < deadline, "gave up waiting"
         await asyncio.sleep(0.005)
-
-
-@pytest.fixture
-async def runtime() -> AsyncIterator[AgentRuntime]:
-    runtime = AgentRuntime(hooks=HookManager())
-    await runtime.start_all()
-    yield runtime
-    await runtime.stop_all()
 
 
 @pytest.fixture

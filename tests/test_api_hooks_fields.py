@@ -10,18 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tether import AgentRuntime, HookContext, HookEvent, HookManager, OrchestrationAPI, ShellHook
+from tether import AgentRuntime, HookContext, HookEvent, OrchestrationAPI, ShellHook
 
 SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage support tickets."}
 FAMILIES = "session, prompt, permission, subagent, context, trigger, config, task"
-
-
-@pytest.fixture
-async def runtime() -> AsyncIterator[AgentRuntime]:
-    runtime = AgentRuntime(hooks=HookManager())
-    await runtime.start_all()
-    yield runtime
-    await runtime.stop_all()
 
 
 @pytest.fixture

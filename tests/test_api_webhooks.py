@@ -37,14 +37,6 @@ async def until(condition: Any, timeout: float = 5.0) -> None:
 
 
 @pytest.fixture
-async def runtime() -> AsyncIterator[AgentRuntime]:
-    runtime = AgentRuntime()
-    await runtime.start_all()
-    yield runtime
-    await runtime.stop_all()
-
-
-@pytest.fixture
 async def webhooks(runtime: AgentRuntime) -> AsyncIterator[WebhookServer]:
     server = WebhookServer(runtime)
     await server.start()

@@ -51,14 +51,6 @@ def _debug_logs(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.fixture
-async def runtime() -> AsyncIterator[AgentRuntime]:
-    runtime = AgentRuntime(hooks=HookManager())
-    await runtime.start_all()
-    yield runtime
-    await runtime.stop_all()
-
-
-@pytest.fixture
 async def client(runtime: AgentRuntime) -> AsyncIterator[httpx.AsyncClient]:
     api = OrchestrationAPI(runtime, port=0, webhooks=False, allow_command_deploys=True)
     await api.start()
