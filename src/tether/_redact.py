@@ -31,13 +31,14 @@ class Redactor:
     """Replaces every occurrence of known secret values with ``[REDACTED:<name>]``.
 
     ``secrets`` are declared (name, value) pairs, redacted whatever their length. ``learned``,
-    when given, is asked at every use for more pairs known only at run time (the env values of
-    a process's command hooks); it must hand back the same tuple object while nothing changed,
-    so that the redactor rebuilds its table only when something did. Learned values shorter
-    than MIN_LEARNED_LENGTH are not redacted.
+    when given, answers more pairs known only at run time (the env values of a process's
+    command hooks); it must hand back the same tuple object while nothing changed. It is asked
+    at every use, or, when it has a ``version`` cell (a list whose item 0 changes whenever its
+    answer may), only when that changed. Learned values shorter than MIN_LEARNED_LENGTH are
+    not redacted.
     """
 
-    __slots__ = ("_declared", "_learned", "_pairs", "_seen")
+    __slots__ = ("_at", "_declared", "_learned", "_pairs", "_seen", "_version")
 
     def __init__(
         self,
@@ -47,20 +48,29 @@ class Redactor:
     ) -> None:
         self._declared: Pairs = [(value, f"[REDACTED:{name}]") for name, value in secrets if value]
         self._learned = learned
+        self._version: list[int] | None = getattr(learned, "version", None)
+        self._at = -1
         self._seen: tuple[tuple[str, str], ...] = ()
         self._pairs = _ordered(self._declared)
 
     def _current(self) -> Pairs:
         # Inlined in value(), which the process calls on every dispatch.
-        learned = self._learned
-        if learned is not None and (found := learned()) is not self._seen:
-            self._learn(found)
+        version = self._version
+        if version is None or version[0] != self._at:
+            self._refresh()
         return self._pairs
 
-    def _learn(self, found: tuple[tuple[str, str], ...]) -> None:
-        self._seen = found
-        more = [(v, f"[REDACTED:{n}]") for n, v in found if len(v) >= MIN_LEARNED_LENGTH]
-        self._pairs = _ordered(self._declared + more)
+    def _refresh(self) -> None:
+        learned = self._learned
+        if learned is None:
+            return
+        if self._version is not None:
+            self._at = self._version[0]
+        found = learned()
+        if found is not self._seen:
+            self._seen = found
+            more = [(v, f"[REDACTED:{n}]") for n, v in found if len(v) >= MIN_LEARNED_LENGTH]
+            self._pairs = _ordered(self._declared + more)
 
     def __bool__(self) -> bool:
         return bool(self._current())
@@ -70,20 +80,18 @@ class Redactor:
 
     def value(self, value: Any) -> Any:
         """A redacted copy of a JSON-like value (strings inside containers included)."""
-        learned = self._learned
-        if learned is not None and (found := learned()) is not self._seen:
-            self._learn(found)
+        version = self._version
+        if version is None or version[0] != self._at:
+            self._refresh()
         pairs = self._pairs
-        if not pairs:
-            return value
+        return _walk(value, pairs) if pairs else value
 
-        def walk(value: Any) -> Any:
-            if isinstance(value, str):
-                return _replace(value, pairs)
-            if isinstance(value, dict):
-                return {k: walk(v) for k, v in value.items()}
-            if isinstance(value, list | tuple):
-                return type(value)(walk(v) for v in value)
-            return value
 
-        return walk(value)
+def _walk(value: Any, pairs: Pairs) -> Any:
+    if isinstance(value, str):
+        return _replace(value, pairs)
+    if isinstance(value, dict):
+        return {k: _walk(v, pairs) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_walk(v, pairs) for v in value)
+    return value

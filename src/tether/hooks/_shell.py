@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ._context import HookContext
 from ._errors import CommandHookError, HookBlocked
+from ._hook import _bump
 from ._spawn import UNKNOWN_EXIT, run_program
 
 if TYPE_CHECKING:
@@ -63,9 +64,6 @@ SAFE_ENV_VARS: Final[frozenset[str]] = frozenset(
 MAX_OUTPUT_LIMIT: Final = 10 * 1024 * 1024
 STDERR_IN_MESSAGE: Final = 500
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-#: Bumped whenever a ShellHook hands a program a value ShellHook.secrets() did not list yet,
-#: so that a cache of those lists knows to look again.
-_handovers = [0]
 
 
 @dataclass(slots=True)
@@ -194,7 +192,7 @@ class ShellHook:
             value = env.get(name)
             if value and value not in handed:
                 handed[value] = name
-                _handovers[0] += 1
+                _bump()  # a value not listed yet: caches of secrets() look again
         env["TETHER_HOOK_EVENT"] = ctx.event.value
         env["TETHER_PROCESS"] = str(ctx.metadata.get("process_name") or ctx.process_id)
         return env
