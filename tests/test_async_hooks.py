@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,12 @@ from tether import (
     ProcessConfig,
     TriggerEvent,
 )
-from tether.hooks._background import QUEUE_SIZE, WORKERS, drain
+from tether.hooks._background import MANAGER_WORKERS, QUEUE_SIZE, WORKERS, drain
 from tether.hooks._history import HistoryRecorder
 from tether.models import ScriptedModel
 
 UPS = HookEvent.USER_PROMPT_SUBMIT
+TC = HookEvent.TASK_CREATED
 PROMPT_DATA = {"prompt": "hello", "event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
 CREATED = {"event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
 
@@ -157,18 +159,18 @@ async def test_each_async_hook_gets_its_own_copy_of_the_data() -> None:
     assert by_name["reads"].outcome == "passed"
 
 
-async def test_no_more_than_the_pools_workers_run_at_once() -> None:
+async def test_no_more_than_a_managers_share_of_the_workers_run_its_hooks_at_once() -> None:
     slow = Gated()
     manager = HookManager()
-    manager.register(HookEvent.TASK_CREATED, slow, mode="async")
+    manager.register(TC, slow, mode="async")
     for _ in range(WORKERS * 3):
-        await manager.dispatch(HookEvent.TASK_CREATED, CREATED)
-    await eventually(lambda: slow.active == WORKERS, what="a full pool")
+        await manager.dispatch(TC, CREATED)
+    await eventually(lambda: slow.active == MANAGER_WORKERS, what="a full share")
     await asyncio.sleep(0.02)
-    assert (slow.peak, slow.started) == (WORKERS, WORKERS)
+    assert (slow.peak, slow.started) == (MANAGER_WORKERS, MANAGER_WORKERS)
     slow.gate.set()
     assert await drain(5)
-    assert (slow.finished, slow.peak) == (WORKERS * 3, WORKERS)
+    assert (slow.finished, slow.peak) == (WORKERS * 3, MANAGER_WORKERS)
 
 
 async def test_async_hooks_run_for_an_event_the_chain_blocked_so_audits_see_refusals() -> None:
@@ -388,13 +390,13 @@ async def test_stop_cancels_async_hooks_still_running_at_the_deadline_and_drops_
     process = scripted(stop_timeout=0.1)
     process.hooks.register(HookEvent.TASK_CREATED, stuck, mode="async", name="stuck")
     await process.start()
-    for _ in range(WORKERS + 2):
+    for _ in range(MANAGER_WORKERS + 2):
         await process.inject(ticket())
-    await eventually(lambda: stuck.active == WORKERS, what="a busy pool")
+    await eventually(lambda: stuck.active == MANAGER_WORKERS, what="a busy share of the pool")
     await process.stop()
-    assert (stuck.cancelled, stuck.active) == (WORKERS, 0)
+    assert (stuck.cancelled, stuck.active) == (MANAGER_WORKERS, 0)
     runs = process.hook_runs(hook="stuck")
-    assert sorted(r.outcome for r in runs) == ["dropped"] * 2 + ["timed_out"] * WORKERS
+    assert sorted(r.outcome for r in runs) == ["dropped"] * 2 + ["timed_out"] * MANAGER_WORKERS
     for run in process.hook_runs(outcome="timed_out"):
         assert run.error is not None
         assert "drain deadline" in run.error
@@ -430,3 +432,129 @@ async def test_drain_of_one_manager_leaves_other_managers_jobs_alone() -> None:
     second.gate.set()
     assert await drain(5, b)
     assert second.finished == 1
+
+
+# -- one process's async hooks do not starve another's ------------------------------------------
+
+
+class Turns:
+    """Async hooks that note, by label, the order they start in; each waits to be released."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.held: dict[str, list[asyncio.Event]] = {}
+
+    def hook(self, label: str) -> Callable[[HookContext], Awaitable[None]]:
+        async def waits(ctx: HookContext) -> None:
+            held = asyncio.Event()
+            self.held.setdefault(label, []).append(held)
+            self.started.append(label)
+            await held.wait()
+
+        return waits
+
+    def release(self, label: str) -> None:
+        self.held[label].pop(0).set()
+
+    def release_all(self) -> None:
+        for held in self.held.values():
+            for event in held:
+                event.set()
+
+
+async def test_a_process_flooding_its_async_hook_queue_gets_no_other_process_hooks_dropped() -> (
+    None
+):
+    """Regression: every process shared one queue and every worker, so one whose async hooks
+    hung or came in a flood filled them and another process's async hooks were dropped."""
+    flood, audit = Gated(), Gated()
+    noisy, quiet = HookManager(), HookManager()
+    noisy.register(TC, flood, mode="async", name="flood")
+    quiet.register(TC, audit, mode="async", name="audit")
+    noisy.recorder = noisy_history = HistoryRecorder("noisy", size=QUEUE_SIZE + 100)
+    quiet.recorder = quiet_history = HistoryRecorder("quiet")
+    extra = 3
+    # No dispatch suspends (the chains are async only): no worker starts before both are queued.
+    for n in range(QUEUE_SIZE + extra):
+        await noisy.dispatch(TC, {**CREATED, "event_id": f"e{n}"}, process_id="noisy")
+    for _ in range(3):
+        await quiet.dispatch(TC, CREATED, process_id="quiet")
+    await eventually(lambda: audit.active == 3, what="the quiet process's hooks to run")
+    assert (flood.active, flood.finished) == (MANAGER_WORKERS, 0)  # the flood still hangs
+    audit.gate.set()
+    assert await drain(5, quiet)
+    assert [r.outcome for r in quiet_history.runs()] == ["passed"] * 3
+    dropped = noisy_history.runs(outcome="dropped")
+    assert len(dropped) == extra
+    assert {r.error for r in dropped} == {
+        f"async hook queue of process 'noisy' full ({QUEUE_SIZE} jobs)"
+    }
+    flood.gate.set()
+    assert await drain(30, noisy)
+    assert flood.finished == QUEUE_SIZE
+
+
+async def test_draining_a_flooding_manager_leaves_another_ones_running_and_queued_hooks() -> None:
+    flood, audit = Gated(), Gated()
+    noisy, quiet = HookManager(), HookManager()
+    noisy.register(TC, flood, mode="async", name="flood")
+    quiet.register(TC, audit, mode="async", name="audit")
+    noisy.recorder = noisy_history = HistoryRecorder("noisy")
+    for _ in range(MANAGER_WORKERS * 2):
+        await noisy.dispatch(TC, CREATED)
+    for _ in range(MANAGER_WORKERS + 2):  # two wait for a worker of the quiet manager's share
+        await quiet.dispatch(TC, CREATED)
+    await eventually(
+        lambda: flood.active == audit.active == MANAGER_WORKERS, what="both shares busy"
+    )
+    assert await drain(0.05, noisy) is False
+    assert (flood.cancelled, audit.cancelled, audit.active) == (MANAGER_WORKERS, 0, MANAGER_WORKERS)
+    runs = noisy_history.runs()
+    assert sorted(r.outcome for r in runs) == (
+        ["dropped"] * MANAGER_WORKERS + ["timed_out"] * MANAGER_WORKERS
+    )
+    for run in runs:
+        assert run.error is not None
+        assert "0.05s drain deadline" in run.error
+    audit.gate.set()
+    assert await drain(5, quiet)
+    assert audit.finished == MANAGER_WORKERS + 2
+
+
+async def test_free_workers_take_the_managers_with_waiting_hooks_in_turn() -> None:
+    turns = Turns()
+    holders = [HookManager() for _ in range(WORKERS // MANAGER_WORKERS)]
+    for holder in holders:
+        holder.register(TC, turns.hook("hold"), mode="async")
+        for _ in range(MANAGER_WORKERS):
+            await holder.dispatch(TC, CREATED)
+    await eventually(lambda: len(turns.started) == WORKERS, what="a full pool")
+    waiting = {label: HookManager() for label in "abc"}
+    for label, manager in waiting.items():  # all of a's jobs first, then b's, then c's
+        manager.register(TC, turns.hook(label), mode="async")
+        for _ in range(2):
+            await manager.dispatch(TC, CREATED)
+    for freed in range(1, 7):  # one worker at a time
+        turns.release("hold")
+        started = WORKERS + freed
+        await eventually(lambda n=started: len(turns.started) == n, what="the next job")
+    assert turns.started[WORKERS:] == ["a", "b", "c", "a", "b", "c"]
+    turns.release_all()
+    assert await drain(5)
+
+
+async def test_the_pool_runs_at_most_its_workers_and_each_manager_at_most_its_share() -> None:
+    gated = [Gated() for _ in range(WORKERS // MANAGER_WORKERS + 1)]
+    managers = [HookManager() for _ in gated]
+    for manager, slow in zip(managers, gated, strict=True):
+        manager.register(TC, slow, mode="async")
+        for _ in range(MANAGER_WORKERS * 2):
+            await manager.dispatch(TC, CREATED)
+    await eventually(lambda: sum(g.active for g in gated) == WORKERS, what="a full pool")
+    await asyncio.sleep(0.02)
+    assert sum(g.started for g in gated) == WORKERS
+    assert all(0 < g.peak <= MANAGER_WORKERS for g in gated)
+    for slow in gated:
+        slow.gate.set()
+    assert await drain(5)
+    assert [g.finished for g in gated] == [MANAGER_WORKERS * 2] * len(gated)

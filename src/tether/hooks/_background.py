@@ -4,10 +4,15 @@ Invariants kept here:
 
 * A job is admitted when its dispatch ends: a matcher that does not match records ``skipped``
   and takes no queue slot; a ``once`` hook is used up when it is queued, so it runs at most once.
+* Each manager (one process) has its own bounded queue and may run at most MANAGER_WORKERS of
+  the pool's WORKERS jobs at once; a free worker takes the next job of the managers with jobs
+  waiting in turn, so one process whose async hooks are slow or numerous neither fills another's
+  queue nor holds every worker while another's jobs wait.
 * Each job runs in its own task, so a drain can cancel the jobs of one manager (one process)
   without touching the others that share the loop's pool.
-* Every admitted job ends in exactly one record: its outcome, ``dropped`` (queue full, or still
-  queued at a drain deadline) or ``timed_out`` (cancelled at a drain deadline).
+* Every admitted job ends in exactly one record: its outcome, ``dropped`` (its manager's queue
+  full, or still queued at a drain deadline; the record's error says which) or ``timed_out``
+  (cancelled at a drain deadline).
 """
 
 from __future__ import annotations
@@ -34,57 +39,99 @@ __all__ = ["BackgroundPool", "drain", "submit"]
 
 logger = logging.getLogger("tether.hooks")
 
-#: Jobs waiting for a worker (running ones do not count); one more is recorded ``dropped``.
+#: Jobs one manager (one process) may have waiting for a worker (its running ones do not count);
+#: one more is recorded ``dropped``. The bound is per manager, so a flood fills only the queue of
+#: the process it comes from; the jobs waiting on a loop are at most this times its managers.
 QUEUE_SIZE: Final = 1000
-WORKERS: Final = 4
+#: Jobs running at once on one event loop's pool, across every manager.
+WORKERS: Final = 8
+#: Jobs of one manager running at once: half the pool, so a process whose async hooks all hang
+#: leaves the other half to the rest (two such processes can still fill it).
+MANAGER_WORKERS: Final = 4
 #: Seconds a drain waits, past its deadline, for the hooks it cancelled to wind down.
 CANCEL_GRACE: Final = 1.0
 
 
 class BackgroundPool:
-    """One per event loop: a bounded queue served by at most WORKERS tasks.
+    """One per event loop: a bounded queue per manager, served by at most WORKERS tasks.
 
-    Workers are started on demand and exit when the queue is empty, so no task outlives its work.
+    Workers are started on demand and exit when no waiting job may start (none is queued, or
+    every manager with jobs queued already runs MANAGER_WORKERS), so no task outlives its work.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.jobs: deque[Job] = deque()
+        #: The waiting jobs of each manager that has some; the order of the keys is the order
+        #: in which the managers get their next turn (a manager served goes to the back).
+        self.queues: dict[HookManager, deque[Job]] = {}
+        #: How many jobs each manager runs now (a manager running none has no key).
+        self.active: dict[HookManager, int] = {}
         self.workers: set[asyncio.Task[None]] = set()
         self.running: dict[asyncio.Task[None], Job] = {}
         self._waiters: list[tuple[HookManager | None, asyncio.Future[None]]] = []
 
     def put(self, job: Job) -> bool:
-        """Queue a job; False when the queue is full."""
-        if len(self.jobs) >= QUEUE_SIZE:
+        """Queue a job; False when its manager's queue is full."""
+        manager = job[0]
+        waiting = self.queues.get(manager)
+        if waiting is None:
+            waiting = self.queues[manager] = deque()
+        elif len(waiting) >= QUEUE_SIZE:
             return False
-        self.jobs.append(job)
+        waiting.append(job)
+        # A worker that finds nothing it may start exits; every worker still in the set takes
+        # another look once its job ends, so a job queued now is never left without one.
         if len(self.workers) < WORKERS:
-            task = self.loop.create_task(self._work())
-            self.workers.add(task)
-            task.add_done_callback(self.workers.discard)
+            self.workers.add(self.loop.create_task(self._work()))
         return True
 
     def busy(self, manager: HookManager | None = None) -> bool:
         """Whether jobs (of ``manager``'s dispatches, or any) are queued or running."""
         if manager is None:
-            return bool(self.jobs or self.running)
-        return any(job[0] is manager for job in self.jobs) or any(
-            job[0] is manager for job in self.running.values()
-        )
+            return bool(self.queues or self.running)
+        return manager in self.queues or manager in self.active
+
+    def _next(self) -> Job | None:
+        """The next job to start: the first manager in turn that is under its share runs its
+        oldest waiting job and goes to the back of the line."""
+        for manager in self.queues:
+            if self.active.get(manager, 0) < MANAGER_WORKERS:
+                break
+        else:
+            return None
+        waiting = self.queues.pop(manager)
+        job = waiting.popleft()
+        if waiting:
+            self.queues[manager] = waiting
+        self.active[manager] = self.active.get(manager, 0) + 1
+        return job
+
+    def _ended(self, manager: HookManager) -> None:
+        count = self.active[manager] - 1
+        if count:
+            self.active[manager] = count
+        else:
+            del self.active[manager]
 
     async def _work(self) -> None:
-        while self.jobs:
-            job = self.jobs.popleft()
-            task = self.loop.create_task(_run_one(*job))
-            self.running[task] = job
-            try:
-                await asyncio.wait((task,))
-            finally:
-                if not task.done():  # the worker itself was cancelled (loop shutdown)
-                    task.cancel()
-                del self.running[task]
-                self._settled()
+        me = asyncio.current_task()
+        assert me is not None
+        try:
+            while (job := self._next()) is not None:
+                task = self.loop.create_task(_run_one(*job))
+                self.running[task] = job
+                try:
+                    await asyncio.wait((task,))
+                finally:
+                    if not task.done():  # the worker itself was cancelled (loop shutdown)
+                        task.cancel()
+                    del self.running[task]
+                    self._ended(job[0])
+                    self._settled()
+        finally:
+            # Now, not in a done callback: a put made before that callback ran would count a
+            # worker that no longer looks at the queues.
+            self.workers.discard(me)
 
     def _settled(self) -> None:
         if not self._waiters:
@@ -95,20 +142,16 @@ class BackgroundPool:
 
     def abandon(self, manager: HookManager | None, deadline: float) -> list[asyncio.Task[None]]:
         """Drop the queued jobs (of ``manager``, or all) and cancel the running ones (returned)."""
-        keep: deque[Job] = deque()
-        for job in self.jobs:
-            if manager is None or job[0] is manager:
-                owner, hook, ctx, depth, recorder, dispatch_id = job
+        owners = list(self.queues) if manager is None else [manager]
+        for owner in owners:
+            for job in self.queues.pop(owner, ()):
+                hook = job[1]
                 logger.warning(
                     "async hook %s not started within the %gs drain deadline; dropped",
                     hook.name,
                     deadline,
                 )
-                if recorder is not None:
-                    recorder.dropped(owner, hook, ctx, depth, dispatch_id)
-            else:
-                keep.append(job)
-        self.jobs = keep
+                _record_dropped(job, f"not started within the {deadline:g}s drain deadline")
         cancelled = []
         for task, job in list(self.running.items()):
             if manager is None or job[0] is manager:
@@ -119,6 +162,7 @@ class BackgroundPool:
                 )
                 task.cancel(f"still running at the {deadline:g}s drain deadline")
                 cancelled.append(task)
+        self._settled()  # a drain of everything may have waited only for the jobs dropped here
         return cancelled
 
 
@@ -239,11 +283,25 @@ def submit(
     for hook in hooks:
         if not _admitted(manager, hook, ctx, depth, recorder, dispatch_id, use_once=True):
             continue
-        own = _own_context(ctx)
-        if not pool.put((manager, hook, own, depth, recorder, dispatch_id)):
-            logger.warning("async hook queue full; %s dropped for %s", hook.name, ctx.event.value)
-            if recorder is not None:
-                recorder.dropped(manager, hook, own, depth, dispatch_id)
+        job = (manager, hook, _own_context(ctx), depth, recorder, dispatch_id)
+        if not pool.put(job):
+            whose = f"process {ctx.process_id!r}" if ctx.process_id else "its hook manager"
+            logger.warning(
+                "async hook queue of %s full; %s dropped for %s", whose, hook.name, ctx.event.value
+            )
+            _record_dropped(job, f"async hook queue of {whose} full ({QUEUE_SIZE} jobs)")
+
+
+def _record_dropped(job: Job, why: str) -> None:
+    """Record a job that never started as ``dropped``, with ``why`` as its error."""
+    from ._errors import HookError
+
+    manager, hook, ctx, depth, recorder, dispatch_id = job
+    if recorder is not None:
+        started = time.perf_counter()
+        recorder.ran(
+            manager, hook, ctx, depth, "dropped", started, HookError(why), ctx.data, dispatch_id
+        )
 
 
 async def drain(timeout: float, manager: HookManager | None = None) -> bool:
