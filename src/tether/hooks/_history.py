@@ -128,9 +128,10 @@ class HistoryRecorder:
             )
         )
 
-    def _mark(
-        self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, outcome: str, d: str
+    def skipped(
+        self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
     ) -> None:
+        """A background hook whose matcher did not match (it took no queue slot)."""
         self._add(
             (
                 "r",
@@ -138,26 +139,16 @@ class HistoryRecorder:
                 manager,
                 hook,
                 ctx.event,
-                outcome,
+                "skipped",
                 0.0,
                 None,
                 False,
-                d,
+                dispatch_id,
                 depth,
                 None,
                 None,
             )
         )
-
-    def skipped(
-        self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
-    ) -> None:
-        self._mark(manager, hook, ctx, depth, "skipped", dispatch_id)
-
-    def dropped(
-        self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
-    ) -> None:
-        self._mark(manager, hook, ctx, depth, "dropped", dispatch_id)
 
     # -- building records (off the hot path) ----------------------------------------------------
 

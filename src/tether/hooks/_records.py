@@ -72,13 +72,9 @@ class RunRecorder(Protocol):
     trace: bool
 
     #: Records one dispatch's raw entry: ``("d", t0, manager, event, dispatch number, depth,
-    #: hooks, marks, (first prompt, first snapshot))``; see HookManager.dispatch for marks.
+    #: hooks, marks, first snapshot or None)``; see HookManager.dispatch for marks.
     add: Callable[[tuple[Any, ...]], None]
 
     def skipped(
-        self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
-    ) -> None: ...
-
-    def dropped(
         self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
     ) -> None: ...
