@@ -27,6 +27,9 @@ bench: $(STAMP)
 	$(PY) bench/dispatch.py
 	$(PY) bench/shell.py
 	$(PY) bench/import_time.py
+	$(PY) bench/history.py
+	$(PY) bench/process.py
+	$(PY) bench/extension_points.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage
