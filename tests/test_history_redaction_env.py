@@ -24,6 +24,7 @@ from tether import (
     AgentProcess,
     AgentRuntime,
     HookConfig,
+    HookContext,
     HookEvent,
     HookManager,
     OrchestrationAPI,
@@ -234,7 +235,7 @@ async def test_a_value_stays_redacted_after_its_hook_is_removed(
     """Runs are built from the ring when read, and written to SQLite in later batches: the
     value a removed hook was given must still be known then."""
     process = AgentProcess("vault", config(tmp_path))
-    shell = ShellHook(make_script(PRINTS_TOKEN), env={"TOKEN": CANARY})
+    shell = ShellHook(make_script(PRINTS_TOKEN), env={"TOKEN": SecretStr(CANARY)})
     hook_id = process.hooks.register(UPS, shell.callback)
     async with process:
         await process.inject(ticket())
@@ -251,3 +252,46 @@ def test_short_learned_values_are_not_redacted_but_short_declared_ones_are() -> 
     learned = (("DEBUG", "1"), ("MODE", "a" * (MIN_LEARNED_LENGTH - 1)), ("T", CANARY))
     redactor = Redactor([("K", "ab")], learned=lambda: learned)
     assert redactor.text(f"exit 1 aaa ab {CANARY}") == "exit 1 aaa [REDACTED:K] [REDACTED:T]"
+
+
+async def test_a_hooks_env_value_never_rewrites_what_reaches_hooks_and_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: every env value a command hook was given was redacted from event data, so
+    a prompt mentioning "json" reached the hooks and the model as "[REDACTED:FORMAT]"."""
+    monkeypatch.setenv("SOME_VAR", "json")
+    seen: list[str] = []
+
+    async def rules(ctx: HookContext) -> None:
+        seen.append(ctx.data["prompt"])
+        ctx.data["prompt"] += "\nAnswer in one sentence."
+
+    model = ScriptedModel(reply="ok")
+    hooks = [
+        HookConfig(event="task_completed", command=["true"], env={"FORMAT": "${SOME_VAR}"}),
+        HookConfig(event="task_completed", command=["true"], env={"STYLE": "plain-prose"}),
+        HookConfig(event="user_prompt_submit", callback=rules),
+    ]
+    process = AgentProcess("fmt", ProcessConfig(model=model, hooks=hooks))
+    async with process:
+        for _ in range(2):  # the second run comes after the hooks were handed their values
+            await process.inject(ticket("reply in json, as plain-prose"))
+            await eventually(lambda: process.history.runs(event="task_completed"), what="a run")
+        await eventually(lambda: len(seen) == 2, what="two prompts")
+    assert all("reply in json, as plain-prose" in prompt for prompt in seen)
+    sent = [str(r["messages"][-1]["content"]) for r in model.requests]
+    assert len(sent) == 2
+    for text in sent:
+        assert "reply in json, as plain-prose" in text
+        assert text.endswith("\nAnswer in one sentence.")
+        assert "REDACTED" not in text
+
+
+def test_only_secret_env_values_are_learned() -> None:
+    """A literal env value is configuration in the open; a SecretStr, a ${VAR} reference and a
+    passed-through variable may be credentials."""
+    shell = ShellHook(
+        ["true"],
+        env={"FORMAT": "json-lines", "TOKEN": SecretStr(CANARY), "HOME_DIR": "${PATH}"},
+    )
+    assert {name for name, _ in shell.secrets()} == {"TOKEN", "HOME_DIR"}

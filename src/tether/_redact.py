@@ -38,7 +38,7 @@ class Redactor:
     not redacted.
     """
 
-    __slots__ = ("_at", "_declared", "_learned", "_pairs", "_seen", "_version")
+    __slots__ = ("_at", "_declared", "_learned", "_pairs", "_seen", "_version", "declared")
 
     def __init__(
         self,
@@ -46,12 +46,17 @@ class Redactor:
         *,
         learned: Callable[[], tuple[tuple[str, str], ...]] | None = None,
     ) -> None:
+        secrets = list(secrets)
         self._declared: Pairs = [(value, f"[REDACTED:{name}]") for name, value in secrets if value]
         self._learned = learned
         self._version: list[int] | None = getattr(learned, "version", None)
         self._at = -1
         self._seen: tuple[tuple[str, str], ...] = ()
         self._pairs = _ordered(self._declared)
+        #: Redacts the declared secrets only: for what flows back into a run (event data, the
+        #: prompt hooks may rewrite, the journal an event is replayed from), which learned
+        #: values must not rewrite. Records, logs and API answers use this redactor itself.
+        self.declared: Redactor = self if learned is None else Redactor(secrets)
 
     def _current(self) -> Pairs:
         # Inlined in value(), which the process calls on every dispatch.

@@ -228,7 +228,8 @@ class AgentLoop:
             return f"error: tool {call.name} timed out after {self.tool_timeout:g}s", 1, 0
         except Exception as exc:
             logger.info("tool %s raised %s", call.name, self.redactor.text(repr(exc)))
-            return f"error: {type(exc).__name__}: {self.redactor.text(str(exc))}", 1, 0
+            # What the model reads: declared secrets only (learned values are for records).
+            return f"error: {type(exc).__name__}: {self.redactor.declared.text(str(exc))}", 1, 0
         return _result_text(value), 1, 0
 
     async def _approve(

@@ -188,7 +188,7 @@ class ShellHook:
         for name, raw in (self.env or {}).items():
             env[name] = resolve_refs(_secret_value(raw), host, f"env {name}")
         handed = self._handed
-        for name in (*self._passed_secrets(), *(self.env or ())):
+        for name in (*self._passed_secrets(), *self._secret_env()):
             value = env.get(name)
             if value and value not in handed:
                 handed[value] = name
@@ -198,20 +198,22 @@ class ShellHook:
         return env
 
     def secrets(self) -> list[tuple[str, str]]:
-        """(variable, value) of each value this hook gives its program beyond the safe host
-        variables, for a redactor.
+        """(variable, value) of each value this hook gives its program that may be a
+        credential, for a redactor of what is recorded and logged.
 
-        Any of them may be a credential the program prints, so every one counts, whatever its
-        form: each ``env`` value (a SecretStr or a plain string, ``${VAR}`` resolved against
-        the host environment now; one that cannot be resolved is skipped), each
-        ``env_passthrough`` variable that is set, and every such value a run already handed
-        over (the host environment may have changed since).
+        Those are: each ``env`` value given as a SecretStr or through a ``${VAR}`` reference
+        (resolved against the host environment now; one that cannot be resolved is skipped),
+        each ``env_passthrough`` variable that is set, and every such value a run already
+        handed over (the host environment may have changed since). A plain literal ``env``
+        value is configuration written out in the open (``OUTPUT_FORMAT: json``), not a
+        secret: redacting it would rewrite every record that mentions the word.
         """
         host = os.environ
         found = [(name, host[name]) for name in self._passed_secrets() if host.get(name)]
-        for name, raw in (self.env or {}).items():
+        env = self.env or {}
+        for name in self._secret_env():
             try:
-                value = resolve_refs(_secret_value(raw), host, "")
+                value = resolve_refs(_secret_value(env[name]), host, "")
             except CommandHookError:
                 continue
             if value:
@@ -219,6 +221,14 @@ class ShellHook:
         known = {value for _, value in found}
         found += [(name, value) for value, name in self._handed.items() if value not in known]
         return found
+
+    def _secret_env(self) -> list[str]:
+        """The ``env`` variables given as a SecretStr or through a ``${VAR}`` reference."""
+        return [
+            name
+            for name, raw in (self.env or {}).items()
+            if not isinstance(raw, str) or _REF.search(raw) is not None
+        ]
 
     def _passed_secrets(self) -> list[str]:
         """The env_passthrough variables a program would not get anyway (SAFE_ENV_VARS)."""

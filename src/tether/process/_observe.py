@@ -72,7 +72,7 @@ class HookObservability:
         try:
             result = await self.hooks.dispatch(
                 event,
-                self.redactor.value(data) if self.redactor else data,
+                self.redactor.declared.value(data),
                 process_id=self.name,
                 metadata={
                     "process_name": self.name,

@@ -187,7 +187,7 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
         The dispatching task is noted so that a hook awaiting this process's stop() (which
         would wait on itself) gets a clear error instead of a deadlock.
         """
-        data = self.redactor.value(data)
+        data = self.redactor.declared.value(data)
         task = asyncio.current_task()
         if task is None or task in self._busy:  # a worker: _busy already marks it
             return await self.hooks.dispatch(
@@ -208,7 +208,7 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
 
         A plain function handing back the dispatch to await: one coroutine less per event.
         """
-        data = self.redactor.value(data)
+        data = self.redactor.declared.value(data)
         return self.hooks.dispatch(event, data, process_id=self.name, metadata=self._metadata)
 
     def _guard_self_await(self, what: str) -> None:
@@ -491,7 +491,8 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
         )
         logger.info("event %s dead-lettered: %s (%s)", event.event_id, reason, error)
         if self._journal is not None:
-            self._journal.dead(self.redactor.value(event.to_dict()), attempts, reason, error)
+            payload = self.redactor.declared.value(event.to_dict())  # replayed: see Redactor
+            self._journal.dead(payload, attempts, reason, error)
 
     async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
         """Inject dead-lettered events again (all, or those named); return how many."""
@@ -590,7 +591,7 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
             if self.hooks.implemented("prompt.render")  # a coroutine only when one may render
             else render_prompt(event)
         )
-        shown = self.redactor.text(prompt)
+        shown = self.redactor.declared.text(prompt)
         gate = await self._emit_worker(
             HookEvent.USER_PROMPT_SUBMIT,
             {
@@ -701,7 +702,7 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
             handle = asyncio.get_running_loop().call_later(delay, self._retry, event.event_id)
             self._retries[event.event_id] = (handle, event, attempt)
             if self._journal is not None:
-                self._journal.queued(self.redactor.value(event.to_dict()), attempt)
+                self._journal.queued(self.redactor.declared.value(event.to_dict()), attempt)
             await self._complete(event, "retrying", duration, error, worker=True)
         else:
             self._dead(event, "process failed", error, attempt)
