@@ -294,3 +294,20 @@ async def test_a_dry_run_of_an_unknown_event_names_the_valid_ones(model: Scripte
     process = process_with(model)
     with pytest.raises(ValueError, match="user_prompt_submit"):
         await process.dry_run("prompt_submitted", {})
+
+
+async def test_ctx_dry_run_comes_from_the_dispatch_and_outlives_a_metadata_rewrite() -> None:
+    manager = HookManager()
+    seen: list[bool] = []
+
+    async def wipes(ctx: HookContext) -> None:
+        ctx.metadata.clear()
+
+    async def looks(ctx: HookContext) -> None:
+        seen.append(ctx.dry_run)
+
+    manager.register("user_prompt_submit", wipes, priority=2)
+    manager.register("user_prompt_submit", looks, priority=1)
+    await manager.dispatch("user_prompt_submit", {"prompt": "hi"}, dry_run=True)
+    await manager.dispatch("user_prompt_submit", {"prompt": "hi"})
+    assert seen == [True, False]

@@ -19,6 +19,7 @@ from tether import (
     AgentProcess,
     AgentRuntime,
     HookConfig,
+    HookContext,
     HookEvent,
     OrchestrationAPI,
     Plugin,
@@ -349,3 +350,30 @@ async def test_a_dry_run_over_http_asks_the_model_nothing_and_leaves_the_artifac
     assert files(folder) == [path.name]
     assert runs_of(answer, DEBRIEF_HOOK) == [("passed", None)]
     assert [n["artifact"] for n in answer["withheld"]] == [path.name]
+
+
+class Auditing(Plugin):
+    name = "auditing"
+
+    async def on_task_completed(self, ctx: PluginContext) -> None:
+        ctx.emit_artifact({"seen": ctx.data.get("event_id")})
+        ctx.warn("audited")
+
+
+async def test_a_hook_rebuilding_the_metadata_cannot_turn_a_dry_run_into_a_real_one(
+    tmp_path: Path,
+) -> None:
+    """Regression: a plugin read the dry run from ``ctx.metadata``, which an earlier hook of
+    the chain may replace; the plugin then wrote its artifact and kept its warning."""
+
+    async def relabel(ctx: HookContext) -> None:
+        ctx.metadata = {"process_name": ctx.metadata["process_name"]}
+
+    process = AgentProcess(
+        "t", ProcessConfig(model="scripted", plugins=[Auditing()], artifacts_dir=str(tmp_path))
+    )
+    process.hooks.register(HookEvent.TASK_COMPLETED, relabel, priority=100)
+    answer = await process.dry_run("task_completed", SAMPLE)
+    assert [note["action"] for note in answer["withheld"]] == ["emit_artifact", "warn"]
+    assert process.plugins.artifacts.list("sample-1") == []
+    assert process.plugins.warnings == {}

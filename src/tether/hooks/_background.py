@@ -227,7 +227,9 @@ async def _run_one(
 
 
 def _own_context(ctx: HookContext) -> HookContext:
-    return HookContext(ctx.event, ctx.process_id, copy_payload(ctx.data), dict(ctx.metadata))
+    own = HookContext(ctx.event, ctx.process_id, copy_payload(ctx.data), dict(ctx.metadata))
+    own._dry_run = ctx._dry_run
+    return own
 
 
 def _admitted(

@@ -22,7 +22,7 @@ class HookContext:
     dict, so a later hook sees what an earlier one changed; the caller's dict is never touched.
     """
 
-    __slots__ = ("_epoch", "_timestamp", "data", "event", "metadata", "process_id")
+    __slots__ = ("_dry_run", "_epoch", "_timestamp", "data", "event", "metadata", "process_id")
 
     def __init__(
         self,
@@ -39,6 +39,14 @@ class HookContext:
         # The clock is read now; the datetime is built only if a hook asks for it (hot path).
         self._timestamp = timestamp
         self._epoch = time.time() if timestamp is None else 0.0
+        self._dry_run = False
+
+    @property
+    def dry_run(self) -> bool:
+        """True when this dispatch is a dry run (HookManager.dispatch(dry_run=True)): act on
+        nothing outside the data. Read-only, unlike ``metadata[DRY_RUN_KEY]`` (which says the
+        same to command hooks, in their envelope), so no hook can turn it off for later ones."""
+        return self._dry_run
 
     @property
     def timestamp(self) -> datetime:

@@ -548,6 +548,7 @@ class HookManager(ExtensionPoints):
             ctx.data = payload
             ctx.metadata = dict(metadata) if metadata else {}
             ctx._timestamp = None
+            ctx._dry_run = dry_run
             # Runs are dated and timed on the wall clock, as tracing systems do: the context's
             # own timestamp is the start, so recording adds one clock reading per hook only.
             ctx._epoch = t0 = _now()
@@ -556,8 +557,9 @@ class HookManager(ExtensionPoints):
             t0 = _now()
             if marks is not None and type(ctx.data) is not _Tracked:  # a data dict of its own
                 ctx.data = track(ctx.data, marks)
-        if dry_run:  # hooks can tell, whatever the caller passed
+        if dry_run:  # hooks can tell (ctx.dry_run; command hooks: the metadata key)
             ctx.metadata[DRY_RUN_KEY] = True
+            ctx._dry_run = True
         if marks is None:
             depth = 0
             dispatch_id = 0

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
-from ._context import DRY_RUN_KEY, HookContext
+from ._context import HookContext
 from ._errors import HookBlocked
 from ._events import HookEvent
 from ._hook import _check_timeout, _key
@@ -142,6 +142,7 @@ class PluginContext(HookContext):
 
     def __init__(self, base: HookContext, plugin: Plugin, host: PluginHost | None) -> None:
         super().__init__(base.event, base.process_id, base.data, base.metadata, base.timestamp)
+        self._dry_run = base._dry_run
         self._plugin = plugin
         self._host = host
         self.converse_calls: list[dict[str, Any]] = []
@@ -149,11 +150,6 @@ class PluginContext(HookContext):
     @property
     def plugin_name(self) -> str:
         return self._plugin.name
-
-    @property
-    def dry_run(self) -> bool:
-        """True when this dispatch is a dry run: nothing this context offers has an effect."""
-        return self.metadata.get(DRY_RUN_KEY) is True
 
     @property
     def model(self) -> str | None:

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..hooks import HookContext
-from ..hooks._context import DRY_RUN_KEY
 from ..hooks._plugin import Plugin, PluginContext, PluginError, register_plugin, resolve_plugin
 from ..store import ArtifactStore, check_artifact_path, open_artifacts
 from ._observe import withhold
@@ -30,7 +29,7 @@ def _task_id(ctx: HookContext, process: AgentProcess) -> str:
 
 
 def _dry_run(ctx: HookContext) -> bool:
-    return ctx.metadata.get(DRY_RUN_KEY) is True
+    return ctx.dry_run
 
 
 def _hook_name(plugin: str, ctx: HookContext) -> str:
