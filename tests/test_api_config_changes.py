@@ -181,6 +181,7 @@ async def test_a_bad_value_answers_an_error_naming_the_field_and_changes_nothing
     got = error_of(await patch(client, body))
     assert got[:2] == (status, "VALIDATION_ERROR")
     assert got[2].startswith(says), got[2]
+    assert got[2].count("got ") <= 1, got[2]  # the value is named once
     assert triage.config == before
     assert changes == []
 

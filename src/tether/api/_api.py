@@ -464,7 +464,7 @@ def _invalid(exc: ValidationError, root: type[BaseModel], prefix: str = "") -> A
             value = err.get("input")
             if (
                 err["type"] not in ("extra_forbidden", "missing")
-                and "(got " not in detail["message"]
+                and "got " not in detail["message"]  # the message may name it already
                 and not isinstance(value, dict | list)
                 and not secretish(detail["path"])  # never echo what may be a secret
             ):

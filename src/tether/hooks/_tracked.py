@@ -230,7 +230,11 @@ def register_yaml() -> None:
     _yaml_done.append(True)
     import yaml
 
-    for dumper in (yaml.SafeDumper, yaml.Dumper):
+    dumpers = [yaml.SafeDumper, yaml.Dumper]
+    for name in ("CSafeDumper", "CDumper"):  # the libyaml ones, where PyYAML was built with it
+        if hasattr(yaml, name):
+            dumpers.append(getattr(yaml, name))
+    for dumper in dumpers:
         for cls in (_Tracked, _TrackedDict):
             dumper.add_representer(cls, yaml.representer.SafeRepresenter.represent_dict)
         dumper.add_representer(_TrackedList, yaml.representer.SafeRepresenter.represent_list)
