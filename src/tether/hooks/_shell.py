@@ -204,9 +204,9 @@ class ShellHook:
         Those are: each ``env`` value given as a SecretStr or through a ``${VAR}`` reference
         (resolved against the host environment now; one that cannot be resolved is skipped),
         each ``env_passthrough`` variable that is set, and every such value a run already
-        handed over (the host environment may have changed since). A plain literal ``env``
-        value is configuration written out in the open (``OUTPUT_FORMAT: json``), not a
-        secret: redacting it would rewrite every record that mentions the word.
+        handed over (the host environment may have changed since). A plain ``str`` value
+        given in code is configuration written out in the open (``OUTPUT_FORMAT="json"``),
+        not a secret; a HookConfig (and so a manifest) makes every env value a SecretStr.
         """
         host = os.environ
         found = [(name, host[name]) for name in self._passed_secrets() if host.get(name)]
