@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from tether import (
     NothingToRollBackError,
     ProcessConfig,
     ProcessState,
+    ProcessStateError,
     RestartPolicy,
 )
 from tether.hooks._taxonomy import CHANGES, describe_events
@@ -300,6 +302,52 @@ async def test_rollback_walks_back_one_change_at_a_time() -> None:
     ]
     with pytest.raises(NothingToRollBackError, match="no applied configuration change"):
         await process.rollback()
+
+
+async def test_two_concurrent_rollbacks_undo_two_changes() -> None:
+    """Regression: both rollbacks read the newest change before their config_change dispatch,
+    so they undid the same change twice and fired the same "undone" twice."""
+
+    async def audit(ctx: HookContext) -> None:
+        await asyncio.sleep(0)  # the other rollback runs while this one's hooks do
+
+    process, rec, _ = make(instructions="v0")
+    await process.update_instructions("v1")
+    await process.update_instructions("v2")
+    process.hooks.register(HookEvent.CONFIG_CHANGE, audit)
+    assert await asyncio.gather(process.rollback(), process.rollback()) == [True, True]
+    assert process.config.instructions == "v0"
+    assert process.config_history == []
+    undone = [d["undone_details"] for d in rec.of(HookEvent.CONFIG_CHANGE)[2:]]
+    assert undone == [{"instructions": "v2"}, {"instructions": "v1"}]
+
+
+async def test_a_config_change_hook_awaiting_a_change_of_its_own_process_gets_an_error() -> None:
+    """It would wait for the change that fires it; scheduled instead, it applies after it."""
+    errors: list[BaseException] = []
+    scheduled: list[asyncio.Task[bool]] = []
+
+    async def follow_up(ctx: HookContext) -> None:
+        if ctx.data["change"] != "instructions":
+            return
+        try:
+            await process.set_mission("Keep the queue short.")
+        except ProcessStateError as exc:
+            errors.append(exc)
+        scheduled.append(asyncio.create_task(process.set_mission("Answer within a day.")))
+
+    process, rec, _ = make()
+    process.hooks.register(HookEvent.CONFIG_CHANGE, follow_up)
+    await process.update_instructions("v2")
+    assert await scheduled[0] is True
+    [error] = errors
+    assert str(error) == (
+        "a 'mission' change of process 'triage' was awaited from inside a hook of another "
+        "change of it, which would wait on itself; schedule it instead (asyncio.create_task(...)): "
+        "it applies once that change has"
+    )
+    assert changes(rec) == [("operator", "instructions"), ("operator", "mission")]
+    assert process.config.mission == "Answer within a day."
 
 
 async def test_rollback_with_nothing_applied_raises_and_fires_nothing() -> None:

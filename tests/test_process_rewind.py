@@ -204,3 +204,85 @@ async def test_a_stopped_process_can_be_rewound() -> None:
         await run_tickets(process, rec, "first")
     assert await process.rewind(1) is True
     assert contents(process.context.conversation.recent()) == ["ticket: first"]
+
+
+async def test_an_event_taken_while_rewind_hooks_run_waits_and_the_told_messages_go() -> None:
+    """Regression: a worker already waiting on the queue took an event while the rewind's
+    config_change hooks ran and ran it; the rewind then dropped that new exchange instead of
+    the messages the hooks were told about."""
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def audit(ctx: HookContext) -> None:
+        if ctx.data["change"] == "rewind":
+            entered.set()
+            await release.wait()
+
+    model = ScriptedModel(reply="Noted.")
+    process = AgentProcess("triage", ProcessConfig(model=model))
+    rec = Recorder().attach(process.hooks, HookEvent.CONFIG_CHANGE, HookEvent.TASK_COMPLETED)
+    process.hooks.register(HookEvent.CONFIG_CHANGE, audit)
+    async with process:
+        await run_tickets(process, rec, "first", "second")
+        rewinding = asyncio.create_task(process.rewind(2))
+        await entered.wait()
+        await process.inject(ticket("third"))
+        await eventually(lambda: process.status()["queue_size"] == 0, what="a worker takes it")
+        in_flight = process.status()["in_flight"]
+        release.set()
+        assert await rewinding is True
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 3, what="third")
+    assert in_flight == 0  # held, not run, while the hooks ran
+    [change] = rec.of(HookEvent.CONFIG_CHANGE)
+    assert contents(change["dropping"]) == ["ticket: second", "Noted."]
+    assert contents(model.requests[-1]["messages"][1:]) == [
+        "ticket: first",
+        "Noted.",
+        "ticket: third",
+    ]
+    assert contents(process.context.conversation.recent()) == [
+        "ticket: first",
+        "Noted.",
+        "ticket: third",
+        "Noted.",
+    ]
+
+
+async def test_an_event_held_during_a_rewind_is_dead_lettered_when_the_process_stops() -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def audit(ctx: HookContext) -> None:
+        if ctx.data["change"] == "rewind":
+            entered.set()
+            await release.wait()
+
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    process.hooks.register(HookEvent.CONFIG_CHANGE, audit)
+    async with process:
+        await run_tickets(process, rec, "first")
+        rewinding = asyncio.create_task(process.rewind(1))
+        await entered.wait()
+        held = await process.inject(ticket("second"))
+        await eventually(lambda: process.status()["queue_size"] == 0, what="a worker takes it")
+    release.set()
+    assert await rewinding is True
+    assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
+        (held, "process stopped")
+    ]
+    assert contents(process.context.conversation.recent()) == ["ticket: first"]
+
+
+async def test_a_rewind_whose_hooks_change_the_conversation_drops_nothing() -> None:
+    """Only the messages config_change was told about may go: here they moved, so none do."""
+
+    async def note(ctx: HookContext) -> None:
+        await process.context.conversation.extend([{"role": "user", "content": "aside"}])
+
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel(reply="Noted.")))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    process.hooks.register(HookEvent.CONFIG_CHANGE, note)
+    async with process:
+        await run_tickets(process, rec, "first")
+        with pytest.raises(ProcessBusyError, match="changed while the config_change hooks"):
+            await process.rewind(1)
+    assert contents(process.context.conversation.recent()) == ["ticket: first", "Noted.", "aside"]

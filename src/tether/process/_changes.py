@@ -7,6 +7,13 @@ only): ``rollback()`` undoes the newest by restoring the part of the configurati
 replaced, read just before it applied. A rollback is not kept itself, so rolling back again
 goes one change further back. Rewinds of the conversation (``rewind()``) are not configuration
 changes and are not kept.
+
+One change at a time: a change (rollback and rewind included) holds a lock from its
+config_change dispatch until it has applied, so a second change waits and sees the first one's
+outcome (two rollbacks undo two changes, never one twice). A config_change hook that awaits a
+change of its own process would wait for the change that fires it: it gets ProcessStateError
+and must schedule the change instead (``asyncio.create_task(process.set_mission(...))``), which
+then applies once the first one has.
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ import asyncio
 import copy
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -23,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..agent import BudgetConfig, BudgetTracker, Tool, as_tool
 from ..hooks import DispatchResult, HookEvent
 from ._config import ProcessConfig, RestartPolicy, TriggerConfig, check_mission
-from ._errors import NothingToRollBackError
+from ._errors import NothingToRollBackError, ProcessStateError
 from ._mcp import McpServerConfig, server_name
 from ._state import ProcessState
 
@@ -46,6 +54,11 @@ Undo = Callable[[], Awaitable[None] | None]
 #: What a change's snapshot returns: its undo, and the state that undo restores (as hooks see
 #: it); a trigger change adds the triggers themselves.
 Saved = tuple[Undo, dict[str, Any]] | tuple[Undo, dict[str, Any], list[tuple[str, Any]]]
+
+
+def _check_source(source: str) -> None:
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +95,28 @@ class ConfigChanges:
 
     def _init_changes(self) -> None:
         self._config_history: deque[AppliedChange] = deque(maxlen=CONFIG_HISTORY_KEPT)
+        # Held from a change's config_change dispatch until it has applied (and by rollback()
+        # from reading the history on): changes apply one at a time, in the order they came.
+        self._one_change = asyncio.Lock()
+        # The task holding _one_change: one that asks for it again would wait on itself.
+        self._changing: asyncio.Task[Any] | None = None
+
+    @asynccontextmanager
+    async def _serialised(self, change: str) -> AsyncIterator[None]:
+        """Hold the change lock; ProcessStateError if this task already holds it (a hook)."""
+        task = asyncio.current_task()
+        if task is not None and task is self._changing:
+            raise ProcessStateError(
+                f"a {change!r} change of process {self.name!r} was awaited from inside a hook of "
+                f"another change of it, which would wait on itself; schedule it instead "
+                f"(asyncio.create_task(...)): it applies once that change has"
+            )
+        async with self._one_change:
+            self._changing = task
+            try:
+                yield
+            finally:
+                self._changing = None
 
     # -- configuration changes -------------------------------------------------------------
 
@@ -97,10 +132,22 @@ class ConfigChanges:
         """Fire config_change, then apply: always for operators, unless blocked for the agent.
 
         ``snapshot`` (called just before ``apply``) returns what undoes the change; a change
-        with one is kept for rollback().
+        with one is kept for rollback(). Changes apply one at a time (see the module
+        docstring): ProcessStateError when awaited from a config_change hook of this process.
         """
-        if source not in SOURCES:
-            raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+        _check_source(source)
+        async with self._serialised(change):
+            return await self._change(change, source, apply, snapshot, details)
+
+    async def _change(
+        self,
+        change: str,
+        source: str,
+        apply: Callable[[], Any],
+        snapshot: Callable[[], Saved] | None,
+        details: dict[str, Any],
+    ) -> bool:
+        """change_config() once the change lock is held."""
         gate = await self._emit(
             HookEvent.CONFIG_CHANGE, {"source": source, "change": change, **details}
         )
@@ -157,31 +204,31 @@ class ConfigChanges:
     async def rollback(self, *, source: str = "operator") -> bool:
         """Undo the newest applied change, restoring what it replaced (config_change "rollback").
 
-        Raises NothingToRollBackError when no applied change is left to undo.
+        Raises NothingToRollBackError when no applied change is left to undo. The newest
+        change is read under the change lock, so concurrent rollbacks undo one change each.
         """
-        if not self._config_history:
-            raise NothingToRollBackError(
-                f"process {self.name!r} has no applied configuration change to roll back "
-                f"(the last {CONFIG_HISTORY_KEPT} are kept; rewinds and rollbacks are not)"
-            )
-        entry = self._config_history[-1]
+        _check_source(source)
+        async with self._serialised("rollback"):
+            if not self._config_history:
+                raise NothingToRollBackError(
+                    f"process {self.name!r} has no applied configuration change to roll back "
+                    f"(the last {CONFIG_HISTORY_KEPT} are kept; rewinds and rollbacks are not)"
+                )
+            entry = self._config_history[-1]
 
-        async def apply() -> None:
-            if entry in self._config_history:
-                self._config_history.remove(entry)
-            outcome = entry.undo()
-            if outcome is not None:
-                await outcome
+            async def apply() -> None:
+                self._config_history.remove(entry)  # still the newest: the lock is held
+                outcome = entry.undo()
+                if outcome is not None:
+                    await outcome
 
-        return await self.change_config(
-            "rollback",
-            source=source,
-            apply=apply,
-            undone=entry.change,
-            undone_source=entry.source,
-            undone_details=entry.details,
-            restored=entry.restored,
-        )
+            details = {
+                "undone": entry.change,
+                "undone_source": entry.source,
+                "undone_details": entry.details,
+                "restored": entry.restored,
+            }
+            return await self._change("rollback", source, apply, None, details)
 
     # -- instructions and mission ----------------------------------------------------------
 

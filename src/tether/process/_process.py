@@ -525,8 +525,10 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
                 await self._held.wait()
                 continue
             event, attempts = await self._queue.get()
+            if self._held is not None:  # taken while a rewind began: run it once it is over
+                await self._wait_out_rewind(event, attempts)
             if self._stopping or self._supervisor is not None:
-                self._queue.put_nowait((event, attempts))
+                self._give_back(event, attempts)
                 return
             self._busy.add(me)
             self._inflight[event.event_id] = (event, attempts + 1)

@@ -2,10 +2,12 @@
 
 A run reads the conversation when it starts and appends its exchange when it ends, so a rewind
 under a running task would leave that task's answer after messages it never saw, or drop half
-of an exchange. ``rewind()`` therefore holds new runs (a worker that comes back for an event
-waits until the rewind is over; one already waiting on the queue may still take one, and that
-run is waited for too), waits for the runs in flight to finish, and only then changes the
-buffer. Queued events stay queued. One rewind at a time.
+of an exchange. ``rewind()`` therefore holds new runs until it is over (config_change hooks
+included), waits for the runs in flight to finish, and only then changes the buffer. Queued
+events stay queued; an event a worker took from the queue during the rewind is kept by that
+worker and run first once the rewind ends (if the worker is stopped meanwhile, the event goes
+back to the queue). The messages dropped are the ones config_change was told about: the
+buffer is checked again before they go. One rewind at a time.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ._errors import ProcessBusyError
 
 if TYPE_CHECKING:
     from ..agent import AgentContext
+    from ._event import TriggerEvent
 
 __all__ = ["REWIND_WAIT", "Rewinding"]
 
@@ -33,8 +36,13 @@ class Rewinding:
         name: str
         context: AgentContext
         _busy: set[asyncio.Task[None]]
+        _queue: asyncio.Queue[tuple[TriggerEvent, int]]
 
         def _guard_self_await(self, what: str) -> None: ...
+
+        def _dead(
+            self, event: TriggerEvent, reason: str, error: str | None, attempts: int
+        ) -> None: ...
 
         async def change_config(
             self,
@@ -59,9 +67,10 @@ class Rewinding:
         Fires config_change with change "rewind", ``dropped``, ``size_before``, ``size_after``
         and ``dropping`` (the messages); an agent's rewind is refused by a block. Waits up to
         ``timeout`` seconds for the runs in flight (no new run starts meanwhile), then raises
-        ProcessBusyError and changes nothing. ValueError if the conversation holds fewer
-        messages; ProcessStateError when awaited from a hook or run of this process (it would
-        wait on itself).
+        ProcessBusyError and changes nothing; ProcessBusyError too, after config_change, if
+        the conversation changed while its hooks ran (nothing dropped). ValueError if the
+        conversation holds fewer messages; ProcessStateError when awaited from a hook or run
+        of this process (it would wait on itself).
         """
         self._guard_self_await("rewind")
         if isinstance(messages, bool) or not isinstance(messages, int) or messages < 1:
@@ -79,14 +88,29 @@ class Rewinding:
                         f"cannot rewind {messages} messages: the conversation of process "
                         f"{self.name!r} holds {size}"
                     )
+                dropping = buffer.messages[size - messages :]
+
+                def apply() -> None:
+                    # No run starts while _held is set, but the hooks ran in between: drop
+                    # exactly what they were told about, or nothing.
+                    now = buffer.messages
+                    if len(now) != size or any(
+                        a is not b for a, b in zip(now[size - messages :], dropping, strict=True)
+                    ):
+                        raise ProcessBusyError(
+                            f"the conversation of process {self.name!r} changed while the "
+                            f"config_change hooks of rewind() ran; rewind() changed nothing"
+                        )
+                    buffer.drop_last(messages)
+
                 return await self.change_config(
                     "rewind",
                     source=source,
-                    apply=lambda: buffer.drop_last(messages),
+                    apply=apply,
                     dropped=messages,
                     size_before=size,
                     size_after=size - messages,
-                    dropping=buffer.messages[-messages:],
+                    dropping=dropping,
                 )
             finally:
                 self._held = None
@@ -103,3 +127,26 @@ class Rewinding:
                     f"{timeout:g}s; rewind() waits for the runs in flight and changed nothing"
                 )
             await asyncio.sleep(_POLL)
+
+    async def _wait_out_rewind(self, event: TriggerEvent, attempts: int) -> None:
+        """Keep ``event``, which a worker took from the queue, from running until no rewind
+        is under way. A worker cancelled meanwhile (stop, restart) gives it back first."""
+        while self._held is not None:
+            try:
+                await self._held.wait()
+            except asyncio.CancelledError:
+                self._give_back(event, attempts)
+                raise
+
+    def _give_back(self, event: TriggerEvent, attempts: int) -> None:
+        """Put an event a worker took but did not run back in the queue (dead-lettered "queue
+        full" if new events took its place meanwhile: nothing is dropped)."""
+        try:
+            self._queue.put_nowait((event, attempts))
+        except asyncio.QueueFull:
+            self._dead(
+                event,
+                "queue full",
+                "taken during a rewind and given back to a queue that had filled up meanwhile",
+                attempts,
+            )
