@@ -189,6 +189,27 @@ async def test_a_bad_value_answers_an_error_naming_the_field_and_changes_nothing
 # -- PATCH: rollback ------------------------------------------------------------------------
 
 
+async def test_two_rollbacks_at_once_each_answer_the_change_they_undid(
+    client: httpx.AsyncClient, runtime: AgentRuntime, triage: AgentProcess
+) -> None:
+    """Regression: the answer named the change that was newest before the rollback waited for
+    the change lock, so two overlapping rollbacks both named the same one."""
+    await patch(client, {"instructions": "Answer in one sentence."})
+    await patch(client, {"mission": "Be brief."})
+
+    async def slow(ctx: HookContext) -> None:
+        if ctx.data["change"] == "rollback":
+            await asyncio.sleep(0.05)
+
+    runtime.hooks.register(HookEvent.CONFIG_CHANGE, slow)
+    answers = await asyncio.gather(*(patch(client, {"rollback": True}) for _ in range(2)))
+    assert sorted(r.json()["changed"][0] for r in answers) == [
+        "rollback:instructions",
+        "rollback:mission",
+    ]
+    assert triage.config.mission is None
+
+
 async def test_rollback_undoes_the_last_applied_change(
     client: httpx.AsyncClient, triage: AgentProcess, changes: list[dict[str, Any]]
 ) -> None:

@@ -25,6 +25,7 @@ from ..process import (
     TriggerConfig,
     WebhookTrigger,
 )
+from ..process._changes import AppliedChange
 from ..process._config import MISSION_MAX_CHARS, check_mission
 from ..process._mcp import is_stdio, server_name
 from ..process._rewind import REWIND_WAIT
@@ -160,18 +161,22 @@ class ConfigEndpoints:
                 f"rollback: send it alone; it undoes the last applied change, and this request "
                 f"also sets {', '.join(others)}",
             )
-        undoing = process.next_rollback
-        if undoing is not None and undoing.triggers is not None:
-            webhooks = [(i, t) for i, t in undoing.triggers if isinstance(t, WebhookTrigger)]
-            try:
-                self.api.runtime.check_webhooks(webhooks, owner=process.name)
-            except WebhookClashError as exc:
-                raise APIError(409, "WEBHOOK_CLASH", f"rollback: {exc}") from None
+        undone: list[AppliedChange] = []
+
+        def check(undoing: AppliedChange) -> None:  # the change undone, read under its lock
+            if undoing.triggers is not None:
+                webhooks = [(i, t) for i, t in undoing.triggers if isinstance(t, WebhookTrigger)]
+                try:
+                    self.api.runtime.check_webhooks(webhooks, owner=process.name)
+                except WebhookClashError as exc:
+                    raise APIError(409, "WEBHOOK_CLASH", f"rollback: {exc}") from None
+            undone.append(undoing)
+
         try:
-            await process.rollback()
+            await process.rollback(check=check)
         except NothingToRollBackError as exc:
             raise APIError(409, "NOTHING_TO_ROLL_BACK", str(exc)) from None
-        assert undoing is not None
+        [undoing] = undone
         if undoing.triggers is not None and self.api.webhooks is not None:
             try:
                 await self.api.webhooks.sync()

@@ -201,11 +201,18 @@ class ConfigChanges:
         """The applied change rollback() would undo now, if any."""
         return self._config_history[-1] if self._config_history else None
 
-    async def rollback(self, *, source: str = "operator") -> bool:
+    async def rollback(
+        self,
+        *,
+        source: str = "operator",
+        check: Callable[[AppliedChange], None] | None = None,
+    ) -> bool:
         """Undo the newest applied change, restoring what it replaced (config_change "rollback").
 
         Raises NothingToRollBackError when no applied change is left to undo. The newest
         change is read under the change lock, so concurrent rollbacks undo one change each.
+        ``check``, when given, is called with that change before anything is done (under the
+        lock, so it sees the very change undone); an exception from it refuses the rollback.
         """
         _check_source(source)
         async with self._serialised("rollback"):
@@ -215,6 +222,8 @@ class ConfigChanges:
                     f"(the last {CONFIG_HISTORY_KEPT} are kept; rewinds and rollbacks are not)"
                 )
             entry = self._config_history[-1]
+            if check is not None:
+                check(entry)
 
             async def apply() -> None:
                 self._config_history.remove(entry)  # still the newest: the lock is held
