@@ -20,7 +20,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tether import AgentRuntime, HookConfig, HookManager, OrchestrationAPI
+from tether import (
+    AgentRuntime,
+    HookConfig,
+    HookManager,
+    OrchestrationAPI,
+    Plugin,
+    PluginContext,
+)
 from tether.cli import main
 from tether.cli._hooks import parse_since
 from tether.cli._run import _serve
@@ -462,6 +469,29 @@ async def test_hooks_dry_run_shows_a_matcher_skip_and_a_pass(
         "dry run of user_prompt_submit on triage: passed; 0 hook(s) ran"
     )
     assert rows(done.stdout)[2][5] == "skipped"
+
+
+class Noting(Plugin):
+    name = "noting"
+
+    async def on_task_completed(self, ctx: PluginContext) -> None:
+        ctx.warn("would page the on-call engineer")
+
+
+async def test_hooks_dry_run_lists_what_plugins_would_have_kept(
+    cli: Any, api: OrchestrationAPI
+) -> None:
+    process = api.runtime.get("triage")
+    assert process is not None
+    process.plugins.add(Noting())
+    data = json.dumps({"event_id": "sample-1", "outcome": "success"})
+    done = await cli("hooks", "dry-run", "triage", "task_completed", "--data", data, *at(api))
+    assert done.returncode == 0, done.stderr
+    assert "withheld" in done.stdout
+    [row] = [r for r in rows(done.stdout) if r and r[0] == "plugin:noting.on_task_completed"]
+    assert row[1:3] == ["warn", "sample-1"]
+    assert "would page the on-call engineer" in row[3]
+    assert process.plugins.warnings == {}
 
 
 async def test_hooks_dry_run_refuses_bad_data_and_unknown_events(

@@ -379,6 +379,19 @@ def dry_run(
         console.print(table)
     else:
         console.print("no hook of the chain runs for this event")
+    withheld = answer.get("withheld") or []
+    if withheld:
+        console.print("[bold]withheld[/] (what plugins would have kept; a dry run keeps nothing)")
+        table = _table("HOOK", "ACTION", "TASK", "WHAT")
+        for note in withheld:
+            what = note.get("message") or note.get("artifact") or ""
+            table.add_row(
+                escape(str(note.get("hook_name", ""))),
+                escape(str(note.get("action", ""))),
+                escape(str(note.get("task_id", ""))),
+                escape(str(what)),
+            )
+        console.print(table)
     console.print("[bold]data after the chain[/]")
     console.print(escape(json.dumps(answer["data"], indent=2, default=str)))
     return 0
