@@ -558,3 +558,36 @@ async def test_the_pool_runs_at_most_its_workers_and_each_manager_at_most_its_sh
         slow.gate.set()
     assert await drain(5)
     assert [g.finished for g in gated] == [MANAGER_WORKERS * 2] * len(gated)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 3])
+async def test_every_admitted_job_is_recorded_even_if_a_drain_cancels_it_before_it_starts(
+    steps: int,
+) -> None:
+    """Regression: a drain landing between a worker creating a job's task and that task's
+    first step cancelled the job before it ran, and nothing recorded it."""
+    entered: list[str] = []
+
+    async def quick(ctx: HookContext) -> None:
+        entered.append("quick")
+
+    async def slow(ctx: HookContext) -> None:
+        entered.append("slow")
+        await asyncio.sleep(10)
+
+    manager = HookManager()
+    manager.recorder = history = HistoryRecorder("p")
+    manager.register(TC, quick, mode="async", name="quick")
+    await manager.dispatch(TC, CREATED)
+    manager.register(TC, slow, mode="async", name="slow")
+    for _ in range(4):
+        await manager.dispatch(TC, CREATED)  # 9 jobs admitted in all
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    await drain(0, manager)
+    await eventually(lambda: len(history.runs()) >= 9, what="nine records")
+    await asyncio.sleep(0.02)
+    runs = history.runs()
+    assert len(runs) == 9
+    started_and_passed = [r for r in runs if r.outcome == "passed"]
+    assert len(started_and_passed) == entered.count("quick")

@@ -118,13 +118,16 @@ class BackgroundPool:
         assert me is not None
         try:
             while (job := self._next()) is not None:
-                task = self.loop.create_task(_run_one(*job))
+                started: list[bool] = []
+                task = self.loop.create_task(_started(job, started))
                 self.running[task] = job
                 try:
                     await asyncio.wait((task,))
                 finally:
                     if not task.done():  # the worker itself was cancelled (loop shutdown)
                         task.cancel()
+                    if not started:  # cancelled before its first step: _run_one never ran
+                        _record_dropped(job, "cancelled before it started (drain or shutdown)")
                     del self.running[task]
                     self._ended(job[0])
                     self._settled()
@@ -177,6 +180,13 @@ def _pool() -> BackgroundPool:
     if pool is None:
         pool = _pools[loop] = BackgroundPool(loop)
     return pool
+
+
+async def _started(job: Job, started: list[bool]) -> None:
+    """Run ``job``, noting in ``started`` that it did (a task cancelled before its first step
+    never runs its coroutine, so only its worker can record it)."""
+    started.append(True)
+    await _run_one(*job)
 
 
 async def _run_one(
