@@ -371,6 +371,63 @@ async def test_rolling_back_an_added_cron_trigger_stops_it_and_a_removed_one_com
         assert [i for i, _ in process.triggers] == ["nightly"]
 
 
+def runner_tasks() -> list[asyncio.Task[Any]]:
+    """The trigger runner tasks (cron, file watch) still alive in this event loop."""
+    return [
+        t
+        for t in asyncio.all_tasks()
+        if not t.done() and getattr(t.get_coro(), "__qualname__", "").endswith("Runner._run")
+    ]
+
+
+async def test_two_concurrent_trigger_additions_get_two_ids_and_no_runner_outlives_stop() -> None:
+    """Regression: add_trigger() chose the id before taking the change lock, so two concurrent
+    additions both got 'cron-0'; one runner was left out of the process's runners and kept
+    firing after remove_trigger() and stop()."""
+
+    async def audit(ctx: HookContext) -> None:
+        await asyncio.sleep(0.01)  # the other addition runs while this one's hooks do
+
+    process, rec, _ = make()
+    process.hooks.register(HookEvent.CONFIG_CHANGE, audit)
+    async with process:
+        added = await asyncio.gather(
+            process.add_trigger(CronTrigger(cron_expression="* * * * *")),
+            process.add_trigger(CronTrigger(cron_expression="*/5 * * * *")),
+        )
+        assert added == [True, True]
+        assert [i for i, _ in process.triggers] == ["cron-0", "cron-1"]
+        assert sorted(process._runners) == ["cron-0", "cron-1"]
+        await process.remove_trigger("cron-0")
+    assert runner_tasks() == []
+    assert [d["trigger_id"] for d in rec.of(HookEvent.CONFIG_CHANGE)] == [
+        "cron-0",
+        "cron-1",
+        "cron-0",
+    ]
+
+
+async def test_two_concurrent_additions_of_one_mcp_server_name_add_it_once() -> None:
+    """Regression: the name was checked before taking the change lock, so both additions
+    passed the check and the server was declared twice."""
+
+    async def audit(ctx: HookContext) -> None:
+        await asyncio.sleep(0.01)
+
+    process, rec, _ = make()
+    process.hooks.register(HookEvent.CONFIG_CHANGE, audit)
+    first, second = await asyncio.gather(
+        process.add_mcp_server(HTTP_SERVER),
+        process.add_mcp_server(HTTP_SERVER),
+        return_exceptions=True,
+    )
+    assert first is True
+    assert isinstance(second, ValueError)
+    assert str(second) == "process 'triage' already has an MCP server 'docs'"
+    assert len(process.config.mcp_servers) == 1
+    assert changes(rec) == [("operator", "mcp_server")]
+
+
 async def test_rolling_back_a_budget_restores_its_limits_and_keeps_the_days_counts() -> None:
     process, _, _ = make()
     async with process:

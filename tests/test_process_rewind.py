@@ -286,3 +286,35 @@ async def test_a_rewind_whose_hooks_change_the_conversation_drops_nothing() -> N
         with pytest.raises(ProcessBusyError, match="changed while the config_change hooks"):
             await process.rewind(1)
     assert contents(process.context.conversation.recent()) == ["ticket: first", "Noted.", "aside"]
+
+
+async def test_an_event_held_during_a_rewind_keeps_its_place_ahead_of_the_queue_on_stop() -> None:
+    """Regression: a worker stopped while it held an event during a rewind put it back at the
+    tail of the queue (dead-lettered after the events injected later), and without a
+    task_completed when the queue had filled up meanwhile."""
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def audit(ctx: HookContext) -> None:
+        if ctx.data["change"] == "rewind":
+            entered.set()
+            await release.wait()
+
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel(), max_queue_size=2))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    process.hooks.register(HookEvent.CONFIG_CHANGE, audit)
+    async with process:
+        await run_tickets(process, rec, "first")
+        rewinding = asyncio.create_task(process.rewind(1))
+        await entered.wait()
+        held = await process.inject(ticket("second"))
+        await eventually(lambda: process.status()["queue_size"] == 0, what="a worker takes it")
+        later = [await process.inject(ticket(text)) for text in ("third", "fourth")]
+    release.set()
+    assert await rewinding is True
+    assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
+        (held, "process stopped"),
+        (later[0], "process stopped"),
+        (later[1], "process stopped"),
+    ]
+    completed = [(d["event_id"], d["outcome"]) for d in rec.of(HookEvent.TASK_COMPLETED)[1:]]
+    assert completed == [(e, "dead_lettered") for e in (held, *later)]

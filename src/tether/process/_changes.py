@@ -10,7 +10,9 @@ changes and are not kept.
 
 One change at a time: a change (rollback and rewind included) holds a lock from its
 config_change dispatch until it has applied, so a second change waits and sees the first one's
-outcome (two rollbacks undo two changes, never one twice). A config_change hook that awaits a
+outcome (two rollbacks undo two changes, never one twice); its checks (a trigger id or an MCP
+server name free or known) are made under that lock too, so two concurrent changes never both
+pass them. A config_change hook that awaits a
 change of its own process would wait for the change that fires it: it gets ProcessStateError
 and must schedule the change instead (``asyncio.create_task(process.set_mission(...))``), which
 then applies once the first one has.
@@ -349,7 +351,11 @@ class ConfigChanges:
 
         return undo, {"triggers": [i for i, _ in before]}, before
 
-    async def add_trigger(self, trigger: TriggerConfig, *, source: str = "operator") -> bool:
+    def _new_trigger_id(self, trigger: TriggerConfig) -> str:
+        """The id ``trigger`` gets (its own, or the first free ``type-N``); ValueError if taken.
+
+        Read under the change lock: two concurrent add_trigger() calls never get the same id.
+        """
         taken = {i for i, _ in self._triggers}
         n = len(self._triggers)
         while trigger.id is None and f"{trigger.type}-{n}" in taken:
@@ -357,38 +363,41 @@ class ConfigChanges:
         trigger_id = trigger.id or f"{trigger.type}-{n}"
         if trigger_id in taken:
             raise ValueError(f"process {self.name!r} already has a trigger {trigger_id!r}")
+        return trigger_id
 
-        def apply() -> None:
-            self._triggers.append((trigger_id, trigger))
-            if self.state == ProcessState.RUNNING:
-                self._start_trigger(trigger_id, trigger)
+    async def add_trigger(self, trigger: TriggerConfig, *, source: str = "operator") -> bool:
+        """Add a trigger (and start its runner when running); ValueError if its id is taken."""
+        _check_source(source)
+        async with self._serialised("trigger_added"):
+            trigger_id = self._new_trigger_id(trigger)
 
-        return await self.change_config(
-            "trigger_added",
-            source=source,
-            apply=apply,
-            snapshot=self._triggers_snapshot,
-            trigger_id=trigger_id,
-            trigger=trigger.model_dump(mode="json"),
-        )
+            def apply() -> None:
+                if self.state == ProcessState.RUNNING:
+                    self._start_trigger(trigger_id, trigger)
+                self._triggers.append((trigger_id, trigger))
+
+            details = {"trigger_id": trigger_id, "trigger": trigger.model_dump(mode="json")}
+            return await self._change(
+                "trigger_added", source, apply, self._triggers_snapshot, details
+            )
 
     async def remove_trigger(self, trigger_id: str, *, source: str = "operator") -> bool:
-        if not any(i == trigger_id for i, _ in self._triggers):
-            raise KeyError(f"process {self.name!r} has no trigger {trigger_id!r}")
+        """Remove a trigger (stopping its runner); KeyError when there is none."""
+        _check_source(source)
+        async with self._serialised("trigger_removed"):
+            if not any(i == trigger_id for i, _ in self._triggers):
+                raise KeyError(f"process {self.name!r} has no trigger {trigger_id!r}")
 
-        async def apply() -> None:
-            self._triggers = [(i, t) for i, t in self._triggers if i != trigger_id]
-            runner = self._runners.pop(trigger_id, None)
-            if runner is not None:
-                await runner.stop()
+            async def apply() -> None:
+                self._triggers = [(i, t) for i, t in self._triggers if i != trigger_id]
+                runner = self._runners.pop(trigger_id, None)
+                if runner is not None:
+                    await runner.stop()
 
-        return await self.change_config(
-            "trigger_removed",
-            source=source,
-            apply=apply,
-            snapshot=self._triggers_snapshot,
-            trigger_id=trigger_id,
-        )
+            details = {"trigger_id": trigger_id}
+            return await self._change(
+                "trigger_removed", source, apply, self._triggers_snapshot, details
+            )
 
     # -- budget and health -----------------------------------------------------------------
 
@@ -470,36 +479,32 @@ class ConfigChanges:
             if isinstance(server, McpServerConfig)
             else McpServerConfig.model_validate(dict(server))
         )
-        if any(server_name(s) == parsed.name for s in self.config.mcp_servers):
-            raise ValueError(f"process {self.name!r} already has an MCP server {parsed.name!r}")
         entry = parsed.entry()
+        _check_source(source)
+        async with self._serialised("mcp_server"):  # the name is checked under the lock
+            if any(server_name(s) == parsed.name for s in self.config.mcp_servers):
+                raise ValueError(f"process {self.name!r} already has an MCP server {parsed.name!r}")
 
-        def apply() -> None:
-            self._put_mcp_servers([*self.config.mcp_servers, entry])
+            def apply() -> None:
+                self._put_mcp_servers([*self.config.mcp_servers, entry])
 
-        return await self.change_config(
-            "mcp_server",
-            source=source,
-            apply=apply,
-            snapshot=self._mcp_snapshot,
-            action="added",
-            server_name=parsed.name,
-            server=parsed.model_dump(mode="json", exclude_defaults=True),
-        )
+            details = {
+                "action": "added",
+                "server_name": parsed.name,
+                "server": parsed.model_dump(mode="json", exclude_defaults=True),
+            }
+            return await self._change("mcp_server", source, apply, self._mcp_snapshot, details)
 
     async def remove_mcp_server(self, name: str, *, source: str = "operator") -> bool:
         """Remove the declared MCP server ``name``; KeyError when there is none."""
-        if not any(server_name(s) == name for s in self.config.mcp_servers):
-            raise KeyError(f"process {self.name!r} has no MCP server {name!r}")
+        _check_source(source)
+        async with self._serialised("mcp_server"):  # the name is checked under the lock
+            if not any(server_name(s) == name for s in self.config.mcp_servers):
+                raise KeyError(f"process {self.name!r} has no MCP server {name!r}")
 
-        def apply() -> None:
-            self._put_mcp_servers([s for s in self.config.mcp_servers if server_name(s) != name])
+            def apply() -> None:
+                kept = [s for s in self.config.mcp_servers if server_name(s) != name]
+                self._put_mcp_servers(kept)
 
-        return await self.change_config(
-            "mcp_server",
-            source=source,
-            apply=apply,
-            snapshot=self._mcp_snapshot,
-            action="removed",
-            server_name=name,
-        )
+            details = {"action": "removed", "server_name": name}
+            return await self._change("mcp_server", source, apply, self._mcp_snapshot, details)

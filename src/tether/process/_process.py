@@ -278,7 +278,8 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
             for i in range(self.config.concurrency)
         ]
         for trigger_id, trigger in self._triggers:
-            self._start_trigger(trigger_id, trigger)
+            if trigger_id not in self._runners:  # one added by a session_start hook runs already
+                self._start_trigger(trigger_id, trigger)
 
     def _install_builtin_tools(self, loop: AgentLoop) -> None:
         if self.config.context.state_tool:
@@ -374,8 +375,7 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
             handle.cancel()
             leftovers.append((event, attempts))
         self._retries.clear()
-        while not self._queue.empty():
-            leftovers.append(self._queue.get_nowait())
+        leftovers += self._take_waiting()  # given-back events first, then the queue
         for event, attempts in leftovers:
             self._dead(event, why, f"still queued when the process {final_state.value}", attempts)
             await self._complete(event, "dead_lettered", 0.0, why)
@@ -524,7 +524,7 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
             if self._held is not None:  # a rewind() waits for the runs in flight: no new one
                 await self._held.wait()
                 continue
-            event, attempts = await self._queue.get()
+            event, attempts = await self._next_event()  # a given-back event first
             if self._held is not None:  # taken while a rewind began: run it once it is over
                 await self._wait_out_rewind(event, attempts)
             if self._stopping or self._supervisor is not None:
@@ -721,6 +721,9 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
     # -- triggers --------------------------------------------------------------------------
 
     def _start_trigger(self, trigger_id: str, trigger: TriggerConfig) -> None:
+        """Start the runner of a cron or file-watch trigger; one runner per id, never two."""
+        if trigger_id in self._runners:
+            raise ProcessStateError(f"trigger {trigger_id!r} of {self.name!r} already runs")
         runner: TriggerRunner
         if isinstance(trigger, CronTrigger):
             runner = CronRunner(trigger_id, trigger)
@@ -762,7 +765,7 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
             "state": self.state.value,
             "invocation_count": self.invocation_count,
             "hook_count": len(self.hooks),
-            "queue_size": self._queue.qsize(),
+            "queue_size": self._queue.qsize() + len(self._given_back),
             "in_flight": len(self._inflight),
             "retrying": len(self._retries),
             "dead_letter_count": len(self.dead_letters),

@@ -5,14 +5,16 @@ under a running task would leave that task's answer after messages it never saw,
 of an exchange. ``rewind()`` therefore holds new runs until it is over (config_change hooks
 included), waits for the runs in flight to finish, and only then changes the buffer. Queued
 events stay queued; an event a worker took from the queue during the rewind is kept by that
-worker and run first once the rewind ends (if the worker is stopped meanwhile, the event goes
-back to the queue). The messages dropped are the ones config_change was told about: the
+worker and run first once the rewind ends (if the worker is stopped meanwhile, the event is
+given back ahead of the queue: the next worker runs it first, and stop() dead-letters it first).
+The messages dropped are the ones config_change was told about: the
 buffer is checked again before they go. One rewind at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -40,10 +42,6 @@ class Rewinding:
 
         def _guard_self_await(self, what: str) -> None: ...
 
-        def _dead(
-            self, event: TriggerEvent, reason: str, error: str | None, attempts: int
-        ) -> None: ...
-
         async def change_config(
             self,
             change: str,
@@ -58,6 +56,10 @@ class Rewinding:
         # Set while a rewind is under way: workers wait on it before taking the next event.
         self._held: asyncio.Event | None = None
         self._rewinds = asyncio.Lock()
+        # Events a worker took from the queue but did not run, ahead of the queue: the next
+        # worker takes them first. Each is still an unfinished task of the queue (one get(),
+        # not yet task_done()) until it runs or is dead-lettered.
+        self._given_back: deque[tuple[TriggerEvent, int]] = deque()
 
     async def rewind(
         self, messages: int, *, source: str = "operator", timeout: float = REWIND_WAIT
@@ -139,14 +141,22 @@ class Rewinding:
                 raise
 
     def _give_back(self, event: TriggerEvent, attempts: int) -> None:
-        """Put an event a worker took but did not run back in the queue (dead-lettered "queue
-        full" if new events took its place meanwhile: nothing is dropped)."""
-        try:
-            self._queue.put_nowait((event, attempts))
-        except asyncio.QueueFull:
-            self._dead(
-                event,
-                "queue full",
-                "taken during a rewind and given back to a queue that had filled up meanwhile",
-                attempts,
-            )
+        """Hold an event a worker took but did not run ahead of the queue (never dropped)."""
+        self._given_back.append((event, attempts))
+
+    async def _next_event(self) -> tuple[TriggerEvent, int]:
+        """The next event for a worker: a given-back one first, else the queue's next."""
+        if self._given_back:
+            return self._given_back.popleft()
+        return await self._queue.get()
+
+    def _take_waiting(self) -> list[tuple[TriggerEvent, int]]:
+        """Take every event waiting to run, given-back ones first, each marked done in the
+        queue (the caller dead-letters them)."""
+        waiting = list(self._given_back)
+        self._given_back.clear()
+        while not self._queue.empty():
+            waiting.append(self._queue.get_nowait())
+        for _ in waiting:
+            self._queue.task_done()
+        return waiting
