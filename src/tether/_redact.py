@@ -51,6 +51,8 @@ class Redactor:
         self._learned = learned
         self._version: list[int] | None = getattr(learned, "version", None)
         self._at = -1
+        if learned is None:  # nothing to learn: a version that never changes, never refreshed
+            self._version, self._at = [0], 0
         self._seen: tuple[tuple[str, str], ...] = ()
         self._pairs = _ordered(self._declared)
         #: Redacts the declared secrets only: for what flows back into a run (event data, the
@@ -59,7 +61,7 @@ class Redactor:
         self.declared: Redactor = self if learned is None else Redactor(secrets)
 
     def _current(self) -> Pairs:
-        # Inlined in value(), which the process calls on every dispatch.
+        # Inlined in value(), which the process calls (on ``declared``) on every dispatch.
         version = self._version
         if version is None or version[0] != self._at:
             self._refresh()

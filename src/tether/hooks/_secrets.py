@@ -10,7 +10,7 @@ from ._shell import ShellHook
 if TYPE_CHECKING:
     from ._manager import HookManager
 
-__all__ = ["CommandSecrets", "command_secrets"]
+__all__ = ["CommandSecrets"]
 
 Secrets = tuple[tuple[str, str], ...]
 
@@ -52,8 +52,3 @@ class CommandSecrets:
         if len(known) != size:
             self._answer = tuple((name, value) for value, name in known.items())
         return self._answer
-
-
-def command_secrets(manager: HookManager) -> CommandSecrets:
-    """The secrets ``manager``'s command hooks hand their programs (see CommandSecrets)."""
-    return CommandSecrets(manager)

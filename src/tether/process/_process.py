@@ -34,7 +34,7 @@ from ..agent import (
 )
 from ..hooks import DispatchResult, HookError, HookEvent, HookManager
 from ..hooks._background import drain as drain_async_hooks
-from ..hooks._secrets import command_secrets
+from ..hooks._secrets import CommandSecrets
 from ._changes import ConfigChanges
 from ._config import (
     CronTrigger,
@@ -107,7 +107,7 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
             self.hooks.share(hooks)
         # Declared secrets, and what the command hooks of the chain hand their programs (looked
         # up at each use: hooks registered later, in code or by a plugin, count too).
-        self.redactor = Redactor(resolve_secrets(self.config), learned=command_secrets(self.hooks))
+        self.redactor = Redactor(resolve_secrets(self.config), learned=CommandSecrets(self.hooks))
         self.context = AgentContext(
             self.config.context.conversation_max_messages,
             self.config.context.initial_state,
