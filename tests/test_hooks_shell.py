@@ -206,6 +206,15 @@ async def test_the_error_message_keeps_at_most_500_characters_of_stderr() -> Non
     assert "e" * 501 not in str(info.value)
 
 
+async def test_a_non_zero_exit_without_stderr_says_so_after_the_code() -> None:
+    hook = ShellHook([PY, "-c", "import sys; sys.exit(4)"])
+
+    with pytest.raises(CommandHookError) as info:
+        await hook.run(context())
+
+    assert str(info.value).endswith("exited with code 4 (nothing on stderr)")
+
+
 async def test_a_non_zero_exit_with_a_block_answer_is_still_an_error() -> None:
     hook = ShellHook(answer({"block": True, "reason": "x"}, exit_code=2))
 
