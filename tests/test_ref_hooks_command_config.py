@@ -214,6 +214,21 @@ async def test_a_non_zero_exit_without_fail_closed_is_an_error_not_a_block() -> 
     assert ran == ["later"]
 
 
+@pytest.mark.parametrize("reply", [{"block": True}, {"block": True, "reason": ""}])
+async def test_a_block_answer_without_a_reason_still_says_a_command_hook_refused(
+    reply: dict[str, Any],
+) -> None:
+    manager = HookManager()
+    hook = ShellHook([PY, "-c", f"print({json.dumps(reply)!r})"])
+    manager.register(PROMPT, hook.callback)
+
+    result = await manager.dispatch(PROMPT, {"prompt": "hi"})
+
+    assert result.blocked
+    assert result.reason == "blocked by a command hook (it gave no reason)"
+    assert (await hook.run(HookContext(PROMPT, "p", {}))).reason == ""  # as the program said
+
+
 async def test_a_later_hook_sees_the_data_a_command_hook_answered_with() -> None:
     manager = HookManager()
     seen: list[dict[str, Any]] = []

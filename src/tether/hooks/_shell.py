@@ -63,6 +63,8 @@ SAFE_ENV_VARS: Final[frozenset[str]] = frozenset(
 
 MAX_OUTPUT_LIMIT: Final = 10 * 1024 * 1024
 STDERR_IN_MESSAGE: Final = 500
+#: The block reason of a program that answered {"block": true} without a "reason".
+NO_REASON: Final = "blocked by a command hook (it gave no reason)"
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -338,7 +340,8 @@ class ShellHook:
             shown = redact(self.display_name) if redact is not None else self.display_name
             logger.debug("hook command %s: %s", shown, text)
         if result.block:
-            raise HookBlocked(result.reason)
+            # A refusal always says why, so a dead letter never carries an empty error.
+            raise HookBlocked(result.reason or NO_REASON)
         if result.data is not None:
             ctx.data = result.data
 
