@@ -13,12 +13,15 @@ from collections.abc import Awaitable, Callable
 from _process_support import Recorder, eventually, ticket
 from tether import (
     AgentProcess,
+    ContextConfig,
+    HookBlocked,
     HookConfig,
     HookContext,
     HookEvent,
     HookManager,
     ProcessConfig,
 )
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from tether.models import ScriptedModel
 
 
@@ -97,3 +100,43 @@ async def test_a_once_hook_of_a_process_runs_for_the_first_event_only() -> None:
         await eventually(lambda: len(rec.outcomes()) == 2, what="two runs")
     assert calls == [first]
     assert process.status()["hook_count"] == 1  # the recorder
+
+
+async def test_a_parents_permission_request_hook_governs_the_tool_calls_of_its_child() -> None:
+    """The reference: a permission_request hook on the parent governs every process it spawns."""
+    asked: list[str] = []
+    gated: list[tuple[str, str]] = []
+
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request.tool_name)
+        return ApprovalDecision(approved=True, reviewer_id="ops")
+
+    async def no_state_changes(ctx: HookContext) -> None:
+        gated.append((ctx.process_id, ctx.data["tool_name"]))
+        raise HookBlocked("spawned processes keep no notes")
+
+    spawn = ("spawn_process", {"name": "bugs", "instructions": "You file bug reports."})
+    model = ScriptedModel(tool_calls=[spawn])
+    process = AgentProcess(
+        "triage",
+        ProcessConfig(
+            model=model,
+            execution_mode="open",
+            context=ContextConfig(state_tool=True),
+            approval=ApprovalPolicy(tools=["update_state"], handler=reviewer),
+            hooks=[HookConfig(event="permission_request", callback=no_state_changes)],
+        ),
+    )
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.PERMISSION_DENIED)
+    async with process:
+        await process.inject(ticket())
+        await eventually(lambda: rec.outcomes(), what="the parent's run")
+        child = process.children["bugs"]
+        model.tool_calls.append(("update_state", {"key": "k", "value": 1}))
+        await child.inject(ticket("A bug for the child"))
+        await eventually(lambda: len(rec.outcomes()) == 2, what="the child's run")
+        assert child.context.state_snapshot() == {}
+    assert gated == [("bugs", "update_state")]
+    assert asked == []
+    [denial] = rec.of(HookEvent.PERMISSION_DENIED)
+    assert (denial["decided_by"], denial["reason"]) == ("hook", "spawned processes keep no notes")
