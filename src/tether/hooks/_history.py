@@ -12,6 +12,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from datetime import datetime
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
 from ._events import BLOCKABLE_EVENTS as _B
@@ -216,13 +217,13 @@ class HistoryRecorder:
         """The HookRuns of one raw entry (see HookManager.dispatch)."""
         if entry[0] == "r":  # a background run: "r" and the arguments of _run
             return [self._run(*entry[1:])]
-        from ._hook import _run_id
+        from ._hook import _number, _run_id
 
-        _, t0, manager, event, number, depth, hooks, marks, snap = entry
+        _, t0, manager, event, depth, hooks, marks, snap = entry
         steps, prompt = _steps(hooks, marks)
         if not steps:
             return []
-        did = _run_id(number)
+        did = _run_id(_number(marks))
         prompts = event is HookEvent.USER_PROMPT_SUBMIT
         last_hook, _, last_outcome, *_ = steps[-1]
         ended_blocked = last_outcome == "blocked" or (
@@ -287,7 +288,7 @@ class HistoryRecorder:
         return filter_runs(runs, **filters)
 
     def __len__(self) -> int:
-        return sum(sum(type(t) is float for t in e[7]) if e[0] == "d" else 1 for e in self._ring)
+        return sum(sum(type(t) is float for t in e[6]) if e[0] == "d" else 1 for e in self._ring)
 
 
 Step = tuple[Any, float, "str | None", "BaseException | None", bool, Any, Any]
@@ -298,7 +299,8 @@ def _steps(hooks: tuple[_Hook, ...], marks: list[Any]) -> tuple[list[Step], Any]
     snapshot after) for each hook that ran or was skipped, in chain order; and the prompt the
     dispatch started with (as the first write found it; None if nothing was written).
 
-    A float ends the current hook's step and a None says it did not run; the tuples before
+    ``marks[0]`` is the dispatch's number (see _number). After it, a float ends the current
+    hook's step and a None says it did not run; the tuples before
     either are notes on it: ``("o", outcome, error)`` (the first one counts), ``("w", prompt
     before, prompt after)`` a write to the data, ``("n",)`` one inside a nested value,
     ``("k",)`` a matcher skip, ``("s", data)`` a snapshot.
@@ -312,7 +314,7 @@ def _steps(hooks: tuple[_Hook, ...], marks: list[Any]) -> tuple[list[Step], Any]
     error: BaseException | None = None
     changed = False
     snap: Any = None
-    for item in marks:
+    for item in islice(marks, 1, None):
         if item is None or type(item) is float:
             if item is not None:
                 steps.append((hooks[index], item, outcome, error, changed, prompt, snap))

@@ -147,6 +147,15 @@ def run_prefix() -> str:
     return _RUN_PREFIX
 
 
+def _number(marks: list[Any]) -> int:
+    """A recorded dispatch's number, given the first time it is wanted (a record is built, a
+    background hook is queued) rather than on every dispatch; kept in ``marks[0]``."""
+    number: int | None = marks[0]
+    if number is None:
+        number = marks[0] = next(_dispatch_ids)
+    return number
+
+
 def _run_id(number: int) -> str:
     """The printable id of dispatch ``number`` (unique across interpreters too)."""
     return f"{_RUN_PREFIX}-{number}" if number else ""

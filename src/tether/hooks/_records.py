@@ -71,8 +71,8 @@ class RunRecorder(Protocol):
 
     trace: bool
 
-    #: Records one dispatch's raw entry: ``("d", t0, manager, event, dispatch number, depth,
-    #: hooks, marks, first snapshot or None)``; see HookManager.dispatch for marks.
+    #: Records one dispatch's raw entry: ``("d", t0, manager, event, depth, hooks, marks,
+    #: first snapshot or None)``; see HookManager.dispatch for marks.
     add: Callable[[tuple[Any, ...]], None]
 
     def skipped(
