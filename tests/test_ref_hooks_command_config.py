@@ -23,6 +23,7 @@ from tether import (
     HookContext,
     HookEvent,
     HookManager,
+    HookTimeoutError,
     ShellHook,
 )
 
@@ -134,6 +135,9 @@ async def test_a_command_hook_configs_timeout_is_when_its_program_is_killed() ->
     assert failed_id == hook_id
     assert isinstance(error, CommandHookError)
     assert error.timed_out
+    # a timeout like a callback's: a HookTimeoutError, so a TimeoutError too
+    assert isinstance(error, HookTimeoutError)
+    assert isinstance(error, TimeoutError)
     assert "timed out after 0.3s and was killed" in str(error)
     assert not result.blocked
 
@@ -282,3 +286,15 @@ async def test_the_envelope_timestamp_is_utc_whatever_the_host_time_zone(
     stamp = result.data["timestamp"]
     assert stamp.endswith("+00:00")
     assert datetime.fromisoformat(stamp).utcoffset() == timedelta(0)
+
+
+async def test_a_fail_closed_error_with_no_message_blocks_naming_the_error_type() -> None:
+    manager = HookManager()
+
+    async def broken(ctx: HookContext) -> None:
+        raise RuntimeError()
+
+    manager.register(PROMPT, broken, fail_closed=True)
+    result = await manager.dispatch(PROMPT, {"prompt": "hi"})
+    assert result.blocked
+    assert result.reason == "hook failed (fail_closed): RuntimeError"

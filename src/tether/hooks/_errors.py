@@ -7,11 +7,18 @@ Exception tree::
     └── HookError              base of errors the engine reports about a hook
         ├── HookTimeoutError   a hook ran longer than its timeout
         └── CommandHookError   a command hook misbehaved (also a RuntimeError)
+            (one killed at its timeout is also a HookTimeoutError, so a TimeoutError)
 """
 
 from __future__ import annotations
 
-__all__ = ["CommandHookError", "HookBlocked", "HookError", "HookTimeoutError"]
+__all__ = [
+    "CommandHookError",
+    "CommandHookTimeoutError",
+    "HookBlocked",
+    "HookError",
+    "HookTimeoutError",
+]
 
 
 class HookBlocked(Exception):
@@ -37,5 +44,11 @@ class CommandHookError(HookError, RuntimeError):
     timed_out: bool = False
 
 
-for _cls in (HookBlocked, HookError, HookTimeoutError, CommandHookError):
+class CommandHookTimeoutError(CommandHookError, HookTimeoutError):
+    """A command hook overran its own timeout and was killed."""
+
+    timed_out = True
+
+
+for _cls in (HookBlocked, HookError, HookTimeoutError, CommandHookError, CommandHookTimeoutError):
     _cls.__module__ = "tether"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ._context import HookContext
-from ._errors import CommandHookError, HookBlocked
+from ._errors import CommandHookError, CommandHookTimeoutError, HookBlocked
 from ._hook import _bump
 from ._spawn import UNKNOWN_EXIT, run_program
 
@@ -272,11 +272,9 @@ class ShellHook:
         except OSError as exc:
             raise CommandHookError(f"hook command {name!r} could not start: {exc}") from exc
         if done.timed_out:
-            timeout = CommandHookError(
+            raise CommandHookTimeoutError(  # recorded as timed_out, not failed
                 f"hook command {name!r} timed out after {self.timeout:g}s and was killed"
             )
-            timeout.timed_out = True  # recorded as timed_out, not failed
-            raise timeout
         if done.overflowed:
             raise CommandHookError(
                 f"hook command {name!r} wrote more than max_output_bytes="
