@@ -633,7 +633,7 @@ class HookManager(ExtensionPoints):
                     errors.append((hook, exc))
                     if hook.fail_closed and blockable:
                         blocked = True
-                        reason = f"hook failed (fail_closed): {exc or type(exc).__name__}"
+                        reason = f"hook failed (fail_closed): {str(exc) or type(exc).__name__}"
                 if marks is not None:
                     if ctx.data is not watched:  # replaced, not a dict, or tracing
                         tracked, bad = _settle(ctx, tracked, marks, hook, trace)
