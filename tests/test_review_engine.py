@@ -157,6 +157,25 @@ async def test_a_hook_that_sets_ctx_data_to_a_non_dict_is_a_hook_error_and_is_un
     assert "not a dict" in str(error)
 
 
+async def test_a_non_dict_is_undone_before_the_next_hook_and_blamed_on_its_hook() -> None:
+    from tether import HookEvent, HookManager
+
+    async def breaks(ctx: HookContext) -> None:
+        ctx.data = "oops"  # type: ignore[assignment]
+
+    async def later(ctx: HookContext) -> None:
+        ctx.set("seen", ctx.data["outcome"])  # the data it sees is a dict again
+
+    manager = HookManager()  # no recorder: the same check as a recorded dispatch's
+    bad = manager.register(HookEvent.TASK_COMPLETED, breaks, priority=1, name="breaks")
+    manager.register(HookEvent.TASK_COMPLETED, later)
+    result = await manager.dispatch(HookEvent.TASK_COMPLETED, {"outcome": "success"})
+    assert result.data == {"outcome": "success", "seen": "success"}
+    [(hook_id, error)] = result.errors
+    assert hook_id == bad
+    assert "left a str, not a dict, by hook 'breaks'" in str(error)
+
+
 async def test_a_recorded_hook_that_sets_ctx_data_to_a_non_dict_is_recorded_failed() -> None:
     from tether import HookEvent, HookManager
     from tether.hooks._history import HistoryRecorder

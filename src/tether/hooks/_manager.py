@@ -52,7 +52,7 @@ from ._hook import (
     _snapshot,
     _Unset,
 )
-from ._recording import _not_a_dict, _note_error, _settle
+from ._recording import _not_a_dict, _note_error, _replaced, _settle
 from ._records import RunRecorder
 from ._shell import ShellHook
 from ._tracked import _Tracked, track
@@ -525,14 +525,18 @@ class HookManager(ExtensionPoints):
         if dry_run:  # hooks can tell (ctx.dry_run; command hooks: the metadata key)
             ctx.metadata[DRY_RUN_KEY] = True
             ctx._dry_run = True
+        # After each hook, ``ctx.data is watched`` tells that it left the data it was handed
+        # (the one check per hook both paths make): a non-dict is undone and is that hook's
+        # error, a new dict is the data from then on (tracked, when recorded).
+        watched: dict[str, Any] | None
         if marks is None:
             depth = 0
+            watched = ctx.data
         else:
             tracked: _Tracked
             tracked = ctx.data  # type: ignore[assignment]
-            # The per-hook check is ``ctx.data is watched``: tracing (a dry run's recorder
-            # keeping each hook's data) makes it fail every time, so the snapshot is taken on
-            # the same (slow) path as a replaced data dict.
+            # Tracing (a dry run's recorder keeping each hook's data) makes the per-hook check
+            # fail every time, so the snapshot is taken on the same (slow) path as a new dict.
             trace = dry_run and recorder.trace  # type: ignore[union-attr]
             if trace:
                 watched, first = None, _snapshot(tracked)
@@ -634,20 +638,22 @@ class HookManager(ExtensionPoints):
                     if hook.fail_closed and blockable:
                         blocked = True
                         reason = f"hook failed (fail_closed): {str(exc) or type(exc).__name__}"
-                if marks is not None:
-                    if ctx.data is not watched:  # replaced, not a dict, or tracing
+                if ctx.data is not watched:  # replaced (a non-dict is undone), or tracing
+                    if marks is None:
+                        watched, bad = _replaced(ctx, watched, hook)  # type: ignore[arg-type]
+                    else:
                         tracked, bad = _settle(ctx, tracked, marks, hook, trace)
-                        if bad is not None:
-                            errors = _note_error(errors, hook, bad, self, ev.value)
                         watched = None if trace else tracked
+                    if bad is not None:
+                        errors = _note_error(errors, hook, bad, self, ev.value)
+                if marks is not None:
                     marks.append(_now())  # ends the hook's notes (see _tracked)
                 if blocked:
                     break
         finally:
             if marks is not None:
                 _depth[0] = depth
-        if not isinstance(ctx.data, dict):  # a hook put something else there: undo, report it
-            # (Blamed on the chain's last hook reached: tracking who ran costs every dispatch.)
+        if not isinstance(ctx.data, dict):  # what a context_factory made was no dict
             broken = _not_a_dict(hook, ctx)
             ctx.data = payload
             errors = _note_error(errors, hook, broken, self, ev.value)

@@ -13,13 +13,13 @@ if TYPE_CHECKING:
     from ._hook import _Hook
     from ._manager import HookManager
 
-__all__ = ["_not_a_dict", "_note_error", "_settle"]
+__all__ = ["_not_a_dict", "_note_error", "_replaced", "_settle"]
 
 
 def _not_a_dict(hook: _Hook, ctx: HookContext) -> HookError:
     return HookError(
         f"ctx.data was left a {type(ctx.data).__name__}, not a dict, by hook {hook.name!r} "
-        f"({hook.hook_id}) or one before it; the change was undone"
+        f"({hook.hook_id}); the change was undone"
     )
 
 
@@ -35,6 +35,18 @@ def _note_error(
         errors = []
     errors.append((hook, error))
     return errors
+
+
+def _replaced(
+    ctx: HookContext, kept: dict[str, Any], hook: _Hook
+) -> tuple[dict[str, Any], HookError | None]:
+    """Unrecorded: a hook left ``ctx.data`` other than it was handed. A dict is the data from
+    then on; anything else is undone (the last dict put back) and is that hook's error."""
+    if isinstance(ctx.data, dict):
+        return ctx.data, None
+    bad = _not_a_dict(hook, ctx)
+    ctx.data = kept
+    return kept, bad
 
 
 def _settle(
