@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import math
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -100,9 +101,20 @@ class ExtensionPoints:
         return None if firstresult else results
 
     def call_later(self, delay: float, name: str, **kwargs: Any) -> None:
-        """Schedule a fire-and-forget call of extension point ``name`` after ``delay`` seconds."""
-        if not isinstance(delay, int | float) or delay < 0:
-            raise ValueError(f"delay must be a number of seconds >= 0, got {delay!r}")
+        """Schedule a fire-and-forget call of extension point ``name`` after ``delay`` seconds.
+
+        The delay is checked here, at call time: a negative, infinite or NaN delay (or a bool)
+        is a ValueError, never a call that fires at once or never.
+        """
+        if (
+            not isinstance(delay, int | float)
+            or isinstance(delay, bool)
+            or not 0 <= delay < math.inf
+        ):
+            raise ValueError(
+                f"delay must be a number of seconds >= 0, got {delay!r}"
+                + (" (it must be finite)" if isinstance(delay, float) and not delay < 0 else "")
+            )
         key = _key(name)
         if isinstance(key, HookEvent):
             raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
