@@ -40,6 +40,7 @@ __all__ = [
     "plugin_methods",
     "register_plugin",
     "resolve_plugin",
+    "unregister_plugin",
 ]
 
 ENTRY_POINT_GROUP: Final = "tether.plugins"
@@ -218,6 +219,57 @@ class Plugin:
     def __repr__(self) -> str:
         return f"<plugin {self.name}>"
 
+    def register_hook(
+        self,
+        name: HookEvent | str,
+        fn: Callable[..., Any],
+        *,
+        priority: int = 0,
+        timeout: float | None = None,
+        fail_closed: bool = False,
+    ) -> list[str]:
+        """Register ``fn`` for an extension point (or a lifecycle event) while the plugin is active.
+
+        What ``implements`` and the ``on_<event>`` methods declare, done at run time: ``fn`` is
+        owned by this plugin, so removing or reloading the plugin removes it with the rest. A
+        lifecycle handler is async and receives a PluginContext, as the plugin's methods do.
+        Returns the hook ids, one per manager the plugin is active on; a plugin that is not
+        active is a PluginError (there would be nothing to bind ``fn``'s lifetime to).
+        """
+        bindings = _bindings(self)
+        if not bindings:
+            raise PluginError(
+                f"plugin {self.name!r} is not active: register_hook() binds a handler to an "
+                "active plugin (activate it first, e.g. process.plugins.add)"
+            )
+        key = _key(name)
+        where = getattr(fn, "__name__", None) or type(fn).__name__
+        if isinstance(key, HookEvent) and not inspect.iscoroutinefunction(fn):
+            raise PluginError(
+                f"plugin {self.name!r}: {where} for {key.value} must be an async function"
+            )
+        options: dict[str, Any] = {"priority": priority, "fail_closed": fail_closed}
+        if timeout is not None:
+            options["timeout"] = timeout
+        ids: list[tuple[HookManager, str]] = []
+        try:
+            for manager, host, source in list(bindings):
+                callback = _make_handler(self, key, fn, host) if isinstance(key, HookEvent) else fn
+                hook_id = manager.register(
+                    key,
+                    callback,
+                    owner=self,
+                    source=source,
+                    name=f"plugin:{self.name}.{where}",
+                    **options,
+                )
+                ids.append((manager, hook_id))
+        except BaseException:
+            for manager, hook_id in ids:  # all or nothing, as at activation
+                manager._drop(manager._by_id[hook_id])
+            raise
+        return [hook_id for _, hook_id in ids]
+
 
 Plugin.__module__ = "tether"
 PluginContext.__module__ = "tether"
@@ -263,6 +315,15 @@ def _check_method_names(plugin: Plugin) -> None:
         raise PluginError(
             f"plugin {plugin.name!r}: {attr} is not a lifecycle method and would never run; " + hint
         )
+
+
+_ACTIVE: Final = "_tether_active"
+
+
+def _bindings(plugin: Plugin) -> list[tuple[HookManager, PluginHost | None, str]]:
+    """Where the plugin is active: (manager, host, source) per ``register_plugin``."""
+    found: list[tuple[HookManager, PluginHost | None, str]] = vars(plugin).setdefault(_ACTIVE, [])
+    return found
 
 
 def _check(plugin: object) -> Plugin:
@@ -362,7 +423,16 @@ def register_plugin(
         for hook_id in ids:  # never leave a half-registered plugin behind
             manager._drop(manager._by_id[hook_id])
         raise
+    _bindings(plugin).append((manager, host, source))
     return ids
+
+
+def unregister_plugin(manager: HookManager, plugin: Plugin) -> int:
+    """Remove every handler the plugin owns on ``manager`` (declared or added by
+    ``register_hook``) at once, and end its activation there; return how many went."""
+    active = _bindings(plugin)
+    active[:] = [b for b in active if b[0] is not manager]
+    return int(manager.remove_owner(plugin))
 
 
 def _entry_points() -> dict[str, Any]:

@@ -9,7 +9,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..hooks import HookContext
-from ..hooks._plugin import Plugin, PluginContext, PluginError, register_plugin, resolve_plugin
+from ..hooks._plugin import (
+    Plugin,
+    PluginContext,
+    PluginError,
+    register_plugin,
+    resolve_plugin,
+    unregister_plugin,
+)
 from ..store import ArtifactStore, check_artifact_path, open_artifacts
 from ._observe import withhold
 
@@ -35,6 +42,19 @@ def _dry_run(ctx: HookContext) -> bool:
 def _hook_name(plugin: str, ctx: HookContext) -> str:
     """The name the plugin's handler of this event is registered under (as in the trace)."""
     return f"plugin:{plugin}.on_{ctx.event.value}"
+
+
+def _stamped(ctx: HookContext, payload: Any) -> Any:
+    """An object artifact of a handler that conversed says so: ``tools_disabled`` (every
+    converse turn had its tools disabled) and ``timed_out`` (any converse call timed out)."""
+    calls = ctx.converse_calls if isinstance(ctx, PluginContext) else None
+    if not calls or not isinstance(payload, dict):
+        return payload
+    return {
+        **payload,
+        "tools_disabled": all(call["tools_disabled"] for call in calls),
+        "timed_out": any(call["timed_out"] for call in calls),
+    }
 
 
 class PluginManager:
@@ -81,7 +101,7 @@ class PluginManager:
         plugin = self._plugins.pop(name, None)
         if plugin is None:
             return False
-        self._process.hooks.remove_owner(plugin)
+        unregister_plugin(self._process.hooks, plugin)
         return True
 
     def reload(self, name: str, fresh: Plugin | None = None) -> Plugin:
@@ -140,6 +160,7 @@ class PluginManager:
     ) -> str:
         task = _task_id(ctx, self._process)
         name = f"{task}.{plugin}{'.' + label if label else ''}.json"
+        payload = _stamped(ctx, payload)
         if _dry_run(ctx):
             check_artifact_path(task, name)  # a name the store would refuse fails here too
             withhold(
