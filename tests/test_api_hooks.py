@@ -180,7 +180,8 @@ async def test_the_events_endpoint_filters_by_blockable(client: httpx.AsyncClien
     [
         ("/hooks/events", {"blockable": "yes"}, "blockable", "allowed: true, false"),
         ("/hooks/events", {"family": "tasks"}, "family", "allowed: session, prompt"),
-        ("/hooks/events", {"sync_only": "true"}, "sync_only", "allowed: blockable, family"),
+        ("/hooks/events", {"sync_only": "maybe"}, "sync_only", "allowed: true, false"),
+        ("/hooks/events", {"sync": "true"}, "sync", "allowed: blockable, family, sync_only"),
         ("/hooks/catalog", {"source": "yaml"}, "source", "allowed: code, config, manifest"),
         ("/hooks/catalog", {"mode": "later"}, "mode", "allowed: sync, async"),
         ("/hooks/catalog", {"event": "prompt_submit"}, "event", "allowed: session_start"),
@@ -264,13 +265,16 @@ async def test_the_catalog_lists_every_resolved_hook_of_every_process(
         "priority": 5,
         "order": 0,
         "timeout": 5.0,  # the command's default, as declared: the engine's backstop is not shown
+        "timeout_ms": 5000,
         "fail_closed": True,
+        "required": True,
         "once": False,
         "tag": "policy",
         "matcher": {"trigger_type": ["webhook"]},
         "enabled": True,
         "command": gate,
         "owner": None,
+        "metadata": {"tag": "policy"},
     }
     in_code, background = r.json()["hooks"][1], r.json()["hooks"][3]
     assert (in_code["order"], in_code["timeout"], in_code["command"]) == (1, 2, None)
@@ -358,6 +362,7 @@ async def test_runs_come_back_with_every_field_of_the_record(
         "hook_id",
         "hook_name",
         "event",
+        "process",
         "process_id",
         "source",
         "mode",
@@ -371,11 +376,12 @@ async def test_runs_come_back_with_every_field_of_the_record(
         "data_after",
         "required",
     }
-    assert (blocked["hook_name"], blocked["event"], blocked["process_id"]) == (
+    assert (blocked["hook_name"], blocked["event"], blocked["process"]) == (
         "gate",
         "user_prompt_submit",
         "triage",
     )
+    assert blocked["process_id"] == "triage"
     assert (blocked["source"], blocked["mode"], blocked["error"]) == (
         "config",
         "sync",

@@ -33,6 +33,8 @@ _EVENTS: Final = tuple(e.value for e in HookEvent)
 _EVENT_ORDER: Final = {name: i for i, name in enumerate(_EVENTS)}
 #: What the artifact stores accept as a task id (they name files after it).
 _TASK_ID: Final = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
+#: A time's UTC offset whose '+' a query string decoded as a space.
+_DECODED_PLUS: Final = re.compile(r" (\d{2}(?::?\d{2})?)$")
 
 
 class DryRunRequest(BaseModel):
@@ -68,12 +70,17 @@ def _since(value: str | None) -> float | None:
     """An ISO 8601 time (``Z`` or an offset; without one, UTC) as a POSIX timestamp."""
     if value is None:
         return None
+    text = value.strip().replace("Z", "+00:00")
     try:
-        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        when = datetime.fromisoformat(text)
     except ValueError:
-        raise bad_query(
-            "since", f"{value!r} is not an ISO 8601 time (e.g. 2025-01-31T09:30:00Z)"
-        ) from None
+        # The '+' of an offset written raw in a URL arrives as a space ("T09:30:00 01:00").
+        try:
+            when = datetime.fromisoformat(_DECODED_PLUS.sub(r"+\1", text))
+        except ValueError:
+            raise bad_query(
+                "since", f"{value!r} is not an ISO 8601 time (e.g. 2025-01-31T09:30:00Z)"
+            ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.timestamp()
@@ -101,6 +108,13 @@ def _bool(params: dict[str, str], name: str) -> bool | None:
     return lowered == "true"
 
 
+def _run_view(run: dict[str, Any]) -> dict[str, Any]:
+    """A run record as the API answers it: ``process`` names the process, as in the catalog
+    (``process_id`` is kept for the clients that read it)."""
+    run["process"] = run["process_id"]
+    return run
+
+
 def _catalog_order(entry: dict[str, Any]) -> tuple[int, str, int]:
     event = entry["event"]
     return (_EVENT_ORDER.get(event, len(_EVENT_ORDER)), event, entry["order"])
@@ -115,10 +129,14 @@ class HookEndpoints:
     async def events(self, request: Request) -> Response:
         from ..hooks._taxonomy import FAMILIES, describe_events
 
-        params = query_params(request, ("blockable", "family"))
+        params = query_params(request, ("blockable", "family", "sync_only"))
         blockable = _bool(params, "blockable")
         family = _choice(params, "family", FAMILIES)
-        return JSONResponse({"events": describe_events(blockable=blockable, family=family)})
+        sync_only = _bool(params, "sync_only")
+        events = describe_events(blockable=blockable, family=family)
+        if sync_only:
+            events = [e for e in events if e["sync_eligible"]]
+        return JSONResponse({"events": events})
 
     async def catalog(self, request: Request) -> Response:
         params = query_params(request, ("process", "event", "source", "mode"))
@@ -152,7 +170,7 @@ class HookEndpoints:
             "since": _since(params.get("since")),
             "last": _last(params.get("last")),
         }
-        runs = [run.as_dict() for run in process.hook_runs(**filters)]
+        runs = [_run_view(run.as_dict()) for run in process.hook_runs(**filters)]
         return JSONResponse({"name": process.name, "runs": process.redactor.value(runs)})
 
     async def disable(self, request: Request) -> Response:

@@ -191,7 +191,8 @@ def openapi_document() -> dict[str, Any]:
             f"{p}/hooks/events": {
                 "get": _op(
                     "The lifecycle events: family, whether a hook may block, what a block does, "
-                    "matcher fields, and JSON Schemas of the payload and of what a hook may change",
+                    "sync_eligible, matcher fields, and JSON Schemas of the payload and of what a "
+                    "hook may change",
                     name=False,
                     query=(
                         _query(
@@ -202,6 +203,12 @@ def openapi_document() -> dict[str, Any]:
                         _query(
                             "family", "Only the events of this family", {"enum": list(FAMILIES)}
                         ),
+                        _query(
+                            "sync_only",
+                            "Only events a synchronous hook may be declared for (sync_eligible: "
+                            "every event)",
+                            {"type": "boolean"},
+                        ),
                     ),
                 )
             },
@@ -209,8 +216,9 @@ def openapi_document() -> dict[str, Any]:
                 "get": _op(
                     "Every resolved hook of every process: event, name, source, mode, "
                     f"executor_kind ({', '.join(EXECUTOR_KINDS)}), priority, order, timeout (as "
-                    "declared; a command hook's engine backstop is not included), fail_closed, "
-                    "once, tag, matcher, enabled, command (never env values)",
+                    "declared; a command hook's engine backstop is not included) and "
+                    "timeout_ms, fail_closed (also as required), once, tag, matcher, enabled, "
+                    "command (never env values), metadata (tag and owner as strings)",
                     name=False,
                     query=(
                         _query("process", "Only this process"),
@@ -226,7 +234,7 @@ def openapi_document() -> dict[str, Any]:
             f"{p}/processes/{{name}}/hooks/runs": {
                 "get": _op(
                     "Hook-run history, oldest first. Each run: recorded_at, hook_id, hook_name, "
-                    "event, process_id, source, mode, outcome, duration_ms, error, "
+                    "event, process (and process_id), source, mode, outcome, duration_ms, error, "
                     "patch_applied, dispatch_id, dispatch_depth, data_before, data_after, "
                     "required (the hook's fail_closed; null in runs stored before it was kept)",
                     query=(

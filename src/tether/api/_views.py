@@ -99,7 +99,11 @@ def dead_letter_view(process: AgentProcess, entry: dict[str, Any]) -> dict[str, 
 
 def catalog_entry(process: AgentProcess, info: HookInfo) -> dict[str, Any]:
     """One resolved hook of ``process`` for the catalog: how and when it runs, and for a
-    command hook its command as declared (``${VAR}`` unresolved; env values never leave)."""
+    command hook its command as declared (``${VAR}`` unresolved; env values never leave).
+
+    ``required`` and ``timeout_ms`` repeat ``fail_closed`` and ``timeout`` under the names
+    other hook catalogs use; ``metadata`` holds the hook's tag and owner as strings.
+    """
     entry = {
         "process": process.name,
         "hook_id": info.hook_id,
@@ -111,13 +115,16 @@ def catalog_entry(process: AgentProcess, info: HookInfo) -> dict[str, Any]:
         "priority": info.priority,
         "order": info.order,
         "timeout": info.timeout,
+        "timeout_ms": None if info.timeout is None else round(info.timeout * 1000),
         "fail_closed": info.fail_closed,
+        "required": info.fail_closed,
         "once": info.once,
         "tag": info.tag,
         "matcher": info.matcher,
         "enabled": info.enabled,
         "command": list(info.command) if isinstance(info.command, tuple) else info.command,
         "owner": info.owner,
+        "metadata": {k: str(v) for k, v in (("tag", info.tag), ("owner", info.owner)) if v},
     }
     view: dict[str, Any] = process.redactor.value(entry)
     return view

@@ -181,6 +181,9 @@ def describe_events(
                 "event": event.value,
                 "family": event_family,
                 "blockable": is_blockable,
+                # Every event runs a synchronous chain the caller waits for (async hooks are
+                # the opt-in exception), so a sync hook may be declared for each one.
+                "sync_eligible": True,
                 "block_effect": block,
                 "matcher_fields": list(MATCHER_FIELDS[event]),
                 "payload_schema": payload,
