@@ -372,3 +372,30 @@ async def test_a_plugin_lifecycle_method_and_extension_point_share_one_owner() -
     assert {i.owner for i in manager.describe()} == {"both"}
     assert manager.remove_owner(both) == 2
     assert len(manager) == 0
+
+
+# -- names ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["classify", ".ticket.classify", "ticket.classify.", "a b.c"])
+def test_a_name_that_is_neither_an_event_nor_dotted_says_what_a_point_name_is(name: str) -> None:
+    manager = HookManager()
+
+    with pytest.raises(ValueError, match="an extension point name is dotted") as caught:
+        manager.register(name, lambda: None)
+
+    message = str(caught.value)
+    assert f"unknown hook event {name!r}; valid events are: " in message
+    assert "an extension point name is dotted" in message
+    assert "'ticket.classify'" in message
+    assert len(manager) == 0
+
+
+async def test_extension_points_and_events_never_share_handlers() -> None:
+    manager = HookManager()
+    manager.register("task.completed.audit", lambda: "point")
+
+    result = await manager.dispatch("task_completed", {})
+
+    assert result.fired == 0
+    assert await manager.call("task.completed.audit") == ["point"]

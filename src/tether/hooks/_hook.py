@@ -313,4 +313,12 @@ def _key(name: HookEvent | str) -> HookEvent | str:
                 f"{VALID_EVENT_VALUES}"
             )
         return name
-    return parse_event(name)
+    try:
+        return parse_event(name)
+    except ValueError as exc:
+        if not isinstance(name, str):
+            raise
+        raise ValueError(
+            f"{exc}; an extension point name is dotted, with no spaces and no leading or "
+            "trailing dot (e.g. 'ticket.classify')"
+        ) from None
