@@ -49,9 +49,10 @@ class DebriefPlugin(Plugin):
     def __init__(
         self, on: Literal["failed", "all"] | None = None, converse_timeout: float | None = None
     ) -> None:
-        chosen = on or os.environ.get("TETHER_DEBRIEF_ON", "failed")
+        chosen = on if on is not None else os.environ.get("TETHER_DEBRIEF_ON", "failed")
         if chosen not in ("failed", "all"):
-            raise ValueError(f"debrief 'on' must be 'failed' or 'all', got {chosen!r}")
+            source = "" if on is not None else " (from TETHER_DEBRIEF_ON)"
+            raise ValueError(f"debrief 'on' must be 'failed' or 'all', got {chosen!r}{source}")
         self.on = chosen
         if converse_timeout is None:
             env = os.environ.get("TETHER_DEBRIEF_TIMEOUT_S")
