@@ -23,6 +23,7 @@ from tether import (
     PluginContext,
     PluginError,
     ProcessConfig,
+    hook_options,
     implements,
 )
 from tether.hooks._plugin import resolve_plugin
@@ -393,3 +394,38 @@ async def test_an_artifact_that_is_not_an_object_is_never_stamped() -> None:
         event_id = await run_task(process, rec)
 
     assert artifact_of(process, event_id) == ["a", "list"]
+
+
+# -- options that would never apply --------------------------------------------------------------
+
+
+def test_hook_options_on_an_extension_point_handler_is_refused_naming_the_method() -> None:
+    class Timed(Plugin):
+        name = "timed"
+
+        @hook_options(timeout=1.0)
+        @implements(POINT)
+        def classify(self, text: str) -> str:
+            return "billing"
+
+    process = make_process()
+
+    with pytest.raises(PluginError, match="'timed': hook_options on classify would never apply"):
+        process.plugins.add(Timed())
+    assert len(process.hooks) == 0
+    assert process.plugins.names == []
+
+
+def test_hook_options_on_a_helper_method_is_refused() -> None:
+    class Helper(Plugin):
+        name = "helper"
+
+        async def on_task_created(self, ctx: PluginContext) -> None:
+            pass
+
+        @hook_options(priority=5)
+        async def summarise(self, ctx: PluginContext) -> None:
+            pass
+
+    with pytest.raises(PluginError, match="hook_options on summarise would never apply"):
+        make_process(Helper())

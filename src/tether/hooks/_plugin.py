@@ -300,6 +300,15 @@ _LIFECYCLE_METHODS: Final = tuple(f"on_{event.value}" for event in HookEvent)
 
 def _check_method_names(plugin: Plugin) -> None:
     for attr in dir(type(plugin)):
+        if attr not in _LIFECYCLE_METHODS:
+            raw = inspect.getattr_static(plugin, attr, None)
+            if hasattr(getattr(raw, "__func__", raw), "__tether_hook_options__"):
+                # Silently ignored options would be a setting that never applies.
+                raise PluginError(
+                    f"plugin {plugin.name!r}: hook_options on {attr} would never apply: it sets "
+                    "the options of an on_<event> method (an extension point's priority is set "
+                    "with implements(name, priority=...))"
+                )
         if not attr.startswith("on_") or attr in _LIFECYCLE_METHODS:
             continue
         raw = inspect.getattr_static(plugin, attr, None)
