@@ -294,3 +294,35 @@ async def test_runs_stored_in_sqlite_are_read_over_http_after_the_runtime_restar
     keys = ("hook_name", "event", "outcome", "source", "mode", "dispatch_id", "recorded_at")
     assert [again[k] for k in keys] == [first[k] for k in keys]
     assert (again["hook_name"], again["outcome"]) == ("notify", "passed")
+
+
+# -- dry runs --------------------------------------------------------------------------------------
+
+
+async def test_a_dry_run_answers_its_decision_in_words_and_names_the_process_in_its_trace(
+    client: httpx.AsyncClient, runtime: AgentRuntime
+) -> None:
+    await create(client, "triage")
+    process = runtime.get("triage")
+    assert process is not None
+    process.hooks.register(UPS, reads_only, name="audit", priority=10)
+    process.hooks.register(
+        UPS, refuses, name="printers", matcher={"trigger_id": "printers"}, fail_closed=True
+    )
+    sample = {"prompt": "Jammed", "event_id": "e1", "trigger_type": "manual"}
+    answers = {}
+    for trigger_id in ("helpdesk", "printers"):
+        body = {"event": "user_prompt_submit", "data": {**sample, "trigger_id": trigger_id}}
+        r = await client.post("/processes/triage/hooks/dry-run", json=body)
+        assert r.status_code == 200, r.text
+        answers[trigger_id] = r.json()
+    allowed, blocked = answers["helpdesk"], answers["printers"]
+    assert (allowed["decision"], allowed["blocked"], allowed["reason"]) == ("allowed", False, None)
+    assert (blocked["decision"], blocked["blocked"]) == ("blocked", True)
+    assert blocked["reason"] == "no printer tickets"
+    assert [(t["hook_name"], t["outcome"]) for t in allowed["trace"]] == [
+        ("audit", "passed"),
+        ("printers", "skipped"),
+    ]
+    assert {t["process"] for t in blocked["trace"]} == {"triage"}
+    assert await runs_of(client, "triage") == []  # a dry run leaves no history

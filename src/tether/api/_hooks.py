@@ -218,6 +218,7 @@ class HookEndpoints:
                 [{"path": "event", "message": message}],
             )
         answer = await process.dry_run(body.event, body.data)
+        answer["trace"] = [_run_view(run) for run in answer["trace"]]
         return JSONResponse({"name": process.name, **answer})
 
     async def artifacts(self, request: Request) -> Response:

@@ -257,7 +257,9 @@ def openapi_document() -> dict[str, Any]:
             f"{p}/processes/{{name}}/hooks/dry-run": {
                 "post": _op(
                     "Push a sample event through the resolved chain (command hooks really run); "
-                    "answers the per-hook trace and the decision. Nothing is queued and the agent "
+                    "answers the per-hook trace (outcome, data_before, data_after, duration_ms) "
+                    "and the decision (blocked, decision: blocked or allowed, reason). Nothing is "
+                    "queued and the agent "
                     "is not touched: every hook sees metadata.dry_run true, plugins do not call "
                     "the model, and the warnings and artifacts they would have kept are answered "
                     "under 'withheld' (hook_name, action, task_id, message or artifact and "

@@ -60,7 +60,8 @@ class HookObservability:
         a plugin's ``converse`` raises without calling the model, and its warnings and
         artifacts are not kept but answered under ``withheld``, one note each (``hook_name``,
         ``action``: ``warn`` or ``emit_artifact``, ``task_id``, and ``message`` or ``artifact``
-        and ``payload``). Returns the per-hook trace and the final decision.
+        and ``payload``). Returns the per-hook trace and the final decision (``decision``:
+        ``blocked`` or ``allowed``, as ``blocked`` says; ``reason`` when blocked).
         """
         from ..hooks._history import HistoryRecorder
 
@@ -87,6 +88,7 @@ class HookObservability:
         return {
             "event": str(event),
             "blocked": result.blocked,
+            "decision": "blocked" if result.blocked else "allowed",
             "reason": result.reason,
             "fired": result.fired,
             "errors": [
