@@ -326,3 +326,47 @@ async def test_a_dry_run_answers_its_decision_in_words_and_names_the_process_in_
     ]
     assert {t["process"] for t in blocked["trace"]} == {"triage"}
     assert await runs_of(client, "triage") == []  # a dry run leaves no history
+
+
+# -- last ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("last", ["2147483648", "100000000000000000000000", "1_000", "+3", "٣"])
+async def test_a_last_that_is_not_a_plain_int32_count_answers_400_even_with_sqlite_history(
+    client: httpx.AsyncClient, tmp_path: Path, last: str
+) -> None:
+    """Regression: a count past SQLite's 64-bit integers answered 500 from a journaled
+    process."""
+    await create(client, "triage", journal_path=str(tmp_path / "tether.db"))
+    r = await client.get("/processes/triage/hooks/runs", params={"last": last})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["code"] == "INVALID_QUERY"
+    assert error["message"].startswith("last: ")
+    assert "at most 2147483647" in error["message"]
+
+
+async def test_the_largest_last_reads_every_run_of_a_journaled_process(
+    client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    hooks = [{"event": "task_completed", "command": ["true"]}]
+    await create(client, "triage", journal_path=str(tmp_path / "tether.db"), hooks=hooks)
+    await inject(client, "triage")
+    [run] = await wait_for_runs(client, "triage", 1)
+    assert await runs_of(client, "triage", last="2147483647") == [run]
+
+
+def test_a_store_query_for_more_runs_than_sqlite_can_count_reads_them_all(
+    tmp_path: Path,
+) -> None:
+    """Regression: HistoryStore.query(last=N) past 2**63 - 1 raised OverflowError."""
+    from tether.hooks import HookRun
+    from tether.store import HistoryStore
+
+    store = HistoryStore(tmp_path / "tether.db")
+    run = HookRun(
+        1.0, "hook-1", "notify", "task_completed", "p", "config", "sync", "passed", 1.0, None,
+        False, "d-1", 0,
+    )  # fmt: skip
+    store.write([run])
+    assert [r.hook_name for r in store.query("p", last=10**30)] == ["notify"]

@@ -33,6 +33,9 @@ _EVENTS: Final = tuple(e.value for e in HookEvent)
 _EVENT_ORDER: Final = {name: i for i, name in enumerate(_EVENTS)}
 #: What the artifact stores accept as a task id (they name files after it).
 _TASK_ID: Final = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
+#: The largest ``last`` a runs query takes (a signed 32-bit count, as the reference has it).
+MAX_LAST: Final = 2**31 - 1
+_DIGITS: Final = re.compile(r"^[0-9]{1,12}$")
 #: A time's UTC offset whose '+' a query string decoded as a space.
 _DECODED_PLUS: Final = re.compile(r" (\d{2}(?::?\d{2})?)$")
 
@@ -87,15 +90,13 @@ def _since(value: str | None) -> float | None:
 
 
 def _last(value: str | None) -> int | None:
+    """A count of runs: ASCII digits, at most MAX_LAST (the reference's int32)."""
     if value is None:
         return None
-    try:
-        count = int(value)
-    except ValueError:
-        count = -1
-    if count < 0:
-        raise bad_query("last", f"{value!r} is not a whole number >= 0")
-    return count
+    digits = value.strip()
+    if not _DIGITS.match(digits) or int(digits) > MAX_LAST:
+        raise bad_query("last", f"{value!r} is not a whole number >= 0 (at most {MAX_LAST})")
+    return int(digits)
 
 
 def _bool(params: dict[str, str], name: str) -> bool | None:

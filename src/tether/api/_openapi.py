@@ -76,7 +76,7 @@ def openapi_document() -> dict[str, Any]:
     from ..hooks._taxonomy import FAMILIES
     from ._api import CreateProcess, InjectEvent, Redeliver
     from ._changes import ConfigChange, RewindRequest
-    from ._hooks import MODES, SOURCES, DryRunRequest
+    from ._hooks import MAX_LAST, MODES, SOURCES, DryRunRequest
 
     models = (CreateProcess, InjectEvent, Redeliver, ConfigChange, RewindRequest, DryRunRequest)
     _, defs = models_json_schema(
@@ -250,7 +250,16 @@ def openapi_document() -> dict[str, Any]:
                             "Only runs at or after this ISO 8601 time (UTC without an offset)",
                             {"type": "string", "format": "date-time"},
                         ),
-                        _query("last", "Only the last N runs", {"type": "integer", "minimum": 0}),
+                        _query(
+                            "last",
+                            "Only the last N runs",
+                            {
+                                "type": "integer",
+                                "format": "int32",
+                                "minimum": 0,
+                                "maximum": MAX_LAST,
+                            },
+                        ),
                     ),
                 )
             },

@@ -34,6 +34,9 @@ _COLUMNS = (
 )
 
 
+_MAX_ROWS = 2**63 - 1
+
+
 class HistoryStore:
     """Rows of ``hook_runs``; one table for every process of the runtime."""
 
@@ -115,7 +118,7 @@ class HistoryStore:
         sql = f"SELECT {', '.join(_COLUMNS)} FROM hook_runs WHERE {' AND '.join(where)}"
         if last is not None:
             sql = f"SELECT * FROM ({sql} ORDER BY recorded_at DESC, rowid DESC LIMIT ?) "
-            args.append(max(last, 0))
+            args.append(min(max(last, 0), _MAX_ROWS))  # SQLite integers are 64-bit
         sql += " ORDER BY recorded_at"
         out = []
         for row in self._db.execute(sql, args).fetchall():
