@@ -370,3 +370,15 @@ def test_a_store_query_for_more_runs_than_sqlite_can_count_reads_them_all(
     )  # fmt: skip
     store.write([run])
     assert [r.hook_name for r in store.query("p", last=10**30)] == ["notify"]
+
+
+async def test_the_openapi_document_lists_sync_only_and_the_bounds_of_last(
+    client: httpx.AsyncClient,
+) -> None:
+    doc = (await client.get("/openapi.json")).json()
+    paths = doc["paths"]
+    events = {p["name"]: p for p in paths["/api/v1/hooks/events"]["get"]["parameters"]}
+    assert events["sync_only"]["schema"] == {"type": "boolean"}
+    runs_op = paths["/api/v1/processes/{name}/hooks/runs"]["get"]
+    runs = {p["name"]: p for p in runs_op["parameters"]}
+    assert (runs["last"]["schema"]["minimum"], runs["last"]["schema"]["maximum"]) == (0, 2**31 - 1)
