@@ -429,3 +429,32 @@ def test_hook_options_on_a_helper_method_is_refused() -> None:
 
     with pytest.raises(PluginError, match="hook_options on summarise would never apply"):
         make_process(Helper())
+
+
+async def test_the_stamp_says_timed_out_when_any_of_several_converse_calls_timed_out() -> None:
+    replies: list[str] = []
+
+    class Twice(Plugin):
+        name = "twice"
+
+        def __init__(self, model: ScriptedModel) -> None:
+            self.model = model
+
+        async def on_task_completed(self, ctx: PluginContext) -> None:
+            self.model.latency = 30.0
+            with contextlib.suppress(TimeoutError):
+                await ctx.converse("first question", timeout=0.05)
+            self.model.latency = 0.0
+            replies.append(await ctx.converse("second question"))
+            ctx.emit_artifact({"asked": 2})
+
+    model = ScriptedModel(reply="I saw a 502", tool_calls=[("lookup_order", {"order": "A-1"})])
+    process = make_process(
+        Twice(model), model=model, tools=[lookup_order], max_turns=1, max_retries=0
+    )
+    rec = completions(process)
+    async with process:
+        event_id = await run_task(process, rec)
+
+    assert replies == ["I saw a 502"]
+    assert artifact_of(process, event_id) == {"asked": 2, "tools_disabled": True, "timed_out": True}
