@@ -18,7 +18,6 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from .._redact import Redactor
@@ -44,13 +43,14 @@ from ._config import (
     TriggerConfig,
     WebhookTrigger,
 )
+from ._dead_letters import DeadLetters
 from ._errors import ProcessStateError
 from ._event import TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
 from ._observe import HookObservability
 from ._rewind import Rewinding
 from ._state import ProcessState, accepts_events, validate_name
-from ._supervise import Supervision
+from ._supervise import Supervision, is_fatal
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def resolve_secrets(config: ProcessConfig) -> list[tuple[str, str]]:
     return values
 
 
-class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
+class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Supervision):
     """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks."""
 
     def __init__(
@@ -270,7 +270,12 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
             raise
         self.state = ProcessState.RUNNING
         self._started_at = time.monotonic()
-        await self._emit(HookEvent.SESSION_START, {"restart": _restart, "recovered": recovered})
+        try:
+            await self._emit(HookEvent.SESSION_START, {"restart": _restart, "recovered": recovered})
+        except BaseException:
+            if self.state == ProcessState.RUNNING:  # no worker will run: say so, not "running"
+                self.state = ProcessState.FAILED
+            raise
         if self.state != ProcessState.RUNNING:  # a session_start hook scheduled a stop
             return
         self._workers = [
@@ -335,12 +340,14 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
             self._supervisor = None
         was_failed = self.state == ProcessState.FAILED
         self.state = ProcessState.STOPPING
-        if not was_failed:
-            await self._emit(
-                HookEvent.SESSION_END,
-                {"reason": reason, "invocation_count": self.invocation_count},
-            )
-        await self._teardown(ProcessState.STOPPED, restarting=reason == "restart")
+        try:
+            if not was_failed:
+                await self._emit(
+                    HookEvent.SESSION_END,
+                    {"reason": reason, "invocation_count": self.invocation_count},
+                )
+        finally:  # a session_end hook raising what the engine does not isolate still stops it
+            await self._teardown(ProcessState.STOPPED, restarting=reason == "restart")
 
     async def _teardown(self, final_state: ProcessState, restarting: bool = False) -> None:
         self._stopping = True
@@ -475,45 +482,6 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
             return
         await self.inject(TriggerEvent(trigger_id, "file_watch", payload, event_id=event_id))
 
-    # -- dead letters ----------------------------------------------------------------------
-
-    def _dead(self, event: TriggerEvent, reason: str, error: str | None, attempts: int) -> None:
-        error = self.redactor.text(error) if error is not None else None
-        self.dead_letters.append(
-            {
-                "event": event,
-                "event_id": event.event_id,
-                "reason": reason,
-                "error": error,
-                "attempts": attempts,
-                "timestamp": datetime.now(UTC),
-            }
-        )
-        logger.info("event %s dead-lettered: %s (%s)", event.event_id, reason, error)
-        if self._journal is not None:
-            payload = self.redactor.declared.value(event.to_dict())  # replayed: see Redactor
-            self._journal.dead(payload, attempts, reason, error)
-
-    async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
-        """Inject dead-lettered events again (all, or those named); return how many."""
-        chosen = [
-            d for d in self.dead_letters if event_ids is None or d["event"].event_id in event_ids
-        ]
-        self.dead_letters = [d for d in self.dead_letters if d not in chosen]
-        if self._journal is not None:
-            self._journal.forget_dead([d["event"].event_id for d in chosen])
-        for entry in chosen:
-            await self.inject(entry["event"])
-        return len(chosen)
-
-    def clear_dead_letters(self) -> int:
-        """Forget every dead letter; return how many."""
-        count = len(self.dead_letters)
-        if self._journal is not None:
-            self._journal.forget_dead([d["event"].event_id for d in self.dead_letters])
-        self.dead_letters = []
-        return count
-
     # -- the worker ------------------------------------------------------------------------
 
     async def _worker(self) -> None:
@@ -534,21 +502,14 @@ class AgentProcess(ConfigChanges, Rewinding, HookObservability, Supervision):
             self._inflight[event.event_id] = (event, attempts + 1)
             try:
                 await self._handle(event, attempts + 1)
-            except asyncio.CancelledError:
-                if event.event_id in self._inflight:  # cut off mid-run by stop() or a restart
-                    self._cut_off.append((event, attempts + 1))
-                raise
-            except Exception as exc:  # a bug in the machinery: supervise, never lose the event
-                error = self.redactor.text(f"{type(exc).__name__}: {exc}")
-                logger.error("worker of %s crashed: %s", self.name, error)
-                self._dead(event, "process failed", error, attempts + 1)
-                if event.event_id in self._inflight:  # it never reached task_completed
-                    self._inflight.pop(event.event_id, None)
-                    try:
-                        await self._complete(event, "failed", 0.0, error, worker=True)
-                    except Exception:
-                        logger.error("task_completed of %s failed too", event.event_id)
-                self._crashed(f"worker crashed: {error}")
+            except BaseException as exc:
+                if is_fatal(exc):
+                    if isinstance(exc, asyncio.CancelledError) and event.event_id in self._inflight:
+                        self._cut_off.append((event, attempts + 1))  # by stop() or a restart
+                    raise
+                # A bug in the machinery, or a hook, model or tool raising what no layer
+                # isolates (a BaseException, a stray CancelledError): supervise, never lose it.
+                await self._worker_crashed(event, attempts + 1, exc)
             finally:
                 self._inflight.pop(event.event_id, None)
                 self._busy.discard(me)

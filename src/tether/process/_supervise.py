@@ -8,19 +8,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..hooks import DispatchResult, HookEvent
 from ._state import ProcessState
 
 if TYPE_CHECKING:
+    from .._redact import Redactor
     from ._config import ProcessConfig
     from ._event import TriggerEvent
     from ._triggers import TriggerRunner
 
-__all__ = ["Supervision"]
+__all__ = ["Supervision", "is_fatal"]
 
 logger = logging.getLogger("tether.process")
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """Whether ``exc`` must end the task it reached: this task is being cancelled (stop() or a
+    restart), or the host is going down (KeyboardInterrupt, SystemExit: a journal recovers
+    what was running). Anything else a worker meets is a crash it supervises."""
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        return task is None or task.cancelling() > 0
+    return isinstance(exc, (KeyboardInterrupt, SystemExit))
 
 
 class Supervision:
@@ -39,6 +51,22 @@ class Supervision:
         _supervisor: asyncio.Task[None] | None
         _runners: dict[str, TriggerRunner]
         _cut_off: list[tuple[TriggerEvent, int]]
+        _inflight: dict[str, tuple[TriggerEvent, int]]
+        redactor: Redactor
+
+        def _dead(
+            self, event: TriggerEvent, reason: str, error: str | None, attempts: int
+        ) -> None: ...
+
+        def _complete(
+            self,
+            event: TriggerEvent,
+            outcome: str,
+            duration_ms: float,
+            error: str | None,
+            *,
+            worker: bool = False,
+        ) -> Awaitable[DispatchResult]: ...
 
         async def _emit(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult: ...
 
@@ -49,6 +77,27 @@ class Supervision:
         async def start(self, *, _restart: bool = False) -> None: ...
 
         async def _teardown(self, final_state: ProcessState, restarting: bool = False) -> None: ...
+
+    async def _worker_crashed(self, event: TriggerEvent, attempt: int, exc: BaseException) -> None:
+        """A worker's run of ``event`` raised what nothing isolated: the process crashed.
+
+        The event is dead-lettered ("process failed", task_completed "failed") unless its fate
+        was decided already (it left ``_inflight``: done, dead-lettered or waiting for a
+        retry), so a redelivery never runs a finished event twice.
+        """
+        error = self.redactor.text(
+            f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        )
+        logger.error("worker of %s crashed: %s", self.name, error)
+        if self._inflight.pop(event.event_id, None) is not None:
+            self._dead(event, "process failed", error, attempt)
+            try:
+                await self._complete(event, "failed", 0.0, error, worker=True)
+            except BaseException as again:
+                if is_fatal(again):
+                    raise
+                logger.error("task_completed of %s failed too", event.event_id)
+        self._crashed(f"worker crashed: {error}")
 
     def _crashed(self, error: str) -> None:
         """Enter FAILED and, if the restart policy allows, restart after a backoff."""
@@ -62,14 +111,18 @@ class Supervision:
         policy = self.config.restart
         will_restart = policy.policy == "on_failure" and self._auto_restarts < policy.max_restarts
         self.state = ProcessState.FAILED
-        # The documented keys only; the error is in status()["last_error"].
-        await self._emit(
-            HookEvent.SESSION_END,
-            {
-                "reason": "restart" if will_restart else "stop",
-                "invocation_count": self.invocation_count,
-            },
-        )
+        try:  # the documented keys only; the error is in status()["last_error"]
+            await self._emit(
+                HookEvent.SESSION_END,
+                {
+                    "reason": "restart" if will_restart else "stop",
+                    "invocation_count": self.invocation_count,
+                },
+            )
+        except BaseException as exc:  # a hook raising what the engine does not isolate
+            if is_fatal(exc):
+                raise
+            logger.error("session_end of %s raised %s; supervising on", self.name, repr(exc))
         if will_restart:
             # Keep the queue: events wait for the restarted process, and so does a run that
             # is cut off here (its attempt does not count).
@@ -88,7 +141,12 @@ class Supervision:
             self._consecutive_failures = 0
             self._supervisor = None
             self.state = ProcessState.STOPPED
-            await self.start(_restart=True)
+            try:
+                await self.start(_restart=True)
+            except BaseException as exc:  # e.g. a session_start hook: a crash, supervised too
+                if is_fatal(exc):
+                    raise
+                self._crashed(f"restart failed: {self.redactor.text(repr(exc))}")
         else:
             self._supervisor = None
             await self._teardown(final_state=ProcessState.FAILED)
