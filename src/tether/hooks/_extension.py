@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import inspect
 import math
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ._events import HookEvent
@@ -129,12 +129,15 @@ class ExtensionPoints:
         handle = loop.call_later(delay, fire)
         self._timers.add(handle)
 
-    async def aclose(self) -> None:
-        """Cancel deferred calls still pending: those not yet fired and those running."""
+    async def aclose(self, keep: Collection[asyncio.Task[Any] | None] = ()) -> None:
+        """Cancel deferred calls still pending: those not yet fired and those running (but
+        the calling task, and those in ``keep``: a deferred call awaiting what closes this)."""
         for handle in self._timers:
             handle.cancel()
         self._timers.clear()
-        for task in list(self._deferred):
+        me = asyncio.current_task()
+        tasks = [task for task in self._deferred if task is not me and task not in keep]
+        for task in tasks:
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(*self._deferred, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)

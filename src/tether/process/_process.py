@@ -144,6 +144,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         self._consecutive_failures = 0
         self._supervisor: asyncio.Task[None] | None = None
         self._stopper: asyncio.Task[None] | None = None
+        self._stop_waiters: set[asyncio.Task[Any] | None] = set()
         self._started_at: float | None = None
         self._journal: Journal | None = None
         self._recovered_once = False
@@ -314,6 +315,14 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         Events still queued are dead-lettered ("process stopped") and can be redelivered.
         """
         self._guard_self_await("stop")
+        me = asyncio.current_task()  # a deferred call awaiting this stop is not cancelled by it
+        self._stop_waiters.add(me)
+        try:
+            await self._stopped(reason)
+        finally:
+            self._stop_waiters.discard(me)
+
+    async def _stopped(self, reason: str) -> None:
         stopper = self._stopper
         if stopper is None or stopper.done():
             if self.state in (ProcessState.STOPPED, ProcessState.CREATED):
@@ -367,6 +376,8 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         await self._dead_letter_leftovers(why, final_state)
         # This process's async hooks only; stop_timeout bounds them as it bounds runs.
         await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self.config.stop_timeout), self.hooks)
+        if not restarting:  # deferred extension-point calls (call_later) end with the process
+            await self.hooks.aclose(keep=self._stop_waiters)
         self.history.flush()
         if self._model is not None and self.parent is None:
             # Release pooled connections now; an OpenAI client reopens on its next call.
