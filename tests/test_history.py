@@ -611,3 +611,39 @@ async def test_a_record_serializes_to_json_ready_fields() -> None:
         "required",
     }
     assert datetime.fromisoformat(record["recorded_at"]).tzinfo is not None
+
+
+async def test_since_text_without_an_offset_is_utc_not_the_hosts_local_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time as time_module
+    from datetime import UTC, datetime
+
+    from tether.hooks._history import filter_runs
+    from tether.hooks._records import HookRun
+
+    monkeypatch.setenv("TZ", "America/New_York")  # UTC-5 in December
+    time_module.tzset()
+    try:
+        at = datetime(2026, 12, 1, 12, 0, tzinfo=UTC).timestamp()
+        run = HookRun(
+            at,
+            "hook-1",
+            "h",
+            "task_created",
+            "p",
+            "code",
+            "sync",
+            "passed",
+            0.1,
+            None,
+            False,
+            "",
+            0,
+        )
+        # 11:00 without an offset is an hour before the run in UTC (local time would be 16:00)
+        assert filter_runs([run], since="2026-12-01T11:00:00") == [run]
+        assert filter_runs([run], since="2026-12-01T12:30:00") == []
+    finally:
+        monkeypatch.delenv("TZ")
+        time_module.tzset()

@@ -11,7 +11,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
@@ -349,8 +349,12 @@ def _since(value: Any) -> float | None:
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, datetime):
-        return value.timestamp()
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+        return value.timestamp()  # a naive datetime is local time, as Python has it
+    # Text without an offset is UTC, as over HTTP and in the CLI (not the host's local time).
+    parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
 
 
 def filter_runs(
