@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..agent import BudgetConfig, BudgetTracker, Tool, as_tool
 from ..hooks import DispatchResult, HookEvent
 from ._config import ProcessConfig, RestartPolicy, TriggerConfig, check_mission
-from ._errors import NothingToRollBackError, ProcessStateError
+from ._errors import NothingToRollBackError, ProcessBusyError, ProcessStateError
 from ._mcp import McpServerConfig, server_name
 from ._state import ProcessState
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ..agent import AgentLoop
     from ._triggers import TriggerRunner
 
-__all__ = ["CONFIG_HISTORY_KEPT", "SOURCES", "AppliedChange", "ConfigChanges"]
+__all__ = ["CONFIG_HISTORY_KEPT", "SOURCES", "AppliedChange", "ConfigChanges", "check_source"]
 
 logger = logging.getLogger("tether.process")
 
@@ -58,7 +58,7 @@ Undo = Callable[[], Awaitable[None] | None]
 Saved = tuple[Undo, dict[str, Any]] | tuple[Undo, dict[str, Any], list[tuple[str, Any]]]
 
 
-def _check_source(source: str) -> None:
+def check_source(source: str) -> None:
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
 
@@ -104,8 +104,11 @@ class ConfigChanges:
         self._changing: asyncio.Task[Any] | None = None
 
     @asynccontextmanager
-    async def _serialised(self, change: str) -> AsyncIterator[None]:
-        """Hold the change lock; ProcessStateError if this task already holds it (a hook)."""
+    async def _serialised(self, change: str, deadline: float | None = None) -> AsyncIterator[None]:
+        """Hold the change lock; ProcessStateError if this task already holds it (a hook).
+
+        With ``deadline`` (a loop time), ProcessBusyError if the lock is not free by then.
+        """
         task = asyncio.current_task()
         if task is not None and task is self._changing:
             raise ProcessStateError(
@@ -113,12 +116,20 @@ class ConfigChanges:
                 f"another change of it, which would wait on itself; schedule it instead "
                 f"(asyncio.create_task(...)): it applies once that change has"
             )
-        async with self._one_change:
-            self._changing = task
-            try:
-                yield
-            finally:
-                self._changing = None
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self._one_change.acquire()
+        except TimeoutError:
+            raise ProcessBusyError(
+                f"another configuration change of process {self.name!r} was still applying at "
+                f"the {change!r} change's deadline; it changed nothing"
+            ) from None
+        self._changing = task
+        try:
+            yield
+        finally:
+            self._changing = None
+            self._one_change.release()
 
     # -- configuration changes -------------------------------------------------------------
 
@@ -137,7 +148,7 @@ class ConfigChanges:
         with one is kept for rollback(). Changes apply one at a time (see the module
         docstring): ProcessStateError when awaited from a config_change hook of this process.
         """
-        _check_source(source)
+        check_source(source)
         async with self._serialised(change):
             return await self._change(change, source, apply, snapshot, details)
 
@@ -216,7 +227,7 @@ class ConfigChanges:
         ``check``, when given, is called with that change before anything is done (under the
         lock, so it sees the very change undone); an exception from it refuses the rollback.
         """
-        _check_source(source)
+        check_source(source)
         async with self._serialised("rollback"):
             if not self._config_history:
                 raise NothingToRollBackError(
@@ -367,7 +378,7 @@ class ConfigChanges:
 
     async def add_trigger(self, trigger: TriggerConfig, *, source: str = "operator") -> bool:
         """Add a trigger (and start its runner when running); ValueError if its id is taken."""
-        _check_source(source)
+        check_source(source)
         async with self._serialised("trigger_added"):
             trigger_id = self._new_trigger_id(trigger)
 
@@ -383,7 +394,7 @@ class ConfigChanges:
 
     async def remove_trigger(self, trigger_id: str, *, source: str = "operator") -> bool:
         """Remove a trigger (stopping its runner); KeyError when there is none."""
-        _check_source(source)
+        check_source(source)
         async with self._serialised("trigger_removed"):
             if not any(i == trigger_id for i, _ in self._triggers):
                 raise KeyError(f"process {self.name!r} has no trigger {trigger_id!r}")
@@ -480,7 +491,7 @@ class ConfigChanges:
             else McpServerConfig.model_validate(dict(server))
         )
         entry = parsed.entry()
-        _check_source(source)
+        check_source(source)
         async with self._serialised("mcp_server"):  # the name is checked under the lock
             if any(server_name(s) == parsed.name for s in self.config.mcp_servers):
                 raise ValueError(f"process {self.name!r} already has an MCP server {parsed.name!r}")
@@ -497,7 +508,7 @@ class ConfigChanges:
 
     async def remove_mcp_server(self, name: str, *, source: str = "operator") -> bool:
         """Remove the declared MCP server ``name``; KeyError when there is none."""
-        _check_source(source)
+        check_source(source)
         async with self._serialised("mcp_server"):  # the name is checked under the lock
             if not any(server_name(s) == name for s in self.config.mcp_servers):
                 raise KeyError(f"process {self.name!r} has no MCP server {name!r}")

@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final
 
+from ._changes import check_source
 from ._errors import ProcessBusyError
 
 if TYPE_CHECKING:
@@ -42,14 +44,17 @@ class Rewinding:
 
         def _guard_self_await(self, what: str) -> None: ...
 
-        async def change_config(
+        def _serialised(
+            self, change: str, deadline: float | None = None
+        ) -> AbstractAsyncContextManager[None]: ...
+
+        async def _change(
             self,
             change: str,
-            *,
-            source: str = "operator",
+            source: str,
             apply: Callable[[], Any],
-            snapshot: Any = None,
-            **details: Any,
+            snapshot: Any,
+            details: dict[str, Any],
         ) -> bool: ...
 
     def _init_rewind(self) -> None:
@@ -68,7 +73,8 @@ class Rewinding:
 
         Fires config_change with change "rewind", ``dropped``, ``size_before``, ``size_after``
         and ``dropping`` (the messages); an agent's rewind is refused by a block. Waits up to
-        ``timeout`` seconds for the runs in flight (no new run starts meanwhile), then raises
+        ``timeout`` seconds in all for an earlier rewind, the runs in flight (no new run
+        starts meanwhile) and a configuration change still applying, then raises
         ProcessBusyError and changes nothing; ProcessBusyError too, after config_change, if
         the conversation changed while its hooks ran (nothing dropped). ValueError if the
         conversation holds fewer messages; ProcessStateError when awaited from a hook or run
@@ -79,49 +85,59 @@ class Rewinding:
             raise ValueError(f"messages must be a whole number of at least 1, got {messages!r}")
         if not timeout > 0:
             raise ValueError(f"timeout must be more than 0 seconds, got {timeout!r}")
-        async with self._rewinds:
-            held = self._held = asyncio.Event()
-            try:
-                await self._quiet(timeout)
-                buffer = self.context.conversation
-                size = len(buffer)
-                if messages > size:
-                    raise ValueError(
-                        f"cannot rewind {messages} messages: the conversation of process "
-                        f"{self.name!r} holds {size}"
-                    )
-                dropping = buffer.messages[size - messages :]
-
-                def apply() -> None:
-                    # No run starts while _held is set, but the hooks ran in between: drop
-                    # exactly what they were told about, or nothing.
-                    now = buffer.messages
-                    if len(now) != size or any(
-                        a is not b for a, b in zip(now[size - messages :], dropping, strict=True)
-                    ):
-                        raise ProcessBusyError(
-                            f"the conversation of process {self.name!r} changed while the "
-                            f"config_change hooks of rewind() ran; rewind() changed nothing"
-                        )
-                    buffer.drop_last(messages)
-
-                return await self.change_config(
-                    "rewind",
-                    source=source,
-                    apply=apply,
-                    dropped=messages,
-                    size_before=size,
-                    size_after=size - messages,
-                    dropping=dropping,
+        check_source(source)
+        # One deadline for everything rewind() waits for: an earlier rewind, the runs in
+        # flight, a configuration change still applying. Its own hooks have their timeouts.
+        deadline = asyncio.get_running_loop().time() + timeout
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self._rewinds.acquire()
+        except TimeoutError:
+            raise ProcessBusyError(
+                f"another rewind of process {self.name!r} was still under way after "
+                f"{timeout:g}s; rewind() changed nothing"
+            ) from None
+        held = self._held = asyncio.Event()
+        try:
+            await self._quiet(timeout, deadline)
+            buffer = self.context.conversation
+            size = len(buffer)
+            if messages > size:
+                raise ValueError(
+                    f"cannot rewind {messages} messages: the conversation of process "
+                    f"{self.name!r} holds {size}"
                 )
-            finally:
-                self._held = None
-                held.set()
+            dropping = buffer.messages[size - messages :]
 
-    async def _quiet(self, timeout: float) -> None:
-        """Wait until no worker is busy; ProcessBusyError after ``timeout`` seconds."""
+            def apply() -> None:
+                # No run starts while _held is set, but the hooks ran in between: drop
+                # exactly what they were told about, or nothing.
+                now = buffer.messages
+                if len(now) != size or any(
+                    a is not b for a, b in zip(now[size - messages :], dropping, strict=True)
+                ):
+                    raise ProcessBusyError(
+                        f"the conversation of process {self.name!r} changed while the "
+                        f"config_change hooks of rewind() ran; rewind() changed nothing"
+                    )
+                buffer.drop_last(messages)
+
+            details = {
+                "dropped": messages,
+                "size_before": size,
+                "size_after": size - messages,
+                "dropping": dropping,
+            }
+            async with self._serialised("rewind", deadline):
+                return await self._change("rewind", source, apply, None, details)
+        finally:
+            self._held = None
+            held.set()
+            self._rewinds.release()
+
+    async def _quiet(self, timeout: float, deadline: float) -> None:
+        """Wait until no worker is busy; ProcessBusyError at ``deadline`` (a loop time)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
         while self._busy:
             if loop.time() >= deadline:
                 raise ProcessBusyError(
