@@ -481,3 +481,54 @@ async def test_converse_calls_do_not_leak_between_tasks() -> None:
 
     assert rec.outcomes() == ["failed", "success"]
     assert len(talk.calls) == 2
+
+
+async def test_a_plugins_failing_extension_point_handler_is_a_warning_of_the_task() -> None:
+    from tether import implements
+
+    class Render(Plugin):
+        name = "render"
+
+        @implements("prompt.render")
+        def render(self, event: Any, process: Any) -> str:
+            raise ValueError("template missing")
+
+    class Tools(Plugin):
+        name = "extra"
+
+        @implements("tools.for_run")
+        async def tools(self, event: Any, process: Any) -> list[Any]:
+            raise RuntimeError("catalog down")
+
+    process = make_process(Render(), Tools())
+    rec = completions(process)
+    async with process:
+        event_id = await run_task(process, rec)
+
+    assert rec.outcomes() == ["success"]  # the plugins' failures are not the task's
+    assert sorted(process.plugins.warnings[event_id]) == [
+        "plugin:extra: tools.for_run (tools) failed: RuntimeError('catalog down')",
+        "plugin:render: prompt.render (render) failed: ValueError('template missing')",
+    ]
+
+
+async def test_a_plugins_extension_point_handler_answers_through_its_wrapper() -> None:
+    from tether import implements
+
+    class Render(Plugin):
+        name = "render"
+
+        @implements("prompt.render")
+        def render(self, event: Any, process: Any) -> str:
+            return "rendered by the plugin"
+
+    process = make_process(Render())
+    rec = completions(process)
+    prompts = Recorder().attach(process.hooks, HookEvent.USER_PROMPT_SUBMIT)
+    async with process:
+        event_id = await run_task(process, rec)
+
+    assert [d["prompt"] for d in prompts.of(HookEvent.USER_PROMPT_SUBMIT)] == [
+        "rendered by the plugin"
+    ]
+    assert event_id not in process.plugins.warnings

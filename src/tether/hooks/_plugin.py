@@ -125,6 +125,9 @@ class PluginHost(Protocol):
 
     def plugin_warn(self, plugin: str, ctx: HookContext, message: str) -> None: ...
 
+    def plugin_failed(self, plugin: str, task_id: str | None, message: str) -> None:
+        """One of the plugin's extension-point handlers failed (a warning of that task)."""
+
     def plugin_artifact(
         self, plugin: str, ctx: HookContext, payload: Any, label: str | None
     ) -> str: ...
@@ -388,6 +391,44 @@ def _make_handler(
     return handler
 
 
+def _point_handler(
+    plugin: Plugin, point: str, method: Callable[..., Any], host: PluginHost
+) -> Callable[..., Any]:
+    """``method`` (sync or async, as it is) telling ``host`` when it fails: a plugin's
+    failure is never the task's, so it travels as a warning (the engine still isolates it and
+    tells the error listeners)."""
+    where = f"{point} ({getattr(method, '__name__', point)})"
+
+    def failed(kwargs: dict[str, Any], why: str) -> None:
+        task = getattr(kwargs.get("event"), "event_id", None)  # the points tether calls
+        host.plugin_failed(plugin.name, task if isinstance(task, str) else None, why)
+
+    if inspect.iscoroutinefunction(method):
+
+        async def handler(**kwargs: Any) -> Any:
+            try:
+                return await method(**kwargs)
+            except Exception as exc:
+                failed(kwargs, f"{where} failed: {exc!r}")
+                raise
+            except asyncio.CancelledError:
+                failed(kwargs, f"{where} timed out or was cancelled")
+                raise
+
+    else:
+
+        def handler(**kwargs: Any) -> Any:  # type: ignore[misc]
+            try:
+                return method(**kwargs)
+            except Exception as exc:
+                failed(kwargs, f"{where} failed: {exc!r}")
+                raise
+
+    handler.__name__ = getattr(method, "__name__", point)
+    handler.__qualname__ = f"{plugin.name}.{handler.__name__}"
+    return handler
+
+
 def register_plugin(
     manager: HookManager, plugin: Plugin, host: PluginHost | None = None, *, source: str = "plugin"
 ) -> list[str]:
@@ -423,6 +464,8 @@ def register_plugin(
             _check_priority(priority)
         except (TypeError, ValueError) as exc:
             raise PluginError(f"plugin {plugin.name!r}: {name}: {exc}") from None
+        if host is not None:  # its failures are warnings of the task, as its methods' are
+            fn = _point_handler(plugin, point, fn, host)
         specs.append((point, fn, {"priority": priority, "name": name}))
     ids: list[str] = []
     try:

@@ -149,6 +149,13 @@ class PluginManager:
                 }
             )
             return
+        self._keep_warning(task, text)
+
+    def plugin_failed(self, plugin: str, task_id: str | None, message: str) -> None:
+        task = task_id or f"session-{self._process.process_id}"
+        self._keep_warning(task, self._process.redactor.text(f"plugin:{plugin}: {message}"))
+
+    def _keep_warning(self, task: str, text: str) -> None:
         bucket = self.warnings.setdefault(task, [])
         bucket.append(text)
         if len(self.warnings) > WARNINGS_KEPT:
