@@ -532,13 +532,16 @@ async def test_free_workers_take_the_managers_with_waiting_hooks_in_turn() -> No
     waiting = {label: HookManager() for label in "abc"}
     for label, manager in waiting.items():  # all of a's jobs first, then b's, then c's
         manager.register(TC, turns.hook(label), mode="async")
-        for _ in range(2):
+        for _ in range(3):
             await manager.dispatch(TC, CREATED)
-    for freed in range(1, 7):  # one worker at a time
+    # Each runs none: each gets a worker above the pool's at once, for one job at a time.
+    await eventually(lambda: len(turns.started) == WORKERS + 3, what="one job of each")
+    assert sorted(turns.started[WORKERS:]) == ["a", "b", "c"]
+    for freed in range(1, 7):  # then a worker of the pool at a time takes them in turn
         turns.release("hold")
-        started = WORKERS + freed
+        started = WORKERS + 3 + freed
         await eventually(lambda n=started: len(turns.started) == n, what="the next job")
-    assert turns.started[WORKERS:] == ["a", "b", "c", "a", "b", "c"]
+    assert turns.started[WORKERS + 3 :] == ["a", "b", "c", "a", "b", "c"]
     turns.release_all()
     assert await drain(5)
 
@@ -591,3 +594,36 @@ async def test_every_admitted_job_is_recorded_even_if_a_drain_cancels_it_before_
     assert len(runs) == 9
     started_and_passed = [r for r in runs if r.outcome == "passed"]
     assert len(started_and_passed) == entered.count("quick")
+
+
+async def test_two_processes_whose_async_hooks_all_hang_leave_a_third_a_worker() -> None:
+    """Regression: two processes with hung async hooks held all WORKERS workers (a share of
+    MANAGER_WORKERS each), and a third process's async hooks waited for one to end."""
+    from tether.hooks._background import _pool
+
+    hung_a, hung_b, audit = Gated(), Gated(), Gated()
+    first, second, third = HookManager(), HookManager(), HookManager()
+    first.register(TC, hung_a, mode="async")
+    second.register(TC, hung_b, mode="async")
+    third.register(TC, audit, mode="async")
+    for _ in range(MANAGER_WORKERS + 2):
+        await first.dispatch(TC, CREATED)
+        await second.dispatch(TC, CREATED)
+    await eventually(
+        lambda: hung_a.active + hung_b.active == WORKERS, what="every worker taken by the two"
+    )
+    for _ in range(3):
+        await third.dispatch(TC, CREATED)
+    await eventually(lambda: audit.active == 1, what="the third process's hook to start")
+    pool = _pool()
+    assert len(pool.workers) == WORKERS + 1  # one worker more, for the manager running none
+    assert (hung_a.active, hung_b.active) == (MANAGER_WORKERS, MANAGER_WORKERS)
+    audit.gate.set()
+    assert await drain(5, third)
+    assert audit.finished == 3  # all of them, one at a time on the extra worker
+    assert audit.peak == 1
+    hung_a.gate.set()
+    hung_b.gate.set()
+    assert await drain(5)
+    assert hung_a.finished == hung_b.finished == MANAGER_WORKERS + 2
+    assert len(pool.workers) == 0

@@ -8,6 +8,10 @@ Invariants kept here:
   the pool's WORKERS jobs at once; a free worker takes the next job of the managers with jobs
   waiting in turn, so one process whose async hooks are slow or numerous neither fills another's
   queue nor holds every worker while another's jobs wait.
+* A manager with jobs waiting and none running always gets a worker: when every worker is
+  taken (say, by two processes whose async hooks all hang), one more starts for it, above
+  WORKERS, and serves only such managers. So the pool never has more than WORKERS workers plus
+  one per manager, and no process waits on another's hooks.
 * Each job runs in its own task, so a drain can cancel the jobs of one manager (one process)
   without touching the others that share the loop's pool.
 * Every admitted job ends in exactly one record: its outcome, ``dropped`` (its manager's queue
@@ -46,7 +50,7 @@ QUEUE_SIZE: Final = 1000
 #: Jobs running at once on one event loop's pool, across every manager.
 WORKERS: Final = 8
 #: Jobs of one manager running at once: half the pool, so a process whose async hooks all hang
-#: leaves the other half to the rest (two such processes can still fill it).
+#: leaves the other half to the rest (and a manager running none always gets a worker).
 MANAGER_WORKERS: Final = 4
 #: Seconds a drain waits, past its deadline, for the hooks it cancelled to wind down.
 CANCEL_GRACE: Final = 1.0
@@ -67,6 +71,8 @@ class BackgroundPool:
         #: How many jobs each manager runs now (a manager running none has no key).
         self.active: dict[HookManager, int] = {}
         self.workers: set[asyncio.Task[None]] = set()
+        #: The workers started above WORKERS for a manager running none (see put).
+        self.extras: set[asyncio.Task[None]] = set()
         self.running: dict[asyncio.Task[None], Job] = {}
         self._waiters: list[tuple[HookManager | None, asyncio.Future[None]]] = []
 
@@ -81,8 +87,12 @@ class BackgroundPool:
         waiting.append(job)
         # A worker that finds nothing it may start exits; every worker still in the set takes
         # another look once its job ends, so a job queued now is never left without one.
-        if len(self.workers) < WORKERS:
+        if len(self.workers) - len(self.extras) < WORKERS:
             self.workers.add(self.loop.create_task(self._work()))
+        elif manager not in self.active and len(waiting) == 1:  # all taken: one more for it
+            extra = self.loop.create_task(self._work(extra=True))
+            self.workers.add(extra)
+            self.extras.add(extra)
         return True
 
     def busy(self, manager: HookManager | None = None) -> bool:
@@ -91,11 +101,13 @@ class BackgroundPool:
             return bool(self.queues or self.running)
         return manager in self.queues or manager in self.active
 
-    def _next(self) -> Job | None:
+    def _next(self, extra: bool = False) -> Job | None:
         """The next job to start: the first manager in turn that is under its share runs its
-        oldest waiting job and goes to the back of the line."""
+        oldest waiting job and goes to the back of the line. A worker started above WORKERS
+        (``extra``) serves only managers running none."""
+        share = 1 if extra else MANAGER_WORKERS
         for manager in self.queues:
-            if self.active.get(manager, 0) < MANAGER_WORKERS:
+            if self.active.get(manager, 0) < share:
                 break
         else:
             return None
@@ -113,11 +125,11 @@ class BackgroundPool:
         else:
             del self.active[manager]
 
-    async def _work(self) -> None:
+    async def _work(self, extra: bool = False) -> None:
         me = asyncio.current_task()
         assert me is not None
         try:
-            while (job := self._next()) is not None:
+            while (job := self._next(extra)) is not None:
                 started: list[bool] = []
                 task = self.loop.create_task(_started(job, started))
                 self.running[task] = job
@@ -135,6 +147,7 @@ class BackgroundPool:
             # Now, not in a done callback: a put made before that callback ran would count a
             # worker that no longer looks at the queues.
             self.workers.discard(me)
+            self.extras.discard(me)
 
     def _settled(self) -> None:
         if not self._waiters:
