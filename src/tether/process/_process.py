@@ -50,7 +50,7 @@ from ._extensions import extensions_for_run, render_for_run
 from ._observe import HookObservability
 from ._rewind import Rewinding
 from ._state import ProcessState, accepts_events, validate_name
-from ._supervise import Supervision, is_fatal
+from ._supervise import Supervision, describe, is_fatal
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
@@ -446,14 +446,21 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         if not accepts_events(self.state, restarting=self._supervisor is not None):
             self._dead(event, "process stopped", f"process is {self.state.value}", 0)
             return event.event_id
-        gate = await self._emit(
-            HookEvent.TASK_CREATED,
-            {
-                "event_id": event.event_id,
-                "trigger_id": event.trigger_id,
-                "trigger_type": event.trigger_type,
-            },
-        )
+        try:
+            gate = await self._emit(
+                HookEvent.TASK_CREATED,
+                {
+                    "event_id": event.event_id,
+                    "trigger_id": event.trigger_id,
+                    "trigger_type": event.trigger_type,
+                },
+            )
+        except BaseException as exc:  # what the engine does not isolate: raise, keep the event
+            if not is_fatal(exc):
+                self._dead(
+                    event, "process failed", f"a task_created hook raised {describe(exc)}", 0
+                )
+            raise
         if gate.blocked:
             self._dead(event, "blocked by hook", gate.reason, 0)
             return event.event_id

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._event import TriggerEvent
     from ._triggers import TriggerRunner
 
-__all__ = ["Supervision", "is_fatal"]
+__all__ = ["Supervision", "describe", "is_fatal"]
 
 logger = logging.getLogger("tether.process")
 
@@ -33,6 +33,12 @@ def is_fatal(exc: BaseException) -> bool:
         task = asyncio.current_task()
         return task is None or task.cancelling() > 0
     return isinstance(exc, (KeyboardInterrupt, SystemExit))
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message``, or the type alone when the message is empty."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class Supervision:
@@ -85,9 +91,7 @@ class Supervision:
         was decided already (it left ``_inflight``: done, dead-lettered or waiting for a
         retry), so a redelivery never runs a finished event twice.
         """
-        error = self.redactor.text(
-            f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        )
+        error = self.redactor.text(describe(exc))
         logger.error("worker of %s crashed: %s", self.name, error)
         if self._inflight.pop(event.event_id, None) is not None:
             self._dead(event, "process failed", error, attempt)

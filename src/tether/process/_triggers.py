@@ -14,6 +14,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from ._config import CronTrigger, FileWatchTrigger
+from ._supervise import is_fatal
 
 __all__ = ["CronRunner", "FileWatchRunner", "TriggerRunner"]
 
@@ -70,7 +71,9 @@ class CronRunner(TriggerRunner):
             payload["scheduled_at"] = due.isoformat()
             try:
                 await fire(self.trigger_id, "cron", payload)
-            except Exception:
+            except BaseException as exc:  # a hook's own BaseException too: keep firing
+                if is_fatal(exc):
+                    raise
                 logger.exception("cron trigger %s could not fire", self.trigger_id)
 
 
@@ -118,7 +121,9 @@ class FileWatchRunner(TriggerRunner):
                     payload = {"path": path, "event_type": _CHANGE_NAMES.get(int(change), "?")}
                     try:
                         await self.on_change(self.trigger_id, payload)
-                    except Exception:
+                    except BaseException as exc:  # a hook's own BaseException too: keep watching
+                        if is_fatal(exc):
+                            raise
                         logger.exception("file watch %s could not fire", self.trigger_id)
         finally:
             stop.set()
