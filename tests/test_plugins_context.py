@@ -532,3 +532,22 @@ async def test_a_plugins_extension_point_handler_answers_through_its_wrapper() -
         "rendered by the plugin"
     ]
     assert event_id not in process.plugins.warnings
+
+
+def test_a_folder_keeps_apart_the_artifacts_of_a_task_id_with_a_dot(tmp_path: Path) -> None:
+    """Regression: task ``order``'s listing took ``order.retry.audit.json`` (task ``order.retry``,
+    plugin ``audit``) for its own (plugin ``retry``, label ``audit``)."""
+    from tether.store._artifacts import DirArtifacts
+
+    store = DirArtifacts(tmp_path)
+    store.put("order", "order.audit.json", {"task": "order"})
+    store.put("order.retry", "order.retry.audit.json", {"task": "order.retry"})
+    store.put("order.retry", "order.retry.audit.x.json", {"task": "order.retry", "label": "x"})
+
+    assert [i["payload"] for i in store.list("order")] == [{"task": "order"}]
+    assert [i["name"] for i in store.list("order.retry")] == [
+        "order.retry.audit.json",
+        "order.retry.audit.x.json",
+    ]
+    assert (tmp_path / "order.audit.json").is_file()  # an id without a dot: as before
+    assert (tmp_path / "by-task" / "order.retry" / "order.retry.audit.json").is_file()

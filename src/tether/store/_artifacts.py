@@ -53,15 +53,26 @@ class MemoryArtifacts:
 
 
 class DirArtifacts:
-    """Files ``<task_id>.<plugin>[.<label>].json`` in one folder."""
+    """Files ``<task_id>.<plugin>[.<label>].json`` in one folder.
+
+    Plugin names and labels have no dots, but a task id may (an event id chosen in code): the
+    files of task ``a.b`` would then be taken for task ``a``'s (plugin ``b``). So a task id
+    with a dot gets a folder of its own, ``by-task/<task_id>/``, holding its files (named as
+    above; no artifact file is named ``by-task``, as each ends in ``.json``).
+    """
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
 
+    def _home(self, task_id: str) -> Path:
+        return self.folder / "by-task" / task_id if "." in task_id else self.folder
+
     def put(self, task_id: str, name: str, payload: Any) -> str:
         check_artifact_path(task_id, name)
-        path = self.folder / name
+        home = self._home(task_id)
+        home.mkdir(parents=True, exist_ok=True)
+        path = home / name
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, path)
@@ -70,7 +81,7 @@ class DirArtifacts:
     def list(self, task_id: str) -> list[dict[str, Any]]:
         check_artifact_path(task_id, "x")
         out = []
-        for path in sorted(self.folder.glob(f"{task_id}.*.json")):
+        for path in sorted(self._home(task_id).glob(f"{task_id}.*.json")):
             out.append(
                 {
                     "name": path.name,
