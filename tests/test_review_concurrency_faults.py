@@ -251,3 +251,38 @@ async def test_a_restart_whose_session_start_raises_is_supervised_and_tried_agai
     starts: list[Any] = [d["restart"] for d in rec.of(HookEvent.SESSION_START)]
     assert starts == [False, True, True]
     assert process.restart_count == 2
+
+
+async def test_a_task_completed_hook_raising_at_stop_loses_none_of_the_queued_events() -> None:
+    """Regression: the first dead_lettered task_completed raised out of stop(): the events
+    after it were taken from the queue and never dead-lettered."""
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
+    once(HookEvent.TASK_COMPLETED, process)
+    events = [ticket(f"ticket {i}") for i in range(3)]
+    for event in events:
+        await process.inject(event)
+    await asyncio.wait_for(process.stop(), 10)
+    assert process.state == ProcessState.STOPPED
+    assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
+        (e.event_id, "process stopped") for e in events
+    ]
+
+
+async def test_a_task_completed_hook_raising_for_a_cut_off_run_still_stops_the_process() -> None:
+    """Regression: stop() raised while dead-lettering the run it cut off, the queued events
+    were never dead-lettered and the process stayed "stopping" (a second stop() hung)."""
+    model = ScriptedModel(latency=3600)
+    process = AgentProcess("triage", ProcessConfig(model=model, stop_timeout=0.01))
+    once(HookEvent.TASK_COMPLETED, process)
+    running, queued = ticket("running"), ticket("queued")
+    await process.start()
+    await process.inject(running)
+    await eventually(lambda: model.requests, what="the run")
+    await process.inject(queued)
+    await asyncio.wait_for(process.stop(), 10)
+    assert process.state == ProcessState.STOPPED
+    assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
+        (running.event_id, "process stopped"),
+        (queued.event_id, "process stopped"),
+    ]
+    await asyncio.wait_for(process.stop(), 10)

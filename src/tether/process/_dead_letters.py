@@ -7,14 +7,20 @@ reloads it (see ``_recovery``). ``redeliver_dead_letters()`` injects entries aga
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ._supervise import describe, is_fatal
+
 if TYPE_CHECKING:
     from .._redact import Redactor
+    from ..hooks import DispatchResult
     from ..store import Journal
     from ._event import TriggerEvent
+    from ._state import ProcessState
 
 __all__ = ["DeadLetters"]
 
@@ -28,8 +34,21 @@ class DeadLetters:
         redactor: Redactor
         dead_letters: list[dict[str, Any]]
         _journal: Journal | None
+        _retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]]
 
         async def inject(self, event: TriggerEvent) -> str: ...
+
+        def _take_waiting(self) -> list[tuple[TriggerEvent, int]]: ...
+
+        def _complete(
+            self,
+            event: TriggerEvent,
+            outcome: str,
+            duration_ms: float,
+            error: str | None,
+            *,
+            worker: bool = False,
+        ) -> Awaitable[DispatchResult]: ...
 
     def _dead(self, event: TriggerEvent, reason: str, error: str | None, attempts: int) -> None:
         error = self.redactor.text(error) if error is not None else None
@@ -47,6 +66,31 @@ class DeadLetters:
         if self._journal is not None:
             payload = self.redactor.declared.value(event.to_dict())  # replayed: see Redactor
             self._journal.dead(payload, attempts, reason, error)
+
+    async def _dead_letter_all(self, events: list[tuple[TriggerEvent, int, str]], why: str) -> None:
+        """Dead-letter each (event, attempts, error) with reason ``why``, then fire its
+        task_completed ("dead_lettered"). All are dead-lettered before any hook runs, and a
+        hook raising what the engine does not isolate is logged: it loses none of them."""
+        for event, attempts, error in events:
+            self._dead(event, why, error, attempts)
+        for event, _, _ in events:
+            try:
+                await self._complete(event, "dead_lettered", 0.0, why)
+            except BaseException as exc:
+                if is_fatal(exc):
+                    raise
+                logger.error("task_completed of %s raised %s", event.event_id, describe(exc))
+
+    async def _dead_letter_leftovers(self, why: str, final_state: ProcessState) -> None:
+        """Dead-letter what waits for a retry or in the queue (task_completed for each)."""
+        leftovers: list[tuple[TriggerEvent, int]] = []
+        for handle, event, attempts in self._retries.values():
+            handle.cancel()
+            leftovers.append((event, attempts))
+        self._retries.clear()
+        leftovers += self._take_waiting()  # given-back events first, then the queue
+        note = f"still queued when the process {final_state.value}"
+        await self._dead_letter_all([(event, attempts, note) for event, attempts in leftovers], why)
 
     async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
         """Inject dead-lettered events again (all, or those named); return how many."""

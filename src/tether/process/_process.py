@@ -368,11 +368,8 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         await self._halt_workers()
         why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
         cut_off, self._cut_off = self._cut_off, []
-        for event, attempt in cut_off:
-            self._dead(
-                event, why, f"cancelled while running when the process {final_state.value}", attempt
-            )
-            await self._complete(event, "dead_lettered", 0.0, why)
+        note = f"cancelled while running when the process {final_state.value}"
+        await self._dead_letter_all([(event, attempt, note) for event, attempt in cut_off], why)
         await self._dead_letter_leftovers(why, final_state)
         # This process's async hooks only; stop_timeout bounds them as it bounds runs.
         await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self.config.stop_timeout), self.hooks)
@@ -385,18 +382,6 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         self.state = final_state
         if self.parent is not None and not restarting:  # a restarted child stays its child
             await self.parent._child_stopped(self)
-
-    async def _dead_letter_leftovers(self, why: str, final_state: ProcessState) -> None:
-        """Dead-letter what waits for a retry or in the queue (task_completed for each)."""
-        leftovers: list[tuple[TriggerEvent, int]] = []
-        for handle, event, attempts in self._retries.values():
-            handle.cancel()
-            leftovers.append((event, attempts))
-        self._retries.clear()
-        leftovers += self._take_waiting()  # given-back events first, then the queue
-        for event, attempts in leftovers:
-            self._dead(event, why, f"still queued when the process {final_state.value}", attempts)
-            await self._complete(event, "dead_lettered", 0.0, why)
 
     async def _halt_workers(self) -> None:
         """Stop the workers: idle ones at once, busy ones after their run (or stop_timeout).
