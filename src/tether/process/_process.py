@@ -143,6 +143,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         self._loop: AgentLoop | None = None
         self._consecutive_failures = 0
         self._supervisor: asyncio.Task[None] | None = None
+        self._failing: asyncio.Task[None] | None = None  # tearing down a crash for good
         self._stopper: asyncio.Task[None] | None = None
         self._stop_waiters: set[asyncio.Task[Any] | None] = set()
         self._started_at: float | None = None
@@ -230,8 +231,9 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
     async def start(self, *, _restart: bool = False) -> None:
         """Enter RUNNING: fire session_start, then start workers and triggers."""
         self._guard_self_await("start")
-        if self._supervisor is not None:  # an automatic restart (or failure) is under way
-            await asyncio.wait([self._supervisor])
+        supervisor = self._supervisor or self._failing
+        if supervisor is not None:  # an automatic restart (or failure) is under way
+            await asyncio.wait([supervisor])
         if self.state in (ProcessState.STARTING, ProcessState.RUNNING):
             return
         if self.state == ProcessState.STOPPING:
@@ -343,6 +345,9 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         await asyncio.shield(stopper)
 
     async def _stop(self, reason: str) -> None:
+        failing = self._failing  # one teardown at a time: the crash's ends first
+        if failing is not None and failing is not asyncio.current_task():
+            await asyncio.wait([failing])
         supervisor = self._supervisor
         if supervisor is not None and supervisor is not asyncio.current_task():
             supervisor.cancel()

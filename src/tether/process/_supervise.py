@@ -55,6 +55,7 @@ class Supervision:
         _consecutive_failures: int
         _stopping: bool
         _supervisor: asyncio.Task[None] | None
+        _failing: asyncio.Task[None] | None
         _runners: dict[str, TriggerRunner]
         _cut_off: list[tuple[TriggerEvent, int]]
         _inflight: dict[str, tuple[TriggerEvent, int]]
@@ -152,5 +153,9 @@ class Supervision:
                     raise
                 self._crashed(f"restart failed: {self.redactor.text(repr(exc))}")
         else:
-            self._supervisor = None
-            await self._teardown(final_state=ProcessState.FAILED)
+            self._supervisor = None  # no restart coming: inject() dead-letters from here on
+            self._failing = asyncio.current_task()
+            try:
+                await self._teardown(final_state=ProcessState.FAILED)
+            finally:
+                self._failing = None
