@@ -226,7 +226,7 @@ async def test_an_event_taken_while_rewind_hooks_run_waits_and_the_told_messages
         rewinding = asyncio.create_task(process.rewind(2))
         await entered.wait()
         await process.inject(ticket("third"))
-        await eventually(lambda: process.status()["queue_size"] == 0, what="a worker takes it")
+        await eventually(lambda: process._queue.empty(), what="a worker takes it")
         in_flight = process.status()["in_flight"]
         release.set()
         assert await rewinding is True
@@ -263,7 +263,7 @@ async def test_an_event_held_during_a_rewind_is_dead_lettered_when_the_process_s
         rewinding = asyncio.create_task(process.rewind(1))
         await entered.wait()
         held = await process.inject(ticket("second"))
-        await eventually(lambda: process.status()["queue_size"] == 0, what="a worker takes it")
+        await eventually(lambda: process._queue.empty(), what="a worker takes it")
     release.set()
     assert await rewinding is True
     assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
@@ -307,7 +307,7 @@ async def test_an_event_held_during_a_rewind_keeps_its_place_ahead_of_the_queue_
         rewinding = asyncio.create_task(process.rewind(1))
         await entered.wait()
         held = await process.inject(ticket("second"))
-        await eventually(lambda: process.status()["queue_size"] == 0, what="a worker takes it")
+        await eventually(lambda: process._queue.empty(), what="a worker takes it")
         later = [await process.inject(ticket(text)) for text in ("third", "fourth")]
     release.set()
     assert await rewinding is True

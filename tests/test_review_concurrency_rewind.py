@@ -68,3 +68,32 @@ async def test_a_rewind_behind_a_change_whose_hook_hangs_gives_up_and_lets_runs_
         release.set()
         assert await mission is True
     assert process.config.mission == "Keep the queue short."
+
+
+async def test_an_event_a_worker_holds_during_a_rewind_still_counts_as_queued() -> None:
+    """Regression: an event a worker took while a rewind's hooks ran was in neither
+    queue_size nor in_flight, so a process waiting to run it looked idle (``tether run
+    --until-idle`` then stopped it, dead-lettering the event instead of running it)."""
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def audit(ctx: HookContext) -> None:
+        if ctx.data["change"] == "rewind":
+            entered.set()
+            await release.wait()
+
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel(reply="Noted.")))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    process.hooks.register(HookEvent.CONFIG_CHANGE, audit)
+    async with process:
+        await process.inject(ticket("first"))
+        await eventually(lambda: finished(rec) == 1, what="the first run")
+        rewinding = asyncio.create_task(process.rewind(2))
+        await entered.wait()
+        await process.inject(ticket("second"))
+        await eventually(lambda: process._queue.empty(), what="a worker to take it")
+        status = process.status()
+        assert (status["queue_size"], status["in_flight"]) == (1, 0)
+        release.set()
+        assert await rewinding is True
+        await eventually(lambda: finished(rec) == 2, what="the second run")
+        assert process.status()["queue_size"] == 0

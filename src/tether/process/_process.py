@@ -734,7 +734,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
             "state": self.state.value,
             "invocation_count": self.invocation_count,
             "hook_count": len(self.hooks),
-            "queue_size": self._queue.qsize() + len(self._given_back),
+            "queue_size": self._queue.qsize() + len(self._given_back) + self._holding,
             "in_flight": len(self._inflight),
             "retrying": len(self._retries),
             "dead_letter_count": len(self.dead_letters),

@@ -65,6 +65,8 @@ class Rewinding:
         # worker takes them first. Each is still an unfinished task of the queue (one get(),
         # not yet task_done()) until it runs or is dead-lettered.
         self._given_back: deque[tuple[TriggerEvent, int]] = deque()
+        # Events workers took and hold until the rewind is over: still waiting to run.
+        self._holding = 0
 
     async def rewind(
         self, messages: int, *, source: str = "operator", timeout: float = REWIND_WAIT
@@ -149,12 +151,16 @@ class Rewinding:
     async def _wait_out_rewind(self, event: TriggerEvent, attempts: int) -> None:
         """Keep ``event``, which a worker took from the queue, from running until no rewind
         is under way. A worker cancelled meanwhile (stop, restart) gives it back first."""
-        while self._held is not None:
-            try:
-                await self._held.wait()
-            except asyncio.CancelledError:
-                self._give_back(event, attempts)
-                raise
+        self._holding += 1
+        try:
+            while self._held is not None:
+                try:
+                    await self._held.wait()
+                except asyncio.CancelledError:
+                    self._give_back(event, attempts)
+                    raise
+        finally:
+            self._holding -= 1
 
     def _give_back(self, event: TriggerEvent, attempts: int) -> None:
         """Hold an event a worker took but did not run ahead of the queue (never dropped)."""
