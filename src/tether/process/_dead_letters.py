@@ -93,16 +93,30 @@ class DeadLetters:
         await self._dead_letter_all([(event, attempts, note) for event, attempts in leftovers], why)
 
     async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
-        """Inject dead-lettered events again (all, or those named); return how many."""
+        """Inject dead-lettered events again (all, or those named); return how many.
+
+        Each leaves the dead letters only when its turn comes, and its journal row stays until
+        inject() writes the event's new state over it (queued, or dead again): a caller that
+        gives up midway, or a host that dies, leaves the others dead letters still. One that
+        another redelivery (or clear_dead_letters()) took meanwhile is skipped.
+        """
         chosen = [
             d for d in self.dead_letters if event_ids is None or d["event"].event_id in event_ids
         ]
-        self.dead_letters = [d for d in self.dead_letters if d not in chosen]
-        if self._journal is not None:
-            self._journal.forget_dead([d["event"].event_id for d in chosen])
+        count = 0
         for entry in chosen:
-            await self.inject(entry["event"])
-        return len(chosen)
+            if entry not in self.dead_letters:
+                continue
+            self.dead_letters.remove(entry)
+            event = entry["event"]
+            try:
+                await self.inject(event)
+            except BaseException:
+                if not any(d["event_id"] == event.event_id for d in self.dead_letters):
+                    self.dead_letters.append(entry)  # neither queued nor dead-lettered again
+                raise
+            count += 1
+        return count
 
     def clear_dead_letters(self) -> int:
         """Forget every dead letter; return how many."""
