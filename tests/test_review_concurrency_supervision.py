@@ -8,10 +8,13 @@ meanwhile must wait for that teardown, not run a second one beside it.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+import pytest
 
 from _process_support import Recorder, eventually, ticket
 from tether import AgentProcess, HookContext, HookEvent, ProcessConfig, ProcessState, RestartPolicy
-from tether.models import ScriptedModel
+from tether.models import ModelReply, ScriptedModel
 
 
 class Abort(BaseException):
@@ -90,3 +93,33 @@ async def test_start_during_the_teardown_of_a_crash_waits_for_it_and_the_process
     assert rec.outcomes()[-1] == "success"
     await process.stop()
     assert process.state == ProcessState.STOPPED
+
+
+class PoolClosedModel:
+    """A model (the public Model protocol) whose aclose() fails, as a broken pool's may."""
+
+    name = "pool-closed"
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> ModelReply:
+        return ModelReply(content="done")
+
+    async def aclose(self) -> None:
+        raise RuntimeError("connection pool already closed")
+
+
+async def test_a_model_that_fails_to_close_does_not_leave_the_process_stopping(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: stop() raised the model's error and left the process "stopping" for good: a
+    second stop() waited forever and start() was refused."""
+    process = AgentProcess("triage", ProcessConfig(model=PoolClosedModel()))
+    await process.start()
+    await asyncio.wait_for(process.stop(), 10)
+    assert process.state == ProcessState.STOPPED
+    assert "closing the model failed during the teardown" in caplog.text
+    await asyncio.wait_for(process.stop(), 10)
+    await asyncio.wait_for(process.start(), 10)
+    assert process.state == ProcessState.RUNNING
+    await process.stop()

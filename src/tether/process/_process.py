@@ -50,7 +50,7 @@ from ._extensions import extensions_for_run, render_for_run
 from ._observe import HookObservability
 from ._rewind import Rewinding
 from ._state import ProcessState, accepts_events, validate_name
-from ._supervise import Supervision, describe, is_fatal
+from ._supervise import Supervision, cleanly, describe, is_fatal
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
@@ -365,26 +365,28 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
 
     async def _teardown(self, final_state: ProcessState, restarting: bool = False) -> None:
         self._stopping = True
-        for runner in list(self._runners.values()):
-            await runner.stop()
-        self._runners.clear()
-        for child in list(self.children.values()):
-            await child.stop()
-        await self._halt_workers()
-        why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
-        cut_off, self._cut_off = self._cut_off, []
-        note = f"cancelled while running when the process {final_state.value}"
-        await self._dead_letter_all([(event, attempt, note) for event, attempt in cut_off], why)
-        await self._dead_letter_leftovers(why, final_state)
-        # This process's async hooks only; stop_timeout bounds them as it bounds runs.
-        await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self.config.stop_timeout), self.hooks)
-        if not restarting:  # deferred extension-point calls (call_later) end with the process
-            await self.hooks.aclose(keep=self._stop_waiters)
-        self.history.flush()
-        if self._model is not None and self.parent is None:
-            # Release pooled connections now; an OpenAI client reopens on its next call.
-            await self._model.aclose()
-        self.state = final_state
+        try:  # whatever raises here, the process ends in final_state (never "stopping" for good)
+            for runner in list(self._runners.values()):
+                await runner.stop()
+            self._runners.clear()
+            for child in list(self.children.values()):
+                await cleanly(child.stop(), f"stopping child {child.name!r}", self.redactor.text)
+            await self._halt_workers()
+            why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
+            cut_off, self._cut_off = self._cut_off, []
+            note = f"cancelled while running when the process {final_state.value}"
+            await self._dead_letter_all([(event, attempt, note) for event, attempt in cut_off], why)
+            await self._dead_letter_leftovers(why, final_state)
+            # This process's async hooks only; stop_timeout bounds them as it bounds runs.
+            await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self.config.stop_timeout), self.hooks)
+            if not restarting:  # deferred extension-point calls (call_later) end with the process
+                await self.hooks.aclose(keep=self._stop_waiters)
+            self.history.flush()
+            if self._model is not None and self.parent is None:
+                # Release pooled connections now; an OpenAI client reopens on its next call.
+                await cleanly(self._model.aclose(), "closing the model", self.redactor.text)
+        finally:
+            self.state = final_state
         if self.parent is not None and not restarting:  # a restarted child stays its child
             await self.parent._child_stopped(self)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..hooks import DispatchResult, HookEvent
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._event import TriggerEvent
     from ._triggers import TriggerRunner
 
-__all__ = ["Supervision", "describe", "is_fatal"]
+__all__ = ["Supervision", "cleanly", "describe", "is_fatal"]
 
 logger = logging.getLogger("tether.process")
 
@@ -39,6 +39,17 @@ def describe(exc: BaseException) -> str:
     """``Type: message``, or the type alone when the message is empty."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def cleanly(step: Awaitable[Any], what: str, redact: Callable[[str], str]) -> None:
+    """Await a step of a teardown; an error of it is logged (redacted), not raised: the
+    teardown goes on."""
+    try:
+        await step
+    except BaseException as exc:
+        if is_fatal(exc):
+            raise
+        logger.error("%s failed during the teardown: %s", what, redact(describe(exc)))
 
 
 class Supervision:
