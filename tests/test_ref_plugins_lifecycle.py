@@ -239,9 +239,49 @@ async def test_a_failing_run_time_lifecycle_handler_is_a_plugin_warning() -> Non
         event_id = await run_task(process, rec)
 
     assert rec.outcomes() == ["success"]
-    assert process.plugins.warnings[event_id] == [
-        "plugin:late: on_user_prompt_submit failed: RuntimeError('policy store offline')"
+    assert process.plugins.warnings[event_id] == [  # named as registered: check, not on_…
+        "plugin:late: check failed: RuntimeError('policy store offline')"
     ]
+
+
+async def test_a_failing_run_time_extension_point_handler_is_a_plugin_warning() -> None:
+    class Late(Plugin):
+        name = "late"
+
+        async def on_session_start(self, ctx: PluginContext) -> None:
+            self.register_hook("prompt.render", self.render)
+
+        def render(self, event: Any, process: Any) -> str:
+            raise KeyError("template")
+
+    process = make_process(Late())
+    rec = completions(process)
+    async with process:
+        event_id = await run_task(process, rec)
+
+    assert rec.outcomes() == ["success"]
+    assert process.plugins.warnings[event_id] == [
+        "plugin:late: prompt.render (render) failed: KeyError('template')"
+    ]
+
+
+async def test_a_dry_run_names_a_run_time_handler_as_registered_in_what_it_withheld() -> None:
+    class Late(Plugin):
+        name = "late"
+
+        async def on_session_start(self, ctx: PluginContext) -> None:
+            self.register_hook(HookEvent.TASK_COMPLETED, self.audit)
+
+        async def audit(self, ctx: PluginContext) -> None:
+            ctx.warn("looked at it")
+
+    process = make_process(Late())
+    async with process:
+        answer = await process.dry_run("task_completed", {"event_id": "sample-1"})
+
+    [note] = answer["withheld"]
+    assert (note["hook_name"], note["action"]) == ("plugin:late.audit", "warn")
+    assert [run["hook_name"] for run in answer["trace"]] == ["plugin:late.audit"]
 
 
 def test_register_hook_on_a_plugin_that_is_not_active_is_an_error() -> None:

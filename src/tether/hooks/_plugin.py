@@ -142,14 +142,22 @@ class PluginHost(Protocol):
 class PluginContext(HookContext):
     """HookContext plus the capabilities a plugin may use at this point."""
 
-    __slots__ = ("_host", "_plugin", "converse_calls")
+    __slots__ = ("_host", "_plugin", "converse_calls", "handler")
 
-    def __init__(self, base: HookContext, plugin: Plugin, host: PluginHost | None) -> None:
+    def __init__(
+        self,
+        base: HookContext,
+        plugin: Plugin,
+        host: PluginHost | None,
+        handler: str | None = None,
+    ) -> None:
         super().__init__(base.event, base.process_id, base.data, base.metadata, base.timestamp)
         self._dry_run = base._dry_run
         self._plugin = plugin
         self._host = host
         self.converse_calls: list[dict[str, Any]] = []
+        #: The plugin's handler running: ``on_<event>``, or what register_hook was given.
+        self.handler = handler or f"on_{base.event.value}"
 
     @property
     def plugin_name(self) -> str:
@@ -257,7 +265,12 @@ class Plugin:
         ids: list[tuple[HookManager, str]] = []
         try:
             for manager, host, source in list(bindings):
-                callback = _make_handler(self, key, fn, host) if isinstance(key, HookEvent) else fn
+                if isinstance(key, HookEvent):
+                    callback = _make_handler(self, key, fn, host, where)
+                elif host is not None:  # its failures are the task's warnings, as declared ones'
+                    callback = _point_handler(self, key, fn, host)
+                else:
+                    callback = fn
                 hook_id = manager.register(
                     key,
                     callback,
@@ -365,12 +378,16 @@ def _extensions(plugin: Plugin) -> list[tuple[tuple[str, int], Callable[..., Any
 
 
 def _make_handler(
-    plugin: Plugin, event: HookEvent, method: Callable[..., Any], host: PluginHost | None
+    plugin: Plugin,
+    event: HookEvent,
+    method: Callable[..., Any],
+    host: PluginHost | None,
+    where: str | None = None,
 ) -> Callable[[HookContext], Any]:
-    where = f"on_{event.value}"
+    where = where or f"on_{event.value}"
 
     async def handler(ctx: HookContext) -> None:
-        scoped = PluginContext(ctx, plugin, host)
+        scoped = PluginContext(ctx, plugin, host, where)
         try:
             await method(scoped)
         except HookBlocked:

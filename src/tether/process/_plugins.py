@@ -41,7 +41,8 @@ def _dry_run(ctx: HookContext) -> bool:
 
 def _hook_name(plugin: str, ctx: HookContext) -> str:
     """The name the plugin's handler of this event is registered under (as in the trace)."""
-    return f"plugin:{plugin}.on_{ctx.event.value}"
+    handler = getattr(ctx, "handler", None) or f"on_{ctx.event.value}"
+    return f"plugin:{plugin}.{handler}"
 
 
 def _stamped(ctx: HookContext, payload: Any) -> Any:
