@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import GatedModel, Recorder, eventually, ticket
 from tether import AgentProcess, HookContext, HookEvent, ProcessConfig
 from tether.models import ScriptedModel
 from tether.store import Journal
@@ -78,3 +78,22 @@ async def test_dead_letters_redelivered_by_two_callers_at_once_run_once_each(
     assert sorted(d["event_id"] for d in rec.of(HookEvent.TASK_COMPLETED)) == sorted(ids)
     assert len(model.prompts) == 3
     assert Journal(db, "triage").dead_letters() == []
+
+
+async def test_a_redelivered_dead_letter_is_recovered_behind_the_events_queued_before_it(
+    tmp_path: Path,
+) -> None:
+    """A redelivery queues the event anew: the journal (which recovery reads in the order
+    events were queued) has it behind those already waiting, as the queue does."""
+    db = str(tmp_path / "tether.db")
+    [old] = await stopped_with_dead_letters(db, 1)
+    model = GatedModel()
+    process = AgentProcess("triage", ProcessConfig(model=model, journal_path=db))
+    async with process:
+        running = await process.inject(ticket("running"))
+        await eventually(lambda: model.active == 1, what="the run")
+        waiting = await process.inject(ticket("waiting"))
+        assert await process.redeliver_dead_letters() == 1
+        order = [raw["event_id"] for raw, _ in Journal(db, "triage").unfinished()]
+        model.gate.set()
+    assert order == [running, waiting, old]

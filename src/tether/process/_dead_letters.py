@@ -95,8 +95,9 @@ class DeadLetters:
     async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
         """Inject dead-lettered events again (all, or those named); return how many.
 
-        Each leaves the dead letters only when its turn comes, and its journal row stays until
-        inject() writes the event's new state over it (queued, or dead again): a caller that
+        Each leaves the dead letters only when its turn comes, and its journal row stays (moved
+        behind the events journaled so far, as a newly queued event would be) until inject()
+        writes the event's new state over it (queued, or dead again): a caller that
         gives up midway, or a host that dies, leaves the others dead letters still. One that
         another redelivery (or clear_dead_letters()) took meanwhile is skipped.
         """
@@ -109,6 +110,8 @@ class DeadLetters:
                 continue
             self.dead_letters.remove(entry)
             event = entry["event"]
+            if self._journal is not None:
+                self._journal.redelivering(event.event_id)
             try:
                 await self.inject(event)
             except BaseException:

@@ -129,6 +129,16 @@ class Journal:
         ).fetchall()
         return [(json.loads(e), a, r, err, t) for e, a, r, err, t in rows]
 
+    def redelivering(self, event_id: str) -> None:
+        """Move the dead letter ``event_id`` behind every event journaled so far: it is about
+        to be queued anew. It stays dead until its new state is written (a crash meanwhile
+        leaves it a dead letter), and then keeps its new place (see unfinished_states)."""
+        self._db.execute(
+            "UPDATE events SET rowid = (SELECT MAX(rowid) + 1 FROM events) "
+            "WHERE process=? AND event_id=? AND state='dead'",
+            (self.process, event_id),
+        )
+
     def forget_dead(self, event_ids: list[str]) -> None:
         self._db.executemany(
             "DELETE FROM events WHERE process=? AND event_id=? AND state='dead'",
