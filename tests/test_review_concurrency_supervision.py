@@ -14,7 +14,7 @@ import pytest
 
 from _process_support import Recorder, eventually, ticket
 from tether import AgentProcess, HookContext, HookEvent, ProcessConfig, ProcessState, RestartPolicy
-from tether.models import ModelReply, ScriptedModel
+from tether.models import ModelReply, ModelUnavailableError, ScriptedModel
 
 
 class Abort(BaseException):
@@ -123,3 +123,58 @@ async def test_a_model_that_fails_to_close_does_not_leave_the_process_stopping(
     await asyncio.wait_for(process.start(), 10)
     assert process.state == ProcessState.RUNNING
     await process.stop()
+
+
+class FirstCallFails:
+    """A model that fails the first call for each ticket; the call for a "slow" ticket fails
+    only once ``gate`` is set."""
+
+    name = "first-call-fails"
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.waiting = asyncio.Event()
+        self.seen: set[str] = set()
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> ModelReply:
+        text = str(messages[-1]["content"]).split("\n")[0]
+        if text in self.seen:
+            return ModelReply(content="done")
+        self.seen.add(text)
+        if "slow" in text:
+            self.waiting.set()
+            await self.gate.wait()
+        raise ModelUnavailableError(f"{text} failed")
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_run_failing_while_a_crash_restarts_the_process_is_retried_after_it() -> None:
+    """Regression: a run still in flight when a crash halted the workers, which then failed
+    with retries left, was dead-lettered; the restart keeps the queue, and its retry too."""
+    model = FirstCallFails()
+    config = ProcessConfig(
+        model=model,
+        concurrency=2,
+        max_retries=1,
+        retry_backoff=0.001,
+        restart=RestartPolicy(max_consecutive_failures=1, backoff=0.001),
+    )
+    process = AgentProcess("triage", config)
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_START)
+    slow, crash = ticket("slow"), ticket("crash")
+    async with process:
+        await process.inject(slow)
+        await model.waiting.wait()
+        await process.inject(crash)  # fails at once: a crash, while "slow" is in flight
+        await eventually(lambda: process.state == ProcessState.FAILED, what="the crash")
+        model.gate.set()
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 4, what="4 attempts")
+    outcomes = [(d["event_id"], d["outcome"]) for d in rec.of(HookEvent.TASK_COMPLETED)]
+    assert sorted(o for e, o in outcomes if e == slow.event_id) == ["retrying", "success"]
+    assert sorted(o for e, o in outcomes if e == crash.event_id) == ["retrying", "success"]
+    assert process.dead_letters == []
+    assert [d["restart"] for d in rec.of(HookEvent.SESSION_START)] == [False, True]

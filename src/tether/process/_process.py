@@ -668,7 +668,10 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         duration = (time.perf_counter() - started) * 1e3
         self._consecutive_failures += 1
         self._inflight.pop(event.event_id, None)
-        if attempt <= self.config.max_retries and not self._stopping:
+        # A crash's restart keeps what waits (its supervisor is set): a retry waits for it too.
+        if attempt <= self.config.max_retries and (
+            not self._stopping or self._supervisor is not None
+        ):
             delay = min(
                 self.config.retry_backoff * (2 ** (attempt - 1)), self.config.retry_backoff_max
             )
