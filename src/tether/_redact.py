@@ -86,7 +86,7 @@ class Redactor:
         return _replace(value, self._current())
 
     def value(self, value: Any) -> Any:
-        """A redacted copy of a JSON-like value (strings inside containers included)."""
+        """A redacted copy of a JSON-like value (strings inside containers, keys included)."""
         version = self._version
         if version is None or version[0] != self._at:
             self._refresh()
@@ -98,7 +98,12 @@ def _walk(value: Any, pairs: Pairs) -> Any:
     if isinstance(value, str):
         return _replace(value, pairs)
     if isinstance(value, dict):
-        return {k: _walk(v, pairs) for k, v in value.items()}
+        # Keys too: a payload may carry a secret as a key ({"<token>": ...}), and a key is
+        # shown, stored and handed to hooks just as a value is.
+        return {
+            (_replace(k, pairs) if isinstance(k, str) else k): _walk(v, pairs)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return type(value)(_walk(v, pairs) for v in value)
     return value
