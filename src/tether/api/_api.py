@@ -259,6 +259,8 @@ class OrchestrationAPI:
             raise APIError(422, "VALIDATION_ERROR", "name: missing required field 'name'")
         try:
             validate_name(name)
+            if name.endswith("\n"):  # validate_name's "$" lets one trailing newline through
+                raise ValueError(f"process name {name!r} is not allowed: it ends in a newline")
         except ValueError as exc:
             raise APIError(422, "INVALID_NAME", f"name: {exc}") from None
         config = data.get("config", {})

@@ -32,7 +32,7 @@ MODES: Final = ("sync", "async")
 _EVENTS: Final = tuple(e.value for e in HookEvent)
 _EVENT_ORDER: Final = {name: i for i, name in enumerate(_EVENTS)}
 #: What the artifact stores accept as a task id (they name files after it).
-_TASK_ID: Final = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
+_TASK_ID: Final = re.compile(r"[A-Za-z0-9_.-]{1,200}")  # fullmatch: "$" lets "id\n" in
 #: The largest ``last`` a runs query takes (a signed 32-bit count, as the reference has it).
 MAX_LAST: Final = 2**31 - 1
 _DIGITS: Final = re.compile(r"^[0-9]{1,12}$")
@@ -226,7 +226,7 @@ class HookEndpoints:
         process = self.api._process(request)
         query_params(request, ())
         task_id = request.path_params["task_id"]
-        if not _TASK_ID.match(task_id) or ".." in task_id:
+        if not _TASK_ID.fullmatch(task_id) or ".." in task_id:
             raise APIError(
                 400,
                 "BAD_REQUEST",

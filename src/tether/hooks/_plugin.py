@@ -183,7 +183,7 @@ class PluginContext(HookContext):
         name it would have is returned (the process answers the artifact with the dry run's
         report), so a plugin runs to its end as it would for real.
         """
-        if label is not None and not SLUG.match(label):
+        if label is not None and not SLUG.fullmatch(label):
             raise PluginError(f"artifact label must match [a-z0-9_-]+, got {label!r}")
         try:
             json.dumps(payload, allow_nan=False)
@@ -357,7 +357,7 @@ def _check(plugin: object) -> Plugin:
     if not isinstance(plugin, Plugin):
         raise PluginError(f"a plugin must be a tether.Plugin instance or subclass, got {plugin!r}")
     name = plugin.name
-    if not isinstance(name, str) or not SLUG.match(name):
+    if not isinstance(name, str) or not SLUG.fullmatch(name):
         raise PluginError(
             f"plugin {type(plugin).__name__}: name must be a slug matching [a-z0-9_-]+, "
             f"got {name!r}"

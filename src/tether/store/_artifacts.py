@@ -20,7 +20,7 @@ __all__ = [
     "open_artifacts",
 ]
 
-_SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
+_SAFE = re.compile(r"[A-Za-z0-9_.-]+")  # fullmatch: "$" would let a trailing newline in
 
 
 class ArtifactStore(Protocol):
@@ -32,7 +32,7 @@ class ArtifactStore(Protocol):
 def check_artifact_path(task_id: str, name: str) -> None:
     """Raise ValueError unless both are safe file names (what every store checks on put)."""
     for value in (task_id, name):
-        if not _SAFE.match(value) or ".." in value:
+        if not _SAFE.fullmatch(value) or ".." in value:
             raise ValueError(f"artifact path part {value!r} is not a safe file name")
 
 

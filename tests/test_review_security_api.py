@@ -1,0 +1,129 @@
+"""Security review, by experiment: names, ids and webhook keys the control API must refuse.
+
+Everything goes over real HTTP to an API (and webhook listener) served on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tether import AgentProcess, AgentRuntime, HookManager, OrchestrationAPI, Plugin, PluginError
+from tether.api import SIGNATURE_HEADER, sign_webhook
+from tether.hooks._plugin import register_plugin
+from tether.store._artifacts import DirArtifacts
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+async def api(runtime: AgentRuntime) -> AsyncIterator[OrchestrationAPI]:
+    api = OrchestrationAPI(runtime, port=0)
+    await api.start()
+    yield api
+    await api.stop()
+
+
+@pytest.fixture
+async def client(api: OrchestrationAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
+        yield client
+
+
+async def test_a_process_name_ending_in_a_newline_answers_422(client: httpx.AsyncClient) -> None:
+    """Regression: the name pattern ended in "$", which matches before a final newline, so
+    "triage\\n" was deployed (and then written as is into log lines and the journal)."""
+    r = await client.post("/processes", json={"name": "triage\n", "config": {"model": "scripted"}})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["code"] == "INVALID_NAME"
+    assert "'triage\\n'" in r.json()["error"]["message"]
+    assert (await client.get("/processes")).json()["processes"] == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="validate_name in tether/process/_state.py uses NAME_RE.match with a '$' anchor; "
+    "it should use NAME_RE.fullmatch (a manifest's or a spawned child's name too)",
+)
+def test_a_process_name_ending_in_a_newline_is_refused_in_code() -> None:
+    with pytest.raises(ValueError, match="not allowed"):
+        AgentProcess("triage\n")
+
+
+async def test_a_task_id_ending_in_a_newline_answers_400(client: httpx.AsyncClient) -> None:
+    """Regression: the artifacts endpoint took "abc%0A" as a task id (the "$" anchor again)."""
+    r = await client.post("/processes", json={"name": "t", "config": {"model": "scripted"}})
+    assert r.status_code == 201, r.text
+    r = await client.get("/processes/t/tasks/abc%0A/artifacts")
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "BAD_REQUEST"
+
+
+def test_an_artifact_store_refuses_a_name_ending_in_a_newline(tmp_path: Path) -> None:
+    """Regression: check_artifact_path let a trailing newline into a file name."""
+    store = DirArtifacts(tmp_path)
+    with pytest.raises(ValueError, match="not a safe file name"):
+        store.put("task-1", "debrief.json\n", {"ok": True})
+    with pytest.raises(ValueError, match="not a safe file name"):
+        store.list("task-1\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_plugin_name_ending_in_a_newline_is_refused_at_registration() -> None:
+    """Regression: the slug pattern's "$" let "audit\\n" in, and a plugin's name becomes part of
+    its artifacts' file names."""
+
+    class Audit(Plugin):
+        name = "audit\n"
+
+    manager = HookManager()
+    with pytest.raises(PluginError, match="name must be a slug"):
+        register_plugin(manager, Audit())
+    assert len(manager) == 0
+
+
+async def test_a_webhook_whose_secret_is_empty_accepts_no_request(
+    runtime: AgentRuntime, api: OrchestrationAPI
+) -> None:
+    """Regression: ``secret: ""`` (say ``${HOOK_SECRET:-}`` with the variable unset) was
+    listed as signed, yet anyone could sign a request with the empty key and be accepted."""
+    port = free_port()
+    trigger = {"type": "webhook", "webhook_path": "/t", "webhook_port": port, "secret": ""}
+    process = await runtime.add_process("t", {"model": "scripted", "triggers": [trigger]})
+    assert api.webhooks is not None
+    await api.webhooks.sync()
+    body = b'{"ticket": "forged"}'
+    async with httpx.AsyncClient() as client:
+        r = await client.post(
+            f"http://127.0.0.1:{port}/t",
+            content=body,
+            headers={SIGNATURE_HEADER: sign_webhook("", body)},
+        )
+    assert r.status_code == 503, r.text
+    assert r.json()["error"]["code"] == "WEBHOOK_MISCONFIGURED"
+    assert process.status()["invocation_count"] == 0
+    assert process.dead_letters == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="WebhookTrigger.secret (tether/process/_config.py) takes an empty or blank "
+    "SecretStr; it should be refused where it is declared, naming the field",
+)
+async def test_a_webhook_trigger_with_an_empty_secret_is_refused_at_deploy(
+    client: httpx.AsyncClient,
+) -> None:
+    trigger = {"type": "webhook", "webhook_path": "/t", "webhook_port": free_port(), "secret": ""}
+    r = await client.post(
+        "/processes", json={"name": "t", "config": {"model": "scripted", "triggers": [trigger]}}
+    )
+    assert r.status_code == 422, r.text
