@@ -137,7 +137,14 @@ class WebhookServer:
                 raise APIError(
                     401, "SIGNATURE_REQUIRED", f"this webhook needs a {SIGNATURE_HEADER} header"
                 )
-            expected = sign_webhook(secret.get_secret_value(), body)
+            signing_key = secret.get_secret_value()
+            if not signing_key.strip():
+                # An empty key (say ``secret: ${HOOK_SECRET:-}`` with the variable unset) is
+                # a key anyone can sign with: such a trigger accepts no request at all.
+                raise APIError(
+                    503, "WEBHOOK_MISCONFIGURED", "this webhook's secret is empty; set one"
+                )
+            expected = sign_webhook(signing_key, body)
             if not hmac.compare_digest(given.strip().encode(), expected.encode()):
                 raise APIError(401, "INVALID_SIGNATURE", "the signature does not match the body")
         payload = parse_json(body)
