@@ -21,6 +21,7 @@ import copy
 import json
 import os
 import re
+import shlex
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
@@ -570,8 +571,20 @@ _REF: Final = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 def _resolve(value: Any, env: Mapping[str, str], loc: Loc, missing: list[tuple[Loc, str]]) -> Any:
-    """A copy of ``value`` with ``${VAR}`` replaced, except under the top-level ``secrets``."""
+    """A copy of ``value`` with ``${VAR}`` replaced, except under the top-level ``secrets``.
+
+    A hook's ``command`` written as one string is split into words first and each word is
+    resolved on its own: a value (a folder with a space, a variable holding ``-x; y``) stays one
+    argument instead of being split into several when the string is split later.
+    """
     if isinstance(value, str):
+        if _is_command_string(loc) and "${" in value:
+            try:
+                words = shlex.split(value)
+            except ValueError:  # unbalanced quotes: HookConfig reports it
+                words = None
+            if words:
+                return [_substitute(word, env, loc, missing) for word in words]
         return _substitute(value, env, loc, missing)
     if isinstance(value, dict):
         return {
@@ -581,6 +594,10 @@ def _resolve(value: Any, env: Mapping[str, str], loc: Loc, missing: list[tuple[L
     if isinstance(value, list):
         return [_resolve(v, env, (*loc, i), missing) for i, v in enumerate(value)]
     return value
+
+
+def _is_command_string(loc: Loc) -> bool:
+    return len(loc) == 3 and loc[0] == "hooks" and isinstance(loc[1], int) and loc[2] == "command"
 
 
 def _substitute(text: str, env: Mapping[str, str], loc: Loc, missing: list[tuple[Loc, str]]) -> str:
