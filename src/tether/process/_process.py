@@ -62,6 +62,8 @@ __all__ = ["AgentProcess", "ProcessState"]
 logger = logging.getLogger("tether.process")
 
 ASYNC_HOOK_DRAIN: Final = 5.0
+#: Seconds a stop waits for a run it cancelled at stop_timeout before abandoning it.
+ABANDON_GRACE: Final = 1.0
 #: Run transcripts kept for plugins (converse) after a task completes.
 TRANSCRIPTS_KEPT: Final = 100
 
@@ -126,7 +128,10 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
             self.config.max_queue_size
         )
         self._workers: list[asyncio.Task[None]] = []
-        self._busy: set[asyncio.Task[None]] = set()
+        #: The workers running an event now, with its id.
+        self._busy: dict[asyncio.Task[None], str] = {}
+        #: Workers given up on at a stop: their run ignored its cancellation (see _halt_workers).
+        self._abandoned: set[asyncio.Task[None]] = set()
         self._inflight: dict[str, tuple[TriggerEvent, int]] = {}
         self._retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]] = {}
         # Events whose run was cancelled by stop() or a restart: (event, attempt cut off).
@@ -403,9 +408,33 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
             _, pending = await asyncio.wait(busy, timeout=self.config.stop_timeout)
             for worker in pending:
                 worker.cancel()
-        await asyncio.gather(*self._workers, return_exceptions=True)
+            if pending:  # a run that swallows its cancellation is not waited on for ever
+                _, stuck = await asyncio.wait(pending, timeout=ABANDON_GRACE)
+                for worker in stuck:
+                    self._abandon(worker)
+        await asyncio.gather(
+            *(w for w in self._workers if w not in self._abandoned), return_exceptions=True
+        )
         self._workers = []
         self._busy.clear()
+
+    def _abandon(self, worker: asyncio.Task[None]) -> None:
+        """Give up on a worker whose run did not end when cancelled (a tool or model that
+        swallows CancelledError): its event is cut off now, and whatever the run does when it
+        ends is ignored (see _handle), so a stop is bounded and nothing is recorded twice."""
+        event_id = self._busy.pop(worker, None)
+        entry = self._inflight.pop(event_id, None) if event_id is not None else None
+        if entry is not None:
+            self._cut_off.append(entry)
+        self._abandoned.add(worker)  # referenced until it ends, then forgotten
+        worker.add_done_callback(self._abandoned.discard)
+        logger.error(
+            "process %s: the run of event %s did not end within %gs of being cancelled (a tool "
+            "or model swallowed the cancellation); it was abandoned and its event dead-lettered",
+            self.name,
+            event_id,
+            ABANDON_GRACE,
+        )
 
     async def restart(self) -> None:
         """session_end (reason "restart"), teardown, then session_start with restart=True."""
@@ -498,7 +527,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         me = asyncio.current_task()
         assert me is not None
         # After a crash (_supervisor set) workers take no new events: they wait for the restart.
-        while not (self._stopping or self._supervisor is not None):
+        while not (self._stopping or self._supervisor is not None or me in self._abandoned):
             if self._held is not None:  # a rewind() waits for the runs in flight: no new one
                 await self._held.wait()
                 continue
@@ -508,7 +537,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
             if self._stopping or self._supervisor is not None:
                 self._give_back(event, attempts)
                 return
-            self._busy.add(me)
+            self._busy[me] = event.event_id
             self._inflight[event.event_id] = (event, attempts + 1)
             try:
                 await self._handle(event, attempts + 1)
@@ -522,7 +551,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
                 await self._worker_crashed(event, attempts + 1, exc)
             finally:
                 self._inflight.pop(event.event_id, None)
-                self._busy.discard(me)
+                self._busy.pop(me, None)
                 self._queue.task_done()
 
     def _complete(
@@ -628,8 +657,9 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         except Exception as exc:
             await self._failed(event, attempt, started, exc)
             return
-        self._consecutive_failures = 0
-        self._inflight.pop(event.event_id, None)  # finished: a stop() now cuts off no run
+        if self._inflight.pop(event.event_id, None) is None:  # abandoned by a stop: cut off
+            return
+        self._consecutive_failures = 0  # finished: a stop() now cuts off no run
         if self._journal is not None:
             self._journal.done(event.event_id)
         await self._complete(
@@ -664,10 +694,11 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
     async def _failed(
         self, event: TriggerEvent, attempt: int, started: float, exc: Exception
     ) -> None:
+        if self._inflight.pop(event.event_id, None) is None:  # abandoned by a stop: cut off
+            return
         error = self.redactor.text(f"{exc}")
         duration = (time.perf_counter() - started) * 1e3
         self._consecutive_failures += 1
-        self._inflight.pop(event.event_id, None)
         # A crash's restart keeps what waits (its supervisor is set): a retry waits for it too.
         if attempt <= self.config.max_retries and (
             not self._stopping or self._supervisor is not None

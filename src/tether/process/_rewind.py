@@ -39,7 +39,7 @@ class Rewinding:
     if TYPE_CHECKING:
         name: str
         context: AgentContext
-        _busy: set[asyncio.Task[None]]
+        _busy: dict[asyncio.Task[None], str]
         _queue: asyncio.Queue[tuple[TriggerEvent, int]]
 
         def _guard_self_await(self, what: str) -> None: ...
