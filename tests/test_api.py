@@ -263,7 +263,10 @@ async def test_the_403_message_explains_why_in_its_first_118_characters(
 
 
 async def test_an_http_mcp_server_is_not_a_command(client: httpx.AsyncClient) -> None:
-    config = {**SCRIPTED, "mcp_servers": [{"name": "docs", "transport": "http", "url": "x"}]}
+    config = {
+        **SCRIPTED,
+        "mcp_servers": [{"name": "docs", "transport": "http", "url": "http://127.0.0.1:9/mcp"}],
+    }
     assert (await create(client, "triage", config)).status_code == 201
 
 

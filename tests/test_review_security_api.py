@@ -127,3 +127,36 @@ async def test_a_webhook_trigger_with_an_empty_secret_is_refused_at_deploy(
         "/processes", json={"name": "t", "config": {"model": "scripted", "triggers": [trigger]}}
     )
     assert r.status_code == 422, r.text
+
+
+@pytest.mark.parametrize(
+    ("entry", "path"),
+    [
+        ({"name": "crm", "url": 5}, "config.mcp_servers[0].url"),
+        ({"name": "crm", "url": "http://h/mcp", "token": "x"}, "config.mcp_servers[0].token"),
+        (
+            {"name": "crm", "url": "http://h/mcp", "headers": "Bearer mcp-canary-0451"},
+            "config.mcp_servers[0].headers",
+        ),
+    ],
+)
+async def test_a_malformed_mcp_server_entry_answers_422_naming_the_field(
+    client: httpx.AsyncClient, entry: dict[str, object], path: str
+) -> None:
+    """Regression: a deployed config's ``mcp_servers`` were kept unchecked (201), though
+    PATCH ``add_mcp_servers`` validates each entry; a header's value is never echoed."""
+    config = {"model": "scripted", "mcp_servers": [entry]}
+    r = await client.post("/processes", json={"name": "t", "config": config})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["details"][0]["path"] == path
+    assert "mcp-canary-0451" not in r.text
+
+
+async def test_two_mcp_servers_with_one_name_answer_422(client: httpx.AsyncClient) -> None:
+    servers = [{"name": "crm", "url": "http://h/a"}, {"name": "crm", "url": "http://h/b"}]
+    config = {"model": "scripted", "mcp_servers": servers}
+    r = await client.post("/processes", json={"name": "t", "config": config})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["message"] == (
+        "config.mcp_servers[1].name: MCP server name 'crm' is already used by mcp_servers[0]"
+    )

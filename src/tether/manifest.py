@@ -46,6 +46,7 @@ from .approval import ApprovalPolicy
 from .hooks._config import HookConfig
 from .process import (
     FileWatchTrigger,
+    McpServerConfig,
     OpenModeConfig,
     ProcessConfig,
     RestartPolicy,
@@ -375,12 +376,39 @@ def spec_to_process_config(spec: ProcessSpec, *, hook_source: str = "config") ->
 _CONVERTED: Final = frozenset({"hooks", "approval", "guardrails", "plugins"})
 
 
+def _mcp_problems(servers: list[dict[str, Any]]) -> list[tuple[tuple[str | int, ...], str]]:
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    names: dict[str, int] = {}
+    for i, entry in enumerate(servers):
+        try:
+            server = McpServerConfig.model_validate(entry)
+        except ValidationError as exc:
+            # _issues never echoes a value under a secret-looking key (headers, env).
+            problems += [
+                (("mcp_servers", i, *loc), it.message)
+                for loc, it in _issues(exc, McpServerConfig, {})
+            ]
+            continue
+        if server.name in names:
+            problems.append(
+                (
+                    ("mcp_servers", i, "name"),
+                    f"MCP server name {server.name!r} is already used by "
+                    f"mcp_servers[{names[server.name]}]",
+                )
+            )
+        names.setdefault(server.name, i)
+    return problems
+
+
 def spec_problems(spec: ProcessSpec) -> list[tuple[tuple[str | int, ...], str]]:
     """Checks across entries: trigger ids must be unique, webhook port+path pairs too; plugin
-    names must be available (and named once)."""
+    names must be available (and named once); each MCP server entry is a valid
+    McpServerConfig, as ``add_mcp_server`` requires, with a name of its own."""
     problems: list[tuple[tuple[str | int, ...], str]] = []
     if spec.plugins:
         problems += _plugin_problems(spec.plugins)
+    problems += _mcp_problems(spec.mcp_servers)
     ids: dict[str, int] = {}
     hooks_at: dict[tuple[int, str], int] = {}
     hosts: dict[int, tuple[str, int]] = {}
