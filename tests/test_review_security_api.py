@@ -5,6 +5,7 @@ Everything goes over real HTTP to an API (and webhook listener) served on 127.0.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -160,3 +161,32 @@ async def test_two_mcp_servers_with_one_name_answer_422(client: httpx.AsyncClien
     assert r.json()["error"]["message"] == (
         "config.mcp_servers[1].name: MCP server name 'crm' is already used by mcp_servers[0]"
     )
+
+
+async def _raw_get(port: int, headers: list[str]) -> str:
+    """The status line of a GET /api/v1/processes sent byte for byte (repeated headers kept)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        head = "".join(f"{h}\r\n" for h in ["Host: 127.0.0.1", *headers, "Connection: close"])
+        writer.write(f"GET /api/v1/processes HTTP/1.1\r\n{head}\r\n".encode("latin-1"))
+        await writer.drain()
+        return (await reader.readline()).decode("latin-1").strip()
+    finally:
+        writer.close()
+        await writer.wait_closed()
+
+
+@pytest.mark.parametrize(
+    "origins",
+    [
+        ["Origin: http://evil.example", "Origin: http://localhost"],
+        ["Origin: http://localhost", "Origin: http://evil.example"],
+    ],
+)
+async def test_a_foreign_origin_is_refused_whichever_origin_header_it_is(
+    api: OrchestrationAPI, origins: list[str]
+) -> None:
+    """Regression: without a token only the last Origin header was checked, so a foreign
+    origin sent before a loopback one was let through."""
+    assert await _raw_get(api.port, origins) == "HTTP/1.1 403 Forbidden"
+    assert await _raw_get(api.port, ["Origin: http://localhost"]) == "HTTP/1.1 200 OK"

@@ -486,26 +486,29 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        # Every Origin sent, not the last one only: a foreign origin listed first must not hide
+        # behind a loopback one listed after it.
+        origins = [v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"origin"]
         try:
-            self._check(scope, headers)
+            self._check(scope, headers, origins)
         except APIError as exc:
             await exc.response()(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
-    def _check(self, scope: Scope, headers: dict[str, str]) -> None:
+    def _check(self, scope: Scope, headers: dict[str, str], origins: list[str]) -> None:
         token = self.api.token
         if token is not None:
             check_bearer(headers.get("authorization"), token)
         else:
             host = _hostname(headers.get("host", ""))
-            origin = headers.get("origin")
             if host and not is_loopback(host):
                 raise APIError(403, "FORBIDDEN", f"Host {host!r} is not a loopback name")
-            if origin is not None and not is_loopback(_hostname(origin.split("://")[-1])):
-                raise APIError(
-                    403, "FORBIDDEN", f"requests from the web origin {origin!r} are refused"
-                )
+            for origin in origins:
+                if not is_loopback(_hostname(origin.split("://")[-1])):
+                    raise APIError(
+                        403, "FORBIDDEN", f"requests from the web origin {origin!r} are refused"
+                    )
         method = scope["method"]
         if method in ("POST", "PUT", "PATCH") and _has_body(headers):
             kind = headers.get("content-type", "").split(";")[0].strip().lower()

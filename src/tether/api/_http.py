@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import json
@@ -85,9 +86,11 @@ def check_bearer(header: str | None, token: str) -> None:
             headers=challenge,
         )
     scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(
-        given.strip().encode("utf-8", "surrogateescape"), token.encode("utf-8")
-    ):
+    # Digests of both, so the comparison takes as long whatever the length of the guess
+    # (compare_digest returns at once on a length mismatch, which would tell the length).
+    given_digest = hashlib.sha256(given.strip().encode("utf-8", "surrogateescape")).digest()
+    token_digest = hashlib.sha256(token.encode("utf-8")).digest()
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given_digest, token_digest):
         raise APIError(401, "UNAUTHORIZED", "the bearer token is not valid", headers=challenge)
 
 
