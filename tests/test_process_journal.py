@@ -161,8 +161,9 @@ async def test_dead_letters_survive_in_the_journal_for_the_next_process(tmp_path
     assert Journal(journal, "journaled").dead_letters() == []
 
 
-async def test_a_retry_waiting_in_the_journal_keeps_its_original_payload(tmp_path: Path) -> None:
-    """Secrets are redacted for hooks and dead letters, never in what recovery re-runs."""
+async def test_a_retry_waiting_in_the_journal_holds_no_declared_secret(tmp_path: Path) -> None:
+    """A declared secret never reaches the journal file, so recovery re-runs the event with
+    the secret redacted (the journal is a plain SQLite file on disk)."""
     journal = tmp_path / "tether.db"
     secrets = {"crm_token": SecretStr("tok-7f3a9")}
     crashed = AgentProcess(
@@ -188,4 +189,6 @@ async def test_a_retry_waiting_in_the_journal_keeps_its_original_payload(tmp_pat
     async with recovered:
         await eventually(lambda: rec2.of(HookEvent.TASK_COMPLETED), what="the recovered run")
     await crashed.stop()
-    assert "CRM rejects tok-7f3a9" in model.prompts[0]
+    assert "CRM rejects [REDACTED:crm_token]" in model.prompts[0]
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("tether.db*"))  # noqa: ASYNC240 (WAL too)
+    assert b"tok-7f3a9" not in stored

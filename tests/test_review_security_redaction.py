@@ -71,7 +71,7 @@ async def test_a_declared_secret_sent_as_a_payload_key_is_redacted_everywhere(
 ) -> None:
     """Regression: redaction walked the values of the event data but not its keys, so a
     payload ``{"<secret>": ...}`` reached command hooks and dry-run answers (the SQLite file:
-    see the dead-letter test below and the xfail test of the first enqueue)."""
+    see the dead-letter test below and the journal test of the first enqueue)."""
     seen = tmp_path / "stdin.jsonl"
     hook = [make_script(DUMPS_STDIN), str(seen)]
     config = {
@@ -126,11 +126,6 @@ async def test_a_declared_secret_as_a_dead_letters_payload_key_is_redacted_every
     assert SECRET.encode() not in db_bytes(tmp_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AgentProcess._enqueue (tether/process/_process.py) journals event.to_dict() "
-    "unredacted; the retry path redacts it with redactor.declared.value",
-)
 async def test_a_declared_secret_in_a_payload_never_reaches_the_journal_file(
     runtime: AgentRuntime, tmp_path: Path
 ) -> None:
@@ -156,11 +151,6 @@ def _recorder(runtime: AgentRuntime, seen: list[str]) -> None:
     runtime.hooks.register(HookEvent.USER_PROMPT_SUBMIT, record)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="resolve_secrets() in tether/process/_process.py builds the redactor from "
-    "config.secrets only; a webhook trigger's SecretStr `secret` is never redacted",
-)
 async def test_a_webhook_triggers_hmac_key_in_a_payload_never_reaches_hooks(
     runtime: AgentRuntime,
 ) -> None:
@@ -178,11 +168,6 @@ async def test_a_webhook_triggers_hmac_key_in_a_payload_never_reaches_hooks(
     assert HMAC_KEY not in seen[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="resolve_secrets() in tether/process/_process.py ignores the SecretStr `headers` "
-    "and `env` of config.mcp_servers; they are never redacted",
-)
 async def test_an_mcp_servers_header_value_in_a_payload_never_reaches_hooks(
     runtime: AgentRuntime,
 ) -> None:
@@ -198,3 +183,19 @@ async def test_an_mcp_servers_header_value_in_a_payload_never_reaches_hooks(
     await process.inject(TriggerEvent("api", "manual", {"note": f"the token is {MCP_TOKEN}"}))
     await eventually(lambda: seen, what="user_prompt_submit")
     assert MCP_TOKEN not in seen[0]
+
+
+async def test_a_webhook_key_added_at_run_time_is_redacted_from_then_on(
+    runtime: AgentRuntime,
+) -> None:
+    from tether.process._config import WebhookTrigger
+
+    seen: list[str] = []
+    _recorder(runtime, seen)
+    process = await runtime.add_process("t", {"model": "scripted"})
+    trigger = WebhookTrigger(webhook_path="/t", webhook_port=free_port(), secret=HMAC_KEY)
+    assert await process.add_trigger(trigger)
+    await process.inject(TriggerEvent("api", "manual", {"note": f"the key is {HMAC_KEY}"}))
+    await eventually(lambda: seen, what="user_prompt_submit")
+    assert HMAC_KEY not in seen[0]
+    assert "[REDACTED:webhook_secret]" in seen[0]

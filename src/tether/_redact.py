@@ -60,6 +60,19 @@ class Redactor:
         #: values must not rewrite. Records, logs and API answers use this redactor itself.
         self.declared: Redactor = self if learned is None else Redactor(secrets)
 
+    def declare(self, secrets: Iterable[tuple[str, str]]) -> None:
+        """Declare more secrets from now on (a change added a trigger's key, say); one already
+        declared is kept as it was. Nothing is ever undeclared: redacting more is safe."""
+        known = {value for value, _ in self._declared}
+        new = [(v, f"[REDACTED:{n}]") for n, v in secrets if v and v not in known]
+        if not new:
+            return
+        self._declared = self._declared + new
+        more = [(v, f"[REDACTED:{n}]") for n, v in self._seen if len(v) >= MIN_LEARNED_LENGTH]
+        self._pairs = _ordered(self._declared + more)
+        if self.declared is not self:
+            self.declared.declare(secrets)
+
     def _current(self) -> Pairs:
         # Inlined in value(), which the process calls (on ``declared``) on every dispatch.
         version = self._version

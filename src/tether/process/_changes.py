@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..agent import BudgetConfig, BudgetTracker, Tool, as_tool
 from ..hooks import DispatchResult, HookEvent
 from ._config import ProcessConfig, RestartPolicy, TriggerConfig, check_mission
+from ._config_secrets import config_secrets
 from ._errors import NothingToRollBackError, ProcessBusyError, ProcessStateError
 from ._mcp import McpServerConfig, server_name
 from ._state import ProcessState
@@ -178,6 +179,8 @@ class ConfigChanges:
         outcome = apply()
         if asyncio.iscoroutine(outcome):
             await outcome
+        # A trigger's HMAC key or an MCP server's header it brought is a secret from now on.
+        self.redactor.declare(config_secrets((t for _, t in self._triggers), self.config))
         if saved is not None:
             undo, restored, *triggers = saved
             self._config_history.append(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
@@ -31,7 +30,7 @@ from ..agent import (
     scan,
     scan_payload,
 )
-from ..hooks import DispatchResult, HookError, HookEvent, HookManager
+from ..hooks import DispatchResult, HookEvent, HookManager
 from ..hooks._background import drain as drain_async_hooks
 from ..hooks._secrets import CommandSecrets
 from ._changes import ConfigChanges
@@ -43,6 +42,7 @@ from ._config import (
     TriggerConfig,
     WebhookTrigger,
 )
+from ._config_secrets import config_secrets, resolve_secrets
 from ._dead_letters import DeadLetters
 from ._errors import ProcessStateError
 from ._event import TriggerEvent, render_prompt
@@ -66,20 +66,6 @@ ASYNC_HOOK_DRAIN: Final = 5.0
 ABANDON_GRACE: Final = 1.0
 #: Run transcripts kept for plugins (converse) after a task completes.
 TRANSCRIPTS_KEPT: Final = 100
-
-
-def resolve_secrets(config: ProcessConfig) -> list[tuple[str, str]]:
-    """(name, value) of each secret, ``${VAR}``/``${VAR:-default}`` read from the environment
-    now (a manifest's ``secrets:`` keeps its references until the process is made)."""
-    from ..hooks._shell import resolve_refs
-
-    values = []
-    for name, secret in config.secrets.items():
-        try:
-            values.append((name, resolve_refs(secret.get_secret_value(), os.environ, "")))
-        except HookError as exc:
-            raise ValueError(f"secrets.{name}: {str(exc).lstrip(': ')}") from None
-    return values
 
 
 class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Supervision):
@@ -109,7 +95,10 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
             self.hooks.share(hooks)
         # Declared secrets, and what the command hooks of the chain hand their programs (looked
         # up at each use: hooks registered later, in code or by a plugin, count too).
-        self.redactor = Redactor(resolve_secrets(self.config), learned=CommandSecrets(self.hooks))
+        self.redactor = Redactor(
+            resolve_secrets(self.config) + config_secrets(self.config.triggers, self.config),
+            learned=CommandSecrets(self.hooks),
+        )
         self.context = AgentContext(
             self.config.context.conversation_max_messages,
             self.config.context.initial_state,
@@ -503,7 +492,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
             )
             return
         if self._journal is not None:
-            self._journal.queued(event.to_dict(), attempts)
+            self._journal.queued(self.redactor.declared.value(event.to_dict()), attempts)
 
     async def fire(self, trigger_id: str, trigger_type: str, payload: dict[str, Any]) -> str:
         """Build a TriggerEvent from a trigger and inject it."""

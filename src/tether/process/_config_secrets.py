@@ -1,0 +1,51 @@
+"""The secret values of a process's configuration, which its redactor declares."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from pydantic import SecretStr
+
+from ..hooks._errors import HookError
+
+if TYPE_CHECKING:
+    from ._config import ProcessConfig, TriggerConfig
+
+__all__ = ["config_secrets", "resolve_secrets"]
+
+
+def resolve_secrets(config: ProcessConfig) -> list[tuple[str, str]]:
+    """(name, value) of each secret, ``${VAR}``/``${VAR:-default}`` read from the environment
+    now (a manifest's ``secrets:`` keeps its references until the process is made)."""
+    from ..hooks._shell import resolve_refs
+
+    values = []
+    for name, secret in config.secrets.items():
+        try:
+            values.append((name, resolve_refs(secret.get_secret_value(), os.environ, "")))
+        except HookError as exc:
+            raise ValueError(f"secrets.{name}: {str(exc).lstrip(': ')}") from None
+    return values
+
+
+def config_secrets(
+    triggers: Iterable[TriggerConfig], config: ProcessConfig
+) -> list[tuple[str, str]]:
+    """(name, value) of the secrets held in the configuration besides ``secrets``: a webhook
+    trigger's HMAC key, and an MCP server's ``headers`` and ``env`` values (SecretStr by type).
+    They are redacted as declared secrets are: from event data as well as records and logs."""
+    found = []
+    for trigger in triggers:
+        secret = getattr(trigger, "secret", None)
+        if isinstance(secret, SecretStr) and secret.get_secret_value():
+            found.append(("webhook_secret", secret.get_secret_value()))
+    for server in config.mcp_servers:
+        name = server.get("name", "mcp")
+        for field in ("headers", "env"):
+            for key, value in (server.get(field) or {}).items():
+                text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+                if text:
+                    found.append((f"mcp.{name}.{key}", text))
+    return found
