@@ -82,6 +82,16 @@ class WebhookTrigger(_Trigger):
         default=None, description="HMAC-SHA256 key; requests must carry X-Tether-Signature"
     )
 
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError(
+                "secret must not be empty or blank (anyone could sign with an empty key); "
+                "leave it out for an unsigned webhook"
+            )
+        return value
+
     @field_validator("webhook_path")
     @classmethod
     def _path(cls, value: str) -> str:

@@ -47,7 +47,7 @@ class McpServerConfig(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not NAME_RE.match(value):
+        if not NAME_RE.fullmatch(value):
             raise ValueError(
                 f"name {value!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
                 "starting with a letter or digit"

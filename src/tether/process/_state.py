@@ -32,7 +32,7 @@ def accepts_events(state: ProcessState, *, restarting: bool) -> bool:
 
 
 def validate_name(name: object) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:
         raise ValueError(
             f"process name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
             "starting with a letter or digit"
