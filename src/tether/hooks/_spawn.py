@@ -27,6 +27,8 @@ REAP_GRACE: Final = 1.0
 STDERR_LIMIT: Final = 64 * 1024
 _READ_CHUNK: Final = 65536
 _HAS_PIDFD: Final = hasattr(os, "pidfd_open")
+#: Where this process's open descriptors are listed (Linux; /dev/fd elsewhere).
+_FD_DIR: Final = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
 #: The exit code reported when the program's status could not be read (reaped elsewhere).
 UNKNOWN_EXIT: Final = -(2**16)
 
@@ -246,6 +248,26 @@ class _Child:
                 os.close(fd)
 
 
+def _inheritable_fds() -> list[int]:
+    """This process's inheritable descriptors past stderr, which posix_spawn would hand to
+    the program (a socket of the host application, a pipe to a secret store); Popen with
+    close_fds=True closes them in its child."""
+    try:
+        names = os.listdir(_FD_DIR)
+    except OSError:  # pragma: no cover - no descriptor listing on this system
+        return []
+    found = []
+    for name in names:
+        fd = int(name)
+        if fd > 2:
+            try:
+                if os.get_inheritable(fd):
+                    found.append(fd)
+            except OSError:  # closed since, or listdir's own descriptor
+                continue
+    return found
+
+
 def _spawn(
     executable: str,
     argv: list[str],
@@ -264,6 +286,7 @@ def _spawn(
                 (os.POSIX_SPAWN_DUP2, stdin_r, 0),
                 (os.POSIX_SPAWN_DUP2, stdout_w, 1),
                 (os.POSIX_SPAWN_DUP2, stderr_w, 2),
+                *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds()),
             ],
             setpgroup=0,
             setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
