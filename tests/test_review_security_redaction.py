@@ -199,3 +199,27 @@ async def test_a_webhook_key_added_at_run_time_is_redacted_from_then_on(
     await eventually(lambda: seen, what="user_prompt_submit")
     assert HMAC_KEY not in seen[0]
     assert "[REDACTED:webhook_secret]" in seen[0]
+
+
+def test_an_mcp_url_refused_never_echoes_its_password() -> None:
+    from pydantic import ValidationError
+
+    from tether.process._mcp import McpServerConfig
+
+    with pytest.raises(ValidationError) as caught:
+        McpServerConfig(name="crm", transport="http", url="ftp://bot:pw-canary-88@h/mcp")
+    assert "pw-canary-88" not in str(caught.value)
+    assert "ftp://***@h/mcp" in str(caught.value)
+
+
+async def test_an_mcp_urls_password_in_a_payload_never_reaches_hooks(
+    runtime: AgentRuntime,
+) -> None:
+    seen: list[str] = []
+    _recorder(runtime, seen)
+    server = {"name": "crm", "transport": "http", "url": "http://bot:pw-canary-88@h/mcp"}
+    process = await runtime.add_process("t", {"model": "scripted", "mcp_servers": [server]})
+    await process.inject(TriggerEvent("api", "manual", {"note": "it is pw-canary-88"}))
+    await eventually(lambda: seen, what="user_prompt_submit")
+    assert "pw-canary-88" not in seen[0]
+    assert "[REDACTED:mcp.crm.url_password]" in seen[0]

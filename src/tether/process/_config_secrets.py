@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
@@ -34,7 +35,8 @@ def config_secrets(
     triggers: Iterable[TriggerConfig], config: ProcessConfig
 ) -> list[tuple[str, str]]:
     """(name, value) of the secrets held in the configuration besides ``secrets``: a webhook
-    trigger's HMAC key, and an MCP server's ``headers`` and ``env`` values (SecretStr by type).
+    trigger's HMAC key, an MCP server's ``headers`` and ``env`` values (SecretStr by type) and
+    the password of its ``url``, if it has one.
     They are redacted as declared secrets are: from event data as well as records and logs."""
     found = []
     for trigger in triggers:
@@ -43,6 +45,9 @@ def config_secrets(
             found.append(("webhook_secret", secret.get_secret_value()))
     for server in config.mcp_servers:
         name = server.get("name", "mcp")
+        password = urlsplit(str(server.get("url") or "")).password  # http://user:pw@host
+        if password:
+            found.append((f"mcp.{name}.url_password", password))
         for field in ("headers", "env"):
             for key, value in (server.get(field) or {}).items():
                 text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)

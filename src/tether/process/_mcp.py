@@ -7,6 +7,7 @@ it by, and a transport with what that transport needs.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -26,7 +27,8 @@ class McpServerConfig(BaseModel):
     ``http``.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # Its values may hold credentials (headers, env, a url with a password): never echoed.
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     name: str = Field(description="Name of the server, unique in the process (1-64 characters)")
     transport: Literal["stdio", "http", "sse", "streamable-http"] | None = Field(
@@ -65,7 +67,8 @@ class McpServerConfig(BaseModel):
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError(f"url must start with http:// or https://, got {value!r}")
+            shown = re.sub(r"(?<=//)[^/@]*@", "***@", value)  # never echo a user:password
+            raise ValueError(f"url must start with http:// or https://, got {shown!r}")
         return value
 
     @model_validator(mode="after")
