@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    import httpx
+
     from tether import AgentRuntime
+    from tether.api import OrchestrationAPI
 
 #: Writes an executable Python script into the test's tmp_path and returns its absolute path.
 ScriptFactory = Callable[..., str]
@@ -39,3 +42,24 @@ async def runtime() -> AsyncIterator[AgentRuntime]:
     await runtime.start_all()
     yield runtime
     await runtime.stop_all()
+
+
+@pytest.fixture
+async def api(runtime: AgentRuntime) -> AsyncIterator[OrchestrationAPI]:
+    """The control API over ``runtime`` on a free loopback port (no webhook server; command
+    hooks may be deployed), stopped after the test. A test file may define its own."""
+    from tether.api import OrchestrationAPI
+
+    api = OrchestrationAPI(runtime, port=0, webhooks=False, allow_command_deploys=True)
+    await api.start()
+    yield api
+    await api.stop()
+
+
+@pytest.fixture
+async def client(api: OrchestrationAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client of ``api``'s /api/v1."""
+    import httpx
+
+    async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
+        yield client

@@ -7,7 +7,7 @@ import asyncio
 import sys
 import textwrap
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -54,20 +54,6 @@ async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:
     while not condition():
         assert loop.time() < deadline, "gave up waiting"
         await asyncio.sleep(0.005)
-
-
-@pytest.fixture
-async def api(runtime: AgentRuntime) -> AsyncIterator[OrchestrationAPI]:
-    api = OrchestrationAPI(runtime, port=0, webhooks=False, allow_command_deploys=True)
-    await api.start()
-    yield api
-    await api.stop()
-
-
-@pytest.fixture
-async def client(api: OrchestrationAPI) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
-        yield client
 
 
 def script(tmp_path: Path, body: str, name: str = "hook.py") -> list[str]:

@@ -4,25 +4,15 @@ shows, whether a run was required, the events' family filter, and tags that cont
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tether import AgentRuntime, HookContext, HookEvent, OrchestrationAPI, ShellHook
+from tether import AgentRuntime, HookContext, HookEvent, ShellHook
 
 SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage support tickets."}
 FAMILIES = "session, prompt, permission, subagent, context, trigger, config, task"
-
-
-@pytest.fixture
-async def client(runtime: AgentRuntime) -> AsyncIterator[httpx.AsyncClient]:
-    api = OrchestrationAPI(runtime, port=0, webhooks=False, allow_command_deploys=True)
-    await api.start()
-    async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
-        yield client
-    await api.stop()
 
 
 async def create(client: httpx.AsyncClient, name: str, **config: Any) -> None:

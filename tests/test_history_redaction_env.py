@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from tether import (
     HookContext,
     HookEvent,
     HookManager,
-    OrchestrationAPI,
     ProcessConfig,
     ShellHook,
 )
@@ -49,17 +47,6 @@ sys.exit(3)
 @pytest.fixture(autouse=True)
 def _debug_logs(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-
-
-@pytest.fixture
-async def client(runtime: AgentRuntime) -> AsyncIterator[httpx.AsyncClient]:
-    api = OrchestrationAPI(runtime, port=0, webhooks=False, allow_command_deploys=True)
-    await api.start()
-    try:
-        async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
-            yield client
-    finally:
-        await api.stop()
 
 
 def config(tmp_path: Path, **fields: Any) -> ProcessConfig:

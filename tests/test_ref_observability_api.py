@@ -5,7 +5,7 @@ history that outlives its runtime, and the reference's names where the issue is 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -35,20 +35,6 @@ async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:
     while not condition():
         assert loop.time() < deadline, "gave up waiting"
         await asyncio.sleep(0.005)
-
-
-@pytest.fixture
-async def api(runtime: AgentRuntime) -> AsyncIterator[OrchestrationAPI]:
-    api = OrchestrationAPI(runtime, port=0, webhooks=False, allow_command_deploys=True)
-    await api.start()
-    yield api
-    await api.stop()
-
-
-@pytest.fixture
-async def client(api: OrchestrationAPI) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
-        yield client
 
 
 async def create(client: httpx.AsyncClient, name: str, **config: Any) -> None:
