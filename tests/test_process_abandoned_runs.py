@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from _process_support import Recorder, eventually, ticket
@@ -85,3 +86,67 @@ async def test_a_restarted_process_gets_no_extra_worker_from_an_abandoned_run() 
     await asyncio.wait_for(asyncio.shield(abandoned), timeout=5)
     assert process._abandoned == set()
     await process.stop()
+
+
+class MixedModel:
+    """Fails for a prompt with "boom"; for one with "stuck", swallows its cancellation and
+    goes on until ``release`` is set; answers anything else."""
+
+    name = "mixed"
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.stuck_calls = 0
+        self.waiting = 0
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> ModelReply:
+        text = str(messages[-1].get("content"))
+        if "boom" in text:
+            raise RuntimeError("model down")
+        if "stuck" in text:
+            self.stuck_calls += 1
+            self.waiting += 1
+            while not self.release.is_set():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self.release.wait()
+            self.waiting -= 1
+        return ModelReply(content="ok")
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_crash_restart_dead_letters_an_abandoned_run_instead_of_running_it_again() -> None:
+    from tether.process._config import RestartPolicy
+
+    model = MixedModel()
+    config = ProcessConfig(
+        model=model,
+        concurrency=2,
+        stop_timeout=0.05,
+        max_retries=0,
+        restart=RestartPolicy(max_consecutive_failures=1, backoff=0),
+    )
+    process = AgentProcess("triage", config)
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_START)
+    await process.start()
+    stuck = ticket("stuck forever")
+    await process.inject(stuck)
+    await eventually(lambda: model.waiting == 1, what="the stuck run")
+    await process.inject(ticket("boom"))  # one failed run is a crash: a restart follows
+    await eventually(
+        lambda: [d["restart"] for d in rec.of(HookEvent.SESSION_START)] == [False, True],
+        what="the restart",
+    )
+    [abandoned] = [d for d in process.dead_letters if d["event_id"] == stuck.event_id]
+    assert abandoned["reason"] == "process failed"
+    assert "abandoned, and not run again" in abandoned["error"]
+    model.release.set()
+    await eventually(lambda: model.waiting == 0, what="the abandoned run to end")
+    await process.stop()
+    assert model.stuck_calls == 1  # never run again after the restart
+    outcomes = [(d["event_id"], d["outcome"]) for d in rec.of(HookEvent.TASK_COMPLETED)]
+    assert outcomes.count((stuck.event_id, "dead_lettered")) == 1
+    assert [o for e, o in outcomes if e == stuck.event_id] == ["dead_lettered"]

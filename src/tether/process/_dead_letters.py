@@ -35,6 +35,7 @@ class DeadLetters:
         dead_letters: list[dict[str, Any]]
         _journal: Journal | None
         _retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]]
+        _given_up: list[tuple[TriggerEvent, int]]
 
         async def inject(self, event: TriggerEvent) -> str: ...
 
@@ -80,6 +81,12 @@ class DeadLetters:
                 if is_fatal(exc):
                     raise
                 logger.error("task_completed of %s raised %s", event.event_id, describe(exc))
+
+    async def _dead_letter_given_up(self, why: str) -> None:
+        """Dead-letter the events of runs a stop gave up on (see AgentProcess._abandon)."""
+        given_up, self._given_up = self._given_up, []
+        note = "its run did not end when cancelled; abandoned, and not run again"
+        await self._dead_letter_all([(event, attempt, note) for event, attempt in given_up], why)
 
     async def _dead_letter_leftovers(self, why: str, final_state: ProcessState) -> None:
         """Dead-letter what waits for a retry or in the queue (task_completed for each)."""

@@ -119,8 +119,10 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         self._workers: list[asyncio.Task[None]] = []
         #: The workers running an event now, with its id.
         self._busy: dict[asyncio.Task[None], str] = {}
-        #: Workers given up on at a stop: their run ignored its cancellation (see _halt_workers).
+        #: Workers given up on at a stop: their run ignored its cancellation (see _halt_workers),
+        #: and their events, to dead-letter (not to re-run: the run may yet act).
         self._abandoned: set[asyncio.Task[None]] = set()
+        self._given_up: list[tuple[TriggerEvent, int]] = []
         self._inflight: dict[str, tuple[TriggerEvent, int]] = {}
         self._retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]] = {}
         # Events whose run was cancelled by stop() or a restart: (event, attempt cut off).
@@ -370,6 +372,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
             cut_off, self._cut_off = self._cut_off, []
             note = f"cancelled while running when the process {final_state.value}"
             await self._dead_letter_all([(event, attempt, note) for event, attempt in cut_off], why)
+            await self._dead_letter_given_up(why)
             await self._dead_letter_leftovers(why, final_state)
             # This process's async hooks only; stop_timeout bounds them as it bounds runs.
             await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self.config.stop_timeout), self.hooks)
@@ -413,8 +416,8 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         ends is ignored (see _handle), so a stop is bounded and nothing is recorded twice."""
         event_id = self._busy.pop(worker, None)
         entry = self._inflight.pop(event_id, None) if event_id is not None else None
-        if entry is not None:
-            self._cut_off.append(entry)
+        if entry is not None:  # dead-lettered, never run again: the run may yet act
+            self._given_up.append(entry)
         self._abandoned.add(worker)  # referenced until it ends, then forgotten
         worker.add_done_callback(self._abandoned.discard)
         logger.error(
@@ -531,6 +534,8 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
             try:
                 await self._handle(event, attempts + 1)
             except BaseException as exc:
+                if me in self._abandoned:  # given up on at a stop: its event is decided
+                    return
                 if is_fatal(exc):
                     if isinstance(exc, asyncio.CancelledError) and event.event_id in self._inflight:
                         self._cut_off.append((event, attempts + 1))  # by stop() or a restart
@@ -539,8 +544,9 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
                 # isolates (a BaseException, a stray CancelledError): supervise, never lose it.
                 await self._worker_crashed(event, attempts + 1, exc)
             finally:
-                self._inflight.pop(event.event_id, None)
-                self._busy.pop(me, None)
+                if me not in self._abandoned:  # (its event id may be running again by now)
+                    self._inflight.pop(event.event_id, None)
+                    self._busy.pop(me, None)
                 self._queue.task_done()
 
     def _complete(
@@ -646,9 +652,10 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         except Exception as exc:
             await self._failed(event, attempt, started, exc)
             return
-        if self._inflight.pop(event.event_id, None) is None:  # abandoned by a stop: cut off
+        if asyncio.current_task() in self._abandoned:  # given up on at a stop: decided
             return
-        self._consecutive_failures = 0  # finished: a stop() now cuts off no run
+        self._consecutive_failures = 0
+        self._inflight.pop(event.event_id, None)  # finished: a stop() now cuts off no run
         if self._journal is not None:
             self._journal.done(event.event_id)
         await self._complete(
@@ -683,11 +690,12 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
     async def _failed(
         self, event: TriggerEvent, attempt: int, started: float, exc: Exception
     ) -> None:
-        if self._inflight.pop(event.event_id, None) is None:  # abandoned by a stop: cut off
+        if asyncio.current_task() in self._abandoned:  # given up on at a stop: decided
             return
         error = self.redactor.text(f"{exc}")
         duration = (time.perf_counter() - started) * 1e3
         self._consecutive_failures += 1
+        self._inflight.pop(event.event_id, None)
         # A crash's restart keeps what waits (its supervisor is set): a retry waits for it too.
         if attempt <= self.config.max_retries and (
             not self._stopping or self._supervisor is not None

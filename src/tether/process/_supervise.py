@@ -90,6 +90,8 @@ class Supervision:
 
         async def _halt_workers(self) -> None: ...
 
+        async def _dead_letter_given_up(self, why: str) -> None: ...
+
         def _enqueue(self, event: TriggerEvent, attempts: int) -> None: ...
 
         async def start(self, *, _restart: bool = False) -> None: ...
@@ -150,6 +152,7 @@ class Supervision:
             cut_off, self._cut_off = self._cut_off, []
             for event, attempt in cut_off:
                 self._enqueue(event, attempt - 1)
+            await self._dead_letter_given_up("process failed")  # never re-run beside the run
             delay = min(policy.backoff * (2**self._auto_restarts), policy.backoff_max)
             await asyncio.sleep(delay)
             self.restart_count += 1
