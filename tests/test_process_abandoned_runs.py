@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 from typing import Any
 
+import pytest
+
 from _process_support import Recorder, eventually, ticket
 from tether import AgentProcess, HookEvent, ProcessConfig
 from tether.models import ModelReply
@@ -150,3 +152,45 @@ async def test_a_crash_restart_dead_letters_an_abandoned_run_instead_of_running_
     outcomes = [(d["event_id"], d["outcome"]) for d in rec.of(HookEvent.TASK_COMPLETED)]
     assert outcomes.count((stuck.event_id, "dead_lettered")) == 1
     assert [o for e, o in outcomes if e == stuck.event_id] == ["dead_lettered"]
+
+
+@pytest.mark.parametrize("refuses", [True, False])
+async def test_an_abandoned_run_stuck_in_a_guardrail_is_not_recorded_twice_or_run(
+    refuses: bool,
+) -> None:
+    """Regression: a run abandoned in a guardrail scanner (not in the model) that then refused
+    was dead-lettered a second time ("guardrail refused") with a second task_completed and a
+    permission_denied; one that then allowed went on to run the model for its dead letter."""
+    from tether.agent import GuardrailConfig
+
+    release = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def stubborn(payload: Any, prompt: str) -> str | None:
+        entered.set()
+        while not release.is_set():
+            with contextlib.suppress(asyncio.CancelledError):
+                await release.wait()
+        return "late refusal" if refuses else None
+
+    model = StubbornModel()
+    model.release.set()  # the model would answer at once: only the scanner is stuck
+    config = ProcessConfig(
+        model=model, stop_timeout=0.05, guardrails=GuardrailConfig(scanners=[stubborn])
+    )
+    process = AgentProcess("triage", config)
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.PERMISSION_DENIED)
+    await process.start()
+    event = ticket()
+    await process.inject(event)
+    await asyncio.wait_for(entered.wait(), timeout=5)
+    await asyncio.wait_for(process.stop(), timeout=10)
+    [abandoned] = process._abandoned
+    release.set()
+    await asyncio.wait_for(asyncio.shield(abandoned), timeout=5)
+    assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
+        (event.event_id, "process stopped")
+    ]
+    assert [d["outcome"] for d in rec.of(HookEvent.TASK_COMPLETED)] == ["dead_lettered"]
+    assert rec.of(HookEvent.PERMISSION_DENIED) == []
+    assert process.invocation_count == 0  # the abandoned event's run went no further

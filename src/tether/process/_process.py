@@ -588,6 +588,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
             if self.hooks.implemented("prompt.render")  # a coroutine only when one may render
             else render_prompt(event)
         )
+        self._go_on()  # (a prompt.render handler may have swallowed a stop's cancellation)
         shown = self.redactor.declared.text(prompt)
         gate = await self._emit_worker(
             HookEvent.USER_PROMPT_SUBMIT,
@@ -611,6 +612,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         rails = self.config.guardrails  # scanners may suspend; the payload scan alone never does
         scanning = scan(rails, event.payload, prompt) if rails.scanners else None
         denial = await scanning if scanning is not None else scan_payload(rails, event.payload)
+        self._go_on()
         if denial is not None:
             await self._emit_worker(
                 HookEvent.PERMISSION_DENIED,
@@ -652,8 +654,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
         except Exception as exc:
             await self._failed(event, attempt, started, exc)
             return
-        if asyncio.current_task() in self._abandoned:  # given up on at a stop: decided
-            return
+        self._go_on()
         self._consecutive_failures = 0
         self._inflight.pop(event.event_id, None)  # finished: a stop() now cuts off no run
         if self._journal is not None:
@@ -671,6 +672,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
 
     async def _run_extended(self, prompt: str, event: TriggerEvent) -> RunResult:
         model, tools = await extensions_for_run(self.hooks, event, self.name)
+        self._go_on()
         return await self._start_run(prompt, event, model, tools)
 
     def _start_run(

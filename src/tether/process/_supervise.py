@@ -70,6 +70,7 @@ class Supervision:
         _runners: dict[str, TriggerRunner]
         _cut_off: list[tuple[TriggerEvent, int]]
         _inflight: dict[str, tuple[TriggerEvent, int]]
+        _abandoned: set[asyncio.Task[None]]
         redactor: Redactor
 
         def _dead(
@@ -97,6 +98,13 @@ class Supervision:
         async def start(self, *, _restart: bool = False) -> None: ...
 
         async def _teardown(self, final_state: ProcessState, restarting: bool = False) -> None: ...
+
+    def _go_on(self) -> None:
+        """In a run that a stop gave up on (see AgentProcess._abandon), raise CancelledError:
+        its event is dead-lettered already, so the run goes no further and records nothing
+        (its worker returns). Called after each step a swallowed cancellation may get past."""
+        if asyncio.current_task() in self._abandoned:
+            raise asyncio.CancelledError
 
     async def _worker_crashed(self, event: TriggerEvent, attempt: int, exc: BaseException) -> None:
         """A worker's run of ``event`` raised what nothing isolated: the process crashed.
