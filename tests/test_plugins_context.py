@@ -551,3 +551,41 @@ def test_a_folder_keeps_apart_the_artifacts_of_a_task_id_with_a_dot(tmp_path: Pa
     ]
     assert (tmp_path / "order.audit.json").is_file()  # an id without a dot: as before
     assert (tmp_path / "by-task" / "order.retry" / "order.retry.audit.json").is_file()
+
+
+async def test_an_async_callable_or_exiting_point_handler_failing_is_a_task_warning() -> None:
+    """Regression: a handler that is an object with an ``async __call__`` (not a coroutine
+    function, so wrapped as a sync one) failed outside its wrapper, and a sync handler calling
+    sys.exit() was isolated by the engine: neither was a warning of the task."""
+    import sys
+
+    from tether import implements
+
+    class Catalog:
+        __name__ = "catalog"
+
+        async def __call__(self, event: Any, process: Any) -> list[Any]:
+            raise RuntimeError("catalog down")
+
+    class Render(Plugin):
+        name = "render"
+
+        @implements("prompt.render")
+        def render(self, event: Any, process: Any) -> str:
+            sys.exit(3)
+
+    class Tools(Plugin):
+        name = "extra"
+
+    tools = Tools()
+    process = make_process(Render(), tools)
+    rec = completions(process)
+    async with process:
+        tools.register_hook("tools.for_run", Catalog())
+        event_id = await run_task(process, rec)
+
+    assert rec.outcomes() == ["success"]  # the plugins' failures are not the task's
+    assert sorted(process.plugins.warnings[event_id]) == [
+        "plugin:extra: tools.for_run (catalog) failed: RuntimeError('catalog down')",
+        "plugin:render: prompt.render (render) failed: SystemExit(3)",
+    ]

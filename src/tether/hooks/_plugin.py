@@ -16,7 +16,7 @@ import difflib
 import inspect
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from ._context import HookContext
@@ -420,26 +420,38 @@ def _point_handler(
         task = getattr(kwargs.get("event"), "event_id", None)  # the points tether calls
         host.plugin_failed(plugin.name, task if isinstance(task, str) else None, why)
 
+    # SystemExit too: the engine isolates a handler calling sys.exit(), as any failure.
+    async def finish(value: Awaitable[Any], kwargs: dict[str, Any]) -> Any:
+        try:
+            return await value
+        except (Exception, SystemExit) as exc:
+            failed(kwargs, f"{where} failed: {exc!r}")
+            raise
+        except asyncio.CancelledError:
+            failed(kwargs, f"{where} timed out or was cancelled")
+            raise
+
     if inspect.iscoroutinefunction(method):
 
         async def handler(**kwargs: Any) -> Any:
             try:
-                return await method(**kwargs)
-            except Exception as exc:
+                value = method(**kwargs)
+            except Exception as exc:  # (its arguments do not fit)
                 failed(kwargs, f"{where} failed: {exc!r}")
                 raise
-            except asyncio.CancelledError:
-                failed(kwargs, f"{where} timed out or was cancelled")
-                raise
+            return await finish(value, kwargs)
 
     else:
 
         def handler(**kwargs: Any) -> Any:  # type: ignore[misc]
             try:
-                return method(**kwargs)
-            except Exception as exc:
+                value = method(**kwargs)
+            except (Exception, SystemExit) as exc:
                 failed(kwargs, f"{where} failed: {exc!r}")
                 raise
+            # A callable answering an awaitable (an object with an async __call__) fails
+            # when it is awaited: watched there too.
+            return finish(value, kwargs) if inspect.isawaitable(value) else value
 
     handler.__name__ = getattr(method, "__name__", point)
     handler.__qualname__ = f"{plugin.name}.{handler.__name__}"
