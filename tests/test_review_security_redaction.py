@@ -223,3 +223,23 @@ async def test_an_mcp_urls_password_in_a_payload_never_reaches_hooks(
     await eventually(lambda: seen, what="user_prompt_submit")
     assert "pw-canary-88" not in seen[0]
     assert "[REDACTED:mcp.crm.url_password]" in seen[0]
+
+
+async def test_an_mcp_urls_password_added_at_run_time_never_reaches_config_change_hooks(
+    runtime: AgentRuntime,
+) -> None:
+    """Regression: add_mcp_server declared the url's password only after the change applied,
+    so the config_change hooks (and the change's recorded details) got it in clear."""
+    seen: list[str] = []
+
+    async def record(ctx: HookContext) -> None:
+        seen.append(json.dumps(ctx.data))
+
+    runtime.hooks.register(HookEvent.CONFIG_CHANGE, record)
+    process = await runtime.add_process("t", {"model": "scripted"})
+    server = {"name": "crm", "transport": "http", "url": "http://bot:pw-canary-88@h/mcp"}
+    assert await process.add_mcp_server(server)
+    [change] = seen
+    assert "pw-canary-88" not in change
+    assert "[REDACTED:mcp.crm.url_password]" in change
+    assert "pw-canary-88" not in json.dumps(process.config_history, default=str)

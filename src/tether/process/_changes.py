@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..agent import BudgetConfig, BudgetTracker, Tool, as_tool
 from ..hooks import DispatchResult, HookEvent
 from ._config import ProcessConfig, RestartPolicy, TriggerConfig, check_mission
-from ._config_secrets import config_secrets
+from ._config_secrets import config_secrets, server_secrets
 from ._errors import NothingToRollBackError, ProcessBusyError, ProcessStateError
 from ._mcp import McpServerConfig, server_name
 from ._state import ProcessState
@@ -502,6 +502,8 @@ class ConfigChanges:
             def apply() -> None:
                 self._put_mcp_servers([*self.config.mcp_servers, entry])
 
+            # Secret before the config_change hooks see it (the url's password is in details).
+            self.redactor.declare(server_secrets(entry))
             details = {
                 "action": "added",
                 "server_name": parsed.name,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pydantic import SecretStr
@@ -14,7 +14,7 @@ from ..hooks._errors import HookError
 if TYPE_CHECKING:
     from ._config import ProcessConfig, TriggerConfig
 
-__all__ = ["config_secrets", "resolve_secrets"]
+__all__ = ["config_secrets", "resolve_secrets", "server_secrets"]
 
 
 def resolve_secrets(config: ProcessConfig) -> list[tuple[str, str]]:
@@ -44,13 +44,20 @@ def config_secrets(
         if isinstance(secret, SecretStr) and secret.get_secret_value():
             found.append(("webhook_secret", secret.get_secret_value()))
     for server in config.mcp_servers:
-        name = server.get("name", "mcp")
-        password = urlsplit(str(server.get("url") or "")).password  # http://user:pw@host
-        if password:
-            found.append((f"mcp.{name}.url_password", password))
-        for field in ("headers", "env"):
-            for key, value in (server.get(field) or {}).items():
-                text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
-                if text:
-                    found.append((f"mcp.{name}.{key}", text))
+        found += server_secrets(server)
+    return found
+
+
+def server_secrets(server: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(name, value) of the secrets of one ``mcp_servers`` entry (see config_secrets)."""
+    found = []
+    name = server.get("name", "mcp")
+    password = urlsplit(str(server.get("url") or "")).password  # http://user:pw@host
+    if password:
+        found.append((f"mcp.{name}.url_password", password))
+    for field in ("headers", "env"):
+        for key, value in (server.get(field) or {}).items():
+            text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+            if text:
+                found.append((f"mcp.{name}.{key}", text))
     return found
