@@ -243,3 +243,14 @@ async def test_an_mcp_urls_password_added_at_run_time_never_reaches_config_chang
     assert "pw-canary-88" not in change
     assert "[REDACTED:mcp.crm.url_password]" in change
     assert "pw-canary-88" not in json.dumps(process.config_history, default=str)
+
+
+def test_a_secret_declared_from_a_generator_is_redacted_from_event_data_too() -> None:
+    """Regression: Redactor.declare read its iterable twice, so the ``declared`` redactor
+    (event data, the journal) got nothing from a generator and left the secret in clear."""
+    from tether._redact import Redactor
+
+    redactor = Redactor([("A", "first-secret")], learned=lambda: ())
+    redactor.declare(pair for pair in [("B", "second-secret")])
+    assert redactor.text("second-secret") == "[REDACTED:B]"
+    assert redactor.declared.value({"note": "second-secret"}) == {"note": "[REDACTED:B]"}

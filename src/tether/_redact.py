@@ -63,6 +63,7 @@ class Redactor:
     def declare(self, secrets: Iterable[tuple[str, str]]) -> None:
         """Declare more secrets from now on (a change added a trigger's key, say); one already
         declared is kept as it was. Nothing is ever undeclared: redacting more is safe."""
+        secrets = list(secrets)  # read twice: here and by ``declared``
         known = {value for value, _ in self._declared}
         new = [(v, f"[REDACTED:{n}]") for n, v in secrets if v and v not in known]
         if not new:
