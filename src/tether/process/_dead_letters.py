@@ -82,14 +82,14 @@ class DeadLetters:
                     raise
                 logger.error("task_completed of %s raised %s", event.event_id, describe(exc))
 
-    async def _dead_letter_given_up(self, why: str) -> None:
-        """Dead-letter the events of runs a stop gave up on (see AgentProcess._abandon)."""
+    def _take_given_up(self) -> list[tuple[TriggerEvent, int, str]]:
+        """The events of runs a stop gave up on (see AgentProcess._abandon), to dead-letter."""
         given_up, self._given_up = self._given_up, []
         note = "its run did not end when cancelled; abandoned, and not run again"
-        await self._dead_letter_all([(event, attempt, note) for event, attempt in given_up], why)
+        return [(event, attempt, note) for event, attempt in given_up]
 
-    async def _dead_letter_leftovers(self, why: str, final_state: ProcessState) -> None:
-        """Dead-letter what waits for a retry or in the queue (task_completed for each)."""
+    def _take_leftovers(self, final_state: ProcessState) -> list[tuple[TriggerEvent, int, str]]:
+        """What waits for a retry or in the queue, to dead-letter."""
         leftovers: list[tuple[TriggerEvent, int]] = []
         for handle, event, attempts in self._retries.values():
             handle.cancel()
@@ -97,7 +97,14 @@ class DeadLetters:
         self._retries.clear()
         leftovers += self._take_waiting()  # given-back events first, then the queue
         note = f"still queued when the process {final_state.value}"
-        await self._dead_letter_all([(event, attempts, note) for event, attempts in leftovers], why)
+        return [(event, attempts, note) for event, attempts in leftovers]
+
+    async def _dead_letter_given_up(self, why: str) -> None:
+        await self._dead_letter_all(self._take_given_up(), why)
+
+    async def _dead_letter_leftovers(self, why: str, final_state: ProcessState) -> None:
+        """Dead-letter what waits for a retry or in the queue (task_completed for each)."""
+        await self._dead_letter_all(self._take_leftovers(final_state), why)
 
     async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
         """Inject dead-lettered events again (all, or those named); return how many.

@@ -371,9 +371,13 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
             why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
             cut_off, self._cut_off = self._cut_off, []
             note = f"cancelled while running when the process {final_state.value}"
-            await self._dead_letter_all([(event, attempt, note) for event, attempt in cut_off], why)
-            await self._dead_letter_given_up(why)
-            await self._dead_letter_leftovers(why, final_state)
+            # One call: every event left is dead-lettered before any task_completed hook runs.
+            await self._dead_letter_all(
+                [(event, attempt, note) for event, attempt in cut_off]
+                + self._take_given_up()
+                + self._take_leftovers(final_state),
+                why,
+            )
             # This process's async hooks only; stop_timeout bounds them as it bounds runs.
             await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self.config.stop_timeout), self.hooks)
             if not restarting:  # deferred extension-point calls (call_later) end with the process
