@@ -135,3 +135,25 @@ class RawToolCallModel:
 
     async def aclose(self) -> None:
         pass
+
+
+def plugin_process(*plugins: Any, **config: Any) -> Any:
+    """An AgentProcess "triage" with ``plugins`` (a ScriptedModel unless ``model`` is given)."""
+    from tether import AgentProcess, ProcessConfig
+    from tether.models import ScriptedModel
+
+    config.setdefault("model", ScriptedModel())
+    return AgentProcess("triage", ProcessConfig(plugins=list(plugins), **config))
+
+
+def completions(process: Any) -> Recorder:
+    """Records task_completed after every plugin handler has run (lowest priority)."""
+    return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
+
+
+async def run_task(process: Any, rec: Recorder, text: str = "Login is down") -> str:
+    """Inject a ticket and wait for its task_completed; its event id."""
+    before = len(rec.outcomes())
+    event_id: str = await process.inject(ticket(text))
+    await eventually(lambda: len(rec.outcomes()) > before, what="task_completed")
+    return event_id

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import GatedModel, Recorder, eventually, ticket
+from _process_support import GatedModel, Recorder, completions, eventually, ticket
 from tether import AgentProcess, GuardrailConfig, HookBlocked, HookEvent, ProcessConfig
 from tether.models import ScriptedModel
 from tether.plugins.debrief import SCHEMA_VERSION, DebriefPlugin, debrief_prompt
@@ -48,10 +48,6 @@ def make_process(
     )
     config = {"tools": [lookup_order], "max_turns": 1, "max_retries": 0, **config}
     return AgentProcess("triage", ProcessConfig(model=model, plugins=[debrief], **config)), model
-
-
-def completions(process: AgentProcess) -> Recorder:
-    return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
 
 
 async def run_task(process: AgentProcess, rec: Recorder, text: str = "Order A-1 is late") -> str:

@@ -13,16 +13,14 @@ from typing import Any
 
 import pytest
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import completions, run_task
+from _process_support import plugin_process as make_process
 from tether import (
-    AgentProcess,
     HookContext,
-    HookEvent,
     HookManager,
     Plugin,
     PluginContext,
     PluginError,
-    ProcessConfig,
     available_plugins,
     hook_options,
     implements,
@@ -30,23 +28,6 @@ from tether import (
 from tether.hooks._plugin import register_plugin, resolve_plugin
 from tether.models import ScriptedModel
 from tether.plugins.debrief import DebriefPlugin
-
-
-def make_process(*plugins: Any, **config: Any) -> AgentProcess:
-    config.setdefault("model", ScriptedModel())
-    return AgentProcess("triage", ProcessConfig(plugins=list(plugins), **config))
-
-
-def completions(process: AgentProcess) -> Recorder:
-    """Records task_completed after every plugin handler has run (lowest priority)."""
-    return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
-
-
-async def run_task(process: AgentProcess, rec: Recorder, text: str = "Login is down") -> str:
-    before = len(rec.outcomes())
-    event_id = await process.inject(ticket(text))
-    await eventually(lambda: len(rec.outcomes()) > before, what="task_completed")
-    return event_id
 
 
 class Audit(Plugin):

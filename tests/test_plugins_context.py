@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import Recorder, completions, eventually, ticket
+from _process_support import plugin_process as make_process
 from tether import (
     AgentProcess,
     GuardrailConfig,
@@ -21,7 +22,6 @@ from tether import (
     Plugin,
     PluginContext,
     PluginError,
-    ProcessConfig,
 )
 from tether.hooks._plugin import register_plugin
 from tether.models import ScriptedModel
@@ -34,11 +34,6 @@ async def lookup_order(order: str) -> str:
     raise RuntimeError(ERROR_TEXT)
 
 
-def make_process(*plugins: Any, **config: Any) -> AgentProcess:
-    config.setdefault("model", ScriptedModel())
-    return AgentProcess("triage", ProcessConfig(plugins=list(plugins), **config))
-
-
 def failing_process(*plugins: Any, **config: Any) -> tuple[AgentProcess, ScriptedModel]:
     """A process whose run fails: one turn, spent on a tool call whose tool raises."""
     model = ScriptedModel(reply="I saw a 502", tool_calls=[("lookup_order", {"order": "A-1"})])
@@ -48,10 +43,6 @@ def failing_process(*plugins: Any, **config: Any) -> tuple[AgentProcess, Scripte
 
 def files(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
-
-
-def completions(process: AgentProcess) -> Recorder:
-    return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
 
 
 async def run_task(process: AgentProcess, rec: Recorder, text: str = "Order A-1 is late") -> str:

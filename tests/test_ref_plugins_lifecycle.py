@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import completions, run_task
+from _process_support import plugin_process as make_process
 from tether import (
     AgentProcess,
     HookEvent,
     Plugin,
     PluginContext,
     PluginError,
-    ProcessConfig,
     hook_options,
     implements,
 )
@@ -31,22 +31,6 @@ from tether.models import ScriptedModel
 from tether.plugins.debrief import DebriefPlugin
 
 POINT = "ticket.classify"
-
-
-def make_process(*plugins: Any, **config: Any) -> AgentProcess:
-    config.setdefault("model", ScriptedModel())
-    return AgentProcess("triage", ProcessConfig(plugins=list(plugins), **config))
-
-
-def completions(process: AgentProcess) -> Recorder:
-    return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
-
-
-async def run_task(process: AgentProcess, rec: Recorder, text: str = "Login is down") -> str:
-    before = len(rec.outcomes())
-    event_id = await process.inject(ticket(text))
-    await eventually(lambda: len(rec.outcomes()) > before, what="task_completed")
-    return event_id
 
 
 # -- activation order ------------------------------------------------------------------------

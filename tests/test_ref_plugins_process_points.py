@@ -6,20 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from _process_support import Recorder, eventually, ticket
-from tether import AgentProcess, HookEvent, Plugin, ProcessConfig, TriggerEvent, implements
+from _process_support import completions, run_task
+from tether import AgentProcess, Plugin, ProcessConfig, TriggerEvent, implements
 from tether.models import ScriptedModel
-
-
-def completions(process: AgentProcess) -> Recorder:
-    return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
-
-
-async def run_task(process: AgentProcess, rec: Recorder, text: str = "Login is down") -> str:
-    before = len(rec.outcomes())
-    event_id = await process.inject(ticket(text))
-    await eventually(lambda: len(rec.outcomes()) > before, what="task_completed")
-    return event_id
 
 
 async def test_model_for_run_takes_the_highest_priority_answer_and_asks_no_further() -> None:
