@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from _api_support import runs_of, wait_for_runs
 from tether import AgentRuntime, HookBlocked, HookContext, HookEvent, OrchestrationAPI
 
 TOKEN = "t0ken-for-hook-tests"
@@ -77,26 +78,6 @@ async def inject(client: httpx.AsyncClient, name: str, ticket: str) -> str:
     assert r.status_code == 202, r.text
     event_id: str = r.json()["event_id"]
     return event_id
-
-
-async def runs_of(client: httpx.AsyncClient, name: str, **params: Any) -> list[dict[str, Any]]:
-    r = await client.get(f"/processes/{name}/hooks/runs", params=params)
-    assert r.status_code == 200, r.text
-    runs: list[dict[str, Any]] = r.json()["runs"]
-    return runs
-
-
-async def wait_for_runs(
-    client: httpx.AsyncClient, name: str, count: int, **params: Any
-) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while len(found) < count:
-        assert loop.time() < deadline, f"gave up waiting for {count} runs: {found}"
-        await asyncio.sleep(0.01)
-        found = await runs_of(client, name, **params)
-    return found
 
 
 Install = Callable[..., str]

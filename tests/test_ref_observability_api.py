@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from _api_support import runs_of, wait_for_runs
 from tether import (
     AgentRuntime,
     HookBlocked,
@@ -46,24 +47,6 @@ async def inject(client: httpx.AsyncClient, name: str, trigger_id: str = "api") 
     body = {"payload": {"ticket": "Login is down"}, "trigger_id": trigger_id}
     r = await client.post(f"/processes/{name}/inject", json=body)
     assert r.status_code == 202, r.text
-
-
-async def runs_of(client: httpx.AsyncClient, name: str, **params: Any) -> list[dict[str, Any]]:
-    r = await client.get(f"/processes/{name}/hooks/runs", params=params)
-    assert r.status_code == 200, r.text
-    runs: list[dict[str, Any]] = r.json()["runs"]
-    return runs
-
-
-async def wait_for_runs(
-    client: httpx.AsyncClient, name: str, count: int, **params: Any
-) -> list[dict[str, Any]]:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while len(found := await runs_of(client, name, **params)) < count:
-        assert loop.time() < deadline, f"gave up waiting for {count} runs: {found}"
-        await asyncio.sleep(0.01)
-    return found
 
 
 async def appends_please(ctx: HookContext) -> None:
