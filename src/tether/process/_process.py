@@ -31,7 +31,6 @@ from ..agent import (
     scan_payload,
 )
 from ..hooks import DispatchResult, HookEvent, HookManager
-from ..hooks._background import drain as drain_async_hooks
 from ..hooks._secrets import CommandSecrets
 from ._changes import ConfigChanges
 from ._config import (
@@ -50,7 +49,8 @@ from ._extensions import extensions_for_run, render_for_run
 from ._observe import HookObservability
 from ._rewind import Rewinding
 from ._state import ProcessState, accepts_events, validate_name
-from ._supervise import Supervision, cleanly, describe, is_fatal
+from ._stopping import Stopping
+from ._supervise import Supervision, describe, is_fatal
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
@@ -61,14 +61,11 @@ __all__ = ["AgentProcess", "ProcessState"]
 
 logger = logging.getLogger("tether.process")
 
-ASYNC_HOOK_DRAIN: Final = 5.0
-#: Seconds a stop waits for a run it cancelled at stop_timeout before abandoning it.
-ABANDON_GRACE: Final = 1.0
 #: Run transcripts kept for plugins (converse) after a task completes.
 TRANSCRIPTS_KEPT: Final = 100
 
 
-class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Supervision):
+class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Stopping, Supervision):
     """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks."""
 
     def __init__(
@@ -358,79 +355,6 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sup
                 )
         finally:  # a session_end hook raising what the engine does not isolate still stops it
             await self._teardown(ProcessState.STOPPED, restarting=reason == "restart")
-
-    async def _teardown(self, final_state: ProcessState, restarting: bool = False) -> None:
-        self._stopping = True
-        try:  # whatever raises here, the process ends in final_state (never "stopping" for good)
-            for runner in list(self._runners.values()):
-                await runner.stop()
-            self._runners.clear()
-            for child in list(self.children.values()):
-                await cleanly(child.stop(), f"stopping child {child.name!r}", self.redactor.text)
-            await self._halt_workers()
-            why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
-            cut_off, self._cut_off = self._cut_off, []
-            note = f"cancelled while running when the process {final_state.value}"
-            # One call: every event left is dead-lettered before any task_completed hook runs.
-            await self._dead_letter_all(
-                [(event, attempt, note) for event, attempt in cut_off]
-                + self._take_given_up()
-                + self._take_leftovers(final_state),
-                why,
-            )
-            # This process's async hooks only; stop_timeout bounds them as it bounds runs.
-            await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self.config.stop_timeout), self.hooks)
-            if not restarting:  # deferred extension-point calls (call_later) end with the process
-                await self.hooks.aclose(keep=self._stop_waiters)
-            self.history.flush()
-            if self._model is not None and self.parent is None:
-                # Release pooled connections now; an OpenAI client reopens on its next call.
-                await cleanly(self._model.aclose(), "closing the model", self.redactor.text)
-        finally:
-            self.state = final_state
-        if self.parent is not None and not restarting:  # a restarted child stays its child
-            await self.parent._child_stopped(self)
-
-    async def _halt_workers(self) -> None:
-        """Stop the workers: idle ones at once, busy ones after their run (or stop_timeout).
-
-        A run still going at stop_timeout is cancelled; its worker records it in _cut_off.
-        """
-        idle = [w for w in self._workers if w not in self._busy]
-        for worker in idle:
-            worker.cancel()
-        busy = [w for w in self._workers if w in self._busy]
-        if busy:
-            _, pending = await asyncio.wait(busy, timeout=self.config.stop_timeout)
-            for worker in pending:
-                worker.cancel()
-            if pending:  # a run that swallows its cancellation is not waited on for ever
-                _, stuck = await asyncio.wait(pending, timeout=ABANDON_GRACE)
-                for worker in stuck:
-                    self._abandon(worker)
-        await asyncio.gather(
-            *(w for w in self._workers if w not in self._abandoned), return_exceptions=True
-        )
-        self._workers = []
-        self._busy.clear()
-
-    def _abandon(self, worker: asyncio.Task[None]) -> None:
-        """Give up on a worker whose run did not end when cancelled (a tool or model that
-        swallows CancelledError): its event is cut off now, and whatever the run does when it
-        ends is ignored (see _handle), so a stop is bounded and nothing is recorded twice."""
-        event_id = self._busy.pop(worker, None)
-        entry = self._inflight.pop(event_id, None) if event_id is not None else None
-        if entry is not None:  # dead-lettered, never run again: the run may yet act
-            self._given_up.append(entry)
-        self._abandoned.add(worker)  # referenced until it ends, then forgotten
-        worker.add_done_callback(self._abandoned.discard)
-        logger.error(
-            "process %s: the run of event %s did not end within %gs of being cancelled (a tool "
-            "or model swallowed the cancellation); it was abandoned and its event dead-lettered",
-            self.name,
-            event_id,
-            ABANDON_GRACE,
-        )
 
     async def restart(self) -> None:
         """session_end (reason "restart"), teardown, then session_start with restart=True."""
