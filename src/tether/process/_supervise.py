@@ -103,7 +103,9 @@ class Supervision:
         """In a run that a stop gave up on (see AgentProcess._abandon), raise CancelledError:
         its event is dead-lettered already, so the run goes no further and records nothing
         (its worker returns). Called after each step a swallowed cancellation may get past."""
-        if asyncio.current_task() in self._abandoned:
+        # _abandoned is empty but during a stop: asyncio.current_task() costs a getpid() system
+        # call on Python 3.11, and this runs four times per event.
+        if self._abandoned and asyncio.current_task() in self._abandoned:
             raise asyncio.CancelledError
 
     async def _worker_crashed(self, event: TriggerEvent, attempt: int, exc: BaseException) -> None:
