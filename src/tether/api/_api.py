@@ -9,6 +9,7 @@ at most ``max_body_bytes`` long.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
@@ -54,6 +55,7 @@ logger = logging.getLogger("tether.api")
 DEFAULT_PORT: Final = 9781
 PREFIX: Final = "/api/v1"
 _STATUS_CODES: Final = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+_SENDABLE_TOKEN: Final = re.compile(r"[\x21-\x7e]+")
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -109,6 +111,13 @@ class OrchestrationAPI:
             raise APIConfigError(f"port must be 0 (any free port) or 1-65535, got {port!r}")
         if token is not None and (not isinstance(token, str) or not token.strip()):
             raise APIConfigError("token must be a non-empty string (or None for no token)")
+        if token is not None and not _SENDABLE_TOKEN.fullmatch(token):
+            # A client sends it in a header: a space, a control character or a non-ASCII one
+            # would never arrive as given, so no request could ever match it.
+            raise APIConfigError(
+                "token must be printable ASCII without spaces (letters, digits and "
+                "punctuation), as an Authorization header carries it"
+            )
         if not isinstance(max_body_bytes, int) or max_body_bytes < 1024:
             raise APIConfigError(f"max_body_bytes must be at least 1024, got {max_body_bytes!r}")
         self.runtime = runtime

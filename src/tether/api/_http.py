@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import math
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -14,6 +15,7 @@ from ._errors import APIError
 
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "MAX_JSON_DEPTH",
     "bad_query",
     "check_bearer",
     "is_loopback",
@@ -23,6 +25,9 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BODY: Final = 1024 * 1024
+#: How deeply objects and arrays of a JSON body may nest. Deeper data is refused where it
+#: arrives: hooks, views and copies walk it recursively and would run out of stack.
+MAX_JSON_DEPTH: Final = 100
 
 
 def is_loopback(host: str) -> bool:
@@ -63,16 +68,51 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
 def parse_json(body: bytes) -> Any:
-    """Decode a JSON body; 400 INVALID_JSON for anything else (NaN and Infinity included)."""
+    """Decode a JSON body; 400 INVALID_JSON for anything else: NaN and Infinity, a number out
+    of a float's range (1e400), nesting deeper than MAX_JSON_DEPTH."""
     if not body.strip():
         raise APIError(400, "INVALID_JSON", "the request body is empty; expected JSON")
     try:
-        return json.loads(body, parse_constant=_no_constants)
+        data = json.loads(body, parse_constant=_no_constants, parse_float=_finite)
     except RecursionError:
-        raise APIError(400, "INVALID_JSON", "the JSON body is nested too deeply") from None
+        data = _TOO_DEEP
     except (ValueError, UnicodeDecodeError) as exc:
         raise APIError(400, "INVALID_JSON", f"the request body is not valid JSON: {exc}") from None
+    if data is _TOO_DEEP or _too_deep(data):
+        raise APIError(
+            400,
+            "INVALID_JSON",
+            f"the JSON body is nested too deeply (more than {MAX_JSON_DEPTH} levels)",
+        )
+    return data
+
+
+_TOO_DEEP: Final = object()
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether objects and arrays in ``data`` nest deeper than MAX_JSON_DEPTH (no recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def check_bearer(header: str | None, token: str) -> None:
