@@ -3,6 +3,11 @@
 An entry is a dict (``event``, ``event_id``, ``reason``, ``error``, ``attempts``,
 ``timestamp``); with a journal it is written there too, so the next process over the same file
 reloads it (see ``_recovery``). ``redeliver_dead_letters()`` injects entries again.
+
+A stop dead-letters what is left, then fires task_completed ("dead_lettered") for each, up to
+its deadline: the dispatch under way then is cancelled and the rest are not made, and the
+error of each of those dead letters ends with UNFIRED (in the journal too), so an operator
+can tell which events no task_completed hook saw through.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ._supervise import describe, is_fatal
 
@@ -22,15 +27,20 @@ if TYPE_CHECKING:
     from ._event import TriggerEvent
     from ._state import ProcessState
 
-__all__ = ["DeadLetters"]
+__all__ = ["UNFIRED", "DeadLetters"]
 
 logger = logging.getLogger("tether.process")
+
+#: Ends the error of a dead letter whose task_completed a stop's deadline cut off (or never
+#: let start).
+UNFIRED: Final = "task_completed cut off: the stop's deadline passed"
 
 
 class DeadLetters:
     """The dead-letter part of AgentProcess."""
 
     if TYPE_CHECKING:
+        name: str
         redactor: Redactor
         dead_letters: list[dict[str, Any]]
         _journal: Journal | None
@@ -52,35 +62,100 @@ class DeadLetters:
         ) -> Awaitable[DispatchResult]: ...
 
     def _dead(self, event: TriggerEvent, reason: str, error: str | None, attempts: int) -> None:
+        self._dead_entry(event, reason, error, attempts)
+
+    def _dead_entry(
+        self, event: TriggerEvent, reason: str, error: str | None, attempts: int
+    ) -> dict[str, Any]:
+        """Dead-letter ``event`` (in the journal too); the entry kept."""
         error = self.redactor.text(error) if error is not None else None
-        self.dead_letters.append(
-            {
-                "event": event,
-                "event_id": event.event_id,
-                "reason": reason,
-                "error": error,
-                "attempts": attempts,
-                "timestamp": datetime.now(UTC),
-            }
-        )
+        entry = {
+            "event": event,
+            "event_id": event.event_id,
+            "reason": reason,
+            "error": error,
+            "attempts": attempts,
+            "timestamp": datetime.now(UTC),
+        }
+        self.dead_letters.append(entry)
         logger.info("event %s dead-lettered: %s (%s)", event.event_id, reason, error)
         if self._journal is not None:
             payload = self.redactor.declared.value(event.to_dict())  # replayed: see Redactor
             self._journal.dead(payload, attempts, reason, error)
+        return entry
 
-    async def _dead_letter_all(self, events: list[tuple[TriggerEvent, int, str]], why: str) -> None:
+    async def _dead_letter_all(
+        self,
+        events: list[tuple[TriggerEvent, int, str]],
+        why: str,
+        deadline: float | None = None,
+    ) -> None:
         """Dead-letter each (event, attempts, error) with reason ``why``, then fire its
         task_completed ("dead_lettered"). All are dead-lettered before any hook runs, and a
-        hook raising what the engine does not isolate is logged: it loses none of them."""
-        for event, attempts, error in events:
-            self._dead(event, why, error, attempts)
-        for event, _, _ in events:
-            try:
-                await self._complete(event, "dead_lettered", 0.0, why)
-            except BaseException as exc:
-                if is_fatal(exc):
-                    raise
-                logger.error("task_completed of %s raised %s", event.event_id, describe(exc))
+        hook raising what the engine does not isolate is logged: it loses none of them.
+
+        With ``deadline`` (a loop time), the task_completed dispatches stop there (see the
+        module docstring): the dead letters of those cut off or not made end with UNFIRED."""
+        entries = [self._dead_entry(event, why, note, attempts) for event, attempts, note in events]
+        fired = await self._fire_dead_lettered([event for event, _, _ in events], why, deadline)
+        if fired < len(entries):
+            self._unfired(entries[fired:], len(entries))
+
+    async def _fire_dead_lettered(
+        self, events: list[TriggerEvent], why: str, deadline: float | None
+    ) -> int:
+        """Fire task_completed ("dead_lettered") for each event in turn, until ``deadline``;
+        how many were dispatched to the end."""
+        loop = asyncio.get_running_loop()
+        fired = 0
+
+        async def fire() -> None:
+            nonlocal fired
+            for event in events:
+                if deadline is not None and loop.time() >= deadline:
+                    return  # (also when a hook swallowed the cancellation at the deadline)
+                try:
+                    await self._complete(event, "dead_lettered", 0.0, why)
+                except BaseException as exc:
+                    if is_fatal(exc):
+                        raise
+                    logger.error("task_completed of %s raised %s", event.event_id, describe(exc))
+                fired += 1
+
+        if deadline is None or not events:
+            await fire()
+            return fired
+        # A task of its own, cancelled at the deadline: the dispatch under way ends there.
+        firing = loop.create_task(fire(), name=f"{self.name}-dead-lettered")
+        try:
+            await asyncio.wait([firing], timeout=max(0.0, deadline - loop.time()))
+        except asyncio.CancelledError:
+            firing.cancel()
+            raise
+        if not firing.done():
+            firing.cancel()
+            await asyncio.wait([firing])  # at once, unless a hook swallows its cancellation
+        if not firing.cancelled():
+            firing.result()  # what no layer isolates (KeyboardInterrupt, SystemExit) goes on
+        return fired
+
+    def _unfired(self, entries: list[dict[str, Any]], total: int) -> None:
+        """Say in each dead letter (and its journal row) that a stop's deadline cut its
+        task_completed off; log how many."""
+        kept = [entry for entry in entries if any(d is entry for d in self.dead_letters)]
+        for entry in kept:
+            entry["error"] = f"{entry['error']}; {UNFIRED}" if entry["error"] else UNFIRED
+        if self._journal is not None:
+            self._journal.amend_dead([(entry["event_id"], entry["error"]) for entry in kept])
+        logger.warning(
+            "process %s: the stop's deadline passed before task_completed ran for %d of the %d "
+            "events it dead-lettered; their dead letters say so (%s)",
+            self.name,
+            len(entries),
+            total,
+            ", ".join(entry["event_id"] for entry in entries[:5])
+            + (", ..." if len(entries) > 5 else ""),
+        )
 
     def _take_given_up(self) -> list[tuple[TriggerEvent, int, str]]:
         """The events of runs a stop gave up on (see AgentProcess._abandon), to dead-letter."""
@@ -102,9 +177,12 @@ class DeadLetters:
     async def _dead_letter_given_up(self, why: str) -> None:
         await self._dead_letter_all(self._take_given_up(), why)
 
-    async def _dead_letter_leftovers(self, why: str, final_state: ProcessState) -> None:
-        """Dead-letter what waits for a retry or in the queue (task_completed for each)."""
-        await self._dead_letter_all(self._take_leftovers(final_state), why)
+    async def _dead_letter_leftovers(
+        self, why: str, final_state: ProcessState, deadline: float | None = None
+    ) -> None:
+        """Dead-letter what waits for a retry or in the queue (task_completed for each, until
+        ``deadline``)."""
+        await self._dead_letter_all(self._take_leftovers(final_state), why, deadline)
 
     async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
         """Inject dead-lettered events again (all, or those named); return how many.

@@ -7,7 +7,8 @@ hook sees is a plain dict with secret values already redacted.
 Invariants:
 * Nothing is dropped: an event that cannot run is dead-lettered with a reason.
 * ``task_completed`` fires once per attempt of every event that reached a worker, and once
-  (outcome ``dead_lettered``) for every queued event that ``stop()`` dead-letters.
+  (outcome ``dead_lettered``) for every queued event that ``stop()`` dead-letters, up to the
+  stop's deadline (see ``_stopping``): the dead letter of one it cut off says so.
 """
 
 from __future__ import annotations
@@ -324,7 +325,10 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
                 never_started = self.state == ProcessState.CREATED
                 self.state = ProcessState.STOPPED
                 if never_started:  # events injected before start() are dead-lettered too
-                    await self._dead_letter_leftovers("process stopped", ProcessState.STOPPED)
+                    deadline = self._stop_deadline(asyncio.get_running_loop().time())
+                    await self._dead_letter_leftovers(
+                        "process stopped", ProcessState.STOPPED, deadline
+                    )
                 return
             if self.state == ProcessState.STOPPING:
                 while self.state == ProcessState.STOPPING:

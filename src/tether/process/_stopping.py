@@ -4,6 +4,10 @@ What a stop does, in order: the trigger runners and child processes stop; idle w
 cancelled and busy ones get ``stop_timeout`` to finish their run (then are cancelled, and one
 whose run ignores its cancellation is abandoned ABANDON_GRACE later); every event left is
 dead-lettered, then its task_completed fires; the process's async hooks are drained.
+
+The last two share one deadline (see ``_stop_deadline``): what is left of stop_timeout after
+the runs, plus ABANDON_GRACE. A stop's length so does not grow with the number of events left
+or how slow their hooks are; a task_completed not run by then is said in its dead letter.
 """
 
 from __future__ import annotations
@@ -59,7 +63,10 @@ class Stopping:
         _stop_waiters: set[asyncio.Task[Any] | None]
 
         async def _dead_letter_all(
-            self, events: list[tuple[TriggerEvent, int, str]], why: str
+            self,
+            events: list[tuple[TriggerEvent, int, str]],
+            why: str,
+            deadline: float | None = None,
         ) -> None: ...
 
         def _take_given_up(self) -> list[tuple[TriggerEvent, int, str]]: ...
@@ -76,7 +83,10 @@ class Stopping:
             self._runners.clear()
             for child in list(self.children.values()):
                 await cleanly(child.stop(), f"stopping child {child.name!r}", self.redactor.text)
+            loop = asyncio.get_running_loop()
+            halting = loop.time()
             await self._halt_workers()
+            deadline = self._stop_deadline(halting)
             why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
             cut_off, self._cut_off = self._cut_off, []
             note = f"cancelled while running when the process {final_state.value}"
@@ -86,9 +96,13 @@ class Stopping:
                 + self._take_given_up()
                 + self._take_leftovers(final_state),
                 why,
+                deadline,
             )
-            # This process's async hooks only; stop_timeout bounds them as it bounds runs.
-            await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self.config.stop_timeout), self.hooks)
+            # This process's async hooks only, within stop_timeout and what the deadline leaves.
+            left = max(0.0, deadline - loop.time())
+            await drain_async_hooks(
+                min(ASYNC_HOOK_DRAIN, self.config.stop_timeout, left), self.hooks
+            )
             if not restarting:  # deferred extension-point calls (call_later) end with the process
                 await self.hooks.aclose(keep=self._stop_waiters)
             self.history.flush()
@@ -99,6 +113,13 @@ class Stopping:
             self.state = final_state
         if self.parent is not None and not restarting:  # a restarted child stays its child
             await self.parent._child_stopped(cast("AgentProcess", self))
+
+    def _stop_deadline(self, halting: float) -> float:
+        """The loop time at which a stop cuts off its last hooks (the task_completed of its
+        dead letters, then its async hooks): what is left of stop_timeout after the runs
+        (counted from ``halting``, when the workers were told to stop), plus ABANDON_GRACE."""
+        now = asyncio.get_running_loop().time()
+        return max(halting + self.config.stop_timeout, now) + ABANDON_GRACE
 
     async def _halt_workers(self) -> None:
         """Stop the workers: idle ones at once, busy ones after their run (or stop_timeout).

@@ -98,6 +98,13 @@ class Journal:
             ),
         )
 
+    def amend_dead(self, errors: list[tuple[str, str | None]]) -> None:
+        """Replace the error of dead letters, given as (event_id, error); each keeps its place."""
+        self._db.executemany(
+            "UPDATE events SET error=? WHERE process=? AND event_id=? AND state='dead'",
+            [(error, self.process, event_id) for event_id, error in errors],
+        )
+
     def _set(self, event_id: str, state: str, attempts: int) -> None:
         self._db.execute(
             "UPDATE events SET state=?, attempts=?, updated_at=? WHERE process=? AND event_id=?",
