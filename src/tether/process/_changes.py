@@ -12,10 +12,16 @@ One change at a time: a change (rollback and rewind included) holds a lock from 
 config_change dispatch until it has applied, so a second change waits and sees the first one's
 outcome (two rollbacks undo two changes, never one twice); its checks (a trigger id or an MCP
 server name free or known) are made under that lock too, so two concurrent changes never both
-pass them. A config_change hook that awaits a
-change of its own process would wait for the change that fires it: it gets ProcessStateError
-and must schedule the change instead (``asyncio.create_task(process.set_mission(...))``), which
-then applies once the first one has.
+pass them.
+
+A change is atomic for its caller: cancelled before it commits (while its config_change
+hooks run, or while it waits for the lock), it applies nothing; once its hooks have let it
+through it applies and is recorded in full (in ``config_history``, its secrets declared), and
+a caller cancelled meanwhile gets its CancelledError only then.
+
+A config_change hook that awaits a change of its own process would wait for the change that
+fires it: it gets ProcessStateError and must schedule the change instead
+(``asyncio.create_task(process.set_mission(...))``), which then applies once the first one has.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import asyncio
 import copy
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -76,6 +82,25 @@ class AppliedChange:
     at: datetime
     #: For a trigger change: the triggers its undo brings back (the API checks their webhooks).
     triggers: list[tuple[str, TriggerConfig]] | None = None
+
+
+async def _to_the_end(step: Coroutine[Any, Any, None], what: str) -> None:
+    """Run ``step`` in a task of its own and wait for its end, even if this caller is cancelled
+    meanwhile: the caller's CancelledError is raised then, once ``step`` is over (an error of
+    ``step`` is logged, not lost). Without a cancellation, ``step``'s error is raised."""
+    task = asyncio.get_running_loop().create_task(step)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError as exc:
+            cancelled = exc  # (the task goes on: asyncio.wait does not cancel it)
+    if cancelled is None:
+        task.result()
+        return
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("%s failed after its caller was cancelled: %r", what, task.exception())
+    raise cancelled
 
 
 class ConfigChanges:
@@ -175,10 +200,25 @@ class ConfigChanges:
                 change,
                 self.name,
             )
+        # The change commits here: what follows applies and records it in full even when the
+        # caller is cancelled meanwhile (an apply that suspends goes on in a task of its own).
         saved = snapshot() if snapshot is not None else None
         outcome = apply()
-        if asyncio.iscoroutine(outcome):
+        if not asyncio.iscoroutine(outcome):
+            self._record(change, source, details, saved)
+            return True
+
+        async def commit() -> None:
             await outcome
+            self._record(change, source, details, saved)
+
+        await _to_the_end(commit(), f"the {change!r} change of process {self.name!r}")
+        return True
+
+    def _record(
+        self, change: str, source: str, details: dict[str, Any], saved: Saved | None
+    ) -> None:
+        """Record an applied change: its secrets declared, and kept for rollback()."""
         # A trigger's HMAC key or an MCP server's header it brought is a secret from now on.
         self.redactor.declare(config_secrets((t for _, t in self._triggers), self.config))
         if saved is not None:
@@ -194,7 +234,6 @@ class ConfigChanges:
                     triggers[0] if triggers else None,
                 )
             )
-        return True
 
     @property
     def config_history(self) -> list[dict[str, Any]]:
