@@ -353,12 +353,25 @@ def hooks_dry_run(
 
 
 def _json_option(option: str, text: str) -> Any:
+    """The option's JSON; a usage error for anything JSON cannot carry to the API or a hook
+    program: NaN, Infinity and numbers beyond a float's range (1e400) included."""
     import json
+    import math
+
+    def constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
+
+    def finite(number: str) -> float:
+        value = float(number)
+        if math.isinf(value):
+            raise ValueError(f"the number {number[:40]} is out of range")
+        return value
 
     try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise click.UsageError(f"{option} is not valid JSON: {exc}") from None
+        return json.loads(text, parse_constant=constant, parse_float=finite)
+    except (ValueError, RecursionError) as exc:
+        reason = str(exc) or "nested too deeply"
+        raise click.UsageError(f"{option} is not valid JSON: {reason}") from None
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -380,9 +393,8 @@ def main(argv: list[str] | None = None) -> None:
         code = app(args=args, prog_name="tether", standalone_mode=False)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        code = exc.exit_code
+    except _USAGE_ERRORS as exc:
+        code = _usage_error(exc)
     except (click.exceptions.Abort, KeyboardInterrupt):
         sys.stderr.write("interrupted\n")
         code = 130
@@ -394,6 +406,31 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         warnings.showwarning = previous
     sys.exit(code if isinstance(code, int) else 0)
+
+
+#: Errors of the command line itself. typer 0.2x ships its own copy of click, whose
+#: exceptions are no click.ClickException: both trees are caught.
+_USAGE_ERRORS: tuple[type[Exception], ...] = (
+    click.ClickException,
+    *((typer.TyperException,) if hasattr(typer, "TyperException") else ()),
+)
+
+
+def _usage_error(exc: Exception) -> int:
+    """Show a command-line error as one line (a group given no command: its help)."""
+    code = getattr(exc, "exit_code", 2)
+    show = getattr(exc, "show", None)
+    if type(exc).__name__ == "NoArgsIsHelpError" and callable(show):  # click >= 8.2, typer's
+        show()  # the help of the group
+        return code if isinstance(code, int) else 2
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None)
+    hint = f" (see '{path} --help')" if path else ""
+    first = str(message).strip().splitlines()[0] if str(message).strip() else type(exc).__name__
+    sys.stderr.write(f"error: {first}{hint}\n")
+    return code if isinstance(code, int) else 2
 
 
 def _show_warning(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, Final
 
 import httpx
 from rich.console import Console
@@ -11,6 +12,10 @@ from rich.markup import escape
 from rich.table import Table
 
 __all__ = ["APIClientError", "inject_event", "list_processes"]
+
+
+_SENDABLE_TOKEN: Final = re.compile(r"[\x21-\x7e]+")
+_HOST: Final = re.compile(r"[A-Za-z0-9._:-]+")  # a name (IDNA-encoded), IPv4 or IPv6
 
 
 class APIClientError(Exception):
@@ -25,6 +30,13 @@ def _request(
     body: Any = None,
     params: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    if token and not _SENDABLE_TOKEN.fullmatch(token):
+        # Never echoed: it is a credential, if a mistyped one.
+        raise APIClientError(
+            "--token (or TETHER_API_TOKEN) must be printable ASCII without spaces; "
+            "an Authorization header cannot carry this one"
+        )
+    _check_url(url)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     base = url.rstrip("/")
     query = {k: v for k, v in (params or {}).items() if v is not None}
@@ -33,6 +45,8 @@ def _request(
             response = client.request(
                 method, f"{base}/api/v1{path}", json=body, headers=headers, params=query
             )
+    except httpx.InvalidURL as exc:
+        raise APIClientError(f"--url {url!r} is not a valid URL: {exc}") from None
     except httpx.HTTPError as exc:
         raise APIClientError(
             f"cannot reach the tether API at {base}: {exc} (is `tether serve` running?)"
@@ -50,6 +64,25 @@ def _request(
     if not isinstance(data, dict):
         raise APIClientError(f"{base} answered with unexpected JSON")
     return data
+
+
+def _check_url(url: str) -> None:
+    """An http(s) URL with a host and a port in range (a socket would wrap 99999 around)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise APIClientError(f"--url {url!r} is not a valid URL: {exc}") from None
+    if parsed.scheme not in ("http", "https"):
+        problem = "use http:// or https://"
+    elif not parsed.host:
+        problem = "it names no host"
+    elif not _HOST.fullmatch(parsed.raw_host.decode("ascii", "replace")):
+        problem = f"host {parsed.host!r} is not a host name or address"
+    elif parsed.port is not None and not 1 <= parsed.port <= 65535:
+        problem = f"port {parsed.port} is not 1-65535"
+    else:
+        return
+    raise APIClientError(f"--url {url!r} is not a valid URL: {problem}")
 
 
 def inject_event(url: str, token: str | None, name: str, payload: Any, trigger_id: str) -> int:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 from urllib.parse import quote
 
+import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -103,7 +104,10 @@ def parse_since(text: str | None) -> str | None:
     if found is None:
         return text  # the API checks it and names the parameter when it is not ISO 8601
     ago = float(found.group(1)) * _UNITS[found.group(2)]
-    return (datetime.now(UTC) - timedelta(seconds=ago)).isoformat()
+    try:
+        return (datetime.now(UTC) - timedelta(seconds=ago)).isoformat()
+    except OverflowError:  # before the year 1
+        raise click.UsageError(f"--since {text!r} is too far back") from None
 
 
 # -- events and the catalog --------------------------------------------------------------------
