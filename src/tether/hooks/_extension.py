@@ -15,7 +15,15 @@ from collections.abc import Awaitable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ._events import HookEvent
-from ._hook import HookErrorInfo, _cancelling, _Coroutine, _generation, _Hook, _key
+from ._hook import (
+    CLOSING,
+    HookErrorInfo,
+    _cancelling,
+    _Coroutine,
+    _generation,
+    _Hook,
+    _key,
+)
 
 if TYPE_CHECKING:
     from ._manager import HookManager
@@ -131,13 +139,14 @@ class ExtensionPoints:
 
     async def aclose(self, keep: Collection[asyncio.Task[Any] | None] = ()) -> None:
         """Cancel deferred calls still pending: those not yet fired and those running (but
-        the calling task, and those in ``keep``: a deferred call awaiting what closes this)."""
+        the calling task, and those in ``keep``: a deferred call awaiting what closes this).
+        Running ones are cancelled with the CLOSING message: no fault of their handlers."""
         for handle in self._timers:
             handle.cancel()
         self._timers.clear()
         me = asyncio.current_task()
         tasks = [task for task in self._deferred if task is not me and task not in keep]
         for task in tasks:
-            task.cancel()
+            task.cancel(CLOSING)
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*tasks, return_exceptions=True)

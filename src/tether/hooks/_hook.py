@@ -275,6 +275,17 @@ def _cancelling() -> bool:
     return task is None or task.cancelling() > 0
 
 
+#: The message of the cancellation with which an owner ends the work it runs because it stops
+#: (a process stopping cancels its runs, trigger tasks and last hooks; ``aclose()`` its deferred
+#: calls). A handler cancelled so is at no fault of its own: a plugin's is not reported failed.
+CLOSING: Final = "tether: cancelled by the stop of its owner"
+
+
+def closing(exc: BaseException) -> bool:
+    """Whether ``exc`` is a cancellation with the CLOSING message (not a timeout's, say)."""
+    return isinstance(exc, asyncio.CancelledError) and CLOSING in exc.args
+
+
 def _is_async_callable(fn: object) -> bool:
     if inspect.iscoroutinefunction(fn):
         return True

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 from ._context import HookContext
 from ._errors import HookBlocked
 from ._events import HookEvent
-from ._hook import _check_timeout, _key
+from ._hook import _check_timeout, _key, closing
 
 if TYPE_CHECKING:
     from ._manager import HookManager
@@ -397,8 +397,8 @@ def _make_handler(
             if host is not None:
                 host.plugin_warn(plugin.name, scoped, f"{where} failed: {exc!r}")
             raise
-        except asyncio.CancelledError:
-            if host is not None:
+        except asyncio.CancelledError as exc:
+            if host is not None and not closing(exc):  # a stop's cancellation is no fault
                 host.plugin_warn(plugin.name, scoped, f"{where} timed out or was cancelled")
             raise
         finally:
@@ -413,7 +413,8 @@ def _point_handler(
 ) -> Callable[..., Any]:
     """``method`` (sync or async, as it is) telling ``host`` when it fails: a plugin's
     failure is never the task's, so it travels as a warning (the engine still isolates it and
-    tells the error listeners)."""
+    tells the error listeners). A cancellation with the CLOSING message (its caller's owner
+    stopping cut it off) is no failure of the plugin and is not told."""
     where = f"{point} ({getattr(method, '__name__', point)})"
 
     def failed(kwargs: dict[str, Any], why: str) -> None:
@@ -427,8 +428,9 @@ def _point_handler(
         except (Exception, SystemExit) as exc:
             failed(kwargs, f"{where} failed: {exc!r}")
             raise
-        except asyncio.CancelledError:
-            failed(kwargs, f"{where} timed out or was cancelled")
+        except asyncio.CancelledError as exc:
+            if not closing(exc):
+                failed(kwargs, f"{where} timed out or was cancelled")
             raise
 
     if inspect.iscoroutinefunction(method):

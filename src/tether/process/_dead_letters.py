@@ -18,6 +18,7 @@ from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from ..hooks._hook import CLOSING
 from ._supervise import describe, is_fatal
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ class DeadLetters:
             firing.cancel()
             raise
         if not firing.done():
-            firing.cancel()
+            firing.cancel(CLOSING)
             await asyncio.wait([firing])  # at once, unless a hook swallows its cancellation
         if not firing.cancelled():
             firing.result()  # what no layer isolates (KeyboardInterrupt, SystemExit) goes on

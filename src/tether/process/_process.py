@@ -32,6 +32,7 @@ from ..agent import (
     scan_payload,
 )
 from ..hooks import DispatchResult, HookEvent, HookManager
+from ..hooks._hook import CLOSING
 from ..hooks._secrets import CommandSecrets
 from ._changes import ConfigChanges
 from ._config import (
@@ -347,7 +348,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
             await asyncio.wait([failing])
         supervisor = self._supervisor
         if supervisor is not None and supervisor is not asyncio.current_task():
-            supervisor.cancel()
+            supervisor.cancel(CLOSING)
             self._supervisor = None
         was_failed = self.state == ProcessState.FAILED
         self.state = ProcessState.STOPPING

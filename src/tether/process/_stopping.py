@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..hooks._background import drain as drain_async_hooks
+from ..hooks._hook import CLOSING
 from ._state import ProcessState
 from ._supervise import cleanly
 
@@ -128,12 +129,12 @@ class Stopping:
         """
         idle = [w for w in self._workers if w not in self._busy]
         for worker in idle:
-            worker.cancel()
+            worker.cancel(CLOSING)
         busy = [w for w in self._workers if w in self._busy]
         if busy:
             _, pending = await asyncio.wait(busy, timeout=self.config.stop_timeout)
             for worker in pending:
-                worker.cancel()
+                worker.cancel(CLOSING)
             if pending:  # a run that swallows its cancellation is not waited on for ever
                 _, stuck = await asyncio.wait(pending, timeout=ABANDON_GRACE)
                 for worker in stuck:

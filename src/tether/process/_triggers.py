@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Any
 
+from ..hooks._hook import CLOSING
 from ._config import CronTrigger, FileWatchTrigger
 from ._supervise import is_fatal
 
@@ -39,7 +40,7 @@ class TriggerRunner:
     async def stop(self) -> None:
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
+            task.cancel(CLOSING)  # a hook of its firing cut off so is at no fault
             await asyncio.gather(task, return_exceptions=True)
 
 
