@@ -21,14 +21,12 @@ import copy
 import json
 import os
 import re
-import shlex
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple, get_args, get_origin
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -41,6 +39,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
+from ._manifest_yaml import Loc, line_of, path_of, read_yaml, resolve, yaml_type
 from .agent import BudgetConfig, ContextConfig, GuardrailConfig
 from .approval import ApprovalPolicy
 from .hooks._config import HookConfig
@@ -292,11 +291,12 @@ def _parse(
     *,
     stacklevel: int,
 ) -> AgentManifest:
-    data, lines, issues = _read_yaml(text)
+    data, lines, problems = read_yaml(text)
+    issues = [ManifestIssue(*problem) for problem in problems]
     if data is None and not issues:
         issues.append(ManifestIssue("", 1, "the manifest is empty; expected a mapping of keys"))
     elif data is not None and not isinstance(data, dict):
-        issues.append(ManifestIssue("", 1, f"expected a mapping of keys, got a {_yaml_type(data)}"))
+        issues.append(ManifestIssue("", 1, f"expected a mapping of keys, got a {yaml_type(data)}"))
     if not isinstance(data, dict):
         raise ManifestError(issues, source)
     if "entrypoint" in data:
@@ -312,12 +312,12 @@ def _parse(
     if base_dir is not None:
         env[MANIFEST_DIR_VAR] = str(base_dir)
     unresolved: list[tuple[tuple[str | int, ...], str]] = []
-    data = _resolve(data, env, (), unresolved)
+    data = resolve(data, env, (), unresolved)
     for loc, name in unresolved:
         issues.append(
             ManifestIssue(
-                _path(loc),
-                _line(lines, loc),
+                path_of(loc),
+                line_of(lines, loc),
                 f"environment variable {name!r} is not set "
                 f"(set it, or give a default: ${{{name}:-default}})",
             )
@@ -331,7 +331,7 @@ def _parse(
                 issues.append(issue)
     else:
         issues += [
-            ManifestIssue(_path(loc), _line(lines, loc), message)
+            ManifestIssue(path_of(loc), line_of(lines, loc), message)
             for loc, message in spec_problems(manifest)
         ]
     if issues:
@@ -517,136 +517,6 @@ def render_json_schema() -> str:
     return json.dumps(manifest_json_schema(), indent=2, sort_keys=False) + "\n"
 
 
-# -- YAML with line numbers ------------------------------------------------------------------
-
-Loc = tuple[str | int, ...]
-
-
-def _read_yaml(text: str) -> tuple[Any, dict[Loc, int], list[ManifestIssue]]:
-    """Parse once: the data, a map from path to 1-based line, and YAML problems."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = ": ".join(p for p in (exc.context, exc.problem) if p)
-        return None, {}, [ManifestIssue("", line, f"not valid YAML: {problem}")]
-    except yaml.YAMLError as exc:
-        return None, {}, [ManifestIssue("", None, f"not valid YAML: {exc}")]
-    finally:
-        loader.dispose()
-    lines: dict[Loc, int] = {}
-    issues: list[ManifestIssue] = []
-    if node is not None:
-        _map_lines(node, (), lines, issues)
-    return data, lines, issues
-
-
-def _map_lines(
-    node: yaml.Node, loc: Loc, lines: dict[Loc, int], issues: list[ManifestIssue]
-) -> None:
-    lines.setdefault(loc, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key, value in node.value:
-            if not isinstance(key, yaml.ScalarNode):
-                continue
-            name = str(key.value)
-            here = (*loc, name)
-            if name in seen:
-                issues.append(
-                    ManifestIssue(_path(here), key.start_mark.line + 1, f"duplicate key {name!r}")
-                )
-                continue
-            seen.add(name)
-            lines[here] = key.start_mark.line + 1
-            _map_lines(value, here, lines, issues)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _map_lines(item, (*loc, i), lines, issues)
-
-
-def _line(lines: Mapping[Loc, int], loc: Loc) -> int | None:
-    """The line of ``loc``, or of its nearest ancestor that the file has."""
-    for end in range(len(loc), -1, -1):
-        found = lines.get(loc[:end])
-        if found is not None:
-            return found
-    return None
-
-
-def _path(loc: Loc) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def _yaml_type(value: Any) -> str:
-    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
-        type(value), type(value).__name__
-    )
-
-
-# -- ${VAR} ----------------------------------------------------------------------------------
-
-_REF: Final = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def _resolve(value: Any, env: Mapping[str, str], loc: Loc, missing: list[tuple[Loc, str]]) -> Any:
-    """A copy of ``value`` with ``${VAR}`` replaced, except under the top-level ``secrets``.
-
-    A hook's ``command`` written as one string is split into words first and each word is
-    resolved on its own: a value (a folder with a space, a variable holding ``-x; y``) stays one
-    argument instead of being split into several when the string is split later.
-    """
-    if isinstance(value, str):
-        if _is_command_string(loc) and "${" in value:
-            try:
-                words = shlex.split(value)
-            except ValueError:  # unbalanced quotes: HookConfig reports it
-                words = None
-            if words:
-                return [_substitute(word, env, loc, missing) for word in words]
-        return _substitute(value, env, loc, missing)
-    if isinstance(value, dict):
-        return {
-            k: v if loc == () and k == "secrets" else _resolve(v, env, (*loc, str(k)), missing)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_resolve(v, env, (*loc, i), missing) for i, v in enumerate(value)]
-    return value
-
-
-def _is_command_string(loc: Loc) -> bool:
-    return len(loc) == 3 and loc[0] == "hooks" and isinstance(loc[1], int) and loc[2] == "command"
-
-
-def _substitute(text: str, env: Mapping[str, str], loc: Loc, missing: list[tuple[Loc, str]]) -> str:
-    if "${" not in text:
-        return text
-
-    def sub(m: re.Match[str]) -> str:
-        escaped, name, default = m.group(1), m.group(2), m.group(3)
-        if escaped:
-            return m.group(0)[1:]
-        found = env.get(name)
-        if found is not None and (found != "" or default is None):
-            return found
-        if default is not None:
-            return default
-        missing.append((loc, name))
-        return m.group(0)
-
-    return _REF.sub(sub, text)
-
-
 # -- validation errors -----------------------------------------------------------------------
 
 
@@ -655,7 +525,7 @@ def _issues(
 ) -> Iterator[tuple[Loc, ManifestIssue]]:
     for err in exc.errors(include_url=False):
         loc = _clean_loc(tuple(err["loc"]), err["type"])
-        yield loc, ManifestIssue(_path(loc), _line(lines, loc), _message(err, root))
+        yield loc, ManifestIssue(path_of(loc), line_of(lines, loc), _message(err, root))
 
 
 def validation_issues(
