@@ -23,12 +23,38 @@ Problem = tuple[str, int | None, str]
 # -- YAML with line numbers ------------------------------------------------------------------
 
 
+#: How deeply mappings and lists may nest (a manifest needs a handful of levels).
+MAX_DEPTH: Final = 100
+#: How many values a manifest may hold once its aliases are expanded.
+MAX_VALUES: Final = 100_000
+_MERGE: Final = "tag:yaml.org,2002:merge"
+_SHOWN_PARTS: Final = 8  # a path deeper than this is shown cut short
+
+
+class _Refused(Exception):
+    """The document cannot be walked: nested too deeply, looping, or expanding without end."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem[2])
+        self.problem = problem
+
+
 def read_yaml(text: str) -> tuple[Any, dict[Loc, int], list[Problem]]:
-    """Parse once: the data, a map from path to 1-based line, and YAML problems."""
+    """Parse once: the data, a map from path to 1-based line, and YAML problems.
+
+    The document is walked before it becomes Python data, so one nested deeper than MAX_DEPTH,
+    an alias inside itself or aliases that expand past MAX_VALUES values are a problem (and no
+    data) instead of a RecursionError or a walk without end later.
+    """
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        if node is None:
+            return None, {}, []
+        lines: dict[Loc, int] = {}
+        problems: list[Problem] = []
+        _LineMap(lines, problems).walk(node, (), 1, ())
+        data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -36,33 +62,81 @@ def read_yaml(text: str) -> tuple[Any, dict[Loc, int], list[Problem]]:
         return None, {}, [("", line, f"not valid YAML: {problem}")]
     except yaml.YAMLError as exc:
         return None, {}, [("", None, f"not valid YAML: {exc}")]
+    except RecursionError:  # the reader itself recurses once per level
+        where = loader.line + 1
+        return None, {}, [("", where, f"nested too deeply (at most {MAX_DEPTH} levels)")]
+    except _Refused as exc:
+        return None, {}, [exc.problem]
     finally:
         loader.dispose()
-    lines: dict[Loc, int] = {}
-    issues: list[Problem] = []
-    if node is not None:
-        _map_lines(node, (), lines, issues)
-    return data, lines, issues
+    return data, lines, problems
 
 
-def _map_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], issues: list[Problem]) -> None:
-    lines.setdefault(loc, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
+class _LineMap:
+    """Walks the node graph once: the line of every path, duplicate keys, and the limits."""
+
+    def __init__(self, lines: dict[Loc, int], problems: list[Problem]) -> None:
+        self.lines = lines
+        self.problems = problems
+        self.values = 0
+
+    def walk(self, node: yaml.Node, loc: Loc, depth: int, inside: tuple[int, ...]) -> None:
+        line = node.start_mark.line + 1
+        self.lines.setdefault(loc, line)
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise _Refused(
+                ("", None, f"the manifest expands to more than {MAX_VALUES} values (aliases?)")
+            )
+        if not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            return
+        if id(node) in inside:
+            raise _Refused((_shown(loc), line, "refers to itself through an alias"))
+        if depth > MAX_DEPTH:
+            raise _Refused((_shown(loc), line, f"nested more than {MAX_DEPTH} levels deep"))
+        inside = (*inside, id(node))
+        if isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self.walk(item, (*loc, i), depth + 1, inside)
+            return
         seen: set[str] = set()
+        merged: list[yaml.Node] = []
         for key, value in node.value:
+            if key.tag == _MERGE:
+                merged.append(value)
+                continue
             if not isinstance(key, yaml.ScalarNode):
                 continue
             name = str(key.value)
             here = (*loc, name)
             if name in seen:
-                issues.append((path_of(here), key.start_mark.line + 1, f"duplicate key {name!r}"))
+                self.problems.append(
+                    (path_of(here), key.start_mark.line + 1, f"duplicate key {name!r}")
+                )
                 continue
             seen.add(name)
-            lines[here] = key.start_mark.line + 1
-            _map_lines(value, here, lines, issues)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _map_lines(item, (*loc, i), lines, issues)
+            self.lines[here] = key.start_mark.line + 1
+            self.walk(value, here, depth + 1, inside)
+        # ``<<: *defaults``: keys written here win; of the merged ones, the first wins.
+        for source in merged:
+            sources = source.value if isinstance(source, yaml.SequenceNode) else [source]
+            for mapping in sources:
+                if id(mapping) in inside:
+                    raise _Refused((_shown(loc), line, "refers to itself through an alias"))
+                if not isinstance(mapping, yaml.MappingNode):
+                    continue  # the constructor reports it
+                for key, value in mapping.value:
+                    name = str(key.value)
+                    if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE and name not in seen:
+                        seen.add(name)
+                        self.walk(value, (*loc, name), depth + 1, inside)
+
+
+def _shown(loc: Loc) -> str:
+    """The path of ``loc``, cut short when it is very deep."""
+    if len(loc) <= _SHOWN_PARTS:
+        return path_of(loc)
+    return path_of(loc[:_SHOWN_PARTS]) + "..."
 
 
 def line_of(lines: Mapping[Loc, int], loc: Loc) -> int | None:
