@@ -10,6 +10,9 @@ Invariants kept here:
   before it runs and is skipped by any overlapping dispatch that still holds it.
 * A hook that finishes without suspending costs no timer: its coroutine is stepped directly and a
   timeout is armed only when it actually suspends.
+* No hook can leak into data it was not handed: hooks get a copy of the caller's data, the result
+  gets a copy of theirs, and after a hook's error or timeout the later hooks get a copy of the
+  data that hook (or a thread or task it left running) can no longer reach.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from ._hook import (
     _snapshot,
     _Unset,
 )
-from ._recording import _not_a_dict, _note_error, _replaced, _settle
+from ._recording import _detach, _not_a_dict, _note_error, _replaced, _settle
 from ._records import RunRecorder
 from ._shell import ShellHook
 from ._tracked import _Tracked, track
@@ -635,6 +638,7 @@ class HookManager(ExtensionPoints):
                     if errors is None:
                         errors = []
                     errors.append((hook, exc))
+                    _detach(ctx)  # what the hook may still hold no longer reaches the data
                     if hook.fail_closed and blockable:
                         blocked = True
                         reason = f"hook failed (fail_closed): {str(exc) or type(exc).__name__}"
@@ -666,7 +670,14 @@ class HookManager(ExtensionPoints):
         result.runs = []
         if marks is not None and (fired or _SKIPPED in marks):  # a hook ran, or was skipped
             recorder.add(("d", t0, self, ev, depth, hooks, marks, first))  # type: ignore[union-attr]
-        result.data = ctx.data
+        # A plain copy (copy_payload, inlined): what a hook kept of the data, or a task it
+        # started, cannot change the result once the dispatch has returned.
+        final = ctx.data
+        result.data = final.copy()
+        for value in final.values():
+            if type(value) not in _IMMUTABLE_SET:
+                result.data = copy_payload(final)
+                break
         if errors is not None:
             for h, e in errors:
                 await self._report(

@@ -4,16 +4,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._copy import copy_payload
 from ._errors import HookError
 from ._hook import _snapshot
-from ._tracked import _Tracked, track
+from ._tracked import _Tracked, mute, track
 
 if TYPE_CHECKING:
     from ._context import HookContext
     from ._hook import _Hook
     from ._manager import HookManager
 
-__all__ = ["_not_a_dict", "_note_error", "_replaced", "_settle"]
+__all__ = ["_detach", "_not_a_dict", "_note_error", "_replaced", "_settle"]
+
+
+def _detach(ctx: HookContext) -> None:
+    """After a hook's error or timeout, the later hooks get a copy of the data the hook cannot
+    reach: what it left holding the data (a thread asyncio.to_thread goes on running after the
+    hook was cancelled, a task it started) changes neither their data nor the result, and
+    recorded containers it holds note their writes no longer into the dispatch's marks.
+    (A non-dict is left to _replaced and _settle, which undo it.)"""
+    data = ctx.data
+    if isinstance(data, dict):
+        mute(data)
+        ctx.data = copy_payload(data)
 
 
 def _not_a_dict(hook: _Hook, ctx: HookContext) -> HookError:

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from ._copy import _IMMUTABLE_SET
 
-__all__ = ["_Tracked", "_TrackedDict", "_TrackedList", "register_yaml", "track"]
+__all__ = ["_Tracked", "_TrackedDict", "_TrackedList", "mute", "register_yaml", "track"]
 
 _ABSENT: Final = object()
 _NESTED: Final = ("n",)
@@ -213,6 +213,20 @@ def track(data: dict[str, Any], marks: list[Any]) -> _Tracked:
         if type(value) not in _IMMUTABLE_SET:
             dict.__setitem__(out, key, _track_value(value, marks))
     return out
+
+
+def mute(data: Any) -> None:
+    """Make the tracked containers in ``data`` note their writes into a list of their own,
+    not their dispatch's marks: ``data`` was cut off from the dispatch (see _recording)."""
+    scratch: list[Any] = []
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, _Tracked | _TrackedList):
+            value._marks = scratch
+            stack.extend(value.values() if isinstance(value, dict) else value)
+        elif type(value) is tuple:
+            stack.extend(value)
 
 
 _yaml_done: list[bool] = []
