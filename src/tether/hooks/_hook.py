@@ -15,9 +15,10 @@ import types
 import uuid
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from ._copy import copy_payload
+from ._errors import HookBlocked, HookTimeoutError
 from ._events import _BY_VALUE, VALID_EVENT_VALUES, HookEvent, parse_event
 from ._records import HookRun
 
@@ -267,6 +268,18 @@ async def _run_at(coro: Coroutine[Any, Any, Any], depth: int) -> Any:
     finally:
         _depth[0] = outer
     return await _resume(coro, pending, depth)
+
+
+def _raise_timed_out(hook: _Hook, timeout: float | None, exc: Exception) -> NoReturn:
+    """Raise what a hook whose timeout expired raised ``exc`` for: its timeout, whatever it
+    made of the cancellation it got (swallowed it, raised an error of its own, kept as the
+    cause, or ignored the GeneratorExit closing it). A block stays a block: a refusal is never
+    turned into an error that lets the action through."""
+    if isinstance(exc, HookBlocked):
+        raise exc
+    raise HookTimeoutError(
+        f"hook {hook.name!r} ({hook.hook_id}) timed out after {timeout:g}s"
+    ) from (None if isinstance(exc, TimeoutError) else exc)
 
 
 def _cancelling() -> bool:

@@ -49,6 +49,7 @@ from ._hook import (
     _new,
     _now,
     _number,
+    _raise_timed_out,
     _Removed,
     _resume,
     _run_id,
@@ -603,12 +604,9 @@ class HookManager(ExtensionPoints):
                                         await _resume(coro, pending, at)
                                     if scope.expired():  # the hook swallowed its cancellation
                                         raise TimeoutError
-                                except TimeoutError:
+                                except Exception as exc:
                                     if scope.expired():
-                                        raise HookTimeoutError(
-                                            f"hook {hook.name!r} ({hook.hook_id}) timed out "
-                                            f"after {timeout:g}s"
-                                        ) from None
+                                        _raise_timed_out(hook, timeout, exc)
                                     raise
                         finally:
                             if marks is not None:
@@ -730,11 +728,9 @@ class HookManager(ExtensionPoints):
             if scope.expired():  # the hook swallowed its cancellation
                 raise TimeoutError
             return value
-        except TimeoutError:
+        except Exception as exc:
             if scope.expired():
-                raise HookTimeoutError(
-                    f"hook {hook.name!r} ({hook.hook_id}) timed out after {timeout:g}s"
-                ) from None
+                _raise_timed_out(hook, timeout, exc)
             raise
 
     async def _await_bounded(self, hook: _Hook, awaitable: Awaitable[Any]) -> Any:
@@ -745,11 +741,9 @@ class HookManager(ExtensionPoints):
             if scope.expired():  # the hook swallowed its cancellation
                 raise TimeoutError
             return value
-        except TimeoutError:
+        except Exception as exc:
             if scope.expired():
-                raise HookTimeoutError(
-                    f"hook {hook.name!r} ({hook.hook_id}) timed out after {timeout:g}s"
-                ) from None
+                _raise_timed_out(hook, timeout, exc)
             raise
 
     def _run_background(
