@@ -11,6 +11,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     SecretStr,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -20,6 +21,12 @@ from ._events import VALID_EVENT_VALUES, parse_event
 __all__ = ["MAX_OUTPUT_LIMIT", "HookConfig"]
 
 MAX_OUTPUT_LIMIT = 10 * 1024 * 1024
+#: What each number field of HookConfig takes, for the message refusing a bool there.
+_NUMBERS = {
+    "timeout": "a number of seconds, > 0 and at most 3600",
+    "priority": "an int",
+    "max_output_bytes": f"an int of bytes, between 1 and {MAX_OUTPUT_LIMIT} (10 MiB)",
+}
 
 
 class HookConfig(BaseModel):
@@ -77,6 +84,16 @@ class HookConfig(BaseModel):
             raise ValueError(
                 f"unknown hook event {value!r}; valid events are: {VALID_EVENT_VALUES}"
             ) from None
+
+    @field_validator("timeout", "priority", "max_output_bytes", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: Any, info: ValidationInfo) -> Any:
+        # A bool is an int to pydantic: ``timeout: yes`` would be one second (register() and
+        # ShellHook refuse a bool too).
+        if isinstance(value, bool):
+            allowed = _NUMBERS[info.field_name or ""]
+            raise ValueError(f"{info.field_name} must be {allowed}, got {value!r}")
+        return value
 
     @field_validator("command")
     @classmethod
