@@ -12,7 +12,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from tether import HookConfig, HookContext, HookEvent, HookManager
+from tether import HookConfig, HookContext, HookEvent, HookManager, ShellHook
 
 CREATED = HookEvent.TASK_CREATED
 
@@ -64,3 +64,9 @@ def test_a_bad_timeout_given_to_register_names_the_value_and_what_is_allowed(
     text = str(info.value)
     assert text.startswith("timeout must be ")
     assert repr(timeout) in text
+
+
+def test_a_shell_hook_refuses_a_bool_max_output_bytes() -> None:
+    """Regression: ShellHook(max_output_bytes=True) bounded the program's stdout to 1 byte."""
+    with pytest.raises(ValueError, match=r"max_output_bytes must be .* got True"):
+        ShellHook(["/bin/true"], max_output_bytes=True)

@@ -129,7 +129,11 @@ class ShellHook:
             raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
         if not 0 < timeout <= 3600:
             raise ValueError(f"timeout must be > 0 and at most 3600 seconds, got {timeout!r}")
-        if not isinstance(max_output_bytes, int) or not 0 < max_output_bytes <= MAX_OUTPUT_LIMIT:
+        if (
+            not isinstance(max_output_bytes, int)
+            or isinstance(max_output_bytes, bool)
+            or not 0 < max_output_bytes <= MAX_OUTPUT_LIMIT
+        ):
             raise ValueError(
                 f"max_output_bytes must be between 1 and {MAX_OUTPUT_LIMIT} (10 MiB), "
                 f"got {max_output_bytes!r}"
