@@ -25,7 +25,8 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final, Literal, NamedTuple, get_args, get_origin
+from types import UnionType
+from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -326,7 +327,7 @@ def _parse(
         manifest = AgentManifest.model_validate(data)
     except ValidationError as exc:
         skip = {loc for loc, _ in unresolved}
-        for issue_loc, issue in _issues(exc, AgentManifest, lines):
+        for issue_loc, issue, _ in _issues(exc, AgentManifest, lines):
             if not any(issue_loc[: len(s)] == s for s in skip):
                 issues.append(issue)
     else:
@@ -386,7 +387,7 @@ def _mcp_problems(servers: list[dict[str, Any]]) -> list[tuple[tuple[str | int, 
             # _issues never echoes a value under a secret-looking key (headers, env).
             problems += [
                 (("mcp_servers", i, *loc), it.message)
-                for loc, it in _issues(exc, McpServerConfig, {})
+                for loc, it, _ in _issues(exc, McpServerConfig, {})
             ]
             continue
         if server.name in names:
@@ -522,17 +523,103 @@ def render_json_schema() -> str:
 
 def _issues(
     exc: ValidationError, root: type[BaseModel], lines: Mapping[Loc, int]
-) -> Iterator[tuple[Loc, ManifestIssue]]:
+) -> Iterator[tuple[Loc, ManifestIssue, Mapping[str, Any] | None]]:
+    """Each problem with its location and its pydantic error (None for several merged).
+
+    A value that fits no member of a union (``command: str | list[str]``) is one problem at
+    the field's path naming every allowed type, unless it got into a member (a list with a
+    wrong item): then only that member's problems count, at their own paths.
+    """
+    unions: dict[Loc, list[tuple[Loc, Any]]] = {}
     for err in exc.errors(include_url=False):
-        loc = _clean_loc(tuple(err["loc"]), err["type"])
-        yield loc, ManifestIssue(path_of(loc), line_of(lines, loc), _message(err, root))
+        loc, union_at = _without_members(root, _clean_loc(tuple(err["loc"]), err["type"]))
+        if union_at is None:
+            yield loc, ManifestIssue(path_of(loc), line_of(lines, loc), _message(err, root)), err
+        else:
+            unions.setdefault(union_at, []).append((loc, err))
+    for union_at, found in unions.items():
+        deeper = [(loc, err) for loc, err in found if len(loc) > len(union_at)]
+        for loc, err in deeper:
+            yield loc, ManifestIssue(path_of(loc), line_of(lines, loc), _message(err, root)), err
+        if not deeper:
+            message = _merged([err for _, err in found], root)
+            yield (
+                union_at,
+                ManifestIssue(path_of(union_at), line_of(lines, union_at), message),
+                None,
+            )
 
 
 def validation_issues(
     exc: ValidationError, root: type[BaseModel] = ProcessSpec
 ) -> list[ManifestIssue]:
     """A pydantic error of ``root`` as issues with manifest-style paths (no lines)."""
-    return [issue for _, issue in _issues(exc, root, {})]
+    return [issue for issue, _ in validation_errors(exc, root)]
+
+
+def validation_errors(
+    exc: ValidationError, root: type[BaseModel] = ProcessSpec
+) -> list[tuple[ManifestIssue, Mapping[str, Any] | None]]:
+    """Like :func:`validation_issues`, each with its pydantic error (None: several merged)."""
+    return [(issue, err) for _, issue, err in _issues(exc, root, {})]
+
+
+def _without_members(root: type[BaseModel], loc: Loc) -> tuple[Loc, Loc | None]:
+    """``loc`` without the member labels pydantic puts in it for a union (``str``,
+    ``list[str]``), and where the union is (None if no label was dropped)."""
+    tp: Any = root
+    out: list[str | int] = []
+    union_at: Loc | None = None
+    for part in loc:
+        members = _plain_union(tp)
+        chosen = next((m for m in members if _label(m) == part), None)
+        if chosen is not None:
+            union_at, tp = tuple(out), chosen
+            continue
+        out.append(part)
+        tp = _step(_non_null(tp), part) if tp is not None else None
+    return tuple(out), union_at
+
+
+def _plain_union(tp: Any) -> list[Any]:
+    """The members of a union of plain types (no models), None left out; else []."""
+    while _is_annotated(tp):
+        tp = get_args(tp)[0]
+    if get_origin(tp) not in (Union, UnionType):
+        return []
+    members = [a for a in get_args(tp) if a is not type(None)]
+    if len(members) < 2 or _models_in(tp):
+        return []
+    return members
+
+
+def _non_null(tp: Any) -> Any:
+    """``X`` for ``X | None``; anything else as it is."""
+    while _is_annotated(tp):
+        tp = get_args(tp)[0]
+    if get_origin(tp) in (Union, UnionType):
+        members = [a for a in get_args(tp) if a is not type(None)]
+        if len(members) == 1:
+            return members[0]
+    return tp
+
+
+def _label(member: Any) -> str:
+    """How pydantic names a union member in an error location: ``str``, ``list[str]``."""
+    return member.__name__ if isinstance(member, type) else str(member)
+
+
+def _merged(errors: list[Any], root: type[BaseModel]) -> str:
+    """One message for a value that fits none of a union's members."""
+    texts = [_message({**err, "type": "merged"}, root) for err in errors]
+    lead = "Input should be "
+    if all(text.startswith(lead) for text in texts):
+        text = lead + " or ".join(t[len(lead) :] for t in texts)
+    else:
+        text = "; or ".join(texts)
+    if any(_shows_input(err) for err in errors):
+        text += f" (got {_describe(errors[0].get('input'))})"
+    return text
 
 
 def _clean_loc(loc: Loc, kind: str) -> Loc:
@@ -565,9 +652,15 @@ def _message(err: Any, root: type[BaseModel]) -> str:
     for prefix in ("Value error, ", "Assertion failed, "):
         if message.startswith(prefix):
             message = message[len(prefix) :]
-    if (kind.endswith("_type") or kind.endswith("_parsing")) and not secretish(loc):
+    if _shows_input(err):
         message += f" (got {_describe(err.get('input'))})"
     return message
+
+
+def _shows_input(err: Any) -> bool:
+    """Whether a message of ``err`` may show the value (a wrong type, never a secret)."""
+    kind = str(err["type"])
+    return (kind.endswith(("_type", "_parsing"))) and not secretish(tuple(err["loc"]))
 
 
 _SECRETISH = re.compile(r"secret|env|header|token|password|passwd|key|auth", re.IGNORECASE)

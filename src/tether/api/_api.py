@@ -27,7 +27,7 @@ from ..manifest import (
     secretish,
     spec_problems,
     spec_to_process_config,
-    validation_issues,
+    validation_errors,
 )
 from ..process import (
     AgentProcess,
@@ -466,20 +466,19 @@ def _invalid(exc: ValidationError, root: type[BaseModel], prefix: str = "") -> A
     """The 422 for ``exc``: each bad field by its path, with what was wrong and (for a single
     value) the value it got."""
     details = []
-    for issue in validation_issues(exc, root):
+    for issue, err in validation_errors(exc, root):
         path = f"{prefix}.{issue.path}" if prefix and issue.path else prefix or issue.path
-        details.append({"path": path, "message": issue.message})
-    errors = exc.errors(include_url=False)
-    if len(details) == len(errors):
-        for detail, err in zip(details, errors, strict=True):
-            value = err.get("input")
-            if (
-                err["type"] not in ("extra_forbidden", "missing")
-                and "got " not in detail["message"]  # the message may name it already
-                and not isinstance(value, dict | list)
-                and not secretish(detail["path"])  # never echo what may be a secret
-            ):
-                detail["message"] += f" (got {_shown(value)})"
+        detail = {"path": path, "message": issue.message}
+        value = err.get("input") if err is not None else None
+        if (
+            err is not None
+            and err["type"] not in ("extra_forbidden", "missing")
+            and "got " not in detail["message"]  # the message may name it already
+            and not isinstance(value, dict | list)
+            and not secretish(detail["path"])  # never echo what may be a secret
+        ):
+            detail["message"] += f" (got {_shown(value)})"
+        details.append(detail)
     return APIError(422, "VALIDATION_ERROR", _first(details), details)
 
 

@@ -1,0 +1,79 @@
+"""Operator review of manifests and deploys: a value of the wrong type where a field takes one
+of several types is one problem at the field's own path."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tether import ManifestError, load_manifest
+
+
+def problems(tmp_path: Path, text: str) -> list[str]:
+    """Every problem of the manifest ``text`` as 'line: path: message'."""
+    path = tmp_path / "agent.agent"
+    path.write_text(textwrap.dedent(text))
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(path, environ={})
+    return [f"{e.line}: {e.path}: {e.message}" for e in caught.value.errors]
+
+
+# -- a field of several types ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("5", "5: hooks[0].command: Input should be a valid string or a valid list (got 5)"),
+        ("{a: 1}", "5: hooks[0].command: Input should be a valid string or a valid list "
+         "(got a mapping)"),
+        ("null", "5: hooks[0].command: Input should be a valid string or a valid list "
+         "(got None)"),
+        ("[x, 5]", "5: hooks[0].command[1]: Input should be a valid string (got 5)"),
+    ],
+)  # fmt: skip
+def test_a_wrong_command_is_one_problem_at_its_path(
+    tmp_path: Path, value: str, expected: str
+) -> None:
+    """Regression: ``command: 5`` was two problems at paths that are no keys:
+    ``hooks[0].command.list[str]`` and ``hooks[0].command.str``."""
+    found = problems(
+        tmp_path,
+        f"name: a\nmodel: scripted\nhooks:\n  - event: task_completed\n    command: {value}\n",
+    )
+    assert found == [expected]
+
+
+def test_a_wrong_matcher_pattern_is_one_problem_at_its_path(tmp_path: Path) -> None:
+    found = problems(
+        tmp_path,
+        """\
+        name: a
+        hooks:
+          - event: task_completed
+            command: [notify]
+            matcher: {trigger_type: 5}
+        """,
+    )
+    assert found == [
+        "5: hooks[0].matcher.trigger_type: Input should be a valid string or a valid list (got 5)"
+    ]
+
+
+async def test_over_the_api_a_wrong_command_is_one_detail_at_its_path(
+    client: httpx.AsyncClient,
+) -> None:
+    hook = {"event": "task_completed", "command": 5}
+    r = await client.post(
+        "/processes", json={"name": "a", "config": {"model": "scripted", "hooks": [hook]}}
+    )
+    assert r.status_code == 422
+    assert r.json()["error"]["details"] == [
+        {
+            "path": "config.hooks[0].command",
+            "message": "Input should be a valid string or a valid list (got 5)",
+        }
+    ]
