@@ -496,14 +496,36 @@ def _rebase(manifest: AgentManifest, base: Path) -> AgentManifest:
 # -- the JSON Schema -------------------------------------------------------------------------
 
 
+#: A string holding a ``${VAR}`` reference (not ``$${VAR}``), as the schema's pattern.
+REFERENCE_PATTERN: Final = r"(^|[^$])\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}"
+_TYPED: Final = ("integer", "number", "boolean")
+
+
 def manifest_json_schema() -> dict[str, Any]:
-    """The JSON Schema of ``.agent`` files, generated from the models."""
-    schema = AgentManifest.model_json_schema()
+    """The JSON Schema of ``.agent`` files, generated from the models.
+
+    A number, a flag or a choice may also be written as a ``${VAR}`` reference (resolved when
+    the file is loaded), so the schema takes such a string there too.
+    """
+    schema: dict[str, Any] = _with_references(AgentManifest.model_json_schema())
     schema["properties"]["entrypoint"] = {
         "deprecated": True,
         "description": "Not read by the runtime; loads with a FutureWarning",
     }
     return schema
+
+
+def _with_references(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_with_references(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _with_references(value) for key, value in node.items()}
+    if out.get("type") in _TYPED or "enum" in out:
+        outer = {key: out.pop(key) for key in ("title", "description", "default") if key in out}
+        reference = {"type": "string", "pattern": REFERENCE_PATTERN}
+        return {**outer, "anyOf": [out, reference]}
+    return out
 
 
 def shipped_json_schema() -> dict[str, Any]:
