@@ -1,5 +1,5 @@
 """Operator review of the shipped JSON Schema: a manifest that loads is not flagged by an editor
-using the schema where it writes a ``${VAR}`` reference for a number, a flag or a choice."""
+using the schema where it writes a ``${VAR}`` reference for a number or a flag."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def takes_a_reference(schema: dict[str, Any], value: str) -> bool:
 
 
 def typed_leaves(node: Any, path: str = "#") -> list[tuple[str, dict[str, Any]]]:
-    """Every schema in ``node`` that takes an integer, number, boolean or one of some choices,
-    with where it is; an anyOf's members are reported as the anyOf."""
+    """Every schema in ``node`` that takes an integer, a number or a boolean, with where it is;
+    an anyOf's members are reported as the anyOf."""
     found: list[tuple[str, dict[str, Any]]] = []
     if isinstance(node, list):
         for i, item in enumerate(node):
@@ -35,19 +35,17 @@ def typed_leaves(node: Any, path: str = "#") -> list[tuple[str, dict[str, Any]]]
         return found
     if not isinstance(node, dict):
         return found
-    if node.get("type") in TYPED or "enum" in node:
+    if node.get("type") in TYPED:
         return [(path, node)]
     for key, value in node.items():
-        if key == "anyOf" and any(
-            isinstance(o, dict) and (o.get("type") in TYPED or "enum" in o) for o in value
-        ):
+        if key == "anyOf" and any(isinstance(o, dict) and o.get("type") in TYPED for o in value):
             found.append((path, node))
         else:
             found += typed_leaves(value, f"{path}/{key}")
     return found
 
 
-def test_every_number_flag_or_choice_of_the_schema_takes_a_reference() -> None:
+def test_every_number_or_flag_of_the_schema_takes_a_reference() -> None:
     """Regression: ``webhook_port: ${PORT:-9782}`` loads (the reference is resolved first), but
     the schema only took an integer there, so an editor flagged the shipped example."""
     leaves = typed_leaves(manifest_json_schema())
@@ -71,7 +69,7 @@ def test_the_shipped_example_uses_a_reference_where_the_schema_takes_one() -> No
     [
         ("${PORT}", True),
         ("${PORT:-9782}", True),
-        ("${MODE:-strict}", True),
+        ("${RETRIES:-3}", True),
         ("9782", False),
         ("${9PORT}", False),
         ("$${PORT}", False),
@@ -83,8 +81,9 @@ def test_the_reference_pattern_matches_what_a_load_resolves(value: str, matches:
     assert takes_a_reference(schema, value) is matches
 
 
-def test_a_trigger_type_still_takes_only_its_own_name() -> None:
-    """The editor tells the kinds of trigger apart by ``type``: it takes no reference."""
-    cron = manifest_json_schema()["$defs"]["CronTrigger"]["properties"]["type"]
-    assert cron["const"] == "cron"
-    assert "anyOf" not in cron
+def test_a_trigger_type_and_a_choice_keep_their_values() -> None:
+    """The editor tells the kinds of trigger apart by ``type``; a choice lists its values."""
+    schema = manifest_json_schema()
+    cron = schema["$defs"]["CronTrigger"]["properties"]["type"]
+    assert (cron["const"], "anyOf" in cron) == ("cron", False)
+    assert schema["properties"]["execution_mode"]["enum"] == ["strict", "open"]

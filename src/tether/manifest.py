@@ -504,8 +504,8 @@ _TYPED: Final = ("integer", "number", "boolean")
 def manifest_json_schema() -> dict[str, Any]:
     """The JSON Schema of ``.agent`` files, generated from the models.
 
-    A number, a flag or a choice may also be written as a ``${VAR}`` reference (resolved when
-    the file is loaded), so the schema takes such a string there too.
+    A number or a flag may also be written as a ``${VAR}`` reference (resolved when the file is
+    loaded), so the schema takes such a string there too.
     """
     schema: dict[str, Any] = _with_references(AgentManifest.model_json_schema())
     schema["properties"]["entrypoint"] = {
@@ -521,7 +521,7 @@ def _with_references(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     out = {key: _with_references(value) for key, value in node.items()}
-    if out.get("type") in _TYPED or "enum" in out:
+    if out.get("type") in _TYPED:
         outer = {key: out.pop(key) for key in ("title", "description", "default") if key in out}
         reference = {"type": "string", "pattern": REFERENCE_PATTERN}
         return {**outer, "anyOf": [out, reference]}
