@@ -8,6 +8,7 @@ manager shares it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import itertools
 import time
@@ -221,8 +222,9 @@ def _resume(
     """Drive a coroutine that already suspended once (yielding ``first``) to completion.
 
     A cancellation of this task is thrown into the hook; a hook that swallows it and suspends
-    again is closed, so a timeout really bounds the hook. A CancelledError that is not this
-    task's (a future the hook awaited was cancelled elsewhere) is the hook's own to handle.
+    again is closed (or left, if it will not close), so a timeout really bounds the hook. A
+    CancelledError that is not this task's (a future the hook awaited was cancelled elsewhere)
+    is the hook's own to handle.
     With ``depth`` (a recorded dispatch's), the depth cell reads ``depth + 1`` during each
     step of the coroutine and is put back after it.
     """
@@ -244,7 +246,10 @@ def _resume(
                 if depth >= 0:
                     cell[0] = outer
             if isinstance(exc, asyncio.CancelledError) and _cancelling():
-                coro.close()
+                # A hook ignoring the GeneratorExit that closes it is left as it is: the
+                # cancellation goes on all the same.
+                with contextlib.suppress(RuntimeError):
+                    coro.close()
                 raise
         else:
             if depth >= 0:
