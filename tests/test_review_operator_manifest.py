@@ -132,6 +132,36 @@ def test_a_set_variable_wins_over_its_default(tmp_path: Path) -> None:
     assert load_manifest(path, environ={"GREETING": "hi"}).instructions == "hi"
 
 
+def test_a_value_is_never_resolved_again_nor_read_as_yaml(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: a\ninstructions: ${TEXT}\ndescription: ${NOTE:-x}\n")
+    environ = {"TEXT": "${HOME}", "NOTE": "a: b\n- c\n{d: e}"}
+    manifest = load_manifest(path, environ=environ)
+    assert manifest.instructions == "${HOME}"
+    assert manifest.description == "a: b\n- c\n{d: e}"
+
+
+def test_every_missing_variable_is_reported_with_its_path_and_line(tmp_path: Path) -> None:
+    found = problems(
+        tmp_path,
+        """\
+        name: a
+        instructions: ${TONE} and ${LENGTH}
+        triggers:
+          - type: webhook
+            webhook_path: /t
+            webhook_port: ${PORT}
+        approval:
+          tools: ["${TOOL}"]
+        """,
+    )
+    assert [f.split(" is not set")[0] for f in found] == [
+        "2: instructions: environment variable 'TONE'",
+        "2: instructions: environment variable 'LENGTH'",
+        "6: triggers[0].webhook_port: environment variable 'PORT'",
+        "8: approval.tools[0]: environment variable 'TOOL'",
+    ]
+
+
 def test_references_in_secrets_are_kept_as_written_defaults_included(tmp_path: Path) -> None:
     path = write(
         tmp_path,
