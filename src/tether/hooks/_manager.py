@@ -676,13 +676,9 @@ class HookManager(ExtensionPoints):
             if type(value) not in _IMMUTABLE_SET:
                 result.data = copy_payload(final)
                 break
-        if errors is not None:
-            for h, e in errors:
-                await self._report(
-                    HookErrorInfo(ev.value, h.hook_id, h.name, process_id, e), h.manager
-                )
         # Async hooks run after the chain, blocked or not: an audit hook sees refusals too
         # (a block stops the loop, so the async hooks ordered after the blocker are added here).
+        # They are queued before the error listeners are awaited, which a cancellation may cut.
         if blocked:
             background = [h for h in hooks if h.mode == "async" and h.enabled] or None
         if background is not None:
@@ -693,6 +689,11 @@ class HookManager(ExtensionPoints):
                 await run_inline(self, background, ctx, depth, recorder, _run_id(dispatch_id))
             else:
                 self._run_background(background, ctx, depth, recorder, _run_id(dispatch_id))
+        if errors is not None:
+            for h, e in errors:
+                await self._report(
+                    HookErrorInfo(ev.value, h.hook_id, h.name, process_id, e), h.manager
+                )
         return result
 
     def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None:
