@@ -275,6 +275,11 @@ async def _run_at(coro: Coroutine[Any, Any, Any], depth: int) -> Any:
     return await _resume(coro, pending, depth)
 
 
+def _unexplained(hook: _Hook) -> HookBlocked:
+    """The block of a hook that raised HookBlocked without a reason: it names the hook."""
+    return HookBlocked(f"blocked by hook {hook.name!r} (it gave no reason)")
+
+
 def _raise_timed_out(hook: _Hook, timeout: float | None, exc: Exception) -> NoReturn:
     """Raise what a hook whose timeout expired raised ``exc`` for: its timeout, whatever it
     made of the cancellation it got (swallowed it, raised an error of its own, kept as the

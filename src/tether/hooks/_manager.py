@@ -54,6 +54,7 @@ from ._hook import (
     _resume,
     _run_id,
     _snapshot,
+    _unexplained,
     _Unset,
 )
 from ._recording import _detach, _not_a_dict, _note_error, _replaced, _settle
@@ -613,6 +614,8 @@ class HookManager(ExtensionPoints):
                                 _depth[0] = depth + 1
                 except HookBlocked as exc:
                     if blockable:
+                        if not exc.reason:  # a refusal always says why, as a command hook's does
+                            exc = _unexplained(hook)
                         blocked = True
                         reason = exc.reason
                         if marks is not None:  # the record keeps the reason: a block's "why"
