@@ -291,3 +291,25 @@ async def test_a_timed_out_hooks_thread_writing_during_a_later_hook_is_not_put_o
     assert written.is_set()
     runs = {run.hook_name: (run.outcome, run.patch_applied) for run in history.runs()}
     assert runs == {"slow": ("timed_out", False), "reads": ("passed", False)}
+
+
+async def test_an_async_hooks_write_inside_a_nested_value_is_recorded_applied() -> None:
+    """Regression: the data before an async hook ran was kept as a shallow copy, which shared
+    its nested dicts with the hook's data, so a nested write was recorded ``passed``."""
+    manager = HookManager()
+    manager.recorder = history = HistoryRecorder("p")
+
+    async def zeroes(ctx: HookContext) -> None:
+        ctx.data["arguments"]["amount"] = 0
+
+    async def reads(ctx: HookContext) -> None:
+        assert ctx.data["arguments"]["amount"] == 120
+
+    manager.register(HookEvent.PERMISSION_REQUEST, zeroes, mode="async", name="zeroes")
+    manager.register(HookEvent.PERMISSION_REQUEST, reads, mode="async", name="reads")
+    data = {"tool_name": "refund", "arguments": {"amount": 120}, "request_id": "r1"}
+    await manager.dispatch(HookEvent.PERMISSION_REQUEST, data)
+    assert await drain(5)
+
+    runs = {run.hook_name: (run.outcome, run.patch_applied) for run in history.runs()}
+    assert runs == {"zeroes": ("applied", False), "reads": ("passed", False)}

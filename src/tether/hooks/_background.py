@@ -214,7 +214,7 @@ async def _run_one(
     from ._hook import HookErrorInfo, _run_at
 
     started = time.perf_counter()
-    before = dict(ctx.data)
+    before = copy_payload(ctx.data)  # deep: a write inside a nested value is a change too
     outcome = "passed"
     error: BaseException | None = None
     try:
