@@ -68,13 +68,19 @@ class HookContext:
         self.data[key] = value
 
     def envelope(self) -> dict[str, Any]:
-        """The JSON envelope a command hook receives on stdin."""
+        """The JSON envelope a command hook receives on stdin.
+
+        In a dry run its ``metadata`` says so whatever an earlier hook did to ``ctx.metadata``.
+        """
+        metadata = self.metadata
+        if self._dry_run:
+            metadata = {**metadata, DRY_RUN_KEY: True}
         return {
             "event": self.event.value,
             "process_id": self.process_id,
             "timestamp": self.timestamp.isoformat(),
             "data": self.data,
-            "metadata": self.metadata,
+            "metadata": metadata,
         }
 
     def __repr__(self) -> str:

@@ -273,7 +273,7 @@ class ShellHook:
                 timeout=self.timeout,
                 max_stdout=self.max_output_bytes,
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument or value
             raise CommandHookError(f"hook command {name!r} could not start: {exc}") from exc
         if done.timed_out:
             raise CommandHookTimeoutError(  # recorded as timed_out, not failed
