@@ -122,3 +122,109 @@ def test_a_token_no_client_can_send_is_a_configuration_error(
     with pytest.raises(APIConfigError, match="printable ASCII") as caught:
         OrchestrationAPI(runtime, port=0, token=token)
     assert token.strip() not in str(caught.value)
+
+
+# -- every endpoint that takes a body --------------------------------------------------------
+
+#: (method, path) of every endpoint that reads a JSON body.
+WITH_BODY = [
+    ("POST", "/processes"),
+    ("POST", "/processes/triage/inject"),
+    ("PATCH", "/processes/triage/config"),
+    ("POST", "/processes/triage/rewind"),
+    ("POST", "/processes/triage/hooks/dry-run"),
+    ("POST", "/processes/triage/dead-letters/redeliver"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), WITH_BODY)
+@pytest.mark.parametrize("body", [b"[1, 2]", b'"text"', b"42", b"null", b"true"])
+async def test_a_body_that_is_not_a_json_object_answers_422(
+    client: httpx.AsyncClient, method: str, path: str, body: bytes
+) -> None:
+    await deploy(client)
+    r = await client.request(method, path, content=body, headers=JSON)
+    status, code, message = error_of(r)
+    assert (status, code) == (422, "VALIDATION_ERROR")
+    assert message.startswith("expected a JSON object, got ")
+
+
+@pytest.mark.parametrize(("method", "path"), WITH_BODY)
+@pytest.mark.parametrize("body", [b'{"a": "\xff"}', b"{'a': 1}", b'{"a": 1,}', b'{"a": 1} x'])
+async def test_a_body_that_is_not_valid_json_answers_400(
+    client: httpx.AsyncClient, method: str, path: str, body: bytes
+) -> None:
+    await deploy(client)
+    r = await client.request(method, path, content=body, headers=JSON)
+    assert error_of(r)[:2] == (400, "INVALID_JSON")
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        *WITH_BODY[1:],
+        ("GET", "/processes/nope/hooks"),
+        ("GET", "/processes/nope/hooks/runs"),
+        ("POST", "/processes/nope/hooks/hook-1/disable"),
+        ("POST", "/processes/nope/hooks/policy/enable"),
+        ("GET", "/processes/nope/tasks/abc/artifacts"),
+        ("POST", "/processes/nope/stop"),
+        ("POST", "/processes/nope/restart"),
+        ("DELETE", "/processes/nope/dead-letters"),
+    ],
+)
+async def test_every_endpoint_of_an_unknown_process_answers_404(
+    client: httpx.AsyncClient, method: str, path: str
+) -> None:
+    r = await client.request(method, path.replace("triage", "nope"), json={})
+    assert error_of(r) == (404, "PROCESS_NOT_FOUND", "no process named 'nope'")
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [
+        ("last=-1", "last"),
+        ("last=1.5", "last"),
+        ("last=2147483648", "last"),
+        ("since=yesterday", "since"),
+        ("since=2025-02-30T00:00:00", "since"),
+        ("outcome=ok", "outcome"),
+        ("event=task_complete", "event"),
+        ("event=ticket.classify", "event"),
+        ("limit=5", "limit"),
+        ("last=1&last=2", "last"),
+    ],
+)
+async def test_a_bad_runs_query_answers_400_naming_the_parameter(
+    client: httpx.AsyncClient, query: str, name: str
+) -> None:
+    await deploy(client)
+    r = await client.get(f"/processes/triage/hooks/runs?{query}")
+    status, code, message = error_of(r)
+    assert (status, code) == (400, "INVALID_QUERY")
+    assert message.startswith(f"{name}: ")
+    assert r.json()["error"]["details"] == [
+        {"path": f"query.{name}", "message": message[len(name) + 2 :]}
+    ]
+
+
+async def test_every_error_answer_is_json_with_a_code_and_a_message(
+    client: httpx.AsyncClient,
+) -> None:
+    await deploy(client)
+    answers = [
+        await client.get("/nowhere"),
+        await client.delete("/processes"),
+        await client.post("/processes", content=b"{}", headers={"Content-Type": "text/yaml"}),
+        await client.post("/processes", content=b"x" * (2 * 1024 * 1024), headers=JSON),
+        await client.post("/processes", json={"name": "triage", "config": SCRIPTED}),
+        await client.post("/processes", json={"name": "../triage", "config": SCRIPTED}),
+    ]
+    assert [r.status_code for r in answers] == [404, 405, 415, 413, 409, 422]
+    for r in answers:
+        assert r.headers["content-type"] == "application/json"
+        error = r.json()["error"]
+        assert isinstance(error["code"], str)
+        assert error["code"].isupper()
+        assert isinstance(error["message"], str)
+        assert error["message"]
