@@ -137,7 +137,7 @@ class LivePrinter:
         if event == "task_completed" and self.answers and ctx.data.get("outcome") == "success":
             answer = self._answer(ctx.process_id, ctx.data.get("event_id"))
             if answer:
-                self.line(f"{'':13}{'answer':<19} {_short(answer, 110)}", "dim")
+                self.line(f"{'':13}{'answer':<19} {escape(_short(answer, 110))}", "dim")
         self._check_dead_letters_soon()
 
     def _answer(self, process_name: str, event_id: Any) -> str | None:
