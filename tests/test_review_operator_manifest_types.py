@@ -77,3 +77,49 @@ async def test_over_the_api_a_wrong_command_is_one_detail_at_its_path(
             "message": "Input should be a valid string or a valid list (got 5)",
         }
     ]
+
+
+# -- a flag where a number goes --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("max_turns", "true"), ("concurrency", "yes"), ("stop_timeout", "on"), ("max_retries", "no")],
+)
+def test_a_flag_where_a_number_goes_is_refused_naming_the_value(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    """Regression: YAML reads true, yes and on as flags, and a flag was taken as the number 1
+    (``max_turns: true`` ran one turn; ``max_retries: no`` meant 0)."""
+    found = problems(tmp_path, f"name: a\nmodel: scripted\n{key}: {value}\n")
+    assert len(found) == 1
+    assert found[0].startswith(f"3: {key}: expected a number, got a flag (")
+
+
+async def test_over_the_api_a_flag_where_a_number_goes_answers_422(
+    client: httpx.AsyncClient,
+) -> None:
+    r = await client.post(
+        "/processes", json={"name": "a", "config": {"model": "scripted", "max_turns": True}}
+    )
+    assert r.status_code == 422
+    assert r.json()["error"]["message"].startswith("config.max_turns: expected a number")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="WebhookTrigger (process/_config.py) takes a flag as a port: webhook_port: on is 1",
+)
+def test_a_flag_as_a_webhook_port_is_refused(tmp_path: Path) -> None:
+    found = problems(
+        tmp_path,
+        "name: a\ntriggers:\n  - {type: webhook, webhook_path: /a, webhook_port: on}\n",
+    )
+    assert len(found) == 1
+
+
+def test_every_number_field_of_a_spec_refuses_a_flag() -> None:
+    from tether.manifest import _NUMBERS, ProcessSpec
+
+    numbers = {name for name, f in ProcessSpec.model_fields.items() if f.annotation in (int, float)}
+    assert numbers == set(_NUMBERS)

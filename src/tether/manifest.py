@@ -156,6 +156,21 @@ def _same(name: str) -> Any:
     return copy.copy(ProcessConfig.model_fields[name])
 
 
+#: ProcessSpec's own number fields (a flag is no number there).
+_NUMBERS: Final = (
+    "model_timeout",
+    "model_max_retries",
+    "max_turns",
+    "concurrency",
+    "max_queue_size",
+    "max_retries",
+    "retry_backoff",
+    "retry_backoff_max",
+    "stop_timeout",
+    "hook_timeout",
+)
+
+
 class ProcessSpec(BaseModel):
     """A process configuration written as data: what a manifest or an API request may set."""
 
@@ -206,6 +221,14 @@ class ProcessSpec(BaseModel):
                 if key in data:
                     raise PydanticCustomError("code_only", f"'{key}': {why}")
         return data
+
+    @field_validator(*_NUMBERS, mode="before")
+    @classmethod
+    def _not_a_flag(cls, value: Any) -> Any:
+        # YAML reads true/yes/on as flags; pydantic would take one as the number 1.
+        if isinstance(value, bool):
+            raise ValueError(f"expected a number, got a flag ({str(value).lower()})")
+        return value
 
     @field_validator("mission")
     @classmethod
