@@ -313,3 +313,33 @@ async def test_an_async_hooks_write_inside_a_nested_value_is_recorded_applied() 
 
     runs = {run.hook_name: (run.outcome, run.patch_applied) for run in history.runs()}
     assert runs == {"zeroes": ("applied", False), "reads": ("passed", False)}
+
+
+async def test_a_thread_still_writing_to_the_data_after_its_hook_timed_out_cannot_fail_the_dispatch(
+    manager: HookManager,
+) -> None:
+    """Regression: copying the data away from a timed-out hook looped over a dict its thread
+    was still adding keys to: "dictionary changed size during iteration" out of dispatch()."""
+    stop = threading.Event()
+
+    async def churns(ctx: HookContext) -> None:
+        table = ctx.data["table"]
+
+        def work() -> None:
+            i = 0
+            while not stop.is_set():
+                table[f"k{i}"] = i
+                i += 1
+
+        await asyncio.to_thread(work)
+
+    manager.register(UPS, churns, timeout=0.05)
+    data = {"prompt": "hello", "table": {f"x{i}": i for i in range(200_000)}}
+    try:
+        result = await manager.dispatch(UPS, data)
+    finally:
+        stop.set()
+
+    assert [type(e) for _, e in result.errors] == [HookTimeoutError]
+    assert len(data["table"]) == 200_000
+    assert all(key in result.data["table"] for key in data["table"])

@@ -1,4 +1,9 @@
-"""A fast deep copy for JSON-like payloads, so no hook can reach back into the caller's data."""
+"""A fast deep copy for JSON-like payloads, so no hook can reach back into the caller's data.
+
+Each dict is copied in one C call before its values are looked at, and the loop runs over that
+copy: a thread still writing to the data (one a timed-out hook left running) can make the copy
+miss its latest write, never fail with "dictionary changed size during iteration".
+"""
 
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ def _copy_value(value: Any) -> Any:
         return value
     if cls is dict:  # a C copy, then only the values that are containers themselves
         out = value.copy()
-        for key, item in value.items():
+        for key, item in out.items():
             if type(item) not in _IMMUTABLE_SET:
                 out[key] = _copy_value(item)
         return out
@@ -26,7 +31,7 @@ def _copy_value(value: Any) -> Any:
         return tuple(_copy_value(v) for v in value)
     plain = getattr(cls, "_tether_plain", None)  # a recorded dispatch's containers copy plain
     if plain is dict:
-        return {k: _copy_value(v) for k, v in value.items()}
+        return {k: _copy_value(v) for k, v in dict.copy(value).items()}
     if plain is list:
         return [_copy_value(v) for v in value]
     return copy.deepcopy(value)
@@ -39,12 +44,12 @@ def copy_payload(data: dict[str, Any]) -> dict[str, Any]:
     """Return a deep copy of a payload dict as plain dicts and lists (plain containers copied
     fast, the rest deep-copied)."""
     out = data.copy()  # dict.copy: a plain dict, even from a recorded dispatch's data
-    for value in data.values():  # the common payload holds only immutable values: one pass
+    for value in out.values():  # the common payload holds only immutable values: one pass
         if type(value) not in _IMMUTABLE_SET:
             break
     else:
         return out
-    for key, value in data.items():
+    for key, value in out.items():
         if type(value) not in _IMMUTABLE_SET:
             out[key] = _copy_value(value)
     return out

@@ -673,12 +673,12 @@ class HookManager(ExtensionPoints):
             recorder.add(("d", t0, self, ev, depth, hooks, marks, first))  # type: ignore[union-attr]
         # A plain copy (copy_payload, inlined): what a hook kept of the data, or a task it
         # started, cannot change the result once the dispatch has returned.
-        final = ctx.data
-        result.data = final.copy()
+        final = ctx.data.copy()
         for value in final.values():
             if type(value) not in _IMMUTABLE_SET:
-                result.data = copy_payload(final)
+                final = copy_payload(final)
                 break
+        result.data = final
         # Async hooks run after the chain, blocked or not: an audit hook sees refusals too
         # (a block stops the loop, so the async hooks ordered after the blocker are added here).
         # They are queued before the error listeners are awaited, which a cancellation may cut.

@@ -183,7 +183,7 @@ def _track_value(value: Any, marks: list[Any]) -> Any:
     if cls is dict or cls is _TrackedDict or cls is _Tracked:
         out = _TrackedDict(value)
         out._marks = marks
-        for key, item in value.items():
+        for key, item in dict.items(out):  # over the copy: see _copy
             if type(item) not in _IMMUTABLE_SET:
                 dict.__setitem__(out, key, _track_value(item, marks))
         return out
@@ -204,12 +204,12 @@ def track(data: dict[str, Any], marks: list[Any]) -> _Tracked:
     """A deep copy of ``data`` whose dicts and lists note their writes in ``marks``."""
     out = _Tracked(data)
     out._marks = marks
-    for value in data.values():  # the common payload holds only immutable values: one pass
+    for value in dict.values(out):  # the common payload holds only immutable values: one pass
         if type(value) not in _IMMUTABLE_SET:
             break
     else:
         return out
-    for key, value in data.items():
+    for key, value in dict.items(out):  # over the copy: see _copy
         if type(value) not in _IMMUTABLE_SET:
             dict.__setitem__(out, key, _track_value(value, marks))
     return out
