@@ -27,7 +27,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._context import HookContext
 from ._copy import copy_payload
@@ -262,11 +262,13 @@ def _admitted(
     depth: int,
     recorder: RunRecorder | None,
     dispatch_id: str,
+    event: dict[str, Any],
     *,
     use_once: bool,
 ) -> bool:
-    """Whether ``hook`` runs for this dispatch: its matcher matches and a once hook is unused."""
-    if hook.matcher is not None and not hook.matcher.matches(ctx.data):
+    """Whether ``hook`` runs for this dispatch: its matcher matches ``event`` (the data as
+    dispatched, as in the sync chain) and a once hook is unused."""
+    if hook.matcher is not None and not hook.matcher.matches(event):
         if recorder is not None:
             recorder.skipped(manager, hook, ctx, depth, dispatch_id)
         return False
@@ -285,13 +287,14 @@ async def run_inline(
     depth: int,
     recorder: RunRecorder | None,
     dispatch_id: str,
+    event: dict[str, Any],
 ) -> None:
     """Run async hooks one after another now (dry runs), each on its own copy of the data.
 
     Once hooks are not used up: a dry run changes nothing.
     """
     for hook in hooks:
-        if _admitted(manager, hook, ctx, depth, recorder, dispatch_id, use_once=False):
+        if _admitted(manager, hook, ctx, depth, recorder, dispatch_id, event, use_once=False):
             await _run_one(manager, hook, _own_context(ctx), depth, recorder, dispatch_id)
 
 
@@ -302,11 +305,14 @@ def submit(
     depth: int,
     recorder: RunRecorder | None,
     dispatch_id: str,
+    event: dict[str, Any],
 ) -> None:
-    """Queue async hooks with their own copy of the final data; a full queue records 'dropped'."""
+    """Queue async hooks with their own copy of the final data; a full queue records 'dropped'.
+
+    Their matchers look at ``event``, the data as dispatched."""
     pool = _pool()
     for hook in hooks:
-        if not _admitted(manager, hook, ctx, depth, recorder, dispatch_id, use_once=True):
+        if not _admitted(manager, hook, ctx, depth, recorder, dispatch_id, event, use_once=True):
             continue
         job = (manager, hook, _own_context(ctx), depth, recorder, dispatch_id)
         if not pool.put(job):

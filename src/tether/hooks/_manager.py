@@ -567,7 +567,9 @@ class HookManager(ExtensionPoints):
                     if marks is not None:
                         marks.append(None)
                     continue
-                if hook.matcher is not None and not hook.matcher.matches(ctx.data):
+                # Matched against the event as dispatched, not as earlier hooks rewrote it (the
+                # process reads no matched field back): none can switch a later hook off or on.
+                if hook.matcher is not None and not hook.matcher.matches(data or {}):
                     if marks is not None:
                         marks.append(_SKIPPED)
                         marks.append(_now())
@@ -689,9 +691,13 @@ class HookManager(ExtensionPoints):
             if dry_run:
                 from ._background import run_inline
 
-                await run_inline(self, background, ctx, depth, recorder, _run_id(dispatch_id))
+                await run_inline(
+                    self, background, ctx, depth, recorder, _run_id(dispatch_id), data or {}
+                )
             else:
-                self._run_background(background, ctx, depth, recorder, _run_id(dispatch_id))
+                self._run_background(
+                    background, ctx, depth, recorder, _run_id(dispatch_id), data or {}
+                )
         if errors is not None:
             for h, e in errors:
                 await self._report(
@@ -757,10 +763,11 @@ class HookManager(ExtensionPoints):
         depth: int,
         recorder: RunRecorder | None,
         dispatch_id: str,
+        event: dict[str, Any],
     ) -> None:
         from ._background import submit
 
-        submit(self, hooks, ctx, depth, recorder, dispatch_id)
+        submit(self, hooks, ctx, depth, recorder, dispatch_id, event)
 
     def __repr__(self) -> str:
         return f"HookManager(hooks={len(self)}, default_timeout={self.default_timeout})"
