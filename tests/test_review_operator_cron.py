@@ -1,7 +1,6 @@
 """Operator review of cron triggers as a manifest or a deploy declares them.
 
-The expression is checked by ``CronTrigger`` (``tether/process/_config.py``, another area's
-code): the strict xfails below record what it lets through, and fail once it is fixed.
+The expression is checked by ``CronTrigger``: five fields or a nickname, and a date that comes.
 """
 
 from __future__ import annotations
@@ -35,23 +34,12 @@ def test_an_expression_that_does_not_parse_names_its_path_and_the_form(expressio
     assert "expected five fields" in issue.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CronTrigger takes croniter's seconds (6th) and year (7th) fields: '* * * * * *' "
-    "fires every second, while its description and error say five fields",
-)
 @pytest.mark.parametrize("expression", ["* * * * * *", "* * * * * * *"])
 def test_an_expression_with_more_than_five_fields_is_refused(expression: str) -> None:
     with pytest.raises(ManifestError, match="expected five fields"):
         parse_manifest(manifest(expression), environ={})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CronTrigger takes a date that never comes ('0 0 31 2 *', February 31): the "
-    "trigger's task then dies at its first get_next (CroniterBadDateError) and the process "
-    "runs on with no schedule and nothing logged",
-)
 def test_an_expression_that_never_fires_is_refused() -> None:
     with pytest.raises(ManifestError, match="cron_expression"):
         parse_manifest(manifest("0 0 31 2 *"), environ={})

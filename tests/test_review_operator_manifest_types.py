@@ -106,10 +106,6 @@ async def test_over_the_api_a_flag_where_a_number_goes_answers_422(
     assert r.json()["error"]["message"].startswith("config.max_turns: expected a number")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="WebhookTrigger (process/_config.py) takes a flag as a port: webhook_port: on is 1",
-)
 def test_a_flag_as_a_webhook_port_is_refused(tmp_path: Path) -> None:
     found = problems(
         tmp_path,

@@ -50,6 +50,14 @@ class _Trigger(BaseModel):
 
     id: str | None = Field(default=None, description="trigger_id of its events (default: type-N)")
 
+    @field_validator("webhook_port", "debounce_ms", mode="before", check_fields=False)
+    @classmethod
+    def _not_a_flag(cls, value: Any) -> Any:
+        # YAML reads on/yes/true as flags, and pydantic would take one as the number 1.
+        if isinstance(value, bool):
+            raise ValueError(f"expected a number, got a flag ({str(value).lower()})")
+        return value
+
 
 class CronTrigger(_Trigger):
     """Fires on a cron schedule (UTC)."""
@@ -61,13 +69,26 @@ class CronTrigger(_Trigger):
     @field_validator("cron_expression")
     @classmethod
     def _parses(cls, value: str) -> str:
-        from croniter import croniter
+        from datetime import UTC, datetime
 
-        if not croniter.is_valid(value):
+        from croniter import CroniterError, croniter
+
+        fields = value.split()
+        # croniter also reads a 6th (seconds) and 7th (year) field: '* * * * * *' would fire
+        # every second. A nickname (@hourly, @daily, ...) is one field.
+        form = len(fields) == 5 or (len(fields) == 1 and value.strip().startswith("@"))
+        if not form or not croniter.is_valid(value):
             raise ValueError(
                 f"cron_expression {value!r} does not parse; expected five fields "
                 "(minute hour day-of-month month day-of-week), e.g. '*/5 * * * *'"
             )
+        try:  # a date that never comes ('0 0 31 2 *') would end the trigger at its first wait
+            croniter(value, datetime.now(UTC)).get_next(datetime)
+        except CroniterError:
+            raise ValueError(
+                f"cron_expression {value!r} never fires: no date matches it "
+                "(e.g. February 30th or 31st, April 31st)"
+            ) from None
         return value
 
 

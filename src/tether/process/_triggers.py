@@ -60,11 +60,15 @@ class CronRunner(TriggerRunner):
         self.clock = clock
 
     async def _run(self, fire: Fire) -> None:
-        from croniter import croniter
+        from croniter import CroniterError, croniter
 
         schedule = croniter(self.config.cron_expression, self.clock())
         while True:
-            due: datetime = schedule.get_next(datetime)
+            try:  # CronTrigger refuses an expression with no date; this one ran out of dates
+                due: datetime = schedule.get_next(datetime)
+            except CroniterError as exc:
+                logger.error("cron trigger %s stops: no next date (%s)", self.trigger_id, exc)
+                return
             delay = (due - self.clock()).total_seconds()
             if delay > 0:
                 await asyncio.sleep(delay)
