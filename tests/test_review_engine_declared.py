@@ -63,6 +63,17 @@ def test_a_bad_timeout_given_to_register_names_the_value_and_what_is_allowed(
         manager.register(CREATED, slow, timeout=timeout)
     text = str(info.value)
     assert text.startswith("timeout must be ")
+    assert "> 0 and at most 3600" in text
+    assert repr(timeout) in text
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), True, "5"])
+def test_a_bad_shell_hook_timeout_names_the_value_and_what_is_allowed(timeout: Any) -> None:
+    with pytest.raises((TypeError, ValueError)) as info:
+        ShellHook(["/bin/true"], timeout=timeout)
+    text = str(info.value)
+    assert text.startswith("timeout must be ")
+    assert "> 0 and at most 3600" in text
     assert repr(timeout) in text
 
 

@@ -327,7 +327,9 @@ def _check_timeout(timeout: float | _Unset | None) -> None:
     if timeout is UNSET or timeout is None:
         return
     if not isinstance(timeout, int | float) or isinstance(timeout, bool):
-        raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
+        raise TypeError(
+            f"timeout must be a number of seconds, > 0 and at most {MAX_TIMEOUT:g}, got {timeout!r}"
+        )
     if not 0 < timeout <= MAX_TIMEOUT:
         raise ValueError(
             f"timeout must be > 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout!r}"

@@ -126,7 +126,9 @@ class ShellHook:
                 f"command must be a string or a non-empty list of strings: {command!r}"
             )
         if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-            raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
+            raise TypeError(
+                f"timeout must be a number of seconds, > 0 and at most 3600, got {timeout!r}"
+            )
         if not 0 < timeout <= 3600:
             raise ValueError(f"timeout must be > 0 and at most 3600 seconds, got {timeout!r}")
         if (
