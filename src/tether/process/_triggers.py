@@ -30,9 +30,28 @@ class TriggerRunner:
     def __init__(self, trigger_id: str) -> None:
         self.trigger_id = trigger_id
         self._task: asyncio.Task[None] | None = None
+        #: What ended the runner, when it ended with an error (its trigger fires no more).
+        self.error: BaseException | None = None
 
     def start(self, fire: Fire) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(fire))
+        self.error = None
+        self._task = task = asyncio.get_running_loop().create_task(self._run(fire))
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """A runner that ends with an error (a watched folder that does not exist, say) says so:
+        its trigger fires no more, and that must not go unseen."""
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            self.error = error
+            logger.error(
+                "trigger %s stopped and fires no more: %s: %s",
+                self.trigger_id,
+                type(error).__name__,
+                error,
+            )
 
     async def _run(self, fire: Fire) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
