@@ -7,10 +7,10 @@ exit status included); signals, tracebacks and import costs are checked in real 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from _cli_support import Done, free_port, run_cli
 from tether import AgentRuntime, OrchestrationAPI
 from tether.cli import main
 from tether.cli._run import _serve
@@ -43,32 +44,10 @@ def tether(
     )
 
 
-class Done:
-    """What one in-process run of the CLI did."""
-
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]) -> Any:
     """Run ``tether ARGS...`` in this process; returns a Done."""
-
-    def run(*args: str) -> Done:
-        with pytest.raises(SystemExit) as exited:
-            main(list(args))
-        out, err = capsys.readouterr()
-        code = exited.value.code
-        return Done(code if isinstance(code, int) else 0, out, err)
-
-    return run
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    return functools.partial(run_cli, capsys)
 
 
 def write(path: Path, text: str) -> Path:

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from _cli_support import Done, run_cli
 from tether import (
     AgentRuntime,
     HookConfig,
@@ -28,7 +29,6 @@ from tether import (
     Plugin,
     PluginContext,
 )
-from tether.cli import main
 from tether.cli._hooks import parse_since
 from tether.cli._run import _serve
 
@@ -45,26 +45,14 @@ if "refund" in prompt.lower():
 """
 
 
-class Done:
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
     """Run ``tether ARGS...`` in this process (in a thread: the API serves in the loop)."""
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("NO_COLOR", "1")
 
-    def run(*args: str) -> Done:
-        with pytest.raises(SystemExit) as exited:
-            main(list(args))
-        out, err = capsys.readouterr()
-        code = exited.value.code
-        return Done(code if isinstance(code, int) else 0, out, err)
-
     async def in_thread(*args: str) -> Done:
-        return await asyncio.to_thread(run, *args)
+        return await asyncio.to_thread(run_cli, capsys, *args)
 
     return in_thread
 

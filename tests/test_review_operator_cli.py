@@ -4,8 +4,8 @@ reached."""
 
 from __future__ import annotations
 
+import functools
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,17 +13,10 @@ from typing import Any
 
 import pytest
 
-from tether.cli import main
+from _cli_support import Done, free_port, run_cli
 
 CLI = [sys.executable, "-m", "tether.cli"]
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-
-
-class Done:
-    """What one in-process run of the CLI did."""
-
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
 
 @pytest.fixture
@@ -31,23 +24,7 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
     """Run ``tether ARGS...`` in this process; returns a Done."""
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("NO_COLOR", "1")
-
-    def run(*args: str) -> Done:
-        with pytest.raises(SystemExit) as exited:
-            main(list(args))
-        out, err = capsys.readouterr()
-        code = exited.value.code
-        return Done(code if isinstance(code, int) else 0, out, err)
-
-    return run
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+    return functools.partial(run_cli, capsys)
 
 
 def one_error_line(done: Done) -> str:
@@ -187,7 +164,7 @@ def test_a_url_that_is_not_one_is_one_line_naming_it(cli: Any, url: str) -> None
 @pytest.mark.parametrize("token", ["tökén", "new\nline"])
 def test_a_token_a_header_cannot_carry_is_one_line_naming_the_option(cli: Any, token: str) -> None:
     """Regression: a non-ASCII token failed with "'ascii' codec can't encode character"."""
-    done = cli("ps", "--url", f"http://127.0.0.1:{closed_port()}", "--token", token)
+    done = cli("ps", "--url", f"http://127.0.0.1:{free_port()}", "--token", token)
     assert done.returncode == 1
     line = one_error_line(done)
     assert "--token" in line
@@ -215,7 +192,7 @@ def test_a_token_a_header_cannot_carry_is_one_line_naming_the_option(cli: Any, t
 def test_every_api_command_reports_an_unreachable_api_in_one_line(
     cli: Any, args: list[str]
 ) -> None:
-    url = f"http://127.0.0.1:{closed_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     done = cli(*args, "--url", url)
     assert done.returncode == 1
     assert f"cannot reach the tether API at {url}" in one_error_line(done)

@@ -1,0 +1,33 @@
+"""Running the ``tether`` command line in the test's own process, and a port nobody uses."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tether.cli import main
+
+
+class Done:
+    """What one in-process run of the CLI did."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> Done:
+    """Run ``tether ARGS...`` through its entry point, which always exits."""
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    out, err = capsys.readouterr()
+    code = exited.value.code
+    return Done(code if isinstance(code, int) else 0, out, err)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (at the time of asking)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
