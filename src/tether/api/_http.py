@@ -5,12 +5,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import json
-import math
 from typing import Any, Final
 
 from starlette.requests import Request
 
+from .._json import loads_strict
 from ._errors import APIError
 
 __all__ = [
@@ -64,24 +63,13 @@ def _too_large(limit: int) -> APIError:
     return APIError(413, "BODY_TOO_LARGE", f"the request body is larger than {limit} bytes")
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"the number {text[:40]} is out of range")
-    return value
-
-
 def parse_json(body: bytes) -> Any:
     """Decode a JSON body; 400 INVALID_JSON for anything else: NaN and Infinity, a number out
     of a float's range (1e400), nesting deeper than MAX_JSON_DEPTH."""
     if not body.strip():
         raise APIError(400, "INVALID_JSON", "the request body is empty; expected JSON")
     try:
-        data = json.loads(body, parse_constant=_no_constants, parse_float=_finite)
+        data = loads_strict(body)
     except RecursionError:
         data = _TOO_DEEP
     except (ValueError, UnicodeDecodeError) as exc:

@@ -355,20 +355,10 @@ def hooks_dry_run(
 def _json_option(option: str, text: str) -> Any:
     """The option's JSON; a usage error for anything JSON cannot carry to the API or a hook
     program: NaN, Infinity and numbers beyond a float's range (1e400) included."""
-    import json
-    import math
-
-    def constant(name: str) -> Any:
-        raise ValueError(f"{name} is not a JSON value")
-
-    def finite(number: str) -> float:
-        value = float(number)
-        if math.isinf(value):
-            raise ValueError(f"the number {number[:40]} is out of range")
-        return value
+    from .._json import loads_strict
 
     try:
-        return json.loads(text, parse_constant=constant, parse_float=finite)
+        return loads_strict(text)
     except (ValueError, RecursionError) as exc:
         reason = str(exc) or "nested too deeply"
         raise click.UsageError(f"{option} is not valid JSON: {reason}") from None
