@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from _manifest_support import problems, write
 from tether import (
     AgentManifest,
     HookConfig,
@@ -44,20 +44,6 @@ hooks:
   - event: task_completed
     command: "python3 hooks/notify.py --channel ops"
 """
-
-
-def write(tmp_path: Path, text: str, name: str = "agent.agent") -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-def problems(tmp_path: Path, text: str, environ: dict[str, str] | None = None) -> list[str]:
-    """Every problem of the manifest ``text`` as 'line: path: message'."""
-    path = write(tmp_path, text)
-    with pytest.raises(ManifestError) as caught:
-        load_manifest(path, environ=environ or {})
-    return [f"{e.line}: {e.path}: {e.message}" for e in caught.value.errors]
 
 
 # -- loading and converting --------------------------------------------------------------------

@@ -3,23 +3,12 @@ of several types is one problem at the field's own path."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tether import ManifestError, load_manifest
-
-
-def problems(tmp_path: Path, text: str) -> list[str]:
-    """Every problem of the manifest ``text`` as 'line: path: message'."""
-    path = tmp_path / "agent.agent"
-    path.write_text(textwrap.dedent(text))
-    with pytest.raises(ManifestError) as caught:
-        load_manifest(path, environ={})
-    return [f"{e.line}: {e.path}: {e.message}" for e in caught.value.errors]
-
+from _manifest_support import problems
 
 # -- a field of several types ----------------------------------------------------------------
 

@@ -1,0 +1,25 @@
+"""Writing a manifest into a test's folder and reading back every problem it has."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tether import ManifestError, load_manifest
+
+
+def write(tmp_path: Path, text: str, name: str = "agent.agent") -> Path:
+    """``text`` (dedented) as the file ``name`` in ``tmp_path``."""
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def problems(tmp_path: Path, text: str, environ: dict[str, str] | None = None) -> list[str]:
+    """Every problem of the manifest ``text`` as 'line: path: message'."""
+    path = write(tmp_path, text)
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(path, environ=environ or {})
+    return [f"{e.line}: {e.path}: {e.message}" for e in caught.value.errors]
