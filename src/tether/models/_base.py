@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Model", "ModelReply", "ToolCall", "last_user_text"]
+__all__ = ["Model", "ModelReply", "ToolCall", "arguments_text", "last_user_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,12 @@ class Model(Protocol):
     ) -> ModelReply: ...
 
     async def aclose(self) -> None: ...
+
+
+def arguments_text(arguments: Any) -> str:
+    """Scripted tool-call arguments as wire text: a ``str`` verbatim (broken JSON stays
+    broken, for fault tests), anything else as JSON."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
 def last_user_text(messages: list[dict[str, Any]]) -> str:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from types import TracebackType
 from typing import Any, Final
 
-from ._base import ModelReply, ToolCall, last_user_text
+from ._base import ModelReply, ToolCall, arguments_text, last_user_text
 
 __all__ = ["ScriptedModel"]
 
@@ -21,10 +20,11 @@ class ScriptedModel:
     Every call is recorded: ``prompts`` gets the text of the last user message and
     ``requests`` the request as it would go over the wire (``model``, ``messages`` and, when
     offered, ``tools``). When a call offers tools and the ``tool_calls`` queue is not empty,
-    the first entry is popped and answered as one tool call (ids ``call_1``, ``call_2``, ...);
-    otherwise the answer is ``reply``. Both are read at call time, so tests may change them
-    between calls. ``latency`` seconds are awaited before each answer; with 0 the call never
-    suspends, which keeps it cheap enough for benchmarks.
+    the first entry is popped and answered as one tool call (ids ``call_1``, ``call_2``, ...;
+    a ``str`` of arguments is sent verbatim, anything else as JSON text); otherwise the
+    answer is ``reply``. Both are read at call time, so tests may change them between calls.
+    ``latency`` seconds are awaited before each answer; with 0 the call never suspends, which
+    keeps it cheap enough for benchmarks.
     """
 
     __slots__ = ("_calls", "latency", "name", "prompts", "reply", "requests", "tool_calls")
@@ -32,7 +32,7 @@ class ScriptedModel:
     def __init__(
         self,
         reply: str = "Ticket triaged.",
-        tool_calls: list[tuple[str, dict[str, Any]]] | None = None,
+        tool_calls: list[tuple[str, dict[str, Any] | str]] | None = None,
         latency: float = 0.0,
     ) -> None:
         if latency < 0:
@@ -40,7 +40,7 @@ class ScriptedModel:
         self.name: str = SCRIPTED
         self.reply = reply
         # A copy: popping the queue must not empty the caller's list.
-        self.tool_calls: list[tuple[str, dict[str, Any]]] = list(tool_calls or ())
+        self.tool_calls: list[tuple[str, dict[str, Any] | str]] = list(tool_calls or ())
         self.latency = latency
         self.prompts: list[str] = []
         self.requests: list[dict[str, Any]] = []
@@ -62,7 +62,8 @@ class ScriptedModel:
         if tools and self.tool_calls:
             name, arguments = self.tool_calls.pop(0)
             self._calls += 1
-            call = ToolCall(id=f"call_{self._calls}", name=name, arguments=json.dumps(arguments))
+            text = arguments_text(arguments)
+            call = ToolCall(id=f"call_{self._calls}", name=name, arguments=text)
             reply = ModelReply(content=None, tool_calls=[call])
         else:
             reply = ModelReply(content=self.reply, tool_calls=[])

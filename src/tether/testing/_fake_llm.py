@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import time
 from collections.abc import Sequence
 from types import TracebackType
@@ -22,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tether.api._server import AppServer
-from tether.models._base import last_user_text
+from tether.models._base import arguments_text, last_user_text
 
 __all__ = ["FakeLLM"]
 
@@ -48,8 +47,9 @@ class FakeLLM:
     ``base_url``. Every chat request is recorded: ``requests`` gets the JSON body, ``prompts``
     the text of its last user message. A request that offers tools while the ``tool_calls``
     queue is not empty is answered with the first queued call (popped; ids ``call_1``,
-    ``call_2``, ...); any other with ``reply``. Faults, consumed in order: ``errors`` is a
-    queue of HTTP statuses to answer with (OpenAI-style error bodies, plus a
+    ``call_2``, ...; a ``str`` of arguments is sent verbatim, so broken JSON can be scripted,
+    anything else as JSON text); any other with ``reply``. Faults, consumed in order:
+    ``errors`` is a queue of HTTP statuses to answer with (OpenAI-style error bodies, plus a
     ``retry-after-ms`` header when ``retry_after`` is set), ``malformed`` counts requests to
     answer with a 200 whose body is not JSON; ``latency`` seconds pass before every answer.
     All of these are read per request, so a test may change them at any time.
@@ -66,7 +66,7 @@ class FakeLLM:
             raise ValueError(f"port must be 0 (any free port) or 1-65535, got {port!r}")
         self.host = host
         self.reply = reply
-        self.tool_calls: list[tuple[str, dict[str, Any]]] = []
+        self.tool_calls: list[tuple[str, dict[str, Any] | str]] = []
         self.latency: float = 0.0
         self.errors: list[int] = []
         self.malformed: int = 0
@@ -163,13 +163,14 @@ class FakeLLM:
         message: dict[str, Any]
         if body.get("tools") and self.tool_calls:
             name, arguments = self.tool_calls.pop(0)
+            text = arguments_text(arguments)
             call = {
                 "id": f"call_{next(self._ids)}",
                 "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)},
+                "function": {"name": name, "arguments": text},
             }
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
-            finish, text = "tool_calls", json.dumps(arguments)
+            finish = "tool_calls"
         else:
             message = {"role": "assistant", "content": self.reply}
             finish, text = "stop", self.reply
