@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .._redact import Redactor
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from ..hooks import DispatchResult, HookEvent
+from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
 from ._tools import Tool, ToolArgumentsError, as_tool
@@ -147,6 +148,11 @@ class AgentLoop:
                 reply = await model.complete(messages, specs)
             except Exception as exc:
                 raise RunError(f"model error: {exc}") from exc
+            if not isinstance(reply, ModelReply):  # a model object of the caller's, misbehaving
+                raise RunError(
+                    f"model {getattr(model, 'name', model)!s} answered a "
+                    f"{type(reply).__name__}, not a ModelReply"
+                )
             if not reply.tool_calls:
                 answer = reply.content or ""
                 messages.append({"role": "assistant", "content": answer})
@@ -221,16 +227,23 @@ class AgentLoop:
             refusal = await self._approve(call.name, args, event_id)
             if refusal is not None:
                 return f"refused: {refusal}", 1, 1
+        deadline = asyncio.timeout(self.tool_timeout)
         try:
-            async with asyncio.timeout(self.tool_timeout):
+            async with deadline:
                 value = await t.fn(**args)
-        except TimeoutError:
+        except TimeoutError as exc:
+            if not deadline.expired():  # the tool's own TimeoutError (an upstream call's)
+                return self._tool_error(call.name, exc), 1, 0
             return f"error: tool {call.name} timed out after {self.tool_timeout:g}s", 1, 0
         except Exception as exc:
-            logger.info("tool %s raised %s", call.name, self.redactor.text(repr(exc)))
-            # What the model reads: declared secrets only (learned values are for records).
-            return f"error: {type(exc).__name__}: {self.redactor.declared.text(str(exc))}", 1, 0
+            return self._tool_error(call.name, exc), 1, 0
         return _result_text(value), 1, 0
+
+    def _tool_error(self, name: str, exc: Exception) -> str:
+        """What the model reads of an error a tool raised: declared secrets redacted."""
+        logger.info("tool %s raised %s", name, self.redactor.text(repr(exc)))
+        # (Learned values are redacted for records, not here.)
+        return f"error: {type(exc).__name__}: {self.redactor.declared.text(str(exc))}"
 
     async def _approve(
         self, tool_name: str, args: dict[str, Any], event_id: str | None
@@ -253,15 +266,22 @@ class AgentLoop:
             decision = ApprovalDecision(False, None, "no approval handler configured", "policy")
         else:
             started = time.monotonic()
+            deadline = asyncio.timeout(self.approval.timeout)
             try:
-                async with asyncio.timeout(self.approval.timeout):
+                async with deadline:
                     decision = await handler(request)
                 if not isinstance(decision, ApprovalDecision):
                     raise TypeError(f"handler returned {type(decision).__name__}, not a decision")
-            except TimeoutError:
+            except TimeoutError as exc:
                 waited = time.monotonic() - started
-                decision = ApprovalDecision(
-                    False, None, f"approval handler timed out after {waited:.1f}s", "timeout"
+                decision = (
+                    ApprovalDecision(
+                        False, None, f"approval handler timed out after {waited:.1f}s", "timeout"
+                    )
+                    if deadline.expired()
+                    else ApprovalDecision(  # the handler's own TimeoutError: it failed
+                        False, None, f"approval handler failed: {exc!r}", "error"
+                    )
                 )
             except Exception as exc:
                 decision = ApprovalDecision(

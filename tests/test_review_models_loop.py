@@ -1,0 +1,104 @@
+"""Review: faults of one agent run (tools, models), over real HTTP where a model is involved."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from tether import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.agent import AgentContext, AgentLoop, RunError
+from tether.hooks import DispatchResult, HookEvent, HookManager
+from tether.models import ModelError, OpenAIModel, ScriptedModel
+from tether.testing import FakeLLM
+
+KEY = "sk-review-0123456789"
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[FakeLLM]:
+    async with FakeLLM(port=0) as server:
+        server.retry_after = 0.01  # keep the SDK's retry backoff short
+        yield server
+
+
+async def emit(event: HookEvent, data: dict[str, Any]) -> DispatchResult:
+    return await HookManager().dispatch(event, data, process_id="review")
+
+
+def make_loop(model: Any, *tools: Any, **options: Any) -> AgentLoop:
+    loop = AgentLoop(model=model, instructions="", context=AgentContext(50), emit=emit, **options)
+    for fn in tools:
+        loop.add_tool(fn)
+    return loop
+
+
+def tool_messages(llm: FakeLLM) -> list[str]:
+    """The tool results the model was sent, in order, across all requests."""
+    seen: list[str] = []
+    for body in llm.requests:
+        for message in body["messages"]:
+            if message.get("role") == "tool" and message["content"] not in seen:
+                seen.append(message["content"])
+    return seen
+
+
+async def lookup(order_id: int) -> dict[str, Any]:
+    """Look an order up."""
+    return {"order": order_id, "status": "shipped"}
+
+
+async def test_a_timeout_error_a_tool_raises_itself_is_not_reported_as_the_tool_timeout() -> None:
+    """Regression: a tool's own TimeoutError read "timed out after 120s" at once."""
+
+    async def crm() -> str:
+        """Query the CRM."""
+        raise TimeoutError("the CRM did not answer")
+
+    model = ScriptedModel(tool_calls=[("crm", {})])
+    result = await make_loop(model, crm).run("go")
+    assert model.requests[1]["messages"][-1]["content"] == (
+        "error: TimeoutError: the CRM did not answer"
+    )
+    assert result.tool_calls == 1
+
+
+async def test_a_model_that_answers_no_model_reply_fails_the_run_with_run_error() -> None:
+    """Regression: a custom model returning a str crashed the run with AttributeError."""
+
+    class Broken:
+        name = "broken"
+
+        async def complete(self, messages: Any, tools: Any = None) -> Any:
+            return "P2, web team."
+
+        async def aclose(self) -> None:
+            pass
+
+    with pytest.raises(RunError, match="model broken answered a str, not a ModelReply"):
+        await make_loop(Broken()).run("go")
+
+
+async def test_a_model_error_on_the_run_says_what_failed(llm: FakeLLM) -> None:
+    llm.errors = [401]
+    async with OpenAIModel("m", base_url=llm.base_url, api_key=KEY) as model:
+        with pytest.raises(RunError, match="rejected the API key: HTTP 401") as caught:
+            await make_loop(model).run("go")
+    assert isinstance(caught.value.__cause__, ModelError)
+    assert len(llm.requests) == 1  # a rejected key is not retried
+
+
+async def test_a_timeout_error_an_approval_handler_raises_is_a_failure_not_a_timeout() -> None:
+    """Regression: the handler's own TimeoutError read "timed out after 0.0s" (decided_by
+    "timeout"), as if the reviewer had been waited for."""
+
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        raise TimeoutError("the review queue is down")
+
+    model = ScriptedModel(tool_calls=[("lookup", {"order_id": 7})])
+    policy = ApprovalPolicy(tools=["lookup"], handler=reviewer)
+    await make_loop(model, lookup, approval=policy).run("go")
+    assert model.requests[1]["messages"][-1]["content"] == (
+        "refused: approval handler failed: TimeoutError('the review queue is down')"
+    )
