@@ -118,9 +118,12 @@ class OpenAIModel:
         url = self.base_url
         from openai import AsyncOpenAI
 
-        self._client = AsyncOpenAI(
-            api_key=key, base_url=url, timeout=self.timeout, max_retries=self.max_retries
-        )
+        try:
+            self._client = AsyncOpenAI(
+                api_key=key, base_url=url, timeout=self.timeout, max_retries=self.max_retries
+            )
+        except Exception as exc:  # the SDK's HTTP client refuses the URL (InvalidURL): a typo
+            raise ModelConfigError(f"{self.name}: base URL {url!r} is not a URL ({exc})") from None
         self._key, self._url = key, url
         return self._client
 
