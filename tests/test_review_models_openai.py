@@ -53,3 +53,11 @@ async def test_an_invalid_base_url_is_a_model_config_error_naming_it() -> None:
     model = OpenAIModel("m", base_url="http://[::1", api_key=KEY, max_retries=0)
     with pytest.raises(ModelConfigError, match=r"base URL 'http://\[::1'"):
         await model.complete([{"role": "user", "content": "hi"}])
+
+
+@pytest.mark.parametrize("timeout", ["5", None, True, float("inf")])
+def test_a_timeout_that_is_not_a_finite_number_is_refused_at_construction(timeout: Any) -> None:
+    """Regression: "5" and None raised a bare TypeError, and True (1 s) and inf (an endpoint
+    that never answers hangs the run) were accepted."""
+    with pytest.raises(ModelConfigError, match=r"timeout must be a number of seconds > 0"):
+        OpenAIModel("m", timeout=timeout)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import math
 import os
 import sys
 from types import TracebackType
@@ -63,8 +64,12 @@ class OpenAIModel:
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ModelConfigError(f"model must be a non-empty model name, got {model!r}")
-        if not timeout > 0:
-            raise ModelConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < math.inf
+        ):
+            raise ModelConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ModelConfigError(f"max_retries must be an integer >= 0, got {max_retries!r}")
         self.model = model
