@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -102,3 +103,21 @@ async def test_a_timeout_error_an_approval_handler_raises_is_a_failure_not_a_tim
     assert model.requests[1]["messages"][-1]["content"] == (
         "refused: approval handler failed: TimeoutError('the review queue is down')"
     )
+
+
+async def test_cancelling_the_run_while_a_tool_runs_still_cancels_it() -> None:
+    started = asyncio.Event()
+
+    async def crm() -> str:
+        """Query the CRM."""
+        started.set()
+        await asyncio.sleep(3600)
+        return "never"
+
+    model = ScriptedModel(tool_calls=[("crm", {})])
+    run = asyncio.create_task(make_loop(model, crm).run("go"))
+    await started.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert len(model.requests) == 1  # the model was not asked again
