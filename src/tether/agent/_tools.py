@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Tool", "ToolArgumentsError", "as_tool", "tool"]
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class ToolArgumentsError(ValueError):
@@ -24,6 +27,13 @@ class Tool:
     description: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
     _validator: Any = None
+
+    def __post_init__(self) -> None:
+        # What the OpenAI API accepts: any other name fails every request that offers it.
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+            raise ValueError(
+                f"tool name {self.name!r} must be 1 to 64 letters, digits, '_' and '-'"
+            )
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI tool spec."""
