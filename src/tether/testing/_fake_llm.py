@@ -38,6 +38,7 @@ _ERROR_TYPES: Final = {
     422: "invalid_request_error",
     429: "rate_limit_error",
 }
+_ERRORS_ALLOWED: Final = "FakeLLM.errors holds HTTP statuses (200-599), got {!r}"
 
 
 class FakeLLM:
@@ -68,7 +69,7 @@ class FakeLLM:
         self.reply = reply
         self.tool_calls: list[tuple[str, dict[str, Any] | str]] = []
         self.latency: float = 0.0
-        self.errors: list[int] = []
+        self._errors: list[int] = []
         self.malformed: int = 0
         self.retry_after: float | None = None
         self.prompts: list[str] = []
@@ -90,6 +91,19 @@ class FakeLLM:
         """The URL to give an OpenAI client, e.g. ``http://127.0.0.1:8781/v1``."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/v1"
+
+    @property
+    def errors(self) -> list[int]:
+        """HTTP statuses (200-599) the next requests are answered with, in order."""
+        return self._errors
+
+    @errors.setter
+    def errors(self, statuses: list[int]) -> None:
+        statuses = list(statuses)
+        for status in statuses:
+            if not _is_error_status(status):
+                raise ValueError(_ERRORS_ALLOWED.format(status))
+        self._errors = statuses
 
     @property
     def running(self) -> bool:
@@ -146,7 +160,10 @@ class FakeLLM:
         # Decide now, in arrival order; answer after the latency.
         if self.errors:
             status = self.errors.pop(0)
-            answer = _error(status, _status_text(status), retry_after=self.retry_after)
+            if _is_error_status(status):
+                answer = _error(status, _status_text(status), retry_after=self.retry_after)
+            else:  # appended to the list, so the setter never saw it
+                answer = _error(500, _ERRORS_ALLOWED.format(status))
         elif self.malformed > 0:
             self.malformed -= 1
             answer = Response(b"<html>upstream hiccup</html>", media_type="application/json")
@@ -216,6 +233,10 @@ def _error(
     if retry_after is not None:
         headers["retry-after-ms"] = str(max(1, round(retry_after * 1000)))
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _is_error_status(status: object) -> bool:
+    return type(status) is int and 200 <= status <= 599
 
 
 def _status_text(status: int) -> str:

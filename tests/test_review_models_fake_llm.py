@@ -1,0 +1,42 @@
+"""Review: FakeLLM's fault script refuses what it cannot answer with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tether.testing import FakeLLM
+
+
+@pytest.mark.parametrize("status", ["500", 99, 199, 1000, 500.0, True])
+def test_an_error_that_is_not_an_http_status_is_refused_when_scripted(status: Any) -> None:
+    """Regression: the bad entry crashed the request handler when a request came (a traceback
+    in the server, and "Server disconnected" or a bare 500 for the client)."""
+    llm = FakeLLM(port=0)
+    with pytest.raises(ValueError, match=r"FakeLLM.errors holds HTTP statuses \(200-599\)"):
+        llm.errors = [503, status]
+    assert llm.errors == []
+
+
+async def test_a_bad_status_appended_later_is_answered_as_a_500_that_says_so() -> None:
+    async with FakeLLM(port=0) as llm, httpx.AsyncClient() as client:
+        llm.errors.append("503")  # type: ignore[arg-type]
+        response = await client.post(
+            f"{llm.base_url}/chat/completions", json={"model": "m", "messages": []}
+        )
+    assert response.status_code == 500
+    assert response.json()["error"]["message"] == (
+        "FakeLLM.errors holds HTTP statuses (200-599), got '503'"
+    )
+
+
+async def test_scripted_errors_are_a_queue_the_test_may_append_to() -> None:
+    async with FakeLLM(port=0) as llm, httpx.AsyncClient() as client:
+        llm.errors = [429]
+        llm.errors.append(503)
+        url = f"{llm.base_url}/chat/completions"
+        body = {"model": "m", "messages": []}
+        statuses = [(await client.post(url, json=body)).status_code for _ in range(3)]
+    assert statuses == [429, 503, 200]
