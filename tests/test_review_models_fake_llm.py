@@ -40,3 +40,25 @@ async def test_scripted_errors_are_a_queue_the_test_may_append_to() -> None:
         body = {"model": "m", "messages": []}
         statuses = [(await client.post(url, json=body)).status_code for _ in range(3)]
     assert statuses == [429, 503, 200]
+
+
+async def test_the_script_can_be_given_at_construction_as_for_scripted_model() -> None:
+    """Regression: ScriptedModel(reply, tool_calls, latency) claims FakeLLM's semantics, but
+    FakeLLM(tool_calls=...), (latency=...) and (errors=...) raised TypeError."""
+    calls: list[tuple[str, Any]] = [("lookup", {"order_id": 7})]
+    llm = FakeLLM(port=0, tool_calls=calls, latency=0.01, errors=[503])
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    async with llm, httpx.AsyncClient() as client:
+        url = f"{llm.base_url}/chat/completions"
+        failed, answered = [await client.post(url, json=body) for _ in range(2)]
+    assert failed.status_code == 503
+    [call] = answered.json()["choices"][0]["message"]["tool_calls"]
+    assert call["function"] == {"name": "lookup", "arguments": '{"order_id": 7}'}
+    assert llm.latency == 0.01
+    assert calls == [("lookup", {"order_id": 7})]  # the caller's list is not consumed
+
+
+def test_a_negative_latency_is_refused_at_construction() -> None:
+    with pytest.raises(ValueError, match="latency must be >= 0 seconds"):
+        FakeLLM(port=0, latency=-1)

@@ -53,7 +53,8 @@ class FakeLLM:
     ``errors`` is a queue of HTTP statuses to answer with (OpenAI-style error bodies, plus a
     ``retry-after-ms`` header when ``retry_after`` is set), ``malformed`` counts requests to
     answer with a 200 whose body is not JSON; ``latency`` seconds pass before every answer.
-    All of these are read per request, so a test may change them at any time.
+    All of these are read per request, so a test may change them at any time; ``tool_calls``,
+    ``latency`` and ``errors`` may also be given to the constructor (lists are copied).
     """
 
     def __init__(
@@ -62,14 +63,21 @@ class FakeLLM:
         *,
         reply: str = DEFAULT_REPLY,
         host: str = "127.0.0.1",
+        tool_calls: list[tuple[str, dict[str, Any] | str]] | None = None,
+        latency: float = 0.0,
+        errors: list[int] | None = None,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be 0 (any free port) or 1-65535, got {port!r}")
+        if latency < 0:
+            raise ValueError(f"latency must be >= 0 seconds, got {latency!r}")
         self.host = host
         self.reply = reply
-        self.tool_calls: list[tuple[str, dict[str, Any] | str]] = []
-        self.latency: float = 0.0
+        # A copy: popping the queue must not empty the caller's list.
+        self.tool_calls: list[tuple[str, dict[str, Any] | str]] = list(tool_calls or ())
+        self.latency: float = latency
         self._errors: list[int] = []
+        self.errors = list(errors or ())
         self.malformed: int = 0
         self.retry_after: float | None = None
         self.prompts: list[str] = []
