@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -62,3 +63,17 @@ async def test_the_script_can_be_given_at_construction_as_for_scripted_model() -
 def test_a_negative_latency_is_refused_at_construction() -> None:
     with pytest.raises(ValueError, match="latency must be >= 0 seconds"):
         FakeLLM(port=0, latency=-1)
+
+
+async def test_a_start_while_another_is_under_way_is_refused_and_leaves_one_server() -> None:
+    """Regression: two concurrent start() calls both served (port 0: on two ports); stop()
+    stopped the second, and the first server's task was left listening."""
+    llm = FakeLLM(port=0)
+    outcomes = await asyncio.gather(llm.start(), llm.start(), return_exceptions=True)
+    try:
+        [refusal] = [o for o in outcomes if isinstance(o, BaseException)]
+        assert isinstance(refusal, RuntimeError)
+        assert "FakeLLM is already starting" in str(refusal)
+    finally:
+        await llm.stop()
+    assert [t for t in asyncio.all_tasks() if t.get_name() == "FakeLLM"] == []

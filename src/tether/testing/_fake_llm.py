@@ -85,6 +85,7 @@ class FakeLLM:
         self._port = port
         self._ids = itertools.count(1)
         self._server: AppServer | None = None
+        self._starting = False
         self._stopping = asyncio.Event()
 
     @property
@@ -125,11 +126,17 @@ class FakeLLM:
         """Listen and serve; returns once the socket accepts connections."""
         if self._server is not None:
             raise RuntimeError(f"FakeLLM is already running at {self.base_url}")
-        self._stopping = asyncio.Event()
-        server = AppServer(_app(self), self.host, self._port, name="FakeLLM", grace=_GRACE)
-        await server.start()
-        self._port = server.port
-        self._server = server
+        if self._starting:  # (it would serve a second time, and stop() stop one of the two)
+            raise RuntimeError("FakeLLM is already starting")
+        self._starting = True
+        try:
+            self._stopping = asyncio.Event()
+            server = AppServer(_app(self), self.host, self._port, name="FakeLLM", grace=_GRACE)
+            await server.start()
+            self._port = server.port
+            self._server = server
+        finally:
+            self._starting = False
 
     async def stop(self) -> None:
         """Stop serving; in-flight answers are sent first (their latency cut short)."""
