@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -9,7 +11,7 @@ import pytest
 
 from tether.agent import AgentContext, AgentLoop
 from tether.hooks import DispatchResult, HookEvent, HookManager
-from tether.models import ModelConfigError, OpenAIModel
+from tether.models import ModelConfigError, ModelUnavailableError, OpenAIModel
 from tether.testing import FakeLLM
 
 KEY = "sk-review-0123456789"
@@ -61,3 +63,55 @@ def test_a_timeout_that_is_not_a_finite_number_is_refused_at_construction(timeou
     that never answers hangs the run) were accepted."""
     with pytest.raises(ModelConfigError, match=r"timeout must be a number of seconds > 0"):
         OpenAIModel("m", timeout=timeout)
+
+
+#: A bound for a test that must not hang; never a timing assertion.
+NO_HANG = 30
+
+
+class Trickle:
+    """An endpoint that answers 200 and then sends its body a byte at a time, for hours."""
+
+    def __init__(self) -> None:
+        self.handlers: set[asyncio.Task[None]] = set()
+
+    async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.handlers.add(task)
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n")
+            writer.write(b"content-length: 100000\r\n\r\n")
+            with contextlib.suppress(ConnectionError):
+                for _ in range(100_000):
+                    writer.write(b" ")
+                    await writer.drain()
+                    await asyncio.sleep(0.05)
+        finally:
+            writer.close()
+
+    async def aclose(self) -> None:
+        for task in self.handlers:
+            task.cancel()
+        await asyncio.gather(*self.handlers, return_exceptions=True)
+
+
+async def test_an_endpoint_that_trickles_its_answer_fails_within_the_timeout() -> None:
+    """Regression: the timeout bounded each read, not the answer, so a body sent a byte at a
+    time never timed out and the run hung."""
+    trickle = Trickle()
+    server = await asyncio.start_server(trickle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        async with OpenAIModel("m", base_url=url, api_key=KEY, timeout=0.5, max_retries=0) as m:
+            async with asyncio.timeout(NO_HANG):
+                with pytest.raises(
+                    ModelUnavailableError, match=r"no complete answer from .* within 1.5 s"
+                ):
+                    await m.complete([{"role": "user", "content": "hi"}])
+    finally:
+        await trickle.aclose()
+        server.close()
+        await server.wait_closed()

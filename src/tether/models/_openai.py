@@ -28,6 +28,8 @@ DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
 # Statuses the SDK retries; once retries are spent they mean "unavailable", not "refused".
 _RETRYABLE: Final = frozenset({408, 409, 429})
 _SNIPPET: Final = 120
+# The longest the SDK waits between attempts (it honours a server's retry-after up to this).
+_MAX_RETRY_WAIT: Final = 60.0
 
 
 class OpenAIModel:
@@ -37,8 +39,10 @@ class OpenAIModel:
     environment variables, read when the first call opens the client (not at construction).
     Each attempt is bounded by ``timeout`` seconds and the SDK retries connection errors,
     timeouts, 408/409/429 and 5xx up to ``max_retries`` times with backoff; then
-    ``ModelUnavailableError`` is raised. The API key never appears in a message or repr.
-    ``aclose`` releases the connection pool; a later call opens a new one.
+    ``ModelUnavailableError`` is raised. The whole call is bounded too (every attempt's
+    ``timeout``, at most 60 s between attempts, and a second), so an endpoint that sends its
+    answer a byte at a time fails the call rather than holding it. The API key never appears
+    in a message or repr. ``aclose`` releases the connection pool; a later call opens a new one.
     """
 
     __slots__ = (
@@ -142,8 +146,20 @@ class OpenAIModel:
         request: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
             request["tools"] = tools
+        deadline = self._deadline()
         try:
-            response = await client.chat.completions.with_raw_response.create(**request)
+            # ``timeout`` bounds each read, not the answer: this bounds the whole call, so an
+            # endpoint that sends its body a byte at a time cannot hold the run forever.
+            async with asyncio.timeout(deadline):
+                response = await client.chat.completions.with_raw_response.create(**request)
+                body = response.content
+        except TimeoutError as exc:
+            self._fail(
+                ModelUnavailableError,
+                f"no complete answer from {self._url} within {deadline:g} s{self._tries()} "
+                f"(timeout={self.timeout:g} s bounds each read, not the answer)",
+                cause=exc,
+            )
         except openai.APITimeoutError as exc:
             self._fail(
                 ModelUnavailableError,
@@ -160,7 +176,6 @@ class OpenAIModel:
             self._status_error(exc)
         except openai.OpenAIError as exc:
             self._fail(ModelError, f"request to {self._url} failed: {exc}", cause=None)
-        body = response.content
         try:
             data = json.loads(body)
         except ValueError as exc:
@@ -174,6 +189,12 @@ class OpenAIModel:
             return parse_chat_completion(data)
         except ModelResponseError as exc:
             self._fail(ModelResponseError, f"{self._url} answered {exc}", cause=None)
+
+    def _deadline(self) -> float:
+        """Seconds one call may take: each attempt's timeout and the SDK's waits between them,
+        plus a second, so that a plain timeout is still reported as the SDK's."""
+        attempts = self.max_retries + 1
+        return attempts * self.timeout + self.max_retries * _MAX_RETRY_WAIT + 1.0
 
     def _tries(self) -> str:
         return f" after {self.max_retries + 1} attempts" if self.max_retries else ""
