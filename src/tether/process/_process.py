@@ -152,7 +152,9 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         if self.config.journal_path:
             from ..store import Journal
 
-            self._journal = Journal(self.config.journal_path, self.name)
+            self._journal = Journal(
+                self.config.journal_path, self.name, redact=self.redactor.declared.text
+            )
         from ..hooks._history import HistoryRecorder
         from ._plugins import PluginManager
 

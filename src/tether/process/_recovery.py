@@ -28,7 +28,7 @@ def recover(process: AgentProcess) -> dict[str, Any] | None:
     queue = process._queue
     # Events injected before this first start are queued (and journaled) already.
     waiting = [queue.get_nowait() for _ in range(queue.qsize())]
-    queued = {event.event_id for event, _ in waiting}
+    queued = {journal.stored_id(event.event_id) for event, _ in waiting}
     events: list[str] = []
     dead = 0
     for raw, attempts, state in journal.unfinished_states():

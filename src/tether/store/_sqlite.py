@@ -10,6 +10,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +58,25 @@ def close_all() -> None:
 
 
 class Journal:
-    """The progress of each event of one process: queued, running, done or dead."""
+    """The progress of each event of one process: queued, running, done or dead.
 
-    def __init__(self, path: str | Path, process: str) -> None:
+    ``queued`` and ``dead`` take the event as it is to be stored, secrets redacted (``redact``
+    applied to its strings, its id included); the other calls take an event's id as the
+    process knows it and apply ``redact`` to it, so they find the row an id holding a secret
+    was stored under.
+    """
+
+    def __init__(
+        self, path: str | Path, process: str, *, redact: Callable[[str], str] | None = None
+    ) -> None:
         self.path = str(path)
         self.process = process
         self._db = connect(path)
+        self._key: Callable[[str], str] = redact if redact is not None else str
+
+    def stored_id(self, event_id: str) -> str:
+        """The id the row of event ``event_id`` is stored under (secrets redacted)."""
+        return self._key(event_id)
 
     def queued(self, event: dict[str, Any], attempts: int = 0) -> None:
         self._db.execute(
@@ -78,7 +92,7 @@ class Journal:
 
     def done(self, event_id: str) -> None:
         self._db.execute(
-            "DELETE FROM events WHERE process=? AND event_id=?", (self.process, event_id)
+            "DELETE FROM events WHERE process=? AND event_id=?", (self.process, self._key(event_id))
         )
 
     def dead(self, event: dict[str, Any], attempts: int, reason: str, error: str | None) -> None:
@@ -102,13 +116,13 @@ class Journal:
         """Replace the error of dead letters, given as (event_id, error); each keeps its place."""
         self._db.executemany(
             "UPDATE events SET error=? WHERE process=? AND event_id=? AND state='dead'",
-            [(error, self.process, event_id) for event_id, error in errors],
+            [(error, self.process, self._key(event_id)) for event_id, error in errors],
         )
 
     def _set(self, event_id: str, state: str, attempts: int) -> None:
         self._db.execute(
             "UPDATE events SET state=?, attempts=?, updated_at=? WHERE process=? AND event_id=?",
-            (state, attempts, time.time(), self.process, event_id),
+            (state, attempts, time.time(), self.process, self._key(event_id)),
         )
 
     def unfinished(self) -> list[tuple[dict[str, Any], int]]:
@@ -143,11 +157,11 @@ class Journal:
         self._db.execute(
             "UPDATE events SET rowid = (SELECT MAX(rowid) + 1 FROM events) "
             "WHERE process=? AND event_id=? AND state='dead'",
-            (self.process, event_id),
+            (self.process, self._key(event_id)),
         )
 
     def forget_dead(self, event_ids: list[str]) -> None:
         self._db.executemany(
             "DELETE FROM events WHERE process=? AND event_id=? AND state='dead'",
-            [(self.process, e) for e in event_ids],
+            [(self.process, self._key(e)) for e in event_ids],
         )
