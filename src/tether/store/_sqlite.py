@@ -36,18 +36,33 @@ _lock = threading.Lock()
 
 
 def connect(path: str | Path) -> sqlite3.Connection:
-    """A shared connection per file (WAL, NORMAL sync), schema created."""
+    """A shared connection per file (WAL, NORMAL sync), schema created.
+
+    A file SQLite cannot open or read (a folder, not a database) raises the sqlite3 error at
+    once, its message naming the file; nothing is cached then.
+    """
     key = str(Path(path).resolve())
     with _lock:
         conn = _connections.get(key)
         if conn is None:
             Path(key).parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(key, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(_SCHEMA)
+            conn = _open(key)
             _connections[key] = conn
         return conn
+
+
+def _open(path: str) -> sqlite3.Connection:
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        raise type(exc)(f"SQLite file {path}: {exc}") from exc
+    return conn
 
 
 def close_all() -> None:
