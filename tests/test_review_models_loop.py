@@ -35,16 +35,6 @@ def make_loop(model: Any, *tools: Any, **options: Any) -> AgentLoop:
     return loop
 
 
-def tool_messages(llm: FakeLLM) -> list[str]:
-    """The tool results the model was sent, in order, across all requests."""
-    seen: list[str] = []
-    for body in llm.requests:
-        for message in body["messages"]:
-            if message.get("role") == "tool" and message["content"] not in seen:
-                seen.append(message["content"])
-    return seen
-
-
 async def lookup(order_id: int) -> dict[str, Any]:
     """Look an order up."""
     return {"order": order_id, "status": "shipped"}
