@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tether.models import ModelConfigError, ModelUnavailableError, OpenAIModel
+from tether.models import ModelConfigError, ModelUnavailableError, OpenAIModel, resolve_model
 
 KEY = "sk-review-0123456789"
 
@@ -78,3 +78,11 @@ async def test_an_endpoint_that_trickles_its_answer_fails_within_the_timeout() -
         await trickle.aclose()
         server.close()
         await server.wait_closed()
+
+
+@pytest.mark.parametrize("spec", ["openai: gpt-5-mini", "openai:gpt-5-mini\n"])
+def test_a_model_name_with_surrounding_spaces_is_refused_when_resolved(spec: str) -> None:
+    """Regression: 'openai: gpt-5-mini' was accepted and sent ' gpt-5-mini', which the
+    endpoint answers with a 404 on every run."""
+    with pytest.raises(ModelConfigError, match=r"model name .* has spaces around it"):
+        resolve_model(spec)

@@ -68,6 +68,8 @@ class OpenAIModel:
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ModelConfigError(f"model must be a non-empty model name, got {model!r}")
+        if model != model.strip():  # 'openai: gpt-5-mini': every request would get a 404
+            raise ModelConfigError(f"model name {model!r} has spaces around it")
         if (
             isinstance(timeout, bool)
             or not isinstance(timeout, int | float)
