@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from _process_support import FailingModel, Recorder, eventually, ticket
+from _process_support import Recorder, eventually, ticket
 from tether import AgentProcess, HookBlocked, HookConfig, HookContext, HookEvent, ProcessConfig
 from tether.models import ScriptedModel
 from tether.store import Journal
@@ -161,26 +161,72 @@ async def test_dead_letters_survive_in_the_journal_for_the_next_process(tmp_path
     assert Journal(journal, "journaled").dead_letters() == []
 
 
+RETRYING_CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+
+    from pydantic import SecretStr
+
+    from tether import AgentProcess, HookEvent, ProcessConfig, TriggerEvent
+    from tether.models import ModelUnavailableError
+
+
+    class FailingModel:
+        name = "failing"
+
+        async def complete(self, messages, tools=None):
+            raise ModelUnavailableError("the endpoint is down")
+
+        async def aclose(self):
+            pass
+
+
+    async def main() -> None:
+        config = ProcessConfig(
+            model=FailingModel(),
+            journal_path=sys.argv[1],
+            secrets={"crm_token": SecretStr("tok-7f3a9")},
+            max_retries=1,
+            retry_backoff=3600,
+        )
+        process = AgentProcess("journaled", config)
+        retrying = asyncio.Event()
+
+        async def seen(ctx):
+            if ctx.data["outcome"] == "retrying":
+                retrying.set()
+
+        process.hooks.register(HookEvent.TASK_COMPLETED, seen)
+        await process.start()
+        ticket = {"ticket": "CRM rejects tok-7f3a9"}
+        await process.inject(TriggerEvent("helpdesk", "webhook", ticket))
+        await retrying.wait()
+        print("retrying", flush=True)
+        await asyncio.Event().wait()
+
+
+    asyncio.run(main())
+    """
+)
+
+
 async def test_a_retry_waiting_in_the_journal_holds_no_declared_secret(tmp_path: Path) -> None:
     """A declared secret never reaches the journal file, so recovery re-runs the event with
     the secret redacted (the journal is a plain SQLite file on disk)."""
     journal = tmp_path / "tether.db"
     secrets = {"crm_token": SecretStr("tok-7f3a9")}
-    crashed = AgentProcess(
-        "journaled",
-        ProcessConfig(
-            model=FailingModel(),
-            journal_path=str(journal),
-            secrets=secrets,
-            max_retries=1,
-            retry_backoff=3600,
-        ),
+    script = tmp_path / "child.py"
+    script.write_text(RETRYING_CHILD)
+    # A host whose first attempt failed, killed while the retry waits.
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), str(journal), stdout=asyncio.subprocess.PIPE
     )
-    rec = Recorder().attach(crashed.hooks, HookEvent.TASK_COMPLETED)
-    await crashed.start()
-    await crashed.inject(ticket("CRM rejects tok-7f3a9"))
-    await eventually(lambda: rec.outcomes() == ["retrying"], what="the failed first attempt")
-    # A second process on the journal, as after a crash of the first.
+    try:
+        assert child.stdout is not None
+        assert await asyncio.wait_for(child.stdout.readline(), timeout=30) == b"retrying\n"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        await child.wait()
     model = ScriptedModel()
     recovered = AgentProcess(
         "journaled", ProcessConfig(model=model, journal_path=str(journal), secrets=secrets)
@@ -188,7 +234,6 @@ async def test_a_retry_waiting_in_the_journal_holds_no_declared_secret(tmp_path:
     rec2 = Recorder().attach(recovered.hooks, HookEvent.TASK_COMPLETED)
     async with recovered:
         await eventually(lambda: rec2.of(HookEvent.TASK_COMPLETED), what="the recovered run")
-    await crashed.stop()
     assert "CRM rejects [REDACTED:crm_token]" in model.prompts[0]
     stored = b"".join(p.read_bytes() for p in tmp_path.glob("tether.db*"))  # noqa: ASYNC240 (WAL too)
     assert b"tok-7f3a9" not in stored

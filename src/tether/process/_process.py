@@ -264,6 +264,11 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
                 max_turns=self.config.max_turns,
             )
             self._install_builtin_tools(self._loop)
+            if self._journal is not None and not self._journal.claim():
+                raise ProcessStateError(
+                    f"journal {self._journal.path} is in use by another live process named "
+                    f"{self.name!r} (another host, or one not stopped); stop it first"
+                )
             recovered = self._recover()
         except BaseException:
             self.state = ProcessState.FAILED

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..hooks import HookManager
     from ..hooks._history import HistoryRecorder
     from ..models import Model
+    from ..store import Journal
     from ._config import ProcessConfig
     from ._event import TriggerEvent
     from ._process import AgentProcess
@@ -53,6 +54,7 @@ class Stopping:
         parent: AgentProcess | None
         children: dict[str, AgentProcess]
         _model: Model | None
+        _journal: Journal | None
         _stopping: bool
         _runners: dict[str, TriggerRunner]
         _workers: list[asyncio.Task[None]]
@@ -112,6 +114,9 @@ class Stopping:
                 await cleanly(self._model.aclose(), "closing the model", self.redactor.text)
         finally:
             self.state = final_state
+            journal = self._journal
+            if journal is not None and final_state == ProcessState.STOPPED and not restarting:
+                journal.release()  # the next process of this name may start and recover
         if self.parent is not None and not restarting:  # a restarted child stays its child
             await self.parent._child_stopped(cast("AgentProcess", self))
 

@@ -7,12 +7,19 @@ accepted survives a SIGKILL of the host process.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no lease (see Journal.claim)
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["Journal", "connect"]
 
@@ -88,6 +95,32 @@ class Journal:
         self.process = process
         self._db = connect(path)
         self._key: Callable[[str], str] = redact if redact is not None else str
+        self._lease: weakref.finalize[[int], Journal] | None = None
+
+    def claim(self) -> bool:
+        """Take this name's lease on the file: an exclusive lock on ``<file>.<name>.lock``,
+        which the OS drops when the host dies (a SIGKILL too). False while another live
+        process (another host, or another object here) holds it; True if this one does.
+
+        Recovery takes every unfinished row of the name: only the lease holder may recover.
+        """
+        if self._lease is not None or fcntl is None:
+            return True
+        lock = f"{Path(self.path).resolve()}.{self.process}.lock"
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._lease = weakref.finalize(self, os.close, fd)
+        return True
+
+    def release(self) -> None:
+        """Give the lease up (see claim)."""
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease()
 
     def stored_id(self, event_id: str) -> str:
         """The id the row of event ``event_id`` is stored under (secrets redacted)."""

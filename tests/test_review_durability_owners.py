@@ -1,0 +1,147 @@
+"""Review of the journal's owner: one live process per (file, name), or recovery steals events.
+
+A process's recovery takes every unfinished row of its name: a second host started over the
+same file and name while the first still runs would take (and run again) the first's queued
+and running events, and delete their rows as it finished them, so the first's crash would then
+lose them. The first start of a name on a file takes a lease the OS drops when the host dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from _process_support import Recorder, eventually
+from tether import AgentProcess, HookEvent, ProcessConfig, ProcessStateError
+from tether.models import ScriptedModel
+from tether.store import Journal
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, json, sys
+
+    from tether import AgentProcess, ProcessConfig, TriggerEvent
+    from tether.models import ScriptedModel
+
+
+    async def main() -> None:
+        model = ScriptedModel(latency=3600)  # the first run hangs until the kill
+        process = AgentProcess("journaled", ProcessConfig(model=model, journal_path=sys.argv[1]))
+        await process.start()
+        ids = [
+            await process.inject(TriggerEvent("helpdesk", "webhook", {"ticket": f"t{i}"}))
+            for i in range(3)
+        ]
+        while not model.requests:
+            await asyncio.sleep(0.005)
+        print(json.dumps(ids), flush=True)
+        await asyncio.Event().wait()
+
+
+    asyncio.run(main())
+    """
+)
+
+
+async def start_child(
+    tmp_path: Path, journal: Path
+) -> tuple[asyncio.subprocess.Process, list[str]]:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), str(journal), stdout=asyncio.subprocess.PIPE
+    )
+    assert child.stdout is not None
+    try:
+        line = await asyncio.wait_for(child.stdout.readline(), timeout=30)
+    except BaseException:
+        child.kill()
+        await child.wait()
+        raise
+    return child, json.loads(line)
+
+
+async def kill(child: asyncio.subprocess.Process) -> None:
+    if child.returncode is None:
+        child.send_signal(signal.SIGKILL)
+    await child.wait()
+
+
+async def test_a_second_host_over_a_live_hosts_journal_and_name_is_refused_at_start(
+    tmp_path: Path,
+) -> None:
+    """Regression: it recovered the live host's queued and running events and ran them too."""
+    journal = tmp_path / "tether.db"
+    child, ids = await start_child(tmp_path, journal)
+    try:
+        model = ScriptedModel()
+        second = AgentProcess("journaled", ProcessConfig(model=model, journal_path=str(journal)))
+        with pytest.raises(ProcessStateError, match="journaled") as caught:
+            await second.start()
+        assert str(journal) in str(caught.value)
+        assert model.prompts == []
+        assert [e["event_id"] for e, _ in Journal(journal, "journaled").unfinished()] == ids
+    finally:
+        await kill(child)
+
+
+async def test_the_lease_goes_with_a_killed_host_and_the_next_one_recovers_everything(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "tether.db"
+    child, ids = await start_child(tmp_path, journal)
+    await kill(child)
+    process = AgentProcess(
+        "journaled", ProcessConfig(model=ScriptedModel(), journal_path=str(journal))
+    )
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.TASK_COMPLETED)
+    async with process:
+        await eventually(lambda: len(rec.outcomes()) == 3, what="3 runs")
+    assert rec.of(HookEvent.SESSION_START)[0]["recovered"]["event_ids"] == ids
+
+
+async def test_another_name_on_a_live_hosts_journal_starts_and_recovers_nothing(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "tether.db"
+    child, ids = await start_child(tmp_path, journal)
+    try:
+        other = AgentProcess(
+            "other", ProcessConfig(model=ScriptedModel(), journal_path=str(journal))
+        )
+        rec = Recorder().attach(other.hooks, HookEvent.SESSION_START)
+        async with other:
+            pass
+        assert rec.of(HookEvent.SESSION_START) == [{"restart": False, "recovered": None}]
+        assert [e["event_id"] for e, _ in Journal(journal, "journaled").unfinished()] == ids
+    finally:
+        await kill(child)
+
+
+async def test_a_stopped_process_lets_the_next_one_of_its_name_start(tmp_path: Path) -> None:
+    journal = str(tmp_path / "tether.db")
+    first = AgentProcess("journaled", ProcessConfig(model=ScriptedModel(), journal_path=journal))
+    async with first:
+        await first.restart()  # a restart keeps the lease
+    second = AgentProcess("journaled", ProcessConfig(model=ScriptedModel(), journal_path=journal))
+    async with second:
+        assert second.state.value == "running"
+
+
+async def test_two_live_processes_of_one_name_in_one_host_do_not_share_a_journal(
+    tmp_path: Path,
+) -> None:
+    journal = str(tmp_path / "tether.db")
+    first = AgentProcess("journaled", ProcessConfig(model=ScriptedModel(), journal_path=journal))
+    second = AgentProcess("journaled", ProcessConfig(model=ScriptedModel(), journal_path=journal))
+    async with first:
+        with pytest.raises(ProcessStateError, match="in use"):
+            await second.start()
+    async with second:  # the first stopped: its lease is free
+        pass
