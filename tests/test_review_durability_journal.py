@@ -7,7 +7,15 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from _process_support import Recorder, eventually
-from tether import AgentProcess, HookEvent, ProcessConfig, TriggerEvent
+from tether import (
+    AgentProcess,
+    HookBlocked,
+    HookConfig,
+    HookContext,
+    HookEvent,
+    ProcessConfig,
+    TriggerEvent,
+)
 from tether.models import ScriptedModel
 from tether.store import Journal
 
@@ -67,3 +75,25 @@ async def test_an_event_injected_before_start_whose_id_holds_a_declared_secret_r
     assert rec.outcomes() == ["success", "success"]
     assert len(model.prompts) == 2
     assert rec.of(HookEvent.SESSION_START)[0]["recovered"] is None
+
+
+async def test_a_dead_letter_made_before_start_whose_id_holds_a_declared_secret_is_listed_once(
+    tmp_path: Path,
+) -> None:
+    """Regression: recovery told the journal's dead letters from those the process held by
+    their id, and the row's id was the redacted one: the dead letter was listed twice."""
+
+    async def refuse(ctx: HookContext) -> None:
+        raise HookBlocked("not now")
+
+    journal = tmp_path / "tether.db"
+    config = ProcessConfig(
+        model=ScriptedModel(),
+        journal_path=str(journal),
+        secrets={"pin": SecretStr("42")},
+        hooks=[HookConfig(event="task_created", callback=refuse)],
+    )
+    process = AgentProcess("journaled", config)
+    await process.inject(TriggerEvent("shop", "webhook", {"n": 1}, event_id="order-42"))
+    async with process:
+        assert [d["reason"] for d in process.dead_letters] == ["blocked by hook"]

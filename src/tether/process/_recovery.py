@@ -52,7 +52,7 @@ def recover(process: AgentProcess) -> dict[str, Any] | None:
         events.append(event.event_id)
     for event, attempts in waiting:  # behind what the journal recovered
         process._enqueue(event, attempts)
-    known = {d["event"].event_id for d in process.dead_letters}
+    known = {journal.stored_id(d["event"].event_id) for d in process.dead_letters}
     for raw, attempts, reason, error, at in journal.dead_letters():
         if raw["event_id"] in known:
             continue
