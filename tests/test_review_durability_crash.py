@@ -1,0 +1,130 @@
+"""Review of recovery after a real crash (SIGKILL): what was decided stays decided."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from _process_support import Recorder, eventually
+from tether import AgentProcess, HookEvent, ProcessConfig
+from tether.models import ScriptedModel
+from tether.store import Journal
+
+#: A host that dead-letters one event (a hook refuses it), runs a second (its run hangs until
+#: the kill) and queues a third whose payload holds a declared secret.
+CHILD = textwrap.dedent(
+    """
+    import asyncio, json, sys
+
+    from pydantic import SecretStr
+
+    from tether import AgentProcess, HookBlocked, HookEvent, ProcessConfig, TriggerEvent
+    from tether.models import ScriptedModel
+
+
+    async def gate(ctx):
+        if ctx.data["trigger_id"] == "spam":
+            raise HookBlocked("spam")
+
+
+    async def main() -> None:
+        model = ScriptedModel(latency=3600)
+        config = ProcessConfig(
+            model=model, journal_path=sys.argv[1], secrets={"crm_token": SecretStr("tok-7f3a9")}
+        )
+        process = AgentProcess("journaled", config)
+        process.hooks.register(HookEvent.TASK_CREATED, gate)
+        await process.start()
+        dead = await process.inject(TriggerEvent("spam", "webhook", {"ticket": "buy now"}))
+        running = await process.inject(TriggerEvent("desk", "webhook", {"ticket": "first"}))
+        while not model.requests:
+            await asyncio.sleep(0.005)
+        queued = await process.inject(
+            TriggerEvent("desk", "webhook", {"ticket": "CRM says tok-7f3a9 expired"})
+        )
+        print(json.dumps([dead, running, queued]), flush=True)
+        await asyncio.Event().wait()
+
+
+    asyncio.run(main())
+    """
+)
+
+SECRETS = {"crm_token": SecretStr("tok-7f3a9")}
+
+
+async def crash(tmp_path: Path, journal: Path) -> tuple[list[str], bytes]:
+    """Run CHILD, read the journal's files while it lives, SIGKILL it: its ids and the bytes."""
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), str(journal), stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert child.stdout is not None
+        line = await asyncio.wait_for(child.stdout.readline(), timeout=30)
+        files = sorted(tmp_path.glob("tether.db*"))  # noqa: ASYNC240 (the WAL too)
+        stored = b"".join(p.read_bytes() for p in files)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        await child.wait()
+    ids: list[str] = json.loads(line)
+    return ids, stored
+
+
+async def test_a_dead_letter_of_a_killed_host_is_reloaded_not_run_and_the_rest_is_recovered(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "tether.db"
+    (dead, running, queued), _ = await crash(tmp_path, journal)
+    model = ScriptedModel()
+    process = AgentProcess(
+        "journaled", ProcessConfig(model=model, journal_path=str(journal), secrets=SECRETS)
+    )
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.TASK_COMPLETED)
+    async with process:
+        await eventually(lambda: len(rec.outcomes()) == 2, what="the two recovered runs")
+        assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
+            (dead, "blocked by hook")
+        ]
+    assert rec.of(HookEvent.SESSION_START)[0]["recovered"] == {
+        "events": 2,
+        "event_ids": [running, queued],
+        "dead_letters": 1,
+    }
+    assert [d["event_id"] for d in rec.of(HookEvent.TASK_COMPLETED)] == [running, queued]
+    assert not any("buy now" in p for p in model.prompts)
+
+
+async def test_a_payload_secret_is_redacted_in_the_journal_file_of_a_live_host(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "tether.db"
+    _, stored = await crash(tmp_path, journal)
+    assert b"CRM says" in stored  # the queued event is in the file...
+    assert b"tok-7f3a9" not in stored  # ...its secret is not
+
+
+async def test_a_dead_letter_of_a_killed_host_redelivered_by_the_next_runs_once_and_is_gone(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "tether.db"
+    (dead, _, _), _ = await crash(tmp_path, journal)
+    model = ScriptedModel()
+    process = AgentProcess(
+        "journaled", ProcessConfig(model=model, journal_path=str(journal), secrets=SECRETS)
+    )
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    async with process:
+        assert await process.redeliver_dead_letters([dead]) == 1
+        await eventually(lambda: len(rec.outcomes()) == 3, what="three runs")
+    assert [d["event_id"] for d in rec.of(HookEvent.TASK_COMPLETED)].count(dead) == 1
+    assert process.dead_letters == []
+    assert Journal(journal, "journaled").unfinished() == []
+    assert Journal(journal, "journaled").dead_letters() == []
