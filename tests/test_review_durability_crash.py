@@ -128,3 +128,58 @@ async def test_a_dead_letter_of_a_killed_host_redelivered_by_the_next_runs_once_
     assert process.dead_letters == []
     assert Journal(journal, "journaled").unfinished() == []
     assert Journal(journal, "journaled").dead_letters() == []
+
+
+#: A host whose runs hang until the kill; it injects one event when told to (argv[2]).
+HANGING = textwrap.dedent(
+    """
+    import asyncio, sys
+
+    from tether import AgentProcess, ProcessConfig, TriggerEvent
+    from tether.models import ScriptedModel
+
+
+    async def main() -> None:
+        model = ScriptedModel(latency=3600)
+        config = ProcessConfig(model=model, journal_path=sys.argv[1], max_retries=1)
+        process = AgentProcess("journaled", config)
+        await process.start()
+        if sys.argv[2] == "inject":
+            await process.inject(TriggerEvent("desk", "webhook", {"ticket": "poison"}))
+        while not model.requests:
+            await asyncio.sleep(0.005)
+        print("running", flush=True)
+        await asyncio.Event().wait()
+
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_an_event_that_keeps_killing_its_host_is_dead_lettered_once_its_retries_are_used(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "tether.db"
+    script = tmp_path / "hanging.py"
+    script.write_text(HANGING)
+    for step in ("inject", "recover"):  # attempt 1, then attempt 2 (max_retries=1): both killed
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, str(script), str(journal), step, stdout=asyncio.subprocess.PIPE
+        )
+        try:
+            assert child.stdout is not None
+            assert await asyncio.wait_for(child.stdout.readline(), timeout=30) == b"running\n"
+        finally:
+            child.send_signal(signal.SIGKILL)
+            await child.wait()
+    model = ScriptedModel()
+    config = ProcessConfig(model=model, journal_path=str(journal), max_retries=1)
+    process = AgentProcess("journaled", config)
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_START)
+    async with process:
+        [dead] = process.dead_letters
+    assert (dead["reason"], dead["attempts"]) == ("process failed", 2)
+    assert "went away while attempt 2 ran" in dead["error"]
+    assert rec.of(HookEvent.SESSION_START)[0]["recovered"]["events"] == 0
+    assert model.prompts == []
