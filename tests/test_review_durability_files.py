@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from tether import AgentProcess, ProcessConfig
+from tether import AgentProcess, ProcessConfig, TriggerEvent
 from tether.models import ScriptedModel
+from tether.store import Journal
 
 
 def make(path: Path) -> AgentProcess:
@@ -55,3 +58,31 @@ def test_a_refused_journal_can_be_used_once_the_file_is_fixed(tmp_path: Path) ->
     path.unlink()
     make(path)
     assert path.is_file()
+
+
+async def test_a_journal_write_waits_for_another_writer_that_holds_the_file_briefly(
+    tmp_path: Path,
+) -> None:
+    """The connection waits for a busy file (sqlite3's 5 s timeout) instead of failing at
+    once: a backup or another host's batch holding the write lock delays an inject, no more."""
+    path = tmp_path / "tether.db"
+    process = make(path)
+    holding, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        db = sqlite3.connect(path, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            holding.set()
+            time.sleep(0.3)
+            db.execute("COMMIT")
+        finally:
+            db.close()
+            done.set()
+
+    threading.Thread(target=hold).start()
+    assert holding.wait(10)
+    event_id = await process.inject(TriggerEvent("desk", "webhook", {"ticket": "printer"}))
+    assert done.wait(10)
+    assert [e["event_id"] for e, _ in Journal(path, "journaled").unfinished()] == [event_id]
+    await process.stop()
