@@ -183,3 +183,27 @@ async def test_an_event_that_keeps_killing_its_host_is_dead_lettered_once_its_re
     assert "went away while attempt 2 ran" in dead["error"]
     assert rec.of(HookEvent.SESSION_START)[0]["recovered"]["events"] == 0
     assert model.prompts == []
+
+
+async def test_what_recovery_dead_letters_for_a_full_queue_is_counted_in_session_start(
+    tmp_path: Path,
+) -> None:
+    """Regression: recovery dead-lettered what its queue could not hold ("queue full") but
+    left those out of ``recovered``'s dead_letters (and said None when that was all)."""
+    journal = tmp_path / "tether.db"
+    (dead, running, queued), _ = await crash(tmp_path, journal)
+    config = ProcessConfig(
+        model=ScriptedModel(), journal_path=str(journal), secrets=SECRETS, max_queue_size=1
+    )
+    process = AgentProcess("journaled", config)
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.TASK_COMPLETED)
+    async with process:
+        await eventually(lambda: rec.outcomes() == ["success"], what="the recovered run")
+        assert sorted((d["event_id"], d["reason"]) for d in process.dead_letters) == sorted(
+            [(dead, "blocked by hook"), (queued, "queue full")]
+        )
+    assert rec.of(HookEvent.SESSION_START)[0]["recovered"] == {
+        "events": 1,
+        "event_ids": [running],
+        "dead_letters": 2,
+    }

@@ -48,6 +48,7 @@ def recover(process: AgentProcess) -> dict[str, Any] | None:
             queue.put_nowait((event, attempts))
         except asyncio.QueueFull:
             process._dead(event, "queue full", "journal recovery found a full queue", attempts)
+            dead += 1
             continue
         events.append(event.event_id)
     for event, attempts in waiting:  # behind what the journal recovered
