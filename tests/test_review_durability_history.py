@@ -10,7 +10,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from tether import AgentProcess, HookContext, HookEvent, HookRun, ProcessConfig
+import pytest
+
+from tether import AgentProcess, HookContext, HookEvent, HookManager, HookRun, ProcessConfig
+from tether.hooks._history import BATCH, HistoryRecorder
 from tether.models import ScriptedModel
 from tether.store import HistoryStore
 
@@ -109,3 +112,75 @@ async def test_runs_still_in_the_batch_at_stop_are_in_the_file_once_stop_returns
     with sqlite3.connect(path) as db:  # a connection of its own, as another host would read
         rows = db.execute("SELECT event, process_id FROM hook_runs").fetchall()
     assert ("session_end", "journaled") in rows
+
+
+async def test_runs_of_a_write_that_failed_reach_the_file_with_the_next_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: a failed write (the file locked past the busy timeout, say) was logged and
+    its runs dropped: they never reached the file, and so were gone after a restart."""
+    store = HistoryStore(tmp_path / "tether.db")
+    failures = [sqlite3.OperationalError("database is locked")]
+
+    def sink(runs: list[HookRun]) -> None:
+        if failures:
+            raise failures.pop()
+        store.write(runs)
+
+    async def audit(ctx: HookContext) -> None:
+        pass
+
+    manager = HookManager()
+    manager.register(HookEvent.USER_PROMPT_SUBMIT, audit)
+    manager.recorder = history = HistoryRecorder("journaled", sink=sink)
+    data = {"prompt": "hi", "event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
+    await manager.dispatch(HookEvent.USER_PROMPT_SUBMIT, data)
+    history.flush()
+    assert "writing hook-run records failed" in caplog.text
+    await manager.dispatch(HookEvent.USER_PROMPT_SUBMIT, data)
+    history.flush()
+    assert len(store.query("journaled")) == 2
+
+
+async def test_runs_kept_for_a_failing_store_are_bounded(tmp_path: Path) -> None:
+    """A store that keeps failing holds at most the ring's size of entries back, the newest."""
+
+    def broken(runs: list[HookRun]) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    async def audit(ctx: HookContext) -> None:
+        pass
+
+    manager = HookManager()
+    manager.register(HookEvent.USER_PROMPT_SUBMIT, audit)
+    manager.recorder = history = HistoryRecorder("journaled", size=10, sink=broken)
+    data = {"prompt": "hi", "event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
+    for _ in range(25):
+        await manager.dispatch(HookEvent.USER_PROMPT_SUBMIT, data)
+        history.flush()
+    written: list[HookRun] = []
+    history._sink = written.extend  # the store is back
+    history.flush()
+    assert len(written) == 10
+    assert written == history.runs()
+
+
+async def test_a_failing_store_is_not_written_to_on_every_dispatch() -> None:
+    """The runs a failed write kept back do not make each later dispatch a full batch that
+    writes at once (a locked file would hold every dispatch up for its busy timeout)."""
+    calls: list[int] = []
+
+    def broken(runs: list[HookRun]) -> None:
+        calls.append(len(runs))
+        raise sqlite3.OperationalError("database is locked")
+
+    async def audit(ctx: HookContext) -> None:
+        pass
+
+    manager = HookManager()
+    manager.register(HookEvent.USER_PROMPT_SUBMIT, audit)
+    manager.recorder = HistoryRecorder("journaled", sink=broken)
+    data = {"prompt": "hi", "event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
+    for _ in range(BATCH + 10):
+        await manager.dispatch(HookEvent.USER_PROMPT_SUBMIT, data)
+    assert calls == [BATCH]  # the full batch was tried once; the next ones wait for the timer

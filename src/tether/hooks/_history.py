@@ -65,6 +65,9 @@ class HistoryRecorder:
         self._redact = redact
         self._sink = sink
         self._pending: list[tuple[Any, ...]] = []
+        #: Entries a failed write held back: a full batch is BATCH more than these, so a
+        #: broken store is retried on the timer, not on every dispatch.
+        self._held = 0
         self._timer: asyncio.TimerHandle | None = None
         #: Keep each hook's data before and after (dry runs); off for ordinary history.
         self.trace = trace
@@ -84,7 +87,7 @@ class HistoryRecorder:
     def _queue(self, entry: tuple[Any, ...]) -> None:
         """Batch an entry for the sink: written when BATCH are pending or FLUSH_INTERVAL later."""
         self._pending.append(entry)
-        if len(self._pending) >= BATCH:
+        if len(self._pending) >= self._held + BATCH:
             self.flush()
         elif self._timer is None:
             try:
@@ -266,7 +269,12 @@ class HistoryRecorder:
         return runs
 
     def flush(self) -> None:
-        """Hand pending records to the sink now."""
+        """Hand pending records to the sink now.
+
+        A write that fails (a file locked past its busy timeout, say) is logged and its
+        entries are kept for the next flush, the newest ``size`` of them at most (the ring's
+        size), so a store that is back gets them and one that stays broken holds little.
+        """
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -275,7 +283,12 @@ class HistoryRecorder:
             try:
                 self._sink([run for entry in pending for run in self._expand(entry)])
             except Exception:
-                logger.exception("writing hook-run records failed")
+                logger.exception("writing hook-run records failed; kept for the next write")
+                kept = pending + self._pending  # (a sink may record while it writes)
+                self._pending = kept[-self._ring.maxlen :] if self._ring.maxlen else kept
+                self._held = len(self._pending)
+            else:
+                self._held = 0
 
     def runs(self, **filters: Any) -> list[HookRun]:
         """Recorded runs, oldest first (filters: event, outcome, hook, since, last).
