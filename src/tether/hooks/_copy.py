@@ -29,11 +29,17 @@ def _copy_value(value: Any) -> Any:
         return [item if type(item) in _IMMUTABLE_SET else _copy_value(item) for item in value]
     if cls is tuple:
         return tuple(_copy_value(v) for v in value)
-    plain = getattr(cls, "_tether_plain", None)  # a recorded dispatch's containers copy plain
+    # A recorded dispatch's containers copy plain, as fast as plain ones: dict.copy of one is a
+    # plain dict (the result of every recorded dispatch with nested data is copied so).
+    plain = getattr(cls, "_tether_plain", None)
     if plain is dict:
-        return {k: _copy_value(v) for k, v in dict.copy(value).items()}
+        out = dict.copy(value)
+        for key, item in out.items():
+            if type(item) not in _IMMUTABLE_SET:
+                out[key] = _copy_value(item)
+        return out
     if plain is list:
-        return [_copy_value(v) for v in value]
+        return [item if type(item) in _IMMUTABLE_SET else _copy_value(item) for item in value]
     return copy.deepcopy(value)
 
 

@@ -116,6 +116,9 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
             self.config.max_queue_size
         )
         self._workers: list[asyncio.Task[None]] = []
+        #: The loop the process runs in, from start() to the end of its stop: asking it for the
+        #: current task spares _emit the getpid() system call asyncio.current_task() makes.
+        self._running_loop: asyncio.AbstractEventLoop | None = None
         #: The workers running an event now, with its id.
         self._busy: dict[asyncio.Task[None], str] = {}
         #: Workers given up on at a stop: their run ignored its cancellation (see _halt_workers),
@@ -187,7 +190,8 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         would wait on itself) gets a clear error instead of a deadlock.
         """
         data = self.redactor.declared.value(data)
-        task = asyncio.current_task()
+        loop = self._running_loop
+        task = asyncio.current_task() if loop is None else asyncio.current_task(loop)
         if task is None or task in self._busy:  # a worker: _busy already marks it
             return await self.hooks.dispatch(
                 event, data, process_id=self.name, metadata=self._metadata
@@ -237,6 +241,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
             raise ProcessStateError(f"process {self.name!r} is stopping; start it once stopped")
         self.state = ProcessState.STARTING
         self._stopping = False
+        self._running_loop = asyncio.get_running_loop()
         try:
             if self._model is None:
                 from ..models import resolve_model

@@ -56,6 +56,7 @@ class Stopping:
         _model: Model | None
         _journal: Journal | None
         _stopping: bool
+        _running_loop: asyncio.AbstractEventLoop | None
         _runners: dict[str, TriggerRunner]
         _workers: list[asyncio.Task[None]]
         _busy: dict[asyncio.Task[None], str]
@@ -114,6 +115,7 @@ class Stopping:
                 await cleanly(self._model.aclose(), "closing the model", self.redactor.text)
         finally:
             self.state = final_state
+            self._running_loop = None
             journal = self._journal
             if journal is not None and final_state == ProcessState.STOPPED and not restarting:
                 journal.release()  # the next process of this name may start and recover
