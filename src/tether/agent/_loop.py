@@ -10,13 +10,14 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._redact import Redactor
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from ..hooks import DispatchResult, HookEvent
+from ..hooks._hook import _resume
 from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
@@ -230,7 +231,7 @@ class AgentLoop:
         deadline = asyncio.timeout(self.tool_timeout)
         try:
             async with deadline:
-                value = await t.fn(**args)
+                value = await _bounded(t.fn(**args))
         except TimeoutError as exc:
             if not deadline.expired():  # the tool's own TimeoutError (an upstream call's)
                 return self._tool_error(call.name, exc), 1, 0
@@ -269,7 +270,7 @@ class AgentLoop:
             deadline = asyncio.timeout(self.approval.timeout)
             try:
                 async with deadline:
-                    decision = await handler(request)
+                    decision = await _bounded(handler(request))
                 if not isinstance(decision, ApprovalDecision):
                     raise TypeError(f"handler returned {type(decision).__name__}, not a decision")
             except TimeoutError as exc:
@@ -298,3 +299,16 @@ class AgentLoop:
             decided_by=decision.decided_by,
         )
         return reason
+
+
+async def _bounded(awaitable: Awaitable[Any]) -> Any:
+    """Await a tool's or a handler's coroutine so that a cancellation of the run (its timeout
+    among them) ends the wait even if the coroutine swallows it and carries on: it is closed,
+    or left, as the hook engine does with a hook (see hooks._hook._resume)."""
+    if not isinstance(awaitable, Coroutine):  # an awaitable of another kind: awaited as is
+        return await awaitable
+    try:
+        pending = awaitable.send(None)
+    except StopIteration as stop:
+        return stop.value
+    return await _resume(awaitable, pending)
