@@ -161,6 +161,7 @@ _NUMBERS: Final = (
     "model_timeout",
     "model_max_retries",
     "max_turns",
+    "tool_timeout",
     "concurrency",
     "max_queue_size",
     "max_retries",
@@ -202,6 +203,7 @@ class ProcessSpec(BaseModel):
         "entry points)",
     )
     max_turns: int = _same("max_turns")
+    tool_timeout: float = _same("tool_timeout")
     concurrency: int = _same("concurrency")
     max_queue_size: int = _same("max_queue_size")
     max_retries: int = _same("max_retries")

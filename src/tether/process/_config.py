@@ -208,6 +208,9 @@ class ProcessConfig(BaseModel):
     )
     secrets: dict[str, SecretStr] = Field(default_factory=dict, description="Redacted everywhere")
     max_turns: int = Field(default=10, ge=1, le=1000, description="Model turns per run")
+    tool_timeout: float = Field(
+        default=120.0, gt=0, le=3600, description="Seconds one tool call may run"
+    )
     concurrency: int = Field(default=1, ge=1, le=256, description="Runs at once")
     max_queue_size: int = Field(default=1000, ge=1, le=1_000_000, description="Queued events")
     max_retries: int = Field(default=2, ge=0, le=100, description="Retries of a failed run")

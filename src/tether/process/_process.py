@@ -267,6 +267,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
                 redactor=self.redactor,
                 process_id=self.name,
                 max_turns=self.config.max_turns,
+                tool_timeout=self.config.tool_timeout,
             )
             self._install_builtin_tools(self._loop)
             if self._journal is not None and not self._journal.claim():
