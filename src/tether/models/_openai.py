@@ -272,6 +272,14 @@ def parse_chat_completion(data: Any) -> ModelReply:
     if not isinstance(wire_calls, list):
         raise ModelResponseError("a message whose tool_calls is not a list")
     calls = [_parse_tool_call(i, wire) for i, wire in enumerate(wire_calls)]
+    if content is None and not calls:
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal:  # the model declined: that is its answer
+            content = refusal
+        elif choices[0].get("finish_reason") == "length":
+            raise ModelResponseError(
+                "an answer cut off at the model's token limit before any text or tool call"
+            )
     return ModelReply(content=content, tool_calls=calls, raw=data)
 
 
