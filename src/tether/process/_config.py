@@ -226,10 +226,13 @@ class ProcessConfig(BaseModel):
     @classmethod
     def _model(cls, value: Any) -> Any:
         if isinstance(value, str):
-            if value != "scripted" and not (value.startswith("openai:") and len(value) > 7):
+            name = value[7:]
+            if value != "scripted" and not (
+                value.startswith("openai:") and name and name == name.strip()
+            ):
                 raise ValueError(
-                    f"model {value!r} is not supported; use 'openai:<name>' or 'scripted' "
-                    "(or pass a model object in code)"
+                    f"model {value!r} is not supported; use 'openai:<name>' (no spaces around "
+                    "the name) or 'scripted' (or pass a model object in code)"
                 )
         elif not hasattr(value, "complete"):
             raise ValueError(f"model must be a string or an object with complete(), got {value!r}")
@@ -239,6 +242,16 @@ class ProcessConfig(BaseModel):
     @classmethod
     def _mission(cls, value: str | None) -> str | None:
         return check_mission(value)
+
+    @field_validator("journal_path")
+    @classmethod
+    def _journal_path(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or value == ":memory:"):
+            raise ValueError(
+                f"journal_path {value!r} is no file: a journal must outlive the process to "
+                "recover its events; give a file path, or None for no journal"
+            )
+        return value
 
     @field_validator("tools")
     @classmethod
