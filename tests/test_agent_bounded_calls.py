@@ -6,16 +6,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from _loop_support import make_loop, stubborn_crm
 from tether import ApprovalDecision, ApprovalPolicy, ApprovalRequest
-from tether.agent import AgentContext, AgentLoop
-from tether.hooks import DispatchResult, HookEvent, HookManager
 from tether.models import ScriptedModel
 
 STUBBORN_S = 3.0  # what the stubborn callables go on for after their cancellation
-
-
-async def emit(event: HookEvent, data: dict[str, Any]) -> DispatchResult:
-    return await HookManager().dispatch(event, data, process_id="bounded")
 
 
 async def lookup(order_id: int) -> dict[str, Any]:
@@ -25,22 +20,8 @@ async def lookup(order_id: int) -> dict[str, Any]:
 
 async def test_a_tool_that_swallows_its_timeout_cancellation_is_still_cut_off() -> None:
     went_on: list[str] = []
-
-    async def crm() -> str:
-        """Query the CRM."""
-        try:
-            await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            went_on.append("cancelled")
-            await asyncio.sleep(STUBBORN_S)  # carries on regardless
-            went_on.append("finished")
-        return "late"
-
     model = ScriptedModel(tool_calls=[("crm", {})], reply="done")
-    loop = AgentLoop(
-        model=model, instructions="", context=AgentContext(50), emit=emit, tool_timeout=0.1
-    )
-    loop.add_tool(crm)
+    loop = make_loop(model, stubborn_crm(went_on, STUBBORN_S), tool_timeout=0.1)
     result = await loop.run("go")
     assert went_on == ["cancelled"]  # the run did not wait for the tool to carry on
     assert result.reply == "done"
@@ -63,10 +44,7 @@ async def test_an_approval_handler_that_swallows_its_timeout_cancellation_is_sti
 
     model = ScriptedModel(tool_calls=[("lookup", {"order_id": 7})], reply="done")
     policy = ApprovalPolicy(tools=["lookup"], handler=reviewer, timeout=0.1)
-    loop = AgentLoop(
-        model=model, instructions="", context=AgentContext(50), emit=emit, approval=policy
-    )
-    loop.add_tool(lookup)
+    loop = make_loop(model, lookup, approval=policy)
     await loop.run("go")
     assert went_on == ["cancelled"]  # the run did not wait for the reviewer to carry on
     refusal = model.requests[1]["messages"][-1]["content"]

@@ -3,12 +3,12 @@ or the API; a tool past it is cut off (even one swallowing its cancellation)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from _loop_support import stubborn_crm
 from _process_support import Recorder, eventually
 from tether import (
     AgentProcess,
@@ -24,17 +24,7 @@ from tether.models import ScriptedModel
 
 async def test_a_tool_past_the_process_tool_timeout_is_cut_off_and_the_run_goes_on() -> None:
     went_on: list[str] = []
-
-    async def crm() -> str:
-        """Query the CRM."""
-        try:
-            await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            went_on.append("cancelled")
-            await asyncio.sleep(3)
-            went_on.append("finished")
-        return "late"
-
+    crm = stubborn_crm(went_on)
     model = ScriptedModel(tool_calls=[("crm", {})], reply="done")
     process = AgentProcess(
         "tools", ProcessConfig(model=model, tools=[crm], tool_timeout=0.1, stop_timeout=0.5)

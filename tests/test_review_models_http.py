@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tether.agent import AgentContext, AgentLoop, RunError
-from tether.hooks import DispatchResult, HookEvent, HookManager
+from _loop_support import make_loop
+from tether.agent import RunError
 from tether.models import OpenAIModel
 from tether.testing import FakeLLM
 
@@ -23,17 +23,6 @@ async def llm() -> AsyncIterator[FakeLLM]:
     async with FakeLLM(port=0) as server:
         server.retry_after = 0.01  # keep the SDK's retry backoff short
         yield server
-
-
-async def emit(event: HookEvent, data: dict[str, Any]) -> DispatchResult:
-    return await HookManager().dispatch(event, data, process_id="review")
-
-
-def make_loop(model: Any, *tools: Any) -> AgentLoop:
-    loop = AgentLoop(model=model, instructions="", context=AgentContext(50), emit=emit)
-    for fn in tools:
-        loop.add_tool(fn)
-    return loop
 
 
 async def lookup(order_id: int) -> dict[str, Any]:

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from tether.agent import AgentContext, AgentLoop
-from tether.hooks import DispatchResult, HookEvent, HookManager
+from _loop_support import make_loop
 from tether.models import OpenAIModel, ScriptedModel
 from tether.testing import FakeLLM
 
@@ -20,17 +19,6 @@ async def llm() -> AsyncIterator[FakeLLM]:
     async with FakeLLM(port=0) as server:
         server.retry_after = 0.01  # keep the SDK's retry backoff short
         yield server
-
-
-async def emit(event: HookEvent, data: dict[str, Any]) -> DispatchResult:
-    return await HookManager().dispatch(event, data, process_id="review")
-
-
-def make_loop(model: Any, *tools: Any, **options: Any) -> AgentLoop:
-    loop = AgentLoop(model=model, instructions="", context=AgentContext(50), emit=emit, **options)
-    for fn in tools:
-        loop.add_tool(fn)
-    return loop
 
 
 def tool_messages(llm: FakeLLM) -> list[str]:
