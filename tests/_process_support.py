@@ -7,8 +7,12 @@ The models here implement the public ``tether.models.Model`` protocol (``complet
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from tether import HookContext, HookEvent, TriggerEvent
@@ -20,8 +24,30 @@ __all__ = [
     "RawToolCallModel",
     "Recorder",
     "eventually",
+    "killed_host",
     "ticket",
 ]
+
+
+@contextlib.asynccontextmanager
+async def killed_host(
+    folder: Path, source: str, *args: str
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, bytes]]:
+    """Run the Python ``source`` as a child process (``args`` after its script), hand it back
+    with the first line it prints (at most 30 s), and SIGKILL it on the way out."""
+    script = folder / "child.py"
+    script.write_text(source)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), *args, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert child.stdout is not None
+        line = await asyncio.wait_for(child.stdout.readline(), timeout=30)
+        yield child, line
+    finally:
+        if child.returncode is None:
+            child.send_signal(signal.SIGKILL)
+        await child.wait()
 
 
 async def eventually(

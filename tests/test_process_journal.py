@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
-import sys
 import textwrap
 from pathlib import Path
 
 from pydantic import SecretStr
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import Recorder, eventually, killed_host, ticket
 from tether import AgentProcess, HookBlocked, HookConfig, HookContext, HookEvent, ProcessConfig
 from tether.models import ScriptedModel
 from tether.store import Journal
@@ -46,17 +44,8 @@ CHILD = textwrap.dedent(
 
 async def run_and_kill(tmp_path: Path, journal: Path) -> list[str]:
     """Run CHILD until its first run is in flight, SIGKILL it; return the ids it injected."""
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), str(journal), stdout=asyncio.subprocess.PIPE
-    )
-    try:
-        assert child.stdout is not None
-        line = await asyncio.wait_for(child.stdout.readline(), timeout=30)
-    finally:
-        child.send_signal(signal.SIGKILL)
-        await child.wait()
+    async with killed_host(tmp_path, CHILD, str(journal)) as (child, line):
+        pass
     assert child.returncode == -signal.SIGKILL
     ids: list[str] = json.loads(line)
     return ids
@@ -215,18 +204,9 @@ async def test_a_retry_waiting_in_the_journal_holds_no_declared_secret(tmp_path:
     the secret redacted (the journal is a plain SQLite file on disk)."""
     journal = tmp_path / "tether.db"
     secrets = {"crm_token": SecretStr("tok-7f3a9")}
-    script = tmp_path / "child.py"
-    script.write_text(RETRYING_CHILD)
     # A host whose first attempt failed, killed while the retry waits.
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), str(journal), stdout=asyncio.subprocess.PIPE
-    )
-    try:
-        assert child.stdout is not None
-        assert await asyncio.wait_for(child.stdout.readline(), timeout=30) == b"retrying\n"
-    finally:
-        child.send_signal(signal.SIGKILL)
-        await child.wait()
+    async with killed_host(tmp_path, RETRYING_CHILD, str(journal)) as (_, line):
+        assert line == b"retrying\n"
     model = ScriptedModel()
     recovered = AgentProcess(
         "journaled", ProcessConfig(model=model, journal_path=str(journal), secrets=secrets)

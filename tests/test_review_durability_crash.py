@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from _process_support import Recorder, eventually
+from _process_support import Recorder, eventually, killed_host
 from tether import AgentProcess, HookEvent, ProcessConfig
 from tether.models import ScriptedModel
 from tether.store import Journal
@@ -61,19 +61,9 @@ SECRETS = {"crm_token": SecretStr("tok-7f3a9")}
 
 async def crash(tmp_path: Path, journal: Path) -> tuple[list[str], bytes]:
     """Run CHILD, read the journal's files while it lives, SIGKILL it: its ids and the bytes."""
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), str(journal), stdout=asyncio.subprocess.PIPE
-    )
-    try:
-        assert child.stdout is not None
-        line = await asyncio.wait_for(child.stdout.readline(), timeout=30)
+    async with killed_host(tmp_path, CHILD, str(journal)) as (_, line):
         files = sorted(tmp_path.glob("tether.db*"))  # noqa: ASYNC240 (the WAL too)
         stored = b"".join(p.read_bytes() for p in files)
-    finally:
-        child.send_signal(signal.SIGKILL)
-        await child.wait()
     ids: list[str] = json.loads(line)
     return ids, stored
 

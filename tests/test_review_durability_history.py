@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 import sqlite3
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
+from _process_support import killed_host
 from tether import AgentProcess, HookContext, HookEvent, HookManager, HookRun, ProcessConfig
 from tether.hooks._history import BATCH, HistoryRecorder
 from tether.models import ScriptedModel
@@ -71,18 +70,9 @@ async def test_a_host_killed_while_writing_history_leaves_a_readable_file_of_who
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "tether.db"
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER)
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), str(path), stdout=asyncio.subprocess.PIPE
-    )
-    try:
-        assert child.stdout is not None
-        assert await asyncio.wait_for(child.stdout.readline(), timeout=30) == b"written\n"
+    async with killed_host(tmp_path, WRITER, str(path)) as (_, line):
+        assert line == b"written\n"
         await asyncio.sleep(0.2)  # several batches more, one of them under way at the kill
-    finally:
-        child.send_signal(signal.SIGKILL)
-        await child.wait()
     db = sqlite3.connect(path)
     try:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
