@@ -39,12 +39,6 @@ async def api(runtime: AgentRuntime) -> AsyncIterator[OrchestrationAPI]:
     await api.stop()
 
 
-@pytest.fixture
-async def client(api: OrchestrationAPI) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
-        yield client
-
-
 async def create(client: httpx.AsyncClient, name: str, config: dict[str, Any]) -> httpx.Response:
     return await client.post("/processes", json={"name": name, "config": config})
 

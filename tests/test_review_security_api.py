@@ -34,12 +34,6 @@ async def api(runtime: AgentRuntime) -> AsyncIterator[OrchestrationAPI]:
     await api.stop()
 
 
-@pytest.fixture
-async def client(api: OrchestrationAPI) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
-        yield client
-
-
 async def test_a_process_name_ending_in_a_newline_answers_422(client: httpx.AsyncClient) -> None:
     """Regression: the name pattern ended in "$", which matches before a final newline, so
     "triage\\n" was deployed (and then written as is into log lines and the journal)."""
