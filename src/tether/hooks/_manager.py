@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._context import DRY_RUN_KEY, HookContext
-from ._copy import _IMMUTABLE_SET, copy_payload
+from ._copy import _IMMUTABLE_SET, _copy_value, copy_payload
 from ._errors import HookBlocked, HookTimeoutError
 from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
 from ._extension import ExtensionPoints
@@ -673,13 +673,12 @@ class HookManager(ExtensionPoints):
         result.runs = []
         if marks is not None and (fired or _SKIPPED in marks):  # a hook ran, or was skipped
             recorder.add(("d", t0, self, ev, depth, hooks, marks, first))  # type: ignore[union-attr]
-        # A plain copy (copy_payload, inlined): what a hook kept of the data, or a task it
-        # started, cannot change the result once the dispatch has returned.
+        # A plain copy (copy_payload, inlined; one top-level copy): what a hook kept of the
+        # data, or a task it started, cannot change the result once the dispatch has returned.
         final = ctx.data.copy()
-        for value in final.values():
+        for key, value in final.items():
             if type(value) not in _IMMUTABLE_SET:
-                final = copy_payload(final)
-                break
+                final[key] = _copy_value(value)
         result.data = final
         # Async hooks run after the chain, blocked or not: an audit hook sees refusals too
         # (a block stops the loop, so the async hooks ordered after the blocker are added here).
