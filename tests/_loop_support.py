@@ -8,6 +8,9 @@ from typing import Any
 from tether.agent import AgentContext, AgentLoop
 from tether.hooks import DispatchResult, HookEvent, HookManager
 
+#: An API key for a model served by FakeLLM (a secret the tests look for in what leaks).
+KEY = "sk-review-0123456789"
+
 
 async def emit(event: HookEvent, data: dict[str, Any]) -> DispatchResult:
     """Dispatch to an empty manager: the events fire, nothing is hooked."""

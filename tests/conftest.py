@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from tether import AgentRuntime
     from tether.api import OrchestrationAPI
+    from tether.testing import FakeLLM
 
 #: Writes an executable Python script into the test's tmp_path and returns its absolute path.
 ScriptFactory = Callable[..., str]
@@ -63,3 +64,14 @@ async def client(api: OrchestrationAPI) -> AsyncIterator[httpx.AsyncClient]:
 
     async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
         yield client
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[FakeLLM]:
+    """A FakeLLM on a free loopback port, its retry-after short so the SDK's backoff between
+    retries stays short. A test file may define its own."""
+    from tether.testing import FakeLLM
+
+    async with FakeLLM(port=0) as server:
+        server.retry_after = 0.01
+        yield server

@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from _loop_support import make_loop
+from _loop_support import KEY, make_loop
 from tether.agent import RunError
 from tether.models import OpenAIModel
 from tether.testing import FakeLLM
 
-KEY = "sk-review-0123456789"
 #: A bound for a test that must not hang; never a timing assertion.
 NO_HANG = 30
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLM]:
-    async with FakeLLM(port=0) as server:
-        server.retry_after = 0.01  # keep the SDK's retry backoff short
-        yield server
 
 
 async def lookup(order_id: int) -> dict[str, Any]:

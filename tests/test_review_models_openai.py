@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
+from _loop_support import KEY
 from tether.models import ModelConfigError, ModelUnavailableError, OpenAIModel, resolve_model
-
-KEY = "sk-review-0123456789"
 
 
 async def test_an_invalid_base_url_is_a_model_config_error_naming_it() -> None:

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from _loop_support import make_loop
 from tether.models import OpenAIModel, ScriptedModel
 from tether.testing import FakeLLM
 
 KEY = "sk-review-0123456789"
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLM]:
-    async with FakeLLM(port=0) as server:
-        server.retry_after = 0.01  # keep the SDK's retry backoff short
-        yield server
 
 
 def tool_messages(llm: FakeLLM) -> list[str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 
 from _process_support import eventually
 from conftest import ScriptFactory
-from tether import AgentRuntime, HookContext, HookEvent, OrchestrationAPI, TriggerEvent
+from tether import AgentRuntime, HookContext, HookEvent, TriggerEvent
 
 SECRET = "declared-canary-9f8e41"
 HMAC_KEY = "webhook-hmac-canary-aa11bb"
@@ -37,17 +36,6 @@ with open(sys.argv[1], "a") as out:
 @pytest.fixture(autouse=True)
 def _debug_logs(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-
-
-@pytest.fixture
-async def client(runtime: AgentRuntime) -> AsyncIterator[httpx.AsyncClient]:
-    api = OrchestrationAPI(runtime, port=0, webhooks=False, allow_command_deploys=True)
-    await api.start()
-    try:
-        async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
-            yield client
-    finally:
-        await api.stop()
 
 
 def db_bytes(tmp_path: Path) -> bytes:
