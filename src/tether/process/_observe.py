@@ -89,7 +89,8 @@ class HookObservability:
             "event": str(event),
             "blocked": result.blocked,
             "decision": "blocked" if result.blocked else "allowed",
-            "reason": result.reason,
+            # A block reason is a hook's own text: it may quote a value the hook was handed.
+            "reason": self.redactor.text(result.reason) if result.reason else result.reason,
             "fired": result.fired,
             "errors": [
                 {"hook_id": hook_id, "error": self.redactor.text(str(exc))}
