@@ -7,11 +7,14 @@ and asked over real HTTP.
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
 from conftest import ScriptFactory
-from tether import AgentRuntime, HookConfig, ProcessConfig
+from tether import AgentProcess, AgentRuntime, HookConfig, ProcessConfig
+from tether.manifest import ProcessSpec, spec_problems, spec_to_process_config
 
 CANARY = "leak-canary-5e1d07"
 
@@ -50,3 +53,32 @@ async def test_a_block_reason_quoting_a_hooks_env_value_is_redacted_from_a_dry_r
     assert answer["decision"] == "blocked"
     assert answer["reason"] == "token [REDACTED:TOKEN] is not allowed"
     assert CANARY not in r.text
+
+
+def mcp_servers() -> list[dict[str, Any]]:
+    """An http server with a credential in a header and a stdio one with one in its env."""
+    return [
+        {"name": "crm", "url": "https://crm.example/mcp", "headers": {"Authorization": CANARY}},
+        {"name": "fs", "command": ["mcp-fs"], "env": {"FS_TOKEN": CANARY}},
+    ]
+
+
+def test_a_configs_repr_str_and_dump_never_show_an_mcp_servers_header_or_env_value() -> None:
+    """Regression: ``ProcessConfig.mcp_servers`` kept the entries as given, so the repr of a
+    configuration (in a traceback, a log line, a debugger) showed every MCP credential."""
+    config = ProcessConfig(model="scripted", mcp_servers=mcp_servers())
+
+    for shown in (repr(config), str(config), str(config.model_dump()), config.model_dump_json()):
+        assert CANARY not in shown
+    # Still declared, so still redacted from what hooks see:
+    process = AgentProcess("vault", config)
+    assert process.redactor.text(f"key {CANARY}") == "key [REDACTED:mcp.crm.Authorization]"
+
+
+def test_a_manifests_spec_never_shows_an_mcp_servers_header_or_env_value() -> None:
+    """Regression: the ``ProcessSpec`` of a manifest or a deploy showed MCP credentials."""
+    spec = ProcessSpec.model_validate({"model": "scripted", "mcp_servers": mcp_servers()})
+
+    assert spec_problems(spec) == []
+    for shown in (repr(spec), str(spec.model_dump()), repr(spec_to_process_config(spec))):
+        assert CANARY not in shown

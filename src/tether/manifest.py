@@ -54,6 +54,7 @@ from .process import (
     WebhookTrigger,
 )
 from .process._config import check_mission
+from .process._mcp import masked_entries
 from .process._state import validate_name
 
 __all__ = [
@@ -236,6 +237,11 @@ class ProcessSpec(BaseModel):
     @classmethod
     def _mission(cls, value: str | None) -> str | None:
         return check_mission(value)
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_servers(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return masked_entries(value)
 
     @field_validator("model")
     @classmethod

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from ..agent._config import BudgetConfig, ContextConfig, GuardrailConfig
 from ..approval import ApprovalPolicy
 from ..hooks._config import HookConfig
+from ._mcp import masked_entries
 
 __all__ = [
     "MISSION_MAX_CHARS",
@@ -242,6 +243,11 @@ class ProcessConfig(BaseModel):
     @classmethod
     def _mission(cls, value: str | None) -> str | None:
         return check_mission(value)
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_servers(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return masked_entries(value)
 
     @field_validator("journal_path")
     @classmethod

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from ._state import NAME_RE
 
-__all__ = ["MCP_TRANSPORTS", "McpServerConfig", "is_stdio", "server_name"]
+__all__ = ["MCP_TRANSPORTS", "McpServerConfig", "is_stdio", "masked_entries", "server_name"]
 
 MCP_TRANSPORTS: Final = ("stdio", "http", "sse", "streamable-http")
 _STDIO_ONLY: Final = ("command", "args", "env", "cwd")
@@ -98,6 +98,25 @@ class McpServerConfig(BaseModel):
 def server_name(entry: dict[str, Any]) -> str | None:
     name = entry.get("name")
     return name if isinstance(name, str) else None
+
+
+def masked_entries(servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``servers`` with the ``headers`` and ``env`` values of each entry as SecretStr, as
+    ``McpServerConfig.entry()`` keeps them, so no repr, str or dump of a configuration shows
+    them. An entry whose ``headers`` or ``env`` is no mapping is kept as it is (for its
+    validation to report)."""
+    out = []
+    for entry in servers:
+        if isinstance(entry, dict):
+            entry = dict(entry)
+            for field in ("headers", "env"):
+                values = entry.get(field)
+                if isinstance(values, dict):
+                    entry[field] = {
+                        k: SecretStr(v) if isinstance(v, str) else v for k, v in values.items()
+                    }
+        out.append(entry)
+    return out
 
 
 def is_stdio(entry: dict[str, Any]) -> bool:
