@@ -41,7 +41,15 @@ from ._changes import ConfigEndpoints
 from ._deploy import code_only_fields, command_uses, commands_message, host_paths
 from ._errors import APIConfigError, APIError, error_response
 from ._hooks import HookEndpoints
-from ._http import DEFAULT_MAX_BODY, check_bearer, is_loopback, parse_json, read_body
+from ._http import (
+    DEFAULT_MAX_BODY,
+    check_bearer,
+    foreign_origin,
+    hostname,
+    is_loopback,
+    parse_json,
+    read_body,
+)
 from ._server import AppServer
 from ._views import dead_letter_view, process_detail, process_summary
 from ._webhooks import WebhookServer
@@ -494,29 +502,26 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        # Every Origin sent, not the last one only: a foreign origin listed first must not hide
-        # behind a loopback one listed after it.
-        origins = [v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"origin"]
         try:
-            self._check(scope, headers, origins)
+            self._check(scope, headers)
         except APIError as exc:
             await exc.response()(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
-    def _check(self, scope: Scope, headers: dict[str, str], origins: list[str]) -> None:
+    def _check(self, scope: Scope, headers: dict[str, str]) -> None:
         token = self.api.token
         if token is not None:
             check_bearer(headers.get("authorization"), token)
         else:
-            host = _hostname(headers.get("host", ""))
+            host = hostname(headers.get("host", ""))
             if host and not is_loopback(host):
                 raise APIError(403, "FORBIDDEN", f"Host {host!r} is not a loopback name")
-            for origin in origins:
-                if not is_loopback(_hostname(origin.split("://")[-1])):
-                    raise APIError(
-                        403, "FORBIDDEN", f"requests from the web origin {origin!r} are refused"
-                    )
+            origin = foreign_origin(scope["headers"])
+            if origin is not None:
+                raise APIError(
+                    403, "FORBIDDEN", f"requests from the web origin {origin!r} are refused"
+                )
         method = scope["method"]
         if method in ("POST", "PUT", "PATCH") and _has_body(headers):
             kind = headers.get("content-type", "").split(";")[0].strip().lower()
@@ -531,10 +536,3 @@ class _Guard:
 def _has_body(headers: dict[str, str]) -> bool:
     length = headers.get("content-length")
     return "transfer-encoding" in headers or (length is not None and length.strip() != "0")
-
-
-def _hostname(host: str) -> str:
-    host = host.strip()
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host

@@ -17,6 +17,8 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "bad_query",
     "check_bearer",
+    "foreign_origin",
+    "hostname",
     "is_loopback",
     "parse_json",
     "query_params",
@@ -37,6 +39,29 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def hostname(host: str) -> str:
+    """The name or address of a Host header or an origin's authority, without its port."""
+    host = host.strip()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def foreign_origin(request_headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The first ``Origin`` header (of all those sent) naming a page not on this machine.
+
+    Every one is read, not the last only: a foreign origin listed first must not hide behind a
+    loopback one listed after it. A browser sends one with every cross-site POST; other
+    clients (a webhook provider, curl) send none.
+    """
+    for name, value in request_headers:
+        if name.lower() == b"origin":
+            origin = value.decode("latin-1")
+            if not is_loopback(hostname(origin.split("://")[-1])):
+                return origin
+    return None
 
 
 async def read_body(request: Request, limit: int) -> bytes:

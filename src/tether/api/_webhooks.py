@@ -5,8 +5,9 @@ request is routed by its path at the time it arrives, so processes and triggers 
 are served as soon as their port listens (``sync()``, run on every add and remove).
 
 A trigger with a ``secret`` only accepts requests signed with it: the header
-``X-Tether-Signature: sha256=<hex HMAC-SHA256 of the raw body>``. An accepted request answers
-202 with the event id; the JSON body becomes the event's payload.
+``X-Tether-Signature: sha256=<hex HMAC-SHA256 of the raw body>``. A trigger without one refuses
+requests from a browser page of another site (an ``Origin`` not on this machine). An accepted
+request answers 202 with the event id; the JSON body becomes the event's payload.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from starlette.types import Receive, Scope, Send
 from ..process import AgentProcess, InvalidEventError, ProcessState
 from ..runtime import AgentRuntime
 from ._errors import APIError, error_response
-from ._http import DEFAULT_MAX_BODY, parse_json, read_body
+from ._http import DEFAULT_MAX_BODY, foreign_origin, parse_json, read_body
 from ._server import AppServer
 
 __all__ = ["SIGNATURE_HEADER", "WebhookServer", "sign_webhook"]
@@ -129,8 +130,19 @@ class WebhookServer:
                 f"webhooks take POST, not {request.method}",
                 headers={"Allow": "POST"},
             )
-        body = await read_body(request, self.max_body_bytes)
         secret = route.trigger.secret
+        origin = foreign_origin(request.scope["headers"]) if secret is None else None
+        if origin is not None:
+            # A page of any web site the host's user visits could otherwise feed the agent
+            # events (a form or fetch() POST needs no CORS consent); a signed webhook is safe,
+            # as the page cannot sign.
+            raise APIError(
+                403,
+                "FORBIDDEN",
+                f"requests from the web origin {origin!r} are refused: this webhook is not "
+                "signed (give its trigger a secret)",
+            )
+        body = await read_body(request, self.max_body_bytes)
         if secret is not None:
             given = request.headers.get(SIGNATURE_HEADER)
             if not given:
