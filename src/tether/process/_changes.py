@@ -84,10 +84,13 @@ class AppliedChange:
     triggers: list[tuple[str, TriggerConfig]] | None = None
 
 
-async def _to_the_end(step: Coroutine[Any, Any, None], what: str) -> None:
+async def _to_the_end(
+    step: Coroutine[Any, Any, None], what: str, redact: Callable[[str], str]
+) -> None:
     """Run ``step`` in a task of its own and wait for its end, even if this caller is cancelled
     meanwhile: the caller's CancelledError is raised then, once ``step`` is over (an error of
-    ``step`` is logged, not lost). Without a cancellation, ``step``'s error is raised."""
+    ``step`` is logged, redacted, not lost). Without a cancellation, ``step``'s error is
+    raised."""
     task = asyncio.get_running_loop().create_task(step)
     cancelled: asyncio.CancelledError | None = None
     while not task.done():
@@ -99,7 +102,8 @@ async def _to_the_end(step: Coroutine[Any, Any, None], what: str) -> None:
         task.result()
         return
     if not task.cancelled() and task.exception() is not None:
-        logger.error("%s failed after its caller was cancelled: %r", what, task.exception())
+        error = redact(repr(task.exception()))
+        logger.error("%s failed after its caller was cancelled: %s", what, error)
     raise cancelled
 
 
@@ -212,7 +216,9 @@ class ConfigChanges:
             await outcome
             self._record(change, source, details, saved)
 
-        await _to_the_end(commit(), f"the {change!r} change of process {self.name!r}")
+        await _to_the_end(
+            commit(), f"the {change!r} change of process {self.name!r}", self.redactor.text
+        )
         return True
 
     def _record(

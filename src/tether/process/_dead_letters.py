@@ -120,7 +120,8 @@ class DeadLetters:
                 except BaseException as exc:
                     if is_fatal(exc):
                         raise
-                    logger.error("task_completed of %s raised %s", event.event_id, describe(exc))
+                    error = self.redactor.text(describe(exc))
+                    logger.error("task_completed of %s raised %s", event.event_id, error)
                 fired += 1
 
         if deadline is None or not events:

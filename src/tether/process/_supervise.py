@@ -150,7 +150,8 @@ class Supervision:
         except BaseException as exc:  # a hook raising what the engine does not isolate
             if is_fatal(exc):
                 raise
-            logger.error("session_end of %s raised %s; supervising on", self.name, repr(exc))
+            error = self.redactor.text(repr(exc))
+            logger.error("session_end of %s raised %s; supervising on", self.name, error)
         if will_restart:
             # Keep the queue: events wait for the restarted process, and so does a run that
             # is cut off here (its attempt does not count).

@@ -1,0 +1,72 @@
+"""A declared secret in what a hook raises past the engine (an exception that is no
+``Exception``, which the engine does not isolate) never reaches the log lines tether writes
+about it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import pytest
+
+from _process_support import FailingModel, GatedModel, eventually, ticket
+from tether import AgentProcess, HookContext, HookEvent, ProcessConfig
+
+CANARY = "log-canary-90c2e4"
+
+
+class Escapes(BaseException):
+    """Not an Exception: the engine passes it on instead of isolating it."""
+
+
+async def escapes(ctx: HookContext) -> None:
+    raise Escapes(f"token {CANARY} refused")
+
+
+@pytest.fixture(autouse=True)
+def _debug_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+
+
+async def test_a_secret_a_task_completed_hook_raises_at_a_stop_stays_out_of_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: the error of a ``task_completed`` ("dead_lettered") hook at a stop was
+    logged as raised, declared secrets and all."""
+    model = GatedModel()
+    config = ProcessConfig(model=model, secrets={"VAULT": CANARY}, stop_timeout=0.05)
+    process = AgentProcess("vault", config)
+    process.hooks.register(HookEvent.TASK_COMPLETED, escapes)
+    await process.start()
+    for n in range(3):
+        await process.inject(ticket(f"ticket {n}"))
+    await eventually(lambda: model.active == 1, what="the first run")
+    with contextlib.suppress(Escapes):
+        await process.stop()
+
+    assert "task_completed of" in caplog.text
+    assert "token [REDACTED:VAULT] refused" in caplog.text
+    assert CANARY not in caplog.text
+
+
+async def test_a_secret_a_session_end_hook_raises_after_a_crash_stays_out_of_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: the error of a ``session_end`` hook fired by a crash was logged as its
+    repr, declared secrets and all."""
+    config = ProcessConfig(
+        model=FailingModel(),
+        secrets={"VAULT": CANARY},
+        max_retries=0,
+        restart={"policy": "never", "max_consecutive_failures": 1},
+    )
+    process = AgentProcess("vault", config)
+    process.hooks.register(HookEvent.SESSION_END, escapes)
+    await process.start()
+    await process.inject(ticket())
+    await eventually(lambda: "session_end of" in caplog.text, what="the crash's session_end")
+    with contextlib.suppress(Escapes):
+        await process.stop()
+
+    assert "token [REDACTED:VAULT] refused" in caplog.text
+    assert CANARY not in caplog.text
