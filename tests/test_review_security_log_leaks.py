@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 
 import pytest
 
 from _process_support import FailingModel, GatedModel, eventually, ticket
-from tether import AgentProcess, HookContext, HookEvent, ProcessConfig
+from tether import AgentProcess, HookConfig, HookContext, HookEvent, ProcessConfig
 
 CANARY = "log-canary-90c2e4"
 
@@ -69,4 +70,23 @@ async def test_a_secret_a_session_end_hook_raises_after_a_crash_stays_out_of_the
         await process.stop()
 
     assert "token [REDACTED:VAULT] refused" in caplog.text
+    assert CANARY not in caplog.text
+
+
+async def test_a_secret_in_an_async_command_hooks_command_line_stays_out_of_its_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: the warnings about async hooks (one that tried to block, dropped, cancelled
+    at a drain) named a command hook by its command line as declared, secrets and all."""
+    program = "import sys; sys.stdin.read(); print('{\"block\": true}')"
+    command = [sys.executable, "-c", program, f"--key={CANARY}"]
+    hook = HookConfig(event="task_created", command=command, mode="async")
+    process = AgentProcess(
+        "vault", ProcessConfig(model="scripted", hooks=[hook], secrets={"VAULT": CANARY})
+    )
+    async with process:
+        await process.inject(ticket())
+        await eventually(lambda: "cannot block" in caplog.text, what="the async hook's warning")
+
+    assert "--key=[REDACTED:VAULT]" in caplog.text
     assert CANARY not in caplog.text

@@ -164,7 +164,7 @@ class BackgroundPool:
                 hook = job[1]
                 logger.warning(
                     "async hook %s not started within the %gs drain deadline; dropped",
-                    hook.name,
+                    _shown(owner, hook),
                     deadline,
                 )
                 _record_dropped(job, f"not started within the {deadline:g}s drain deadline")
@@ -173,7 +173,7 @@ class BackgroundPool:
             if manager is None or job[0] is manager:
                 logger.warning(
                     "async hook %s still running at the %gs drain deadline; cancelled",
-                    job[1].name,
+                    _shown(job[0], job[1]),
                     deadline,
                 )
                 task.cancel(f"still running at the {deadline:g}s drain deadline")
@@ -224,7 +224,8 @@ async def _run_one(
             awaitable = _run_at(awaitable, depth)
         await manager._await_bounded(hook, awaitable)
     except HookBlocked:
-        logger.warning("async hook %s cannot block %s; ignored", hook.name, ctx.event.value)
+        name = _shown(manager, hook)
+        logger.warning("async hook %s cannot block %s; ignored", name, ctx.event.value)
     except asyncio.CancelledError as exc:
         error = HookTimeoutError(
             f"async hook {hook.name!r} ({hook.hook_id}) was cancelled: {exc.args[0]}"
@@ -317,10 +318,18 @@ def submit(
         job = (manager, hook, _own_context(ctx), depth, recorder, dispatch_id)
         if not pool.put(job):
             whose = f"process {ctx.process_id!r}" if ctx.process_id else "its hook manager"
+            name = _shown(manager, hook)
             logger.warning(
-                "async hook queue of %s full; %s dropped for %s", whose, hook.name, ctx.event.value
+                "async hook queue of %s full; %s dropped for %s", whose, name, ctx.event.value
             )
             _record_dropped(job, f"async hook queue of {whose} full ({QUEUE_SIZE} jobs)")
+
+
+def _shown(manager: HookManager, hook: _Hook) -> str:
+    """A hook's name for a log line: a command hook is named after its command line, which
+    may hold a secret (the manager's redactor, when its process set one, takes it out)."""
+    redact = manager.redact
+    return redact(hook.name) if redact is not None else hook.name
 
 
 def _record_dropped(job: Job, why: str) -> None:
