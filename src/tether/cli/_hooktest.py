@@ -69,7 +69,15 @@ def test_hook(
     cwd: str | None,
     process: str,
 ) -> int:
-    """Run the hook once; 0 when it answered (whatever it answered), 1 on a hook error."""
+    """Run the hook once; 0 when it answered (whatever it answered), 1 on a hook error.
+
+    What the program was handed from ``env`` and ``env_passthrough`` is redacted from what is
+    printed, as a process redacts it from its records and logs: a terminal's output often ends
+    up in a CI log.
+    """
+    from pydantic import SecretStr
+
+    from .._redact import Redactor
     from ..hooks import BLOCKABLE_EVENTS, CommandHookError, HookContext, ShellHook
     from ..hooks._events import parse_event
     from ._samples import sample_data
@@ -78,7 +86,15 @@ def test_hook(
     payload = sample_data(hook_event.value)
     if data:
         payload.update(data)
-    hook = ShellHook(command, timeout=timeout, env=env, env_passthrough=env_passthrough, cwd=cwd)
+    secret_env = {name: SecretStr(value) for name, value in env.items()}
+    hook = ShellHook(
+        command, timeout=timeout, env=secret_env, env_passthrough=env_passthrough, cwd=cwd
+    )
+    redactor = Redactor(learned=lambda: tuple(hook.secrets()))
+
+    def shown(text: str) -> str:
+        return escape(redactor.text(text))
+
     ctx = HookContext(
         hook_event,
         process,
@@ -90,13 +106,13 @@ def test_hook(
         f"[bold]event[/]    {hook_event.value} (blockable: "
         f"{'yes' if hook_event in BLOCKABLE_EVENTS else 'no'})"
     )
-    out.print(f"[bold]command[/]  {escape(hook.display_name)}")
+    out.print(f"[bold]command[/]  {shown(hook.display_name)}")
     out.print("[bold]stdin[/]")
-    out.print(escape(json.dumps(ctx.envelope(), indent=2, default=str)))
+    out.print(shown(json.dumps(ctx.envelope(), indent=2, default=str)))
     try:
         result = asyncio.run(hook.run(ctx))
     except CommandHookError as exc:
-        out.print(f"[bold]answer[/]   [red]hook error[/]: {escape(str(exc))}")
+        out.print(f"[bold]answer[/]   [red]hook error[/]: {shown(str(exc))}")
         if hook_event in BLOCKABLE_EVENTS:
             meaning = (
                 "a hook error: logged and ignored (the action proceeds); with "
@@ -107,18 +123,18 @@ def test_hook(
         out.print(f"[bold]meaning[/]  {meaning}")
         return 1
     raw = result.raw.strip()
-    out.print(f"[bold]answer[/]   {escape(raw) if raw else '(no output)'}")
+    out.print(f"[bold]answer[/]   {shown(raw) if raw else '(no output)'}")
     if result.log:
-        out.print(f"[bold]log[/]      {escape(result.log)}")
+        out.print(f"[bold]log[/]      {shown(result.log)}")
     for i, line in enumerate(
         explain(hook_event.value, payload, result.block, result.reason, result.data)
     ):
         style = "red" if line.startswith("BLOCKED") else "yellow" if "replaced" in line else ""
-        text = f"[{style}]{escape(line)}[/]" if style else escape(line)
+        text = f"[{style}]{shown(line)}[/]" if style else shown(line)
         out.print(f"[bold]{'meaning' if i == 0 else '':<8}[/] {text}")
     if result.data is not None and hook_event.value == "user_prompt_submit":
         prompt = result.data.get("prompt")
         if isinstance(prompt, str) and prompt != payload.get("prompt"):
             out.print("[bold]prompt[/]")
-            out.print(escape(prompt))
+            out.print(shown(prompt))
     return 0
