@@ -22,7 +22,7 @@ from tether import (
     HookEvent,
     ProcessConfig,
 )
-from tether.api import WebhookServer
+from tether.api import WebhookServer, sign_webhook
 from tether.manifest import ProcessSpec, spec_problems, spec_to_process_config
 
 CANARY = "leak-canary-5e1d07"
@@ -131,3 +131,51 @@ async def test_an_unsigned_webhook_refuses_a_post_from_a_web_page_of_another_sit
     assert forged.json()["error"]["code"] == "FORBIDDEN"
     assert (local.status_code, plain.status_code) == (202, 202)
     assert created == [local.json()["event_id"], plain.json()["event_id"]]
+
+
+def address_off_loopback() -> str | None:
+    """An IPv4 address of this machine that is not loopback (None when it has none)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(("198.51.100.1", 9))  # no packet is sent: this only picks a route
+        except OSError:
+            return None
+        address: str = sock.getsockname()[0]
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+async def test_an_unsigned_webhook_off_loopback_takes_requests_from_this_machine_only(
+    runtime: AgentRuntime,
+) -> None:
+    """Regression: an unsigned webhook listening on 0.0.0.0 took events from anyone on the
+    network, where the control API refuses to serve off loopback without a token."""
+    address = address_off_loopback()
+    if address is None:
+        pytest.skip("this machine has no address off loopback to send from")
+    with socket.socket() as sock:
+        sock.bind(("0.0.0.0", 0))
+        port = sock.getsockname()[1]
+    triggers = [
+        {"type": "webhook", "webhook_path": "/open", "webhook_port": port},
+        {"type": "webhook", "webhook_path": "/signed", "webhook_port": port, "secret": CANARY},
+    ]
+    for trigger in triggers:
+        trigger["webhook_host"] = "0.0.0.0"
+    await runtime.add_process("triage", {"model": "scripted", "triggers": triggers})
+    server = WebhookServer(runtime)
+    await server.start()
+    body = b'{"ticket": "hello"}'
+    signed = {"X-Tether-Signature": sign_webhook(CANARY, body)}
+    try:
+        async with httpx.AsyncClient() as client:
+            remote = await client.post(f"http://{address}:{port}/open", content=body)
+            local = await client.post(f"http://127.0.0.1:{port}/open", content=body)
+            remote_signed = await client.post(
+                f"http://{address}:{port}/signed", content=body, headers=signed
+            )
+    finally:
+        await server.stop()
+
+    assert remote.status_code == 403, remote.text
+    assert remote.json()["error"]["code"] == "SIGNATURE_REQUIRED"
+    assert (local.status_code, remote_signed.status_code) == (202, 202)

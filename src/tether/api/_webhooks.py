@@ -5,8 +5,9 @@ request is routed by its path at the time it arrives, so processes and triggers 
 are served as soon as their port listens (``sync()``, run on every add and remove).
 
 A trigger with a ``secret`` only accepts requests signed with it: the header
-``X-Tether-Signature: sha256=<hex HMAC-SHA256 of the raw body>``. A trigger without one refuses
-requests from a browser page of another site (an ``Origin`` not on this machine). An accepted
+``X-Tether-Signature: sha256=<hex HMAC-SHA256 of the raw body>``. A trigger without one takes
+requests from this machine only (a listener off loopback refuses the others) and refuses those
+from a browser page of another site (an ``Origin`` not on this machine). An accepted
 request answers 202 with the event id; the JSON body becomes the event's payload.
 """
 
@@ -25,7 +26,7 @@ from starlette.types import Receive, Scope, Send
 from ..process import AgentProcess, InvalidEventError, ProcessState
 from ..runtime import AgentRuntime
 from ._errors import APIError, error_response
-from ._http import DEFAULT_MAX_BODY, foreign_origin, parse_json, read_body
+from ._http import DEFAULT_MAX_BODY, foreign_origin, is_loopback, parse_json, read_body
 from ._server import AppServer
 
 __all__ = ["SIGNATURE_HEADER", "WebhookServer", "sign_webhook"]
@@ -131,6 +132,16 @@ class WebhookServer:
                 headers={"Allow": "POST"},
             )
         secret = route.trigger.secret
+        client = request.client.host if request.client is not None else ""
+        if secret is None and not is_loopback(key[0]) and not is_loopback(client):
+            # As the control API needs a token off loopback: without a signature, anyone on
+            # the network could feed the agent events.
+            raise APIError(
+                403,
+                "SIGNATURE_REQUIRED",
+                "this webhook is not signed, so it only takes requests from this machine; "
+                "give its trigger a secret to take them from elsewhere",
+            )
         origin = foreign_origin(request.scope["headers"]) if secret is None else None
         if origin is not None:
             # A page of any web site the host's user visits could otherwise feed the agent
