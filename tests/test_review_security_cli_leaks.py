@@ -1,5 +1,6 @@
-"""What ``tether hooks test`` prints never shows a value it handed the hook program from
-``--env`` or ``--env-passthrough``, as a process keeps them out of its records and logs."""
+"""What the command line prints never shows a value a hook program was handed in its
+environment (``--env``, ``--env-passthrough``, a manifest hook's ``env``), as a process keeps
+them out of its records and logs."""
 
 from __future__ import annotations
 
@@ -51,3 +52,35 @@ def test_hooks_test_never_prints_what_it_handed_the_program(
     assert "[REDACTED:HOST_TOKEN]" in output
     assert CANARY not in output
     assert PASSED not in output
+
+
+#: Refuses every prompt, quoting the TOKEN it was given as its reason.
+REFUSES = f"""#!{sys.executable}
+import json, os, sys
+sys.stdin.read()
+print(json.dumps({{"block": True, "reason": "token " + os.environ["TOKEN"] + " refused"}}))
+"""
+
+
+def test_run_never_prints_what_a_manifest_hook_was_handed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: ``tether run`` printed each event's details from the data hooks see, which
+    keeps a command hook's env values: the task_completed line of a refused event quoted the
+    hook's block reason, credential and all (the hook and dead-letter lines were redacted)."""
+    gate = tmp_path / "gate.py"
+    gate.write_text(REFUSES)
+    gate.chmod(0o755)
+    agent = tmp_path / "vault.agent"
+    agent.write_text(
+        "name: vault\nmodel: scripted\nhooks:\n"
+        f"  - {{event: user_prompt_submit, command: ['{gate}'], "
+        "env: {TOKEN: '$${VAULT_TOKEN}'}}\n"
+    )
+    monkeypatch.setenv("VAULT_TOKEN", CANARY)
+    done = run_cli(capsys, "run", str(agent), "--inject", '{"ticket": "hello"}', "--until-idle")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "outcome=blocked" in done.stdout
+    assert "error=token [REDACTED:TOKEN] refused" in done.stdout
+    assert CANARY not in done.stdout + done.stderr

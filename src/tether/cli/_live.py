@@ -133,7 +133,13 @@ class LivePrinter:
             style = "green" if ctx.data.get("outcome") == "success" else "red"
         elif event == "permission_denied":
             style = "red"
-        self._header(ctx.process_id, event, escape(" ".join(parts)), style)
+        details = " ".join(parts)
+        process = self._processes.get(ctx.process_id)
+        if process is not None:
+            # The data hooks see keeps what a command hook was handed (a block reason quoting
+            # it, in a task_completed error): the output is a log, so it is redacted as one.
+            details = process.redactor.text(details)
+        self._header(ctx.process_id, event, escape(details), style)
         if event == "task_completed" and self.answers and ctx.data.get("outcome") == "success":
             answer = self._answer(ctx.process_id, ctx.data.get("event_id"))
             if answer:
