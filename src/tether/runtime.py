@@ -10,6 +10,7 @@ Errors (both also ``ValueError``, for callers that catch that)::
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import logging
 import os
@@ -163,7 +164,11 @@ class AgentRuntime:
         return True
 
     async def start_all(self) -> None:
-        """Start every process (and those added later, as they are added)."""
+        """Start every process (and those added later, as they are added).
+
+        A process that fails to start raises here; those started before it keep running (an
+        ``async with`` of the runtime stops them: see ``__aenter__``).
+        """
         self.running = True
         if self._started_at is None:
             self._started_at = time.monotonic()
@@ -171,15 +176,33 @@ class AgentRuntime:
             await process.start()
 
     async def stop_all(self) -> None:
-        """Stop every process, concurrently, and release their model clients."""
+        """Stop every process, concurrently, and release their model clients.
+
+        Every process is stopped and closed even when the stop of another raises; the first
+        such error is raised once all are done.
+        """
         self.running = False
         self._started_at = None
         processes = list(self._processes.values())
-        await asyncio.gather(*(p.stop() for p in processes))
-        await asyncio.gather(*(p.aclose() for p in processes))
+        stopped = await asyncio.gather(*(p.stop() for p in processes), return_exceptions=True)
+        closed = await asyncio.gather(*(p.aclose() for p in processes), return_exceptions=True)
+        errors = [e for e in (*stopped, *closed) if isinstance(e, BaseException)]
+        for error in errors[1:]:
+            logger.error("stopping the runtime: %s", error)
+        if errors:
+            raise errors[0]
 
     async def __aenter__(self) -> AgentRuntime:
-        await self.start_all()
+        """Start every process; if one fails to start, those started are stopped again (so
+        nothing runs that no ``__aexit__`` would stop) and the error is raised."""
+        try:
+            await self.start_all()
+        except BaseException:
+            try:
+                await self.stop_all()
+            except BaseException as exc:  # the start's error is the one the caller needs
+                logger.error("stopping the runtime after its failed start: %s", exc)
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -188,13 +211,31 @@ class AgentRuntime:
     # -- events ----------------------------------------------------------------------------
 
     async def publish(self, event_type: str, payload: dict[str, Any] | None = None) -> list[str]:
-        """Deliver a runtime event to every process with an event trigger for ``event_type``."""
+        """Deliver a runtime event to every process with an event trigger for ``event_type``;
+        the ids of the events made, one per trigger.
+
+        Each event gets its own deep copy of ``payload`` (checked once: InvalidEventError
+        before any is made), so what one process does to its event never reaches another's. A
+        process whose ``inject()`` raises (a task_created hook raising what the engine does
+        not isolate; the event is dead-lettered) does not keep the event from the others: the
+        first such error is raised once every trigger had its event.
+        """
+        TriggerEvent("publish", "event", payload or {})  # a payload that is no JSON: refused
         ids: list[str] = []
+        errors: list[BaseException] = []
         for process in list(self._processes.values()):
             for trigger_id, trigger in process.event_triggers:
                 if trigger.event_type == event_type:
-                    event = TriggerEvent(trigger_id, "event", dict(payload or {}))
-                    ids.append(await process.inject(event))
+                    event = TriggerEvent(trigger_id, "event", copy.deepcopy(dict(payload or {})))
+                    try:
+                        ids.append(await process.inject(event))
+                    except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
+                        raise
+                    except BaseException as exc:
+                        ids.append(event.event_id)
+                        errors.append(exc)
+        if errors:
+            raise errors[0]
         return ids
 
     # -- webhooks --------------------------------------------------------------------------
