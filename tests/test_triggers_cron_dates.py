@@ -57,28 +57,3 @@ async def test_a_runner_whose_schedule_has_no_date_stops_with_an_error_logged(
         await asyncio.wait_for(runner._run(fire), 5)
     assert fired == []
     assert "cron trigger cron-1 stops: no next date" in caplog.text
-
-
-async def test_a_file_watch_of_a_missing_folder_logs_that_its_trigger_stopped(
-    tmp_path: Any, caplog: pytest.LogCaptureFixture
-) -> None:
-    from tether.process._triggers import FileWatchRunner
-
-    async def on_change(trigger_id: str, payload: dict[str, Any]) -> None:
-        raise AssertionError("no change can come from a folder that does not exist")
-
-    async def fire(trigger_id: str, trigger_type: str, payload: dict[str, Any]) -> None:
-        raise AssertionError("a file watch fires through on_change")
-
-    missing = tmp_path / "not-there"
-    runner = FileWatchRunner("file_watch-1", FileWatchTrigger(watch_path=str(missing)), on_change)
-    with caplog.at_level(logging.ERROR, logger="tether.process"):
-        runner.start(fire)
-        await asyncio.wait_for(runner.ready.wait(), 5)
-        for _ in range(100):
-            if runner.error is not None:
-                break
-            await asyncio.sleep(0.02)
-        await runner.stop()
-    assert isinstance(runner.error, FileNotFoundError)
-    assert "trigger file_watch-1 stopped and fires no more: FileNotFoundError" in caplog.text

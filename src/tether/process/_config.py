@@ -23,6 +23,7 @@ __all__ = [
     "TriggerConfig",
     "WebhookTrigger",
     "check_mission",
+    "split_zone",
 ]
 
 
@@ -60,31 +61,60 @@ class _Trigger(BaseModel):
         return value
 
 
+#: How an expression names the time zone it is read in: ``CRON_TZ=Europe/Berlin 0 9 * * *``
+#: (as cronie and Kubernetes write it; ``TZ=`` too).
+_ZONE_PREFIXES: Final = ("CRON_TZ=", "TZ=")
+
+
+def split_zone(expression: str) -> tuple[str, str]:
+    """The time zone an expression is read in (``UTC`` unless it starts with ``CRON_TZ=<zone>``
+    or ``TZ=<zone>``), and the schedule after it."""
+    text = expression.strip()
+    for prefix in _ZONE_PREFIXES:
+        if text.startswith(prefix):
+            zone, _, rest = text[len(prefix) :].partition(" ")
+            return zone, rest.strip()
+    return "UTC", text
+
+
 class CronTrigger(_Trigger):
-    """Fires on a cron schedule (UTC)."""
+    """Fires on a cron schedule: UTC, or the time zone a ``CRON_TZ=<zone>`` prefix names."""
 
     type: Literal["cron"] = "cron"
-    cron_expression: str = Field(description="Five-field cron expression, e.g. '*/5 * * * *'")
+    cron_expression: str = Field(
+        description="Five-field cron expression, e.g. '*/5 * * * *' (UTC), or "
+        "'CRON_TZ=Europe/Berlin 0 9 * * 1-5' to read it in an IANA time zone"
+    )
     payload: dict[str, Any] = Field(default_factory=dict, description="Payload of each event")
 
     @field_validator("cron_expression")
     @classmethod
     def _parses(cls, value: str) -> str:
         from datetime import UTC, datetime
+        from zoneinfo import ZoneInfo
 
         from croniter import CroniterError, croniter
 
-        fields = value.split()
+        zone, schedule = split_zone(value)
+        try:  # (ZoneInfoNotFoundError is a KeyError; a malformed key is a ValueError)
+            ZoneInfo(zone)
+        except (KeyError, ValueError, OSError):
+            raise ValueError(
+                f"cron_expression {value!r}: time zone {zone!r} is not a known IANA time zone; "
+                "use a name such as 'UTC', 'Europe/Berlin' or 'America/New_York' "
+                "(e.g. 'CRON_TZ=Europe/Berlin 0 9 * * *')"
+            ) from None
+        fields = schedule.split()
         # croniter also reads a 6th (seconds) and 7th (year) field: '* * * * * *' would fire
         # every second. A nickname (@hourly, @daily, ...) is one field.
-        form = len(fields) == 5 or (len(fields) == 1 and value.strip().startswith("@"))
-        if not form or not croniter.is_valid(value):
+        form = len(fields) == 5 or (len(fields) == 1 and schedule.startswith("@"))
+        if not form or not croniter.is_valid(schedule):
             raise ValueError(
                 f"cron_expression {value!r} does not parse; expected five fields "
                 "(minute hour day-of-month month day-of-week), e.g. '*/5 * * * *'"
             )
         try:  # a date that never comes ('0 0 31 2 *') would end the trigger at its first wait
-            croniter(value, datetime.now(UTC)).get_next(datetime)
+            croniter(schedule, datetime.now(UTC)).get_next(datetime)
         except CroniterError:
             raise ValueError(
                 f"cron_expression {value!r} never fires: no date matches it "

@@ -32,7 +32,7 @@ from ..agent import (
     scan_payload,
 )
 from ..hooks import DispatchResult, HookEvent, HookManager
-from ..hooks._hook import CLOSING
+from ..hooks._hook import CLOSING, closing
 from ..hooks._secrets import CommandSecrets
 from ._changes import ConfigChanges
 from ._config import (
@@ -415,10 +415,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
                 },
             )
         except BaseException as exc:  # what the engine does not isolate: raise, keep the event
-            if not is_fatal(exc):
-                self._dead(
-                    event, "process failed", f"a task_created hook raised {describe(exc)}", 0
-                )
+            self._not_queued(event, "task_created", exc)
             raise
         if gate.blocked:
             self._dead(event, "blocked by hook", gate.reason, 0)
@@ -447,17 +444,32 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         """Build a TriggerEvent from a trigger and inject it."""
         return await self.inject(TriggerEvent(trigger_id, trigger_type, payload))
 
+    def _not_queued(self, event: TriggerEvent, hook: str, exc: BaseException) -> None:
+        """Dead-letter ``event``, whose ``hook`` dispatch raised what the engine does not
+        isolate, or was cut off by the stop (or crash) of the process (its trigger's runner
+        cancelled); not when the caller itself was cancelled, or the host goes down."""
+        if closing(exc):
+            why = "process failed" if self.state == ProcessState.FAILED else "process stopped"
+            self._dead(event, why, f"the process stopped during {hook}", 0)
+        elif not is_fatal(exc):
+            self._dead(event, "process failed", f"a {hook} hook raised {describe(exc)}", 0)
+
     async def _file_changed(self, trigger_id: str, payload: dict[str, Any]) -> None:
-        event_id = uuid.uuid4().hex
-        gate = await self._emit(
-            HookEvent.FILE_CHANGED, {**payload, "trigger_id": trigger_id, "event_id": event_id}
-        )
+        event = TriggerEvent(trigger_id, "file_watch", payload)
+        try:
+            gate = await self._emit(
+                HookEvent.FILE_CHANGED,
+                {**payload, "trigger_id": trigger_id, "event_id": event.event_id},
+            )
+        except BaseException as exc:  # as in inject(): raise, keep the event
+            self._not_queued(event, "file_changed", exc)
+            raise
         if gate.blocked:
             self.filtered_count += 1
             why = self.redactor.text(gate.reason or "")
             logger.info("file change %s filtered by hook: %s", payload.get("path"), why)
             return
-        await self.inject(TriggerEvent(trigger_id, "file_watch", payload, event_id=event_id))
+        await self.inject(event)
 
     # -- the worker ------------------------------------------------------------------------
 

@@ -11,10 +11,10 @@ import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, Final
 
 from ..hooks._hook import CLOSING
-from ._config import CronTrigger, FileWatchTrigger
+from ._config import CronTrigger, FileWatchTrigger, split_zone
 from ._supervise import is_fatal
 
 __all__ = ["CronRunner", "FileWatchRunner", "TriggerRunner"]
@@ -63,49 +63,115 @@ class TriggerRunner:
             await asyncio.gather(task, return_exceptions=True)
 
 
+#: The longest wait of a cron runner between two looks at its clock (seconds).
+CRON_RECHECK: Final = 10.0
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
 class CronRunner(TriggerRunner):
-    """Fires at each time of the schedule. ``clock`` (default: the UTC wall clock) is what
-    "now" means to the schedule; the waits between firings are real seconds."""
+    """Fires at each time of the schedule, read in its time zone (see CronTrigger). ``clock``
+    (default: the UTC wall clock) is what "now" means to the schedule; the runner looks at it
+    again at least every ``recheck`` seconds of its waits, so a clock that jumps (a host that
+    slept, a clock set) is followed.
+
+    Times that pass while the runner cannot fire (a firing whose hooks took longer than the
+    interval, a host asleep) are not fired one by one: the runner fires once, for the latest
+    of them, with ``missed`` (how many it left out) in the payload. Times that passed while the
+    process was stopped are not fired. When a fall-back DST change repeats a local time, an
+    expression with a fixed hour fires once at it; one firing every hour (hour ``*``) fires at
+    both. A local time a spring-forward change skips fires at the first time after it.
+    """
 
     def __init__(
-        self, trigger_id: str, config: CronTrigger, *, clock: Callable[[], datetime] = _utc_now
+        self,
+        trigger_id: str,
+        config: CronTrigger,
+        *,
+        clock: Callable[[], datetime] = _utc_now,
+        recheck: float = CRON_RECHECK,
     ) -> None:
         super().__init__(trigger_id)
         self.config = config
         self.clock = clock
+        self.recheck = recheck
+
+    def _next(self, schedule: Any) -> datetime | None:
+        from croniter import CroniterError
+
+        try:  # CronTrigger refuses an expression with no date; this one ran out of dates
+            due: datetime = schedule.get_next(datetime)
+        except CroniterError as exc:
+            logger.error("cron trigger %s stops: no next date (%s)", self.trigger_id, exc)
+            return None
+        return due
+
+    def _repeated(self, due: datetime, last: datetime | None) -> bool:
+        """Whether ``due`` is a local time a fall-back change repeats, fired once already."""
+        if last is None or due.replace(tzinfo=None) != last.replace(tzinfo=None):
+            return False
+        expression = split_zone(self.config.cron_expression)[1]
+        return not (expression == "@hourly" or expression.split()[1:2] == ["*"])
 
     async def _run(self, fire: Fire) -> None:
-        from croniter import CroniterError, croniter
+        from zoneinfo import ZoneInfo
 
-        schedule = croniter(self.config.cron_expression, self.clock())
-        while True:
-            try:  # CronTrigger refuses an expression with no date; this one ran out of dates
-                due: datetime = schedule.get_next(datetime)
-            except CroniterError as exc:
-                logger.error("cron trigger %s stops: no next date (%s)", self.trigger_id, exc)
-                return
-            delay = (due - self.clock()).total_seconds()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            payload = dict(self.config.payload)
-            payload["scheduled_at"] = due.isoformat()
-            try:
-                await fire(self.trigger_id, "cron", payload)
-            except BaseException as exc:  # a hook's own BaseException too: keep firing
-                if is_fatal(exc):
-                    raise
-                logger.exception("cron trigger %s could not fire", self.trigger_id)
+        from croniter import croniter
+
+        zone, expression = split_zone(self.config.cron_expression)
+        schedule = croniter(expression, self.clock().astimezone(ZoneInfo(zone)))
+        due = self._next(schedule)
+        last: datetime | None = None
+        while due is not None:
+            while (delay := (due - self.clock()).total_seconds()) > 0:
+                await asyncio.sleep(min(delay, self.recheck))
+            await asyncio.sleep(0)  # a runner behind its clock still lets the loop run
+            now = self.clock()
+            upcoming = self._next(schedule)
+            missed = 0
+            while upcoming is not None and upcoming <= now:  # passed meanwhile: the latest
+                missed += 1
+                due, upcoming = upcoming, self._next(schedule)
+            if missed:
+                logger.warning(
+                    "cron trigger %s fires late, once for %d scheduled times (the latest: %s)",
+                    self.trigger_id,
+                    missed + 1,
+                    due.isoformat(),
+                )
+            if not self._repeated(due, last):
+                last = due
+                await self._fire(fire, due, missed)
+            due = upcoming
+
+    async def _fire(self, fire: Fire, due: datetime, missed: int) -> None:
+        payload = dict(self.config.payload)
+        payload["scheduled_at"] = due.isoformat()
+        if missed:
+            payload["missed"] = missed
+        try:
+            await fire(self.trigger_id, "cron", payload)
+        except BaseException as exc:  # a hook's own BaseException too: keep firing
+            if is_fatal(exc):
+                raise
+            logger.exception("cron trigger %s could not fire", self.trigger_id)
 
 
 _CHANGE_NAMES = {1: "added", 2: "modified", 3: "deleted"}
 
+#: Seconds between two looks for a watched path that does not exist.
+PATH_POLL: Final = 0.2
+
 
 class FileWatchRunner(TriggerRunner):
-    """Watches a folder with watchfiles; each matching change becomes one event."""
+    """Watches a folder (or a file) with watchfiles; each matching change becomes one event.
+
+    A ``watch_path`` that does not exist (yet, or any more: a folder deleted, or replaced by
+    a new one) is waited for, polled every PATH_POLL seconds: when it appears, every matching
+    file already in it is reported ``added`` (it is new to the watch), then its changes are.
+    """
 
     def __init__(
         self,
@@ -116,6 +182,8 @@ class FileWatchRunner(TriggerRunner):
         super().__init__(trigger_id)
         self.config = config
         self.on_change = on_change
+        #: Set once the watch is live (changes from then on are reported), or while the runner
+        #: waits for its path to appear.
         self.ready = asyncio.Event()
 
     def matches(self, path: str) -> bool:
@@ -124,10 +192,74 @@ class FileWatchRunner(TriggerRunner):
         name = os.path.basename(path)
         return any(fnmatchcase(name, p) or fnmatchcase(rel, p) for p in self.config.patterns)
 
+    def _present(self) -> list[str]:
+        """The matching files under the watched path now (the path itself, if a file)."""
+        root = os.path.abspath(self.config.watch_path)
+        if os.path.isfile(root):
+            return [root] if self.matches(root) else []
+        found: list[str] = []
+        for folder, dirs, files in os.walk(root):
+            found += [p for p in (os.path.join(folder, f) for f in files) if self.matches(p)]
+            if not self.config.recursive:
+                dirs.clear()
+        return sorted(found)
+
+    async def _report(self, change: str, path: str) -> None:
+        try:
+            await self.on_change(self.trigger_id, {"path": path, "event_type": change})
+        except BaseException as exc:  # a hook's own BaseException too: keep watching
+            if is_fatal(exc):
+                raise
+            logger.exception("file watch %s could not fire", self.trigger_id)
+
+    async def _appeared(self) -> os.stat_result:
+        """Wait until the watched path exists (saying so once); its stat."""
+        said = False
+        while True:
+            try:
+                return os.stat(self.config.watch_path)
+            except FileNotFoundError:
+                pass
+            if not said:
+                said = True
+                logger.warning(
+                    "file watch %s: %s does not exist; watching for it to appear",
+                    self.trigger_id,
+                    self.config.watch_path,
+                )
+                self.ready.set()
+            await asyncio.sleep(PATH_POLL)
+
+    def _same(self, seen: os.stat_result | None) -> bool:
+        """Whether the watched path is still the one the watch was set on (``None``: whether
+        it exists)."""
+        try:
+            now = os.stat(self.config.watch_path)
+        except FileNotFoundError:
+            return False
+        return seen is None or (now.st_dev, now.st_ino) == (seen.st_dev, seen.st_ino)
+
     async def _run(self, fire: Fire) -> None:
+        new = False  # whether the path was missing: then what it holds when it appears is new
+        while True:
+            try:
+                seen = os.stat(self.config.watch_path)
+            except FileNotFoundError:
+                seen = await self._appeared()
+                new = True
+            try:
+                await self._watch(seen, new)
+            except FileNotFoundError:  # gone between the look and the watch: wait for it
+                if self._same(None):
+                    raise
+            new = True  # the path went away (or was replaced): wait for it, then report it
+
+    async def _watch(self, seen: os.stat_result, new: bool) -> None:
+        """Report changes until the watched path is gone or replaced."""
         from watchfiles import awatch
 
         stop = asyncio.Event()
+        first = True
         try:
             watcher = awatch(
                 self.config.watch_path,
@@ -139,16 +271,17 @@ class FileWatchRunner(TriggerRunner):
                 yield_on_timeout=True,
                 rust_timeout=100,
             )
-            self.ready.set()
-            async for changes in watcher:
-                for change, path in sorted(changes, key=lambda c: c[1]):
-                    payload = {"path": path, "event_type": _CHANGE_NAMES.get(int(change), "?")}
-                    try:
-                        await self.on_change(self.trigger_id, payload)
-                    except BaseException as exc:  # a hook's own BaseException too: keep watching
-                        if is_fatal(exc):
-                            raise
-                        logger.exception("file watch %s could not fire", self.trigger_id)
+            async for changes in watcher:  # at least every 100 ms: the watch is live by now
+                batch = sorted((c[1], _CHANGE_NAMES.get(int(c[0]), "?")) for c in changes)
+                if first:
+                    first = False
+                    self.ready.set()
+                    if new:  # what was there before the watch began, reported once
+                        listed = {path for path, _ in batch}
+                        batch = [(p, "added") for p in self._present() if p not in listed] + batch
+                for path, change in batch:
+                    await self._report(change, path)
+                if not self._same(seen):
+                    return
         finally:
             stop.set()
-            self.ready.set()

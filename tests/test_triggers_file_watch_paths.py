@@ -1,0 +1,138 @@
+"""File watches over real folders: a path that does not exist yet, one deleted or replaced, and
+file changes that a hook or a stop cuts off (dead-lettered, never lost)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _process_support import Recorder, eventually
+from tether import AgentProcess, FileWatchTrigger, HookContext, HookEvent, ProcessConfig
+from tether.models import ScriptedModel
+from tether.process._triggers import FileWatchRunner
+
+
+class Abort(BaseException):
+    """A BaseException of the user's own (not an Exception: the engine does not isolate it)."""
+
+
+def watcher(folder: Path, **config: Any) -> AgentProcess:
+    trigger = FileWatchTrigger(
+        id="inbox", watch_path=str(folder), patterns=["*.txt"], debounce_ms=10
+    )
+    return AgentProcess(
+        "watcher", ProcessConfig(model=ScriptedModel(), triggers=[trigger], **config)
+    )
+
+
+def changes(rec: Recorder) -> list[tuple[str, str]]:
+    return [(Path(d["path"]).name, d["event_type"]) for d in rec.of(HookEvent.FILE_CHANGED)]
+
+
+async def write(path: Path, text: str = "ticket\n") -> None:
+    await asyncio.to_thread(path.write_text, text)
+
+
+async def test_a_folder_that_does_not_exist_yet_is_watched_once_it_appears(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: the runner ended with FileNotFoundError and its trigger fired no more (only
+    a log line said so), although the folder was created a moment later."""
+    inbox = tmp_path / "inbox"
+    process = watcher(inbox)
+    rec = Recorder().attach(process.hooks, HookEvent.FILE_CHANGED, HookEvent.TASK_COMPLETED)
+    with caplog.at_level(logging.WARNING, logger="tether.process"):
+        async with process:
+            await asyncio.sleep(0.3)
+            await asyncio.to_thread(inbox.mkdir)
+            await write(inbox / "first.txt")  # before or after the watch begins: reported
+            await write(inbox / "notes.log")  # no pattern matches
+            await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="a run")
+            await write(inbox / "second.txt")
+            await eventually(lambda: ("second.txt", "added") in changes(rec), what="second.txt")
+    assert changes(rec)[0] == ("first.txt", "added")
+    assert {name for name, _ in changes(rec)} == {"first.txt", "second.txt"}
+    assert f"file watch inbox: {inbox} does not exist; watching for it to appear" in caplog.text
+
+
+async def test_a_watched_folder_deleted_and_made_again_is_watched_again(tmp_path: Path) -> None:
+    """Regression: once the folder was deleted, the watch saw nothing more, even in a new folder
+    of the same name, and nothing said so."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    process = watcher(inbox)
+    rec = Recorder().attach(process.hooks, HookEvent.FILE_CHANGED)
+    async with process:
+        runner = process._runners["inbox"]
+        assert isinstance(runner, FileWatchRunner)
+        await asyncio.wait_for(runner.ready.wait(), 10)
+        await write(inbox / "old.txt")
+        await eventually(lambda: ("old.txt", "added") in changes(rec), what="old.txt")
+        await asyncio.to_thread(shutil.rmtree, inbox)
+        await eventually(lambda: ("old.txt", "deleted") in changes(rec), what="the deletion")
+        await asyncio.to_thread(inbox.mkdir)
+        await write(inbox / "new.txt")
+        await eventually(lambda: ("new.txt", "added") in changes(rec), what="new.txt")
+        await write(inbox / "new.txt", "edited\n")
+        await eventually(lambda: ("new.txt", "modified") in changes(rec), what="the edit")
+    assert process.dead_letters == []
+
+
+async def test_a_file_change_whose_file_changed_hook_raises_a_base_exception_is_dead_lettered(
+    tmp_path: Path,
+) -> None:
+    """Regression: the runner logged the error and the file change was nowhere: not queued,
+    not a dead letter."""
+
+    async def abort(ctx: HookContext) -> None:
+        raise Abort("the policy service is gone")
+
+    process = watcher(tmp_path)
+    process.hooks.register(HookEvent.FILE_CHANGED, abort)
+    async with process:
+        runner = process._runners["inbox"]
+        await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
+        await write(tmp_path / "ticket.txt")
+        await eventually(lambda: process.dead_letters, what="the dead letter")
+        dead = process.dead_letters[0]
+    assert (dead["reason"], dead["error"]) == (
+        "process failed",
+        "a file_changed hook raised Abort: the policy service is gone",
+    )
+    assert dead["event"].trigger_type == "file_watch"
+    assert Path(dead["event"].payload["path"]).name == "ticket.txt"
+
+
+@pytest.mark.parametrize("event", [HookEvent.FILE_CHANGED, HookEvent.TASK_CREATED])
+async def test_a_file_change_a_stop_cuts_off_in_its_hooks_is_dead_lettered_process_stopped(
+    tmp_path: Path, event: HookEvent
+) -> None:
+    """Regression: stop() cancelled the runner while a file_changed or task_created hook of a
+    change ran, and the change was lost without a trace."""
+    entered = asyncio.Event()
+
+    async def slow(ctx: HookContext) -> None:
+        entered.set()
+        await asyncio.sleep(30)
+
+    process = watcher(tmp_path)
+    process.hooks.register(event, slow)
+    await process.start()
+    try:
+        runner = process._runners["inbox"]
+        await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
+        await write(tmp_path / "ticket.txt")
+        await asyncio.wait_for(entered.wait(), 10)
+    finally:
+        await process.stop()
+    [dead] = process.dead_letters
+    assert (dead["reason"], dead["error"]) == (
+        "process stopped",
+        f"the process stopped during {event.value}",
+    )
+    assert Path(dead["event"].payload["path"]).name == "ticket.txt"
