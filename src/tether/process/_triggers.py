@@ -278,7 +278,8 @@ class FileWatchRunner(TriggerRunner):
                     self.ready.set()
                     if new:  # what was there before the watch began, reported once
                         listed = {path for path, _ in batch}
-                        batch = [(p, "added") for p in self._present() if p not in listed] + batch
+                        present = await asyncio.to_thread(self._present)
+                        batch = [(p, "added") for p in present if p not in listed] + batch
                 for path, change in batch:
                     await self._report(change, path)
                 if not self._same(seen):
