@@ -136,3 +136,28 @@ async def test_a_file_change_a_stop_cuts_off_in_its_hooks_is_dead_lettered_proce
         f"the process stopped during {event.value}",
     )
     assert Path(dead["event"].payload["path"]).name == "ticket.txt"
+
+
+async def test_a_file_change_cut_off_by_removing_its_trigger_is_dead_lettered_trigger_removed(
+    tmp_path: Path,
+) -> None:
+    entered = asyncio.Event()
+
+    async def slow(ctx: HookContext) -> None:
+        entered.set()
+        await asyncio.sleep(30)
+
+    process = watcher(tmp_path)
+    process.hooks.register(HookEvent.TASK_CREATED, slow)
+    async with process:
+        runner = process._runners["inbox"]
+        await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
+        await write(tmp_path / "ticket.txt")
+        await asyncio.wait_for(entered.wait(), 10)
+        await process.remove_trigger("inbox")
+        [dead] = process.dead_letters
+        assert process.state.value == "running"
+    assert (dead["reason"], dead["error"]) == (
+        "trigger removed",
+        "its trigger was removed during task_created",
+    )

@@ -446,11 +446,16 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
 
     def _not_queued(self, event: TriggerEvent, hook: str, exc: BaseException) -> None:
         """Dead-letter ``event``, whose ``hook`` dispatch raised what the engine does not
-        isolate, or was cut off by the stop (or crash) of the process (its trigger's runner
-        cancelled); not when the caller itself was cancelled, or the host goes down."""
+        isolate, or was cut off by the stop (or crash) of the process or the removal of its
+        trigger (its runner cancelled); not when the caller itself was cancelled, or the host
+        goes down."""
         if closing(exc):
-            why = "process failed" if self.state == ProcessState.FAILED else "process stopped"
-            self._dead(event, why, f"the process stopped during {hook}", 0)
+            if self.state == ProcessState.FAILED:
+                self._dead(event, "process failed", f"the process failed during {hook}", 0)
+            elif self._stopping or self.state != ProcessState.RUNNING:
+                self._dead(event, "process stopped", f"the process stopped during {hook}", 0)
+            else:
+                self._dead(event, "trigger removed", f"its trigger was removed during {hook}", 0)
         elif not is_fatal(exc):
             self._dead(event, "process failed", f"a {hook} hook raised {describe(exc)}", 0)
 
