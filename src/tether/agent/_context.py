@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,6 +23,7 @@ class ConversationBuffer:
         self.max_messages = max_messages
         self.messages: list[dict[str, Any]] = []
         self.on_compact = on_compact
+        self._compacting = asyncio.Lock()
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -39,23 +41,29 @@ class ConversationBuffer:
 
     async def extend(self, messages: list[dict[str, Any]]) -> None:
         self.messages.extend(messages)
-        over = len(self.messages) - self.max_messages
-        if over <= 0:
+        if len(self.messages) <= self.max_messages:
             return
-        if self.on_compact is not None:
-            # The messages themselves, in a new list: they leave the buffer next, and whoever
-            # hands them to hooks copies them (HookManager.dispatch deep-copies its data).
-            await self.on_compact(
-                "pre",
-                {
-                    "buffer_size": len(self.messages),
-                    "max_messages": self.max_messages,
-                    "dropping": self.messages[:over],
-                },
-            )
-        del self.messages[:over]
-        if self.on_compact is not None:
-            await self.on_compact("post", {"buffer_size": len(self.messages), "dropped": over})
+        # One compaction at a time, its size read once the one before it is over: runs that
+        # end together (concurrency > 1) while pre_compact hooks wait would each drop what was
+        # over when they looked, emptying the buffer, and drop what their hooks were not shown.
+        async with self._compacting:
+            over = len(self.messages) - self.max_messages
+            if over <= 0:
+                return
+            if self.on_compact is not None:
+                # The messages themselves, in a new list: they leave the buffer next, and
+                # whoever hands them to hooks copies them (HookManager.dispatch deep-copies).
+                await self.on_compact(
+                    "pre",
+                    {
+                        "buffer_size": len(self.messages),
+                        "max_messages": self.max_messages,
+                        "dropping": self.messages[:over],
+                    },
+                )
+            del self.messages[:over]  # the oldest: what came meanwhile was added at the end
+            if self.on_compact is not None:
+                await self.on_compact("post", {"buffer_size": len(self.messages), "dropped": over})
 
 
 class AgentContext:
