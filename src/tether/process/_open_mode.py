@@ -29,6 +29,12 @@ def _host_trigger_refusal(process: AgentProcess, triggers: list[Any]) -> str | N
     return None
 
 
+def _stopping(process: AgentProcess) -> bool:
+    from ._state import ProcessState
+
+    return process._stopping or process.state == ProcessState.STOPPING
+
+
 async def spawn_child(
     parent: AgentProcess,
     name: str,
@@ -39,11 +45,11 @@ async def spawn_child(
     from ._process import AgentProcess
     from ._state import ProcessState, validate_name
 
-    if parent._stopping or parent.state == ProcessState.STOPPING:
+    if _stopping(parent):
         # Its children are being (or have been) stopped: a new one would outlive it.
         return f"refused: process {parent.name!r} is stopping"
     limit = parent.config.open_mode.max_children
-    if len(parent.children) >= limit:
+    if len(parent.children) + len(parent._spawning) >= limit:  # spawns under way count too
         return f"refused: this process may run at most {limit} spawned processes"
     try:
         validate_name(name)
@@ -53,14 +59,22 @@ async def spawn_child(
     refusal = _host_trigger_refusal(parent, parsed)
     if refusal is not None:
         return refusal
-    if name in parent.children or name == parent.name:
+    if name in parent.children or name in parent._spawning or name == parent.name:
         return f"error: a process named {name!r} already exists"
-    gate = await parent._emit_worker(
-        HookEvent.SUBAGENT_START,
-        {"process_name": name, "execution_mode": "strict", "trigger_count": len(parsed)},
-    )
+    # The name is taken from here on: a spawn of the same name by a run alongside (while this
+    # one's subagent_start hooks run) is refused, never a second child left unsupervised.
+    parent._spawning.add(name)
+    try:
+        gate = await parent._emit_worker(
+            HookEvent.SUBAGENT_START,
+            {"process_name": name, "execution_mode": "strict", "trigger_count": len(parsed)},
+        )
+    finally:
+        parent._spawning.discard(name)
     if gate.blocked:
         return f"refused: {gate.reason or 'a subagent_start hook refused the spawn'}"
+    if _stopping(parent):  # a stop began while the hooks ran: a child would outlive it
+        return f"refused: process {parent.name!r} is stopping"
     config = parent.config.model_copy(
         update={
             "instructions": instructions,

@@ -110,6 +110,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         self._auto_restarts = 0  # what the restart policy counts: restart() calls are not
         self.filtered_count = 0
         self.children: dict[str, AgentProcess] = {}
+        self._spawning: set[str] = set()  # children whose subagent_start hooks run now
         self.last_error: str | None = None
         self.on_spawn: Callable[[AgentProcess], Awaitable[None]] | None = None
         self._queue: asyncio.Queue[tuple[TriggerEvent, int]] = asyncio.Queue(
