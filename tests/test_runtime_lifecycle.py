@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -114,3 +115,26 @@ async def test_a_payload_that_is_no_json_is_refused_before_any_event_is_made() -
         await runtime.publish("deploy", {"when": object()})
     await one.stop()
     assert one.dead_letters == []
+
+
+async def test_a_process_whose_start_fails_gives_up_its_journal_lease(tmp_path: Path) -> None:
+    """Regression: a process whose session_start hook raised kept the lease it took on the
+    journal while anything referenced it (the error's traceback does), so the runtime could
+    not add a process of that name again: "in use by another live process"."""
+    shared = HookManager()
+    starts: list[str] = []
+
+    @shared.on(HookEvent.SESSION_START)
+    async def first_start_fails(ctx: HookContext) -> None:
+        starts.append(ctx.process_id)
+        if len(starts) == 1:
+            raise Abort("the audit sink is gone")
+
+    config = ProcessConfig(model="scripted", journal_path=str(tmp_path / "tether.db"))
+    async with AgentRuntime(hooks=shared) as runtime:
+        with pytest.raises(Abort) as failed:
+            await runtime.add_process("triage", config)
+        assert "triage" not in runtime
+        again = await runtime.add_process("triage", config)
+        assert again.state == ProcessState.RUNNING
+        assert failed.value.__traceback__ is not None  # the first object is still referenced

@@ -279,6 +279,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
             recovered = self._recover()
         except BaseException:
             self.state = ProcessState.FAILED
+            self._start_failed()
             raise
         self.state = ProcessState.RUNNING
         self._started_at = time.monotonic()
@@ -287,6 +288,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         except BaseException:
             if self.state == ProcessState.RUNNING:  # no worker will run: say so, not "running"
                 self.state = ProcessState.FAILED
+                self._start_failed()
             raise
         if self.state != ProcessState.RUNNING:  # a session_start hook scheduled a stop
             return
@@ -297,6 +299,12 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         for trigger_id, trigger in self._triggers:
             if trigger_id not in self._runners:  # one added by a session_start hook runs already
                 self._start_trigger(trigger_id, trigger)
+
+    def _start_failed(self) -> None:
+        """A process whose start failed runs nothing, so it holds no journal lease: another
+        object of its name (or this one, started again) may take the journal."""
+        if self._journal is not None:
+            self._journal.release()
 
     def _install_builtin_tools(self, loop: AgentLoop) -> None:
         if self.config.context.state_tool:
