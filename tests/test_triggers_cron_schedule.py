@@ -17,16 +17,19 @@ from tether.process._triggers import CronRunner
 
 
 class Clock:
-    """A wall clock that reads ``start`` now, advances in real time, and can be set."""
+    """A wall clock that reads ``start`` when first read (after each ``set``), then advances
+    in real time: a slow start of the runner cannot carry it past a time it is set before."""
 
     def __init__(self, start: datetime) -> None:
         self.set(start)
 
     def set(self, when: datetime) -> None:
-        self.origin = time.monotonic()
+        self.origin: float | None = None
         self.start = when
 
     def __call__(self) -> datetime:
+        if self.origin is None:
+            self.origin = time.monotonic()
         return self.start + timedelta(seconds=time.monotonic() - self.origin)
 
 
@@ -171,3 +174,24 @@ def test_a_manifest_cron_trigger_names_its_time_zone(tmp_path: Path) -> None:
     [trigger] = manifest_to_process_config(load_manifest(path)).triggers
     assert isinstance(trigger, CronTrigger)
     assert trigger.cron_expression == "CRON_TZ=America/New_York 0 9 * * 1-5"
+
+
+async def test_each_firing_gets_its_own_copy_of_the_trigger_payload() -> None:
+    """Regression: firings shared the nested values of the trigger's payload, so a run that
+    changed its event's payload changed the trigger and every later firing."""
+    clock = Clock(just_before(datetime(2030, 1, 1, 12, 0, tzinfo=UTC)))
+    fired: Fired = []
+
+    def next_minute(count: int) -> None:
+        fired[-1]["job"]["hosts"].append("rogue")  # what a run may do to its event's payload
+        clock.set(just_before(datetime(2030, 1, 1, 12, count, tzinfo=UTC)))
+
+    trigger = CronTrigger(cron_expression="* * * * *", payload={"job": {"hosts": ["a"]}})
+    runner = CronRunner("every-minute", trigger, clock=clock, recheck=0.05)
+    runner.start(recording(fired, next_minute))
+    try:
+        await eventually(lambda: len(fired) >= 2, what="two firings")
+    finally:
+        await runner.stop()
+    assert fired[1]["job"] == {"hosts": ["a", "rogue"]}  # its own change only
+    assert trigger.payload == {"job": {"hosts": ["a"]}}

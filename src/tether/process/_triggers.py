@@ -6,6 +6,7 @@ Webhook triggers are served by the HTTP layer; event triggers by the runtime.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -147,7 +148,7 @@ class CronRunner(TriggerRunner):
             due = upcoming
 
     async def _fire(self, fire: Fire, due: datetime, missed: int) -> None:
-        payload = dict(self.config.payload)
+        payload = copy.deepcopy(self.config.payload)  # the trigger's own is never handed out
         payload["scheduled_at"] = due.isoformat()
         if missed:
             payload["missed"] = missed
