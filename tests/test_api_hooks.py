@@ -342,6 +342,7 @@ async def test_runs_come_back_with_every_field_of_the_record(
         "data_before",
         "data_after",
         "required",
+        "duration_shared",
     }
     assert (blocked["hook_name"], blocked["event"], blocked["process"]) == (
         "gate",

@@ -236,7 +236,9 @@ def openapi_document() -> dict[str, Any]:
                     "Hook-run history, oldest first. Each run: recorded_at, hook_id, hook_name, "
                     "event, process (and process_id), source, mode, outcome, duration_ms, error, "
                     "patch_applied, dispatch_id, dispatch_depth, data_before, data_after, "
-                    "required (the hook's fail_closed; null in runs stored before it was kept)",
+                    "required (the hook's fail_closed; null in runs stored before it was kept), "
+                    "duration_shared (timed together with the other hooks of a chain found "
+                    "fast every time: duration_ms is an even share of their time)",
                     query=(
                         _query("event", "Only this event", {"enum": events}),
                         _query("outcome", "Only this outcome", {"enum": list(OUTCOMES)}),

@@ -217,7 +217,8 @@ def _run_cells(run: dict[str, Any]) -> list[str]:
         run["source"],
         run["mode"],
         run["outcome"],
-        f"{run['duration_ms']:.1f}",
+        # "~": an even share of the time of hooks timed together (duration_shared)
+        f"{'~' if run.get('duration_shared') else ''}{run['duration_ms']:.1f}",
         run["error"] or "",
     ]
 

@@ -194,6 +194,7 @@ class HistoryRecorder:
         depth: int,
         before: dict[str, Any] | None,
         after: dict[str, Any] | None,
+        shared: bool = False,
     ) -> HookRun:
         # Every free-text field is redacted: the error, the data, and the name (a command
         # hook's is its command line). The others are ids and fixed words no secret reaches.
@@ -214,6 +215,7 @@ class HistoryRecorder:
             self._clean(before),
             self._clean(after),
             hook.fail_closed,
+            shared,
         )
 
     def _expand(self, entry: tuple[Any, ...]) -> list[HookRun]:
@@ -223,7 +225,7 @@ class HistoryRecorder:
         from ._hook import _number, _run_id
 
         _, t0, manager, event, depth, hooks, marks, snap = entry
-        steps, prompt = _steps(hooks, marks)
+        steps, prompt = _steps(hooks, marks, t0)
         if not steps:
             return []
         did = _run_id(_number(marks))
@@ -237,7 +239,7 @@ class HistoryRecorder:
         used = prompts and not ended_blocked and steps[-1][5] != prompt
         runs: list[HookRun] = []
         prev_t = t0
-        for hook, t, outcome, error, changed, new_prompt, new_snap in steps:
+        for hook, t, outcome, error, changed, new_prompt, new_snap, shared in steps:
             if outcome == "skipped":
                 duration = 0.0
             else:
@@ -259,6 +261,7 @@ class HistoryRecorder:
                     depth,
                     snap if outcome != "skipped" else None,
                     new_snap if outcome != "skipped" else None,
+                    shared,
                 )
             )
             prev_t = t
@@ -304,19 +307,22 @@ class HistoryRecorder:
         return sum(sum(type(t) is float for t in e[6]) if e[0] == "d" else 1 for e in self._ring)
 
 
-Step = tuple[Any, float, "str | None", "BaseException | None", bool, Any, Any]
+#: hook, end time, outcome, error, data changed, prompt after, snapshot after, time shared
+Step = list[Any]
 
 
-def _steps(hooks: tuple[_Hook, ...], marks: list[Any]) -> tuple[list[Step], Any]:
-    """Walk a dispatch's marks: (hook, end time, outcome, error, data changed, prompt after,
-    snapshot after) for each hook that ran or was skipped, in chain order; and the prompt the
-    dispatch started with (as the first write found it; None if nothing was written).
+def _steps(hooks: tuple[_Hook, ...], marks: list[Any], t0: float) -> tuple[list[Step], Any]:
+    """Walk a dispatch's marks: the steps of the hooks that ran or were skipped, in chain
+    order; and the prompt the dispatch started with (as the first write found it; None if
+    nothing was written).
 
     ``marks[0]`` is the dispatch's number (see _number). After it, a float ends the current
-    hook's step and a None says it did not run; the tuples before
-    either are notes on it: ``("o", outcome, error)`` (the first one counts), ``("w", prompt
-    before, prompt after)`` a write to the data, ``("n",)`` one inside a nested value,
-    ``("k",)`` a matcher skip, ``("s", data)`` a snapshot.
+    hook's step (0.0: its time is read later, see note_timing) and a None says it did not run;
+    the tuples before either are notes on it: ``("o", outcome, error)`` (the first one counts),
+    ``("w", prompt before, prompt after)`` a write to the data, ``("n",)`` one inside a nested
+    value, ``("k",)`` a matcher skip, ``("s", data)`` a snapshot, ``("t", time)`` the hook
+    suspended (the hooks timed later before it, and its first step, end then). A last
+    ``("e", time)`` ends the hooks timed later.
     """
     steps: list[Step] = []
     origin: Any = None
@@ -327,18 +333,29 @@ def _steps(hooks: tuple[_Hook, ...], marks: list[Any]) -> tuple[list[Step], Any]
     error: BaseException | None = None
     changed = False
     snap: Any = None
+    later: list[Step] = []  # steps whose time is read later, in order
+    start = t0  # the last time read
+    shared = False  # the current hook's first step shared a time ("t")
     for item in islice(marks, 1, None):
         if item is None or type(item) is float:
             if item is not None:
-                steps.append((hooks[index], item, outcome, error, changed, prompt, snap))
+                step = [hooks[index], item, outcome, error, changed, prompt, snap, shared]
+                steps.append(step)
+                if item == 0.0:
+                    later.append(step)
+                else:
+                    if later:  # read after hooks timed later: this one shares it with them
+                        step[7] = _share(later, start, item, 1) > 1
+                    start = item
             index += 1
-            outcome, error, changed, snap = None, None, False, None
+            outcome, error, changed, snap, shared = None, None, False, None, False
             continue
         tag = item[0]
         if tag == "w":
             if not written:  # the steps so far ended with the prompt this write found
                 written, origin = True, item[1]
-                steps = [(*step[:5], origin, step[6]) for step in steps]
+                for step in steps:
+                    step[5] = origin
             changed, prompt = True, item[2]
         elif tag == "n":  # a write inside a nested dict or list
             changed = True
@@ -347,9 +364,27 @@ def _steps(hooks: tuple[_Hook, ...], marks: list[Any]) -> tuple[list[Step], Any]
                 outcome, error = item[1], item[2]
         elif tag == "k":
             outcome = "skipped"
-        else:  # "s"
+        elif tag == "s":
             snap = item[1]
+        else:  # "t" (the current hook is one more sharer) or "e"
+            shared = _share(later, start, item[1], tag == "t") > 1
+            start = item[1]
     return steps, origin
+
+
+def _share(later: list[Step], start: float, end: float, more: int) -> int:
+    """Spread ``end - start`` evenly over the steps timed later and ``more`` hooks after them
+    (a skipped step takes no share); give each its end time. Returns how many shared."""
+    sharers: int = more + sum(1 for step in later if step[2] != "skipped")
+    share = (end - start) / sharers if sharers else 0.0
+    at = start
+    for step in later:
+        if step[2] != "skipped":
+            at += share
+            step[7] = sharers > 1
+        step[1] = at
+    later.clear()
+    return sharers
 
 
 def _recorded_at(run: HookRun) -> float:

@@ -57,7 +57,16 @@ from ._hook import (
     _unexplained,
     _Unset,
 )
-from ._recording import _detach, _not_a_dict, _note_error, _replaced, _settle
+from ._recording import (
+    _detach,
+    _not_a_dict,
+    _note_error,
+    _replaced,
+    _settle,
+    log_failure,
+    note_timing,
+    suspends,
+)
 from ._records import RunRecorder
 from ._shell import ShellHook
 from ._tracked import _Tracked, track
@@ -91,6 +100,10 @@ class HookManager(ExtensionPoints):
         self._shared: HookManager | None = None
         self._cache: dict[HookEvent | str, tuple[_Hook, ...]] = {}
         self._cache_gen = -1
+        #: Timing (see _recording.note_timing): the events whose chains are timed once, at
+        #: their end, and the streaks of fast dispatches that make a chain so.
+        self._quick: set[HookEvent | str] = set()
+        self._streaks: dict[HookEvent | str, int] = {}
         self._error_listeners: list[Callable[[HookErrorInfo], Any]] = []
         self._deferred: set[asyncio.Task[Any]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
@@ -146,6 +159,8 @@ class HookManager(ExtensionPoints):
         if self._cache_gen != _generation[0]:
             self._cache.clear()
             self._cache_gen = _generation[0]
+            self._quick.clear()  # a changed chain is timed per hook until found fast again
+            self._streaks.clear()
         found = self._cache.get(key)
         if found is None:
             found = tuple(h for m, _ in self._chain() for h in m._sorted(key))
@@ -375,6 +390,8 @@ class HookManager(ExtensionPoints):
             hooks += [h for h in m._by_id.values() if h.tag == selector and h not in hooks]
         for hook in hooks:
             hook.enabled = enabled
+        if hooks:
+            _bump()  # a changed chain: timed per hook again (see _resolved)
         return len(hooks)
 
     def __len__(self) -> int:
@@ -537,6 +554,7 @@ class HookManager(ExtensionPoints):
         if marks is None:
             depth = 0
             watched = ctx.data
+            quick = False
         else:
             tracked: _Tracked
             tracked = ctx.data  # type: ignore[assignment]
@@ -547,6 +565,10 @@ class HookManager(ExtensionPoints):
                 watched, first = None, _snapshot(tracked)
             else:
                 watched, first = tracked, None
+            # A chain found fast is timed once, at its end (its hooks share the time, and
+            # their records say so); any other reads the clock after each hook.
+            quick = ev in self._quick and not dry_run
+            suspended = False
         blocked = False
         reason: str | None = None
         errors: list[tuple[_Hook, BaseException]] | None = None
@@ -572,7 +594,7 @@ class HookManager(ExtensionPoints):
                 if hook.matcher is not None and not hook.matcher.matches(data or {}):
                     if marks is not None:
                         marks.append(_SKIPPED)
-                        marks.append(_now())
+                        marks.append(0.0 if quick else _now())
                     continue
                 if hook.once:
                     if hook.spent:
@@ -598,6 +620,9 @@ class HookManager(ExtensionPoints):
                         at = -1
                         if marks is not None:  # others may run while this hook is suspended
                             _depth[0] = at = depth
+                            suspended = True
+                            if quick:  # it, the hooks after it and the chain: per hook
+                                quick = suspends(self, ev, marks)
                         try:
                             if timeout is None:
                                 await _resume(coro, pending, at)
@@ -653,8 +678,8 @@ class HookManager(ExtensionPoints):
                         watched = None if trace else tracked
                     if bad is not None:
                         errors = _note_error(errors, hook, bad, self, ev.value)
-                if marks is not None:
-                    marks.append(_now())  # ends the hook's notes (see _tracked)
+                if marks is not None:  # ends the hook's notes (see _tracked); 0.0: timed later
+                    marks.append(0.0 if quick else _now())
                 if blocked:
                     break
         finally:
@@ -672,6 +697,8 @@ class HookManager(ExtensionPoints):
         result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]
         result.runs = []
         if marks is not None and (fired or _SKIPPED in marks):  # a hook ran, or was skipped
+            if quick or (fired > 1 and not suspended and not dry_run):
+                note_timing(self, ev, marks, t0, fired, quick)
             recorder.add(("d", t0, self, ev, depth, hooks, marks, first))  # type: ignore[union-attr]
         # A plain copy (copy_payload, inlined; one top-level copy): what a hook kept of the
         # data, or a task it started, cannot change the result once the dispatch has returned.
@@ -706,23 +733,7 @@ class HookManager(ExtensionPoints):
 
     def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None:
         """Log an isolated hook error; with ``redact`` set, secrets never reach the log."""
-        redact = self.redact
-        if redact is None:
-            logger.warning(
-                "hook %s (%s) failed on %s: %r", hook.name, hook.hook_id, event, exc, exc_info=exc
-            )
-            return
-        import traceback
-
-        trace = redact("".join(traceback.format_exception(exc)))
-        logger.warning(
-            "hook %s (%s) failed on %s: %s\n%s",
-            redact(hook.name),
-            hook.hook_id,
-            event,
-            redact(repr(exc)),
-            trace.rstrip(),
-        )
+        log_failure(logger, self.redact, hook, event, exc)
 
     async def _resume_bounded(
         self, hook: _Hook, coro: Coroutine[Any, Any, Any], pending: Any

@@ -22,7 +22,9 @@ class HookRun:
     """One hook execution within a dispatch.
 
     ``required`` is the hook's ``fail_closed`` (its failure or timeout blocks a blockable
-    event); None in a record stored before runs said so.
+    event); None in a record stored before runs said so. ``duration_shared``: the hook was
+    timed together with others of its dispatch (a chain found fast every time is timed once,
+    at its end) and its duration is its even share of their time.
     """
 
     recorded_at: float
@@ -41,6 +43,7 @@ class HookRun:
     data_before: dict[str, Any] | None = None
     data_after: dict[str, Any] | None = None
     required: bool | None = None
+    duration_shared: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         from datetime import UTC, datetime

@@ -31,6 +31,7 @@ _COLUMNS = (
     "data_before",
     "data_after",
     "required",
+    "duration_shared",
 )
 
 
@@ -47,12 +48,13 @@ class HistoryStore:
             "hook_name TEXT, event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, "
             "outcome TEXT, duration_ms REAL, error TEXT, patch_applied INTEGER, "
             "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT, "
-            "required INTEGER)"
+            "required INTEGER, duration_shared INTEGER)"
         )
         self._db.execute(
             "CREATE INDEX IF NOT EXISTS hook_runs_process ON hook_runs (process_id, recorded_at)"
         )
         _add_column(self._db, "required INTEGER")
+        _add_column(self._db, "duration_shared INTEGER")
 
     def write(self, runs: list[HookRun]) -> None:
         rows = []
@@ -75,6 +77,7 @@ class HistoryStore:
                     None if r.data_before is None else json.dumps(r.data_before, default=str),
                     None if r.data_after is None else json.dumps(r.data_after, default=str),
                     None if r.required is None else int(r.required),
+                    int(r.duration_shared),
                 )
             )
         # One transaction per batch: the connection autocommits (the journal's writes rely on
@@ -137,6 +140,7 @@ class HistoryStore:
             values[13] = None if values[13] is None else json.loads(values[13])
             values[14] = None if values[14] is None else json.loads(values[14])
             values[15] = None if values[15] is None else bool(values[15])
+            values[16] = bool(values[16])  # NULL in a row stored before runs said so
             out.append(HookRun(*values))
         return out
 
