@@ -299,3 +299,20 @@ async def test_the_cli_marks_a_shared_duration_with_a_tilde() -> None:
     first, shared = history.runs()[0].as_dict(), history.runs()[-1].as_dict()
     assert not _run_cells(first)[7].startswith("~")
     assert _run_cells(shared)[7] == f"~{shared['duration_ms']:.1f}"
+
+
+async def test_a_slow_dispatch_while_sent_back_starts_the_longer_streak_again() -> None:
+    sleeper = Sleeper()
+    manager, _ = chain(passes, sleeper)
+    await dispatches(manager, AFTER + 1)
+    sleeper.seconds = 0.05
+    await dispatches(manager, 1)  # sent back: DEMOTED (-2 * AFTER)
+    sleeper.seconds = 0.0
+    await dispatches(manager, 2 * AFTER - 2)  # two short of 0
+    sleeper.seconds = 0.05
+    await dispatches(manager, 1)  # slow again: from DEMOTED once more
+    sleeper.seconds = 0.0
+    await dispatches(manager, 3 * AFTER - 1)
+    assert not manager._quick
+    await dispatches(manager, 1)
+    assert manager._quick

@@ -40,7 +40,8 @@ QUICK_AFTER: Final = 100
 #: that dispatch are shared, as the others were). So a shared duration is off by less than
 #: twice FAST times the hooks that shared it.
 FAST: Final = 5e-6
-#: The streak a chain starts from after that: it must then be fast this much longer.
+#: The streak a chain starts from after that (and after a slow dispatch while it is still
+#: below 0): it must then be fast this many dispatches more in a row.
 DEMOTED: Final = -10 * QUICK_AFTER
 
 
@@ -69,8 +70,8 @@ def note_timing(
         streak += 1
         if streak >= QUICK_AFTER:
             manager._quick.add(event)
-    elif streak > 0:
-        streak = 0
+    elif streak:  # slow: the streak starts again (from DEMOTED, once sent back)
+        streak = DEMOTED if streak < 0 else 0
     manager._streaks[event] = streak
 
 
