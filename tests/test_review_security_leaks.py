@@ -179,3 +179,18 @@ async def test_an_unsigned_webhook_off_loopback_takes_requests_from_this_machine
     assert remote.status_code == 403, remote.text
     assert remote.json()["error"]["code"] == "SIGNATURE_REQUIRED"
     assert (local.status_code, remote_signed.status_code) == (202, 202)
+
+
+async def test_a_secret_naming_a_variable_the_host_lacks_answers_422_not_500(
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: a deployed secret written as ``${VAR}`` with VAR unset on the host failed
+    the request with a 500 and a traceback in the log, instead of naming the field."""
+    config = {"model": "scripted", "secrets": {"CRM": "${TETHER_REVIEW_UNSET_VARIABLE}"}}
+    r = await client.post("/processes", json={"name": "vault", "config": config})
+
+    assert r.status_code == 422, r.text
+    [detail] = r.json()["error"]["details"]
+    assert detail["path"] == "config.secrets.CRM"
+    assert "'TETHER_REVIEW_UNSET_VARIABLE' is not set" in detail["message"]
+    assert "Traceback" not in caplog.text

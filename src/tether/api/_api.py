@@ -317,6 +317,10 @@ class OrchestrationAPI:
             raise APIError(422, "VALIDATION_ERROR", f"config.plugins: {message}", details) from None
         except WebhookClashError as exc:
             raise APIError(409, "WEBHOOK_CLASH", str(exc)) from None
+        except ValueError as exc:  # a secret's ${VAR} not set on the host, named (never a value)
+            path, _, message = str(exc).partition(": ")
+            details = [{"path": f"config.{path}", "message": message}]
+            raise APIError(422, "VALIDATION_ERROR", f"config.{exc}", details) from None
         await self._sync_webhooks(process)
         return JSONResponse(process_summary(process), status_code=201)
 
