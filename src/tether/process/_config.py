@@ -52,6 +52,16 @@ class _Trigger(BaseModel):
 
     id: str | None = Field(default=None, description="trigger_id of its events (default: type-N)")
 
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or value != value.strip()):
+            raise ValueError(
+                f"id {value!r} is not allowed: give a name without surrounding spaces, or leave "
+                "it out for the default <type>-<index>"
+            )
+        return value
+
     @field_validator("webhook_port", "debounce_ms", mode="before", check_fields=False)
     @classmethod
     def _not_a_flag(cls, value: Any) -> Any:
@@ -161,12 +171,42 @@ class FileWatchTrigger(_Trigger):
     recursive: bool = Field(default=True, description="Watch sub-folders too")
     debounce_ms: int = Field(default=200, ge=0, le=60_000, description="Batch changes (ms)")
 
+    @field_validator("watch_path")
+    @classmethod
+    def _watch_path(cls, value: str) -> str:
+        if not value.strip() or "\x00" in value:
+            raise ValueError(
+                f"watch_path {value!r} is no path: give the folder (or file) to watch, e.g. "
+                "'./inbox'"
+            )
+        return value
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        if not value or any(not p.strip() for p in value):
+            raise ValueError(
+                f"patterns {value!r} would match no file: give one or more glob patterns such "
+                "as '*.txt' (the default ['*'] matches every file)"
+            )
+        return value
+
 
 class EventTrigger(_Trigger):
     """Fires when the runtime publishes an event of ``event_type``."""
 
     type: Literal["event"] = "event"
     event_type: str = Field(description="Name of the runtime event to react to")
+
+    @field_validator("event_type")
+    @classmethod
+    def _event_type(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError(
+                f"event_type {value!r} is empty: name the runtime event to react to, e.g. "
+                "'deploy' (the type given to AgentRuntime.publish)"
+            )
+        return value
 
 
 TriggerConfig = Annotated[
