@@ -161,3 +161,27 @@ async def test_a_file_change_cut_off_by_removing_its_trigger_is_dead_lettered_tr
         "trigger removed",
         "its trigger was removed during task_created",
     )
+
+
+async def test_each_path_of_a_batch_is_reported_once_as_where_it_ended(tmp_path: Path) -> None:
+    """Regression: a batch holding several changes of one path (a file edited, then deleted
+    within debounce_ms) fired one event per change, in no set order: the agent could hear
+    'modified' last for a file that was gone. A new folder fired an event too."""
+    (tmp_path / "old.txt").write_text("old\n")
+    trigger = FileWatchTrigger(id="inbox", watch_path=str(tmp_path), debounce_ms=400)
+    process = AgentProcess("watcher", ProcessConfig(model=ScriptedModel(), triggers=[trigger]))
+    rec = Recorder().attach(process.hooks, HookEvent.FILE_CHANGED)
+    async with process:
+        runner = process._runners["inbox"]
+        await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
+
+        def burst() -> None:  # all within one batch
+            (tmp_path / "old.txt").write_text("edited\n")
+            (tmp_path / "old.txt").unlink()
+            (tmp_path / "sub").mkdir()
+            (tmp_path / "sub" / "new.txt").write_text("new\n")
+
+        await asyncio.to_thread(burst)
+        await eventually(lambda: len(changes(rec)) >= 2, what="the batch")
+        await asyncio.sleep(0.5)
+    assert changes(rec) == [("old.txt", "deleted"), ("new.txt", "added")]

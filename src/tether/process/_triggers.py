@@ -9,6 +9,7 @@ import asyncio
 import copy
 import logging
 import os
+import stat
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
@@ -205,6 +206,31 @@ class FileWatchRunner(TriggerRunner):
                 dirs.clear()
         return sorted(found)
 
+    def _net(self, changes: set[tuple[Any, str]], seen: os.stat_result) -> list[tuple[str, str]]:
+        """One (path, change) per path of a batch, by path: what changed for it in the batch.
+
+        watchfiles hands a batch as a set, so one path may come with several changes in no
+        order (a new file written: added and modified; a file edited, then deleted: modified
+        and deleted). Each path is reported once, as where it ended: ``deleted`` if it is gone,
+        ``added`` if it is new, else ``modified`` (a file replaced by a new one, as an editor
+        saves, was modified). Folders are not files: a folder's own changes are left out.
+        """
+        kinds: dict[str, set[str]] = {}
+        for change, path in changes:
+            kinds.setdefault(path, set()).add(_CHANGE_NAMES.get(int(change), "?"))
+        root = os.path.abspath(self.config.watch_path) if stat.S_ISDIR(seen.st_mode) else None
+        net: list[tuple[str, str]] = []
+        for path, got in sorted(kinds.items()):
+            if path == root or os.path.isdir(path):
+                continue
+            if "deleted" in got and not os.path.lexists(path):
+                net.append((path, "deleted"))
+            elif "added" in got and "deleted" not in got:
+                net.append((path, "added"))
+            else:
+                net.append((path, "modified" if got - {"?"} else "?"))
+        return net
+
     async def _report(self, change: str, path: str) -> None:
         try:
             await self.on_change(self.trigger_id, {"path": path, "event_type": change})
@@ -273,7 +299,7 @@ class FileWatchRunner(TriggerRunner):
                 rust_timeout=100,
             )
             async for changes in watcher:  # at least every 100 ms: the watch is live by now
-                batch = sorted((c[1], _CHANGE_NAMES.get(int(c[0]), "?")) for c in changes)
+                batch = self._net(changes, seen)
                 if first:
                     first = False
                     self.ready.set()
