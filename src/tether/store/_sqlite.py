@@ -6,6 +6,7 @@ accepted survives a SIGKILL of the host process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -59,6 +60,11 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
 
 def _open(path: str) -> sqlite3.Connection:
+    # Created for this user only: the file holds event payloads and hook runs (secrets are
+    # redacted, the rest of what the agent was sent is not). SQLite gives its -wal and -shm
+    # files the database file's permissions. An existing file keeps its own.
+    with contextlib.suppress(OSError):  # a folder, say: SQLite names the problem below
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
