@@ -12,6 +12,7 @@ import pytest
 
 from _process_support import eventually, ticket
 from tether import AgentProcess, ProcessConfig
+from tether.store._artifacts import DirArtifacts
 
 
 @pytest.fixture
@@ -45,3 +46,14 @@ def file_modes(folder: Path) -> dict[str, int]:
         for f in folder.glob("tether.db*")
         if f.suffix != ".lock"
     }
+
+
+@pytest.mark.usefixtures("open_umask")
+def test_an_artifact_file_is_written_for_its_user_only(tmp_path: Path) -> None:
+    """Regression: plugin artifacts (a debrief quotes the task's prompt and the agent's reply)
+    were written with the umask's permissions, readable by every user of the host."""
+    store = DirArtifacts(tmp_path / "artifacts")
+    name = store.put("task-1", "task-1.debrief.json", {"reply": "the refund went through"})
+
+    mode = stat.S_IMODE((tmp_path / "artifacts" / name).stat().st_mode)
+    assert mode & 0o077 == 0, oct(mode)

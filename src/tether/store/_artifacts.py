@@ -74,7 +74,11 @@ class DirArtifacts:
         home.mkdir(parents=True, exist_ok=True)
         path = home / name
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+        text = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8")
+        # For this user only, as the journal is: an artifact quotes what the agent was sent.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as file:
+            file.write(text)
         os.replace(tmp, path)
         return name
 
