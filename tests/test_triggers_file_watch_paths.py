@@ -185,3 +185,32 @@ async def test_each_path_of_a_batch_is_reported_once_as_where_it_ended(tmp_path:
         await eventually(lambda: len(changes(rec)) >= 2, what="the batch")
         await asyncio.sleep(0.5)
     assert changes(rec) == [("old.txt", "deleted"), ("new.txt", "added")]
+
+
+async def test_a_watched_file_saved_by_renaming_a_new_one_over_it_is_modified_once(
+    tmp_path: Path,
+) -> None:
+    """Regression: an editor's atomic save (a new file renamed over the watched one) fired
+    'modified', then 'added' again when the watch moved to the new file: two runs per save."""
+    watched = tmp_path / "config.yaml"
+    watched.write_text("v0\n")
+    trigger = FileWatchTrigger(id="config", watch_path=str(watched), debounce_ms=10)
+    process = AgentProcess("watcher", ProcessConfig(model=ScriptedModel(), triggers=[trigger]))
+    rec = Recorder().attach(process.hooks, HookEvent.FILE_CHANGED)
+
+    def save(text: str) -> None:
+        new = tmp_path / "config.yaml.tmp"
+        new.write_text(text)
+        new.replace(watched)
+
+    async with process:
+        runner = process._runners["config"]
+        await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
+        for n in (1, 2):
+            await asyncio.to_thread(save, f"v{n}\n")
+            await eventually(lambda n=n: len(changes(rec)) >= n, what=f"save {n}")  # type: ignore[misc]
+            await asyncio.sleep(0.3)  # the watch moves to the new file meanwhile
+        await write(watched, "v3\n")
+        await eventually(lambda: len(changes(rec)) >= 3, what="the plain write")
+        await asyncio.sleep(0.3)
+    assert changes(rec) == [("config.yaml", "modified")] * 3

@@ -165,6 +165,9 @@ _CHANGE_NAMES = {1: "added", 2: "modified", 3: "deleted"}
 
 #: Seconds between two looks for a watched path that does not exist.
 PATH_POLL: Final = 0.2
+#: A watched path found replaced this soon after a batch that reported it (an editor saving a
+#: watched file by renaming a new one over it) is not reported again as ``added``.
+REPLACED_WITHIN: Final = 1.0
 
 
 class FileWatchRunner(TriggerRunner):
@@ -268,25 +271,32 @@ class FileWatchRunner(TriggerRunner):
 
     async def _run(self, fire: Fire) -> None:
         new = False  # whether the path was missing: then what it holds when it appears is new
+        just: set[str] = set()
         while True:
             try:
                 seen = os.stat(self.config.watch_path)
             except FileNotFoundError:
                 seen = await self._appeared()
-                new = True
+                new, just = True, set()  # gone, then back: all it holds now is new
             try:
-                await self._watch(seen, new)
+                just = await self._watch(seen, new, just)
             except FileNotFoundError:  # gone between the look and the watch: wait for it
                 if self._same(None):
                     raise
+                just = set()
             new = True  # the path went away (or was replaced): wait for it, then report it
 
-    async def _watch(self, seen: os.stat_result, new: bool) -> None:
-        """Report changes until the watched path is gone or replaced."""
+    async def _watch(self, seen: os.stat_result, new: bool, just: set[str]) -> set[str]:
+        """Report changes until the watched path is gone or replaced; the paths the last
+        batch reported, if it came right before (a replaced path's own change, which the new
+        watch does not report again: ``just``)."""
         from watchfiles import awatch
 
         stop = asyncio.Event()
         first = True
+        last: set[str] = set()
+        last_at = 0.0
+        loop = asyncio.get_running_loop()
         try:
             watcher = awatch(
                 self.config.watch_path,
@@ -304,12 +314,16 @@ class FileWatchRunner(TriggerRunner):
                     first = False
                     self.ready.set()
                     if new:  # what was there before the watch began, reported once
-                        listed = {path for path, _ in batch}
+                        listed = {path for path, _ in batch} | just
                         present = await asyncio.to_thread(self._present)
                         batch = [(p, "added") for p in present if p not in listed] + batch
                 for path, change in batch:
                     await self._report(change, path)
+                if batch:
+                    last = {path for path, change in batch if change != "deleted"}
+                    last_at = loop.time()
                 if not self._same(seen):
-                    return
+                    return last if loop.time() - last_at < REPLACED_WITHIN else set()
         finally:
             stop.set()
+        return set()  # (the watcher ends only when stopped)
