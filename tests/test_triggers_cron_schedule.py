@@ -128,10 +128,13 @@ async def test_a_fixed_hour_repeated_by_the_fall_back_change_fires_once() -> Non
     ]
 
 
-async def test_an_hourly_schedule_fires_in_both_hours_the_fall_back_change_repeats() -> None:
+@pytest.mark.parametrize("hours", ["*", "0-23", "*/1"])
+async def test_an_hourly_schedule_fires_in_both_hours_the_fall_back_change_repeats(
+    hours: str,
+) -> None:
     clock = Clock(just_before(datetime(2030, 10, 27, 0, 0, tzinfo=UTC)))  # 02:00 CEST
     fired: Fired = []
-    trigger = CronTrigger(cron_expression="TZ=Europe/Berlin 0 * * * *")
+    trigger = CronTrigger(cron_expression=f"TZ=Europe/Berlin 0 {hours} * * *")
     runner = CronRunner("hourly", trigger, clock=clock, recheck=0.05)
     runner.start(recording(fired))
     try:

@@ -110,12 +110,13 @@ class CronRunner(TriggerRunner):
             return None
         return due
 
-    def _repeated(self, due: datetime, last: datetime | None) -> bool:
-        """Whether ``due`` is a local time a fall-back change repeats, fired once already."""
+    def _repeated(self, due: datetime, last: datetime | None, schedule: Any) -> bool:
+        """Whether ``due`` is a local time a fall-back change repeats, fired once already by a
+        schedule of fixed hours (one of every hour, ``*``, fires in both)."""
         if last is None or due.replace(tzinfo=None) != last.replace(tzinfo=None):
             return False
-        expression = split_zone(self.config.cron_expression)[1]
-        return not (expression == "@hourly" or expression.split()[1:2] == ["*"])
+        hours: list[Any] = schedule.expanded[1]
+        return hours != ["*"]
 
     async def _run(self, fire: Fire) -> None:
         from zoneinfo import ZoneInfo
@@ -143,7 +144,7 @@ class CronRunner(TriggerRunner):
                     missed + 1,
                     due.isoformat(),
                 )
-            if not self._repeated(due, last):
+            if not self._repeated(due, last, schedule):
                 last = due
                 await self._fire(fire, due, missed)
             due = upcoming
