@@ -628,6 +628,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
             return
         self._go_on()
         self._consecutive_failures = 0
+        self._auto_restarts = 0  # recovered: max_restarts counts restarts in a row
         self._inflight.pop(event.event_id, None)  # finished: a stop() now cuts off no run
         if self._journal is not None:
             self._journal.done(event.event_id)

@@ -1,7 +1,9 @@
 """Supervision: a failed process restarts by itself after a backoff, as its policy allows.
 
-The policy counts the automatic restarts only: ``restart()`` by an operator does not use up
-``max_restarts`` (``restart_count`` in ``status()`` counts both).
+The policy counts the automatic restarts only, and only those in a row: ``restart()`` by an
+operator does not use up ``max_restarts``, and a successful run sets the count (and the
+backoff) back, so a process that recovers from each crash is not given up on after
+``max_restarts`` crashes over its lifetime (``restart_count`` in ``status()`` counts them all).
 """
 
 from __future__ import annotations
