@@ -47,6 +47,7 @@ class DeadLetters:
         _journal: Journal | None
         _retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]]
         _given_up: list[tuple[TriggerEvent, int]]
+        _later: set[asyncio.Task[Any]]
 
         async def inject(self, event: TriggerEvent) -> str: ...
 
@@ -140,6 +141,15 @@ class DeadLetters:
         if not firing.cancelled():
             firing.result()  # what no layer isolates (KeyboardInterrupt, SystemExit) goes on
         return fired
+
+    def _dead_lettered_later(self, event: TriggerEvent, why: str) -> None:
+        """Fire task_completed ("dead_lettered") for ``event``, dead-lettered outside any
+        task (a retry's timer finding the queue full), from a task of its own."""
+        task = asyncio.get_running_loop().create_task(
+            self._fire_dead_lettered([event], why, None), name=f"{self.name}-dead-lettered"
+        )
+        self._later.add(task)
+        task.add_done_callback(self._later.discard)
 
     def _unfired(self, entries: list[dict[str, Any]], total: int) -> None:
         """Say in each dead letter (and its journal row) that a stop's deadline cut its

@@ -131,6 +131,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         # Events whose run was cancelled by stop() or a restart: (event, attempt cut off).
         self._cut_off: list[tuple[TriggerEvent, int]] = []
         self._dispatching: set[asyncio.Task[Any]] = set()
+        self._later: set[asyncio.Task[Any]] = set()  # task_completed fired off a timer
         self._stopping = False
         self._runners: dict[str, TriggerRunner] = {}
         self._triggers: list[tuple[str, TriggerConfig]] = [
@@ -435,7 +436,8 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         self._enqueue(event, 0)
         return event.event_id
 
-    def _enqueue(self, event: TriggerEvent, attempts: int) -> None:
+    def _enqueue(self, event: TriggerEvent, attempts: int) -> bool:
+        """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered."""
         try:
             self._queue.put_nowait((event, attempts))
         except asyncio.QueueFull:
@@ -445,9 +447,10 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
                 f"the queue holds max_queue_size={self.config.max_queue_size} events",
                 attempts,
             )
-            return
+            return False
         if self._journal is not None:
             self._journal.queued(self.redactor.declared.value(event.to_dict()), attempts)
+        return True
 
     async def fire(self, trigger_id: str, trigger_type: str, payload: dict[str, Any]) -> str:
         """Build a TriggerEvent from a trigger and inject it."""
@@ -693,7 +696,8 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         entry = self._retries.pop(event_id, None)
         if entry is not None:
             _, event, attempts = entry
-            self._enqueue(event, attempts)
+            if not self._enqueue(event, attempts):  # its hooks heard "retrying": say how it ended
+                self._dead_lettered_later(event, "queue full")
 
     # -- triggers --------------------------------------------------------------------------
 

@@ -95,7 +95,11 @@ class Supervision:
 
         async def _dead_letter_given_up(self, why: str) -> None: ...
 
-        def _enqueue(self, event: TriggerEvent, attempts: int) -> None: ...
+        def _enqueue(self, event: TriggerEvent, attempts: int) -> bool: ...
+
+        async def _fire_dead_lettered(
+            self, events: list[TriggerEvent], why: str, deadline: float | None
+        ) -> int: ...
 
         async def start(self, *, _restart: bool = False) -> None: ...
 
@@ -164,7 +168,8 @@ class Supervision:
             await self._halt_workers()
             cut_off, self._cut_off = self._cut_off, []
             for event, attempt in cut_off:
-                self._enqueue(event, attempt - 1)
+                if not self._enqueue(event, attempt - 1):  # it reached a worker: say how it ended
+                    await self._fire_dead_lettered([event], "queue full", None)
             await self._dead_letter_given_up("process failed")  # never re-run beside the run
             delay = min(policy.backoff * (2**self._auto_restarts), policy.backoff_max)
             await asyncio.sleep(delay)
