@@ -84,6 +84,19 @@ def test_a_configs_repr_str_and_dump_never_show_an_mcp_servers_header_or_env_val
     assert process.redactor.text(f"key {CANARY}") == "key [REDACTED:mcp.crm.Authorization]"
 
 
+def test_a_configs_repr_never_shows_the_password_of_an_mcp_servers_url() -> None:
+    """Regression: the repr and str of a configuration showed an MCP server's url as given,
+    ``http://user:password@host`` and all (the url stays a string its entry reads)."""
+    servers = [{"name": "crm", "url": f"https://bot:{CANARY}@crm.example/mcp"}]
+    config = ProcessConfig(model="scripted", mcp_servers=servers)
+    spec = ProcessSpec.model_validate({"model": "scripted", "mcp_servers": servers})
+
+    for shown in (repr(config), str(config), repr(spec), str(spec)):
+        assert "https://bot:***@crm.example/mcp" in shown
+        assert CANARY not in shown
+    assert config.mcp_servers[0]["url"] == servers[0]["url"]
+
+
 def test_a_manifests_spec_never_shows_an_mcp_servers_header_or_env_value() -> None:
     """Regression: the ``ProcessSpec`` of a manifest or a deploy showed MCP credentials."""
     spec = ProcessSpec.model_validate({"model": "scripted", "mcp_servers": mcp_servers()})

@@ -54,7 +54,7 @@ from .process import (
     WebhookTrigger,
 )
 from .process._config import check_mission
-from .process._mcp import masked_entries
+from .process._mcp import masked_entries, repr_args
 from .process._state import validate_name
 
 __all__ = [
@@ -242,6 +242,9 @@ class ProcessSpec(BaseModel):
     @classmethod
     def _mcp_servers(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return masked_entries(value)
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        return repr_args(super().__repr_args__())
 
     @field_validator("model")
     @classmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from ..agent._config import BudgetConfig, ContextConfig, GuardrailConfig
 from ..approval import ApprovalPolicy
 from ..hooks._config import HookConfig
-from ._mcp import masked_entries
+from ._mcp import masked_entries, repr_args
 
 __all__ = [
     "MISSION_MAX_CHARS",
@@ -318,6 +318,9 @@ class ProcessConfig(BaseModel):
     @classmethod
     def _mcp_servers(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return masked_entries(value)
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        return repr_args(super().__repr_args__())
 
     @field_validator("journal_path")
     @classmethod

@@ -8,13 +8,22 @@ it by, and a transport with what that transport needs.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from ._state import NAME_RE
 
-__all__ = ["MCP_TRANSPORTS", "McpServerConfig", "is_stdio", "masked_entries", "server_name"]
+__all__ = [
+    "MCP_TRANSPORTS",
+    "McpServerConfig",
+    "is_stdio",
+    "masked_entries",
+    "repr_args",
+    "server_name",
+]
 
 MCP_TRANSPORTS: Final = ("stdio", "http", "sse", "streamable-http")
 _STDIO_ONLY: Final = ("command", "args", "env", "cwd")
@@ -117,6 +126,28 @@ def masked_entries(servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     }
         out.append(entry)
     return out
+
+
+def repr_args(args: Iterable[tuple[str | None, Any]]) -> Iterator[tuple[str | None, Any]]:
+    """A model's ``__repr_args__`` with the password of each MCP server's ``url`` shown as
+    ``***`` (the url stays a plain string in the entry, which reads it)."""
+    for name, value in args:
+        if name == "mcp_servers" and isinstance(value, list):
+            value = [_url_masked(entry) for entry in value]
+        yield name, value
+
+
+def _url_masked(entry: Any) -> Any:
+    if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+        return entry
+    url = entry["url"]
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return entry
+    if not password:
+        return entry
+    return {**entry, "url": url.replace(f":{password}@", ":***@", 1)}
 
 
 def is_stdio(entry: dict[str, Any]) -> bool:
