@@ -57,3 +57,25 @@ async def test_a_runner_whose_schedule_has_no_date_stops_with_an_error_logged(
         await asyncio.wait_for(runner._run(fire), 5)
     assert fired == []
     assert "cron trigger cron-1 stops: no next date" in caplog.text
+
+
+async def test_a_trigger_whose_runner_ended_is_named_in_status_and_over_the_api() -> None:
+    """Regression: a trigger that fired no more was said only in a log line; status() (and so
+    the control API's process view) now names it with the error."""
+    from tether import AgentProcess, ProcessConfig
+    from tether.api._views import process_detail
+    from tether.models import ScriptedModel
+
+    # Only a config built without validation can carry one (CronTrigger refuses it).
+    never = CronTrigger.model_construct(id="never", cron_expression="0 0 31 2 *", payload={})
+    every = CronTrigger(id="hourly", cron_expression="@hourly")
+    process = AgentProcess("c", ProcessConfig(model=ScriptedModel(), triggers=[never, every]))
+    assert process.status()["trigger_errors"] == {}
+    async with process:
+        for _ in range(250):
+            if process.status()["trigger_errors"]:
+                break
+            await asyncio.sleep(0.02)
+        errors = process.status()["trigger_errors"]
+        assert process_detail(process)["trigger_errors"] == errors
+    assert errors == {"never": "CroniterBadDateError: failed to find next date"}

@@ -760,6 +760,12 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
                 else None
             ),
             "last_error": self.last_error,
+            # Triggers whose runner ended with an error: they fire no more until a restart.
+            "trigger_errors": {
+                i: self.redactor.text(describe(r.error))
+                for i, r in self._runners.items()
+                if r.error is not None
+            },
         }
 
 

@@ -107,6 +107,7 @@ class CronRunner(TriggerRunner):
             due: datetime = schedule.get_next(datetime)
         except CroniterError as exc:
             logger.error("cron trigger %s stops: no next date (%s)", self.trigger_id, exc)
+            self.error = exc
             return None
         return due
 
