@@ -1,6 +1,6 @@
-"""A declared secret in what a hook raises past the engine (an exception that is no
-``Exception``, which the engine does not isolate) never reaches the log lines tether writes
-about it."""
+"""A declared secret never reaches the log lines tether writes about what a hook raised past
+the engine (an exception that is no ``Exception``, which the engine does not isolate), about
+async command hooks, or the text of an error that ends up in a traceback."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from _process_support import FailingModel, GatedModel, eventually, ticket
-from tether import AgentProcess, HookConfig, HookContext, HookEvent, ProcessConfig
+from tether import AgentProcess, HookConfig, HookContext, HookEvent, ProcessConfig, TriggerEvent
+from tether.process import InvalidEventError
 
 CANARY = "log-canary-90c2e4"
 
@@ -90,3 +91,14 @@ async def test_a_secret_in_an_async_command_hooks_command_line_stays_out_of_its_
 
     assert "--key=[REDACTED:VAULT]" in caplog.text
     assert CANARY not in caplog.text
+
+
+def test_an_event_refused_for_a_value_that_is_not_json_never_quotes_its_payload() -> None:
+    """Regression: the error of a payload that is not JSON quoted the payload (its first 200
+    characters), so a credential beside the bad value reached tracebacks and logs."""
+    with pytest.raises(InvalidEventError) as refused:
+        TriggerEvent("crm", "manual", {"token": CANARY, "when": object()})
+
+    assert "payload must be JSON-serialisable" in str(refused.value)
+    assert "payload keys: token, when" in str(refused.value)
+    assert CANARY not in str(refused.value)

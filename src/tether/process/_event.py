@@ -33,9 +33,11 @@ class TriggerEvent:
         try:
             json.dumps(self.payload, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise InvalidEventError(
-                f"payload must be JSON-serialisable: {exc} (payload={self.payload!r:.200})"
-            ) from None
+            # Not the payload itself: it may hold a secret (the event knows of none to redact),
+            # and this error ends up in tracebacks and logs. Its keys say where to look.
+            keys = list(self.payload)[:20] if isinstance(self.payload, dict) else None
+            where = f" (payload keys: {', '.join(map(str, keys))})" if keys else ""
+            raise InvalidEventError(f"payload must be JSON-serialisable: {exc}{where}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return {
