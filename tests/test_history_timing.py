@@ -25,15 +25,16 @@ from tether.store import HistoryStore
 UPS = HookEvent.USER_PROMPT_SUBMIT
 DATA = {"prompt": "hello", "event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
 AFTER = 5  # QUICK_AFTER in these tests
-DEFAULTS = (_recording.QUICK_AFTER, _recording.FAST, _recording.DEMOTED)  # before the fixture
+DEFAULTS = (_recording.QUICK_AFTER, _recording.FAST, _recording.SLOW, _recording.DEMOTED)
 
 
 @pytest.fixture(autouse=True)
 def thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fast: under 10 ms a hook (a trivial hook is far under that, even under coverage);
-    slow: over 20 ms a hook."""
+    slow: over twice that a hook, or 20 ms if that is longer."""
     monkeypatch.setattr(_recording, "QUICK_AFTER", AFTER)
     monkeypatch.setattr(_recording, "FAST", 0.01)
+    monkeypatch.setattr(_recording, "SLOW", 0.02)
     monkeypatch.setattr(_recording, "DEMOTED", -2 * AFTER)
 
 
@@ -272,10 +273,11 @@ def test_a_table_stored_before_shared_durations_reads_them_false(tmp_path: Path)
 
 
 def test_the_defaults_keep_a_trivial_chain_eligible_and_a_slow_one_per_hook() -> None:
-    quick_after, fast, demoted = DEFAULTS
+    quick_after, fast, slow, demoted = DEFAULTS  # (read before the fixture patched them)
     assert quick_after >= 100  # a new chain is timed per hook for a while
     assert fast <= 10e-6  # shared only while hooks take microseconds
-    assert demoted < 0
+    assert slow <= 1e-3  # a shared duration is off by well under a millisecond
+    assert demoted <= -quick_after
 
 
 async def test_a_clock_stepped_back_gives_zero_not_negative_shares(
@@ -316,3 +318,21 @@ async def test_a_slow_dispatch_while_sent_back_starts_the_longer_streak_again() 
     assert not manager._quick
     await dispatches(manager, 1)
     assert manager._quick
+
+
+async def test_a_pause_under_slow_keeps_a_short_chain_timed_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_recording, "FAST", 0.002)  # two hooks: slow over 8 ms, but
+    monkeypatch.setattr(_recording, "SLOW", 0.05)  # not under 50 ms
+    sleeper = Sleeper()
+    manager, history = chain(passes, sleeper)
+    await dispatches(manager, AFTER + 1)
+    assert manager._quick
+    sleeper.seconds = 0.02
+    await dispatches(manager, 1)
+    assert manager._quick
+    sleeper.seconds = 0.08
+    await dispatches(manager, 1)
+    assert not manager._quick
+    assert all(run.duration_shared for run in last_dispatch(history))

@@ -36,14 +36,16 @@ __all__ = [
 #: Recorded dispatches in a row that must find a chain fast before it is timed once.
 QUICK_AFTER: Final = 100
 #: Fast: every hook that ran finished without suspending, in under FAST seconds a hook on
-#: average. A chain timed once that takes twice that is timed per hook again (the records of
-#: that dispatch are shared, as the others were). So a shared duration is off by less than
-#: twice FAST times the hooks that shared it.
+#: average.
 FAST: Final = 5e-6
+#: A chain timed once goes back to per-hook timing when a dispatch of it takes longer than
+#: twice FAST a hook, or SLOW if that is longer (the records of that dispatch are shared, as the
+#: others were): so a shared duration is off by less than that. SLOW keeps a short chain timed
+#: once through the odd pause the machine takes (an interrupt, another process scheduled).
+SLOW: Final = 100e-6
 #: The streak a chain starts from after that (and after a slow dispatch while it is still
 #: below 0): it must then be fast this many dispatches more in a row.
-DEMOTED: Final = -10 * QUICK_AFTER
-
+DEMOTED: Final = -QUICK_AFTER
 
 def note_timing(
     manager: HookManager,
@@ -59,7 +61,7 @@ def note_timing(
     if quick:
         end = _now()
         marks.append(("e", end))  # the shared hooks' end (see _history._steps)
-        if end - t0 > 2 * FAST * max(fired, 1):
+        if end - t0 > max(2 * FAST * fired, SLOW):
             manager._quick.discard(event)
             manager._streaks[event] = DEMOTED
         return
