@@ -47,6 +47,7 @@ SLOW: Final = 100e-6
 #: below 0): it must then be fast this many dispatches more in a row.
 DEMOTED: Final = -QUICK_AFTER
 
+
 def note_timing(
     manager: HookManager,
     event: HookEvent,
