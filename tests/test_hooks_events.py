@@ -89,3 +89,21 @@ async def test_a_block_of_a_non_blockable_event_is_logged_as_a_warning_and_ignor
     assert len(warnings) == 1
     assert "cannot be blocked" in warnings[0].getMessage()
     assert event.value in warnings[0].getMessage()
+
+
+async def test_the_ignored_block_warning_redacts_the_hooks_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: the warning named the hook unredacted (a command hook's name is its
+    command line, which may carry a declared secret)."""
+    manager = HookManager()
+    manager.redact = lambda text: text.replace("sk-name-canary", "[REDACTED:KEY]")
+
+    async def refuses(ctx: HookContext) -> None:
+        raise HookBlocked("no")
+
+    manager.register(HookEvent.SESSION_END, refuses, name="notify --key=sk-name-canary")
+    with caplog.at_level(logging.WARNING, logger="tether.hooks"):
+        await manager.dispatch(HookEvent.SESSION_END)
+    assert "notify --key=[REDACTED:KEY]" in caplog.text
+    assert "sk-name-canary" not in caplog.text

@@ -650,7 +650,7 @@ class HookManager(ExtensionPoints):
                     else:
                         logger.warning(
                             "hook %s (%s) tried to block %s, which cannot be blocked; ignored",
-                            hook.name,
+                            hook.name if self.redact is None else self.redact(hook.name),
                             hook.hook_id,
                             ev.value,
                         )
