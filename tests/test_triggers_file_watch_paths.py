@@ -179,12 +179,12 @@ async def test_each_path_of_a_batch_is_reported_once_as_where_it_ended(tmp_path:
             (tmp_path / "old.txt").write_text("edited\n")
             (tmp_path / "old.txt").unlink()
             (tmp_path / "sub").mkdir()
-            (tmp_path / "sub" / "new.txt").write_text("new\n")
+            (tmp_path / "new.txt").write_text("new\n")
 
         await asyncio.to_thread(burst)
         await eventually(lambda: len(changes(rec)) >= 2, what="the batch")
         await asyncio.sleep(0.5)
-    assert changes(rec) == [("old.txt", "deleted"), ("new.txt", "added")]
+    assert changes(rec) == [("new.txt", "added"), ("old.txt", "deleted")]  # by path
 
 
 async def test_a_watched_file_saved_by_renaming_a_new_one_over_it_is_modified_once(
@@ -214,3 +214,20 @@ async def test_a_watched_file_saved_by_renaming_a_new_one_over_it_is_modified_on
         await eventually(lambda: len(changes(rec)) >= 3, what="the plain write")
         await asyncio.sleep(0.3)
     assert changes(rec) == [("config.yaml", "modified")] * 3
+
+
+async def test_changes_closer_together_than_debounce_ms_fire_once(tmp_path: Path) -> None:
+    """Regression: debounce_ms only capped a batch, which ended after 50 ms without a change,
+    so four writes 100 ms apart under debounce_ms=500 fired three events (three runs)."""
+    trigger = FileWatchTrigger(id="inbox", watch_path=str(tmp_path), debounce_ms=500)
+    process = AgentProcess("watcher", ProcessConfig(model=ScriptedModel(), triggers=[trigger]))
+    rec = Recorder().attach(process.hooks, HookEvent.FILE_CHANGED)
+    async with process:
+        runner = process._runners["inbox"]
+        await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
+        for n in range(4):
+            await write(tmp_path / "ticket.txt", f"draft {n}\n")
+            await asyncio.sleep(0.1)
+        await eventually(lambda: changes(rec), what="the batch")
+        await asyncio.sleep(0.8)  # past debounce_ms: nothing more comes
+    assert changes(rec) == [("ticket.txt", "added")]

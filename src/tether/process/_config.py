@@ -169,7 +169,12 @@ class FileWatchTrigger(_Trigger):
     watch_path: str = Field(description="Folder to watch")
     patterns: list[str] = Field(default_factory=lambda: ["*"], description="Glob filters")
     recursive: bool = Field(default=True, description="Watch sub-folders too")
-    debounce_ms: int = Field(default=200, ge=0, le=60_000, description="Batch changes (ms)")
+    debounce_ms: int = Field(
+        default=200,
+        ge=0,
+        le=60_000,
+        description="Quiet time that ends a batch of changes (ms); each file fires once per batch",
+    )
 
     @field_validator("watch_path")
     @classmethod

@@ -304,8 +304,10 @@ class FileWatchRunner(TriggerRunner):
                 self.config.watch_path,
                 stop_event=stop,
                 recursive=self.config.recursive,
-                debounce=max(self.config.debounce_ms, 1),
-                step=50,
+                # debounce_ms is the quiet time that ends a batch; a stream of changes that
+                # never goes quiet is still reported, at the longest wait below.
+                debounce=max(4 * self.config.debounce_ms, 1600),
+                step=max(self.config.debounce_ms, 10),
                 watch_filter=lambda _change, path: self.matches(path),
                 yield_on_timeout=True,
                 rust_timeout=100,
