@@ -1,0 +1,207 @@
+"""Statements of the two hooks reference pages that no other test pinned, one test each.
+
+The model is FakeLLM (a real OpenAI-compatible server on a free port); command hooks are real
+programs run by this interpreter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _process_support import eventually
+from tether import (
+    AgentProcess,
+    ContextConfig,
+    HookConfig,
+    HookContext,
+    HookEvent,
+    HookManager,
+    ProcessConfig,
+    TriggerEvent,
+    load_manifest,
+    manifest_to_process_config,
+)
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.testing import FakeLLM
+
+
+@pytest.fixture
+async def llm(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeLLM]:
+    async with FakeLLM(port=0, reply="Done.") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
+        yield server
+
+
+def ticket(text: str) -> TriggerEvent:
+    return TriggerEvent(trigger_id="helpdesk", trigger_type="webhook", payload={"ticket": text})
+
+
+def env_dumper(folder: Path, out: Path, *names: str) -> str:
+    """A hook program that appends the named variables of its environment to ``out``."""
+    script = folder / "dump_env.py"
+    script.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\nsys.stdin.read()\n"
+        f"with open({str(out)!r}, 'a') as f:\n"
+        f"    f.write(json.dumps({{n: os.environ.get(n) for n in {list(names)!r}}}) + '\\n')\n"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+async def test_a_task_completed_hook_that_hands_its_work_to_a_task_does_not_hold_the_worker(
+    llm: FakeLLM,
+) -> None:
+    """001: "@process.hooks.on(HookEvent.TASK_COMPLETED) async def notify(ctx):
+    asyncio.create_task(post_to_channel(ctx.data))  # don't hold the worker"."""
+    channel_up = asyncio.Event()
+    posted: list[str] = []
+
+    async def post_to_channel(data: dict[str, Any]) -> None:
+        await channel_up.wait()
+        posted.append(data["outcome"])
+
+    process = AgentProcess("triage", ProcessConfig(model="openai:gpt-5-mini"))
+    tasks: set[asyncio.Task[None]] = set()  # the sample's task, kept only so it is not collected
+
+    # -- the sample, as the reference writes it (plus keeping the task) -----------------------
+    @process.hooks.on(HookEvent.TASK_COMPLETED)
+    async def notify(ctx: HookContext) -> None:
+        tasks.add(asyncio.create_task(post_to_channel(ctx.data)))  # don't hold the worker
+
+    # -------------------------------------------------------------------------------------------
+    async with process:
+        await process.inject(ticket("Login page is down"))
+        await process.inject(ticket("Printer jammed"))
+        # One worker, and the channel is still down: both runs finish all the same.
+        await eventually(lambda: process.status()["invocation_count"] == 2, what="both runs")
+        assert posted == []
+        channel_up.set()
+        await eventually(lambda: len(posted) == 2, what="both posts")
+    assert posted == ["success", "success"]
+    assert len(llm.prompts) == 2
+
+
+async def test_a_slow_task_completed_hook_makes_the_next_event_wait(llm: FakeLLM) -> None:
+    """000: "USER_PROMPT_SUBMIT, TASK_CREATED and TASK_COMPLETED run for every event, and the
+    event waits for them." With one worker, the next event waits for the slow hook."""
+    hook_running = asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow_notify(ctx: HookContext) -> None:
+        hook_running.set()
+        await release.wait()
+
+    process = AgentProcess(
+        "triage",
+        ProcessConfig(
+            model="openai:gpt-5-mini",
+            hooks=[HookConfig(event="task_completed", callback=slow_notify, once=True)],
+        ),
+    )
+    async with process:
+        await process.inject(ticket("Login page is down"))
+        await process.inject(ticket("Printer jammed"))
+        await asyncio.wait_for(hook_running.wait(), timeout=10)
+        await asyncio.sleep(0.2)  # time enough for a free worker to send the second prompt
+        assert len(llm.prompts) == 1
+        release.set()
+        await eventually(lambda: process.status()["invocation_count"] == 2, what="the second run")
+    assert len(llm.prompts) == 2
+
+
+async def test_a_permission_request_hook_gets_the_reviewers_redacted_copy_of_the_arguments(
+    llm: FakeLLM,
+) -> None:
+    """000: PERMISSION_REQUEST's ctx.data has "arguments (the reviewer's redacted copy)"; the
+    tool itself still gets the original value."""
+    asked: list[dict[str, Any]] = []
+    seen: list[dict[str, Any]] = []
+
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(dict(request.arguments))
+        return ApprovalDecision(approved=True, reviewer_id="alice")
+
+    async def audit(ctx: HookContext) -> None:
+        seen.append(dict(ctx.data["arguments"]))
+
+    llm.tool_calls = [("update_state", {"key": "crm", "value": "tok-8c1f-secret"})]
+    process = AgentProcess(
+        "triage",
+        ProcessConfig(
+            model="openai:gpt-5-mini",
+            secrets={"CRM_TOKEN": "tok-8c1f-secret"},
+            context=ContextConfig(state_tool=True),
+            approval=ApprovalPolicy(tools=["update_state"], handler=reviewer),
+            hooks=[HookConfig(event="permission_request", callback=audit)],
+        ),
+    )
+    async with process:
+        await process.inject(ticket("Store the CRM token"))
+        await eventually(lambda: process.status()["invocation_count"] == 1, what="the run")
+    assert seen == [{"key": "crm", "value": "[REDACTED:CRM_TOKEN]"}]
+    assert asked == seen
+    assert process.context.state_snapshot() == {"crm": "tok-8c1f-secret"}
+
+
+async def test_a_manifest_hooks_env_passthrough_variable_is_read_when_the_hook_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """000: "env_passthrough hands the variable to the program when the hook runs instead" (of
+    resolving it when the manifest is loaded)."""
+    out = tmp_path / "env.jsonl"
+    program = env_dumper(tmp_path, out, "SLACK_TOKEN")
+    manifest = tmp_path / "triage.agent"
+    manifest.write_text(
+        textwrap.dedent(
+            f"""\
+            version: "1.0"
+            name: triage
+            model: scripted
+            hooks:
+              - event: task_completed
+                command: [{json.dumps(program)}]
+                env_passthrough: [SLACK_TOKEN]
+            """
+        )
+    )
+    monkeypatch.delenv("SLACK_TOKEN", raising=False)
+    config = manifest_to_process_config(load_manifest(manifest))  # not set at load time
+    monkeypatch.setenv("SLACK_TOKEN", "xoxb-set-after-loading")
+    process = AgentProcess("triage", config)
+    async with process:
+        await process.inject(ticket("Login page is down"))
+        await eventually(lambda: out.exists() and out.read_text().strip(), what="the hook")
+    assert json.loads(out.read_text()) == {"SLACK_TOKEN": "xoxb-set-after-loading"}
+
+
+async def test_a_hook_config_env_reference_is_resolved_each_time_the_hook_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """000: HookConfig.env: "${VAR} references are resolved from the host environment each
+    time the hook runs"."""
+    out = tmp_path / "env.jsonl"
+    hooks = HookManager()
+    hooks.register_config(
+        HookConfig(
+            event="task_completed",
+            command=[env_dumper(tmp_path, out, "QUEUE")],
+            env={"QUEUE": "${TICKET_QUEUE}"},
+        )
+    )
+    for queue in ("support-eu", "support-us"):
+        monkeypatch.setenv("TICKET_QUEUE", queue)
+        result = await hooks.dispatch(HookEvent.TASK_COMPLETED, {"outcome": "success"})
+        assert result.errors == []
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [
+        {"QUEUE": "support-eu"},
+        {"QUEUE": "support-us"},
+    ]
