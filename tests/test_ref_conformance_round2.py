@@ -20,6 +20,7 @@ from _process_support import eventually
 from tether import (
     AgentProcess,
     ContextConfig,
+    HookBlocked,
     HookConfig,
     HookContext,
     HookEvent,
@@ -205,3 +206,68 @@ async def test_a_hook_config_env_reference_is_resolved_each_time_the_hook_runs(
         {"QUEUE": "support-eu"},
         {"QUEUE": "support-us"},
     ]
+
+
+async def test_the_opening_sample_of_the_guide_dead_letters_a_password_ticket(
+    llm: FakeLLM,
+) -> None:
+    """001's opening sample: a fail_closed user_prompt_submit callback that refuses tickets
+    mentioning a password, in a ProcessConfig that names no model."""
+
+    # -- the sample, as the reference writes it ---------------------------------------------
+    async def no_passwords(ctx):  # type: ignore[no-untyped-def]
+        if "password" in ctx.data["prompt"].lower():
+            raise HookBlocked("password tickets go to the identity team")
+
+    config = ProcessConfig(
+        instructions="You triage support tickets.",
+        hooks=[HookConfig(event="user_prompt_submit", callback=no_passwords, fail_closed=True)],
+    )
+    # -------------------------------------------------------------------------------------------
+    process = AgentProcess("triage", config)
+    async with process:
+        await process.inject(ticket("Please reset my password"))
+        await process.inject(ticket("Login page is down"))
+        await eventually(lambda: process.status()["invocation_count"] == 1, what="the run")
+    [dead] = process.dead_letters
+    assert (dead["reason"], dead["error"]) == (
+        "blocked by hook",
+        "password tickets go to the identity team",
+    )
+    assert [prompt.splitlines()[0] for prompt in llm.prompts] == ["ticket: Login page is down"]
+
+
+def test_the_manifest_sample_loads_each_entry_as_a_command_hook_config(tmp_path: Path) -> None:
+    """000 "In a manifest": "Each entry is a HookConfig with a command." """
+    manifest = tmp_path / "helper.agent"
+    manifest.write_text(
+        textwrap.dedent(
+            """\
+            version: "1.0"
+            name: helper
+            model: scripted
+            hooks:
+              - event: user_prompt_submit
+                command: ["./hooks/audit.sh"]
+                timeout: 5
+                fail_closed: true
+              - event: task_completed
+                command: "./hooks/notify.sh --channel ops"
+                env_passthrough: [SLACK_TOKEN]
+            """
+        )
+    )
+    audit, notify = manifest_to_process_config(load_manifest(manifest)).hooks
+    assert all(isinstance(hook, HookConfig) and hook.callback is None for hook in (audit, notify))
+    assert (audit.event, audit.command, audit.timeout, audit.fail_closed) == (
+        "user_prompt_submit",
+        ["./hooks/audit.sh"],
+        5,
+        True,
+    )
+    assert (notify.event, notify.command, notify.env_passthrough) == (
+        "task_completed",
+        "./hooks/notify.sh --channel ops",
+        ["SLACK_TOKEN"],
+    )
+    assert (notify.timeout, notify.fail_closed, notify.env) == (None, False, {})
