@@ -271,3 +271,36 @@ def test_the_manifest_sample_loads_each_entry_as_a_command_hook_config(tmp_path:
         ["SLACK_TOKEN"],
     )
     assert (notify.timeout, notify.fail_closed, notify.env) == (None, False, {})
+
+
+async def test_a_manifest_loaded_on_the_host_is_not_checked_for_commands_the_api_refuses(
+    tmp_path: Path,
+) -> None:
+    """000: the API refuses a deployed command hook with 403 COMMANDS_NOT_ALLOWED, "and
+    processes you load from manifests on the host are not checked"."""
+    import httpx
+
+    from tether import AgentRuntime
+    from tether.api import OrchestrationAPI
+
+    out = tmp_path / "env.jsonl"
+    program = env_dumper(tmp_path, out, "TETHER_HOOK_EVENT")
+    hooks = [{"event": "task_completed", "command": [program]}]
+    manifest = tmp_path / "triage.agent"
+    manifest.write_text(
+        f'version: "1.0"\nname: triage\nmodel: scripted\nhooks: {json.dumps(hooks)}\n'
+    )
+    async with AgentRuntime() as runtime:
+        api = OrchestrationAPI(runtime, port=0, webhooks=False)
+        await api.start()
+        try:
+            async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
+                config = {"model": "scripted", "hooks": hooks}
+                refused = await client.post("/processes", json={"name": "api", "config": config})
+            process = await runtime.add_manifest(manifest)
+            await process.inject(ticket("Login page is down"))
+            await eventually(lambda: out.exists() and out.read_text().strip(), what="the hook")
+        finally:
+            await api.stop()
+    assert (refused.status_code, refused.json()["error"]["code"]) == (403, "COMMANDS_NOT_ALLOWED")
+    assert json.loads(out.read_text()) == {"TETHER_HOOK_EVENT": "task_completed"}
