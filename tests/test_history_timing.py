@@ -285,8 +285,11 @@ async def test_a_clock_stepped_back_gives_zero_not_negative_shares(
 ) -> None:
     manager, history = chain(passes, passes)
     await dispatches(manager, AFTER + 1)
+    from tether.hooks import _manager
+
     real = time.time
-    monkeypatch.setattr(_recording, "_now", lambda: real() - 3600)  # the end, read an hour back
+    reads = iter([real(), real() - 3600])  # the start, then the end an hour back
+    monkeypatch.setattr(_manager, "_now", lambda: next(reads))
     await dispatches(manager, 1)
     runs = history.runs()[:2]  # dated an hour back, so read first
     assert [run.duration_shared for run in runs] == [True, True]

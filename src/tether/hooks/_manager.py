@@ -23,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import _recording as _timing
 from ._context import DRY_RUN_KEY, HookContext
 from ._copy import _IMMUTABLE_SET, _copy_value, copy_payload
 from ._errors import HookBlocked, HookTimeoutError
@@ -57,16 +58,7 @@ from ._hook import (
     _unexplained,
     _Unset,
 )
-from ._recording import (
-    _detach,
-    _not_a_dict,
-    _note_error,
-    _replaced,
-    _settle,
-    log_failure,
-    note_timing,
-    suspends,
-)
+from ._recording import _detach, _not_a_dict, _note_error, _replaced, _settle
 from ._records import RunRecorder
 from ._shell import ShellHook
 from ._tracked import _Tracked, track
@@ -622,7 +614,7 @@ class HookManager(ExtensionPoints):
                             _depth[0] = at = depth
                             suspended = True
                             if quick:  # it, the hooks after it and the chain: per hook
-                                quick = suspends(self, ev, marks)
+                                quick = _timing.suspends(self, ev, marks)
                         try:
                             if timeout is None:
                                 await _resume(coro, pending, at)
@@ -697,8 +689,13 @@ class HookManager(ExtensionPoints):
         result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]
         result.runs = []
         if marks is not None and (fired or _SKIPPED in marks):  # a hook ran, or was skipped
-            if quick or (fired > 1 and not suspended and not dry_run):
-                note_timing(self, ev, marks, t0, fired, quick)
+            if quick:  # the shared hooks' end (see _history._steps), read inline: hot path
+                end = _now()
+                marks.append(("e", end))
+                if end - t0 > _timing.SLOW:  # perhaps slow: timed per hook again
+                    _timing.note_slow(self, ev, end - t0, fired)
+            elif fired > 1 and not suspended and not dry_run:
+                _timing.note_timing(self, ev, marks, t0, fired)
             recorder.add(("d", t0, self, ev, depth, hooks, marks, first))  # type: ignore[union-attr]
         # A plain copy (copy_payload, inlined; one top-level copy): what a hook kept of the
         # data, or a task it started, cannot change the result once the dispatch has returned.
@@ -733,7 +730,7 @@ class HookManager(ExtensionPoints):
 
     def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None:
         """Log an isolated hook error; with ``redact`` set, secrets never reach the log."""
-        log_failure(logger, self.redact, hook, event, exc)
+        _timing.log_failure(logger, self.redact, hook, event, exc)
 
     async def _resume_bounded(
         self, hook: _Hook, coro: Coroutine[Any, Any, Any], pending: Any

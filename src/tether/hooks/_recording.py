@@ -24,6 +24,7 @@ __all__ = [
     "_replaced",
     "_settle",
     "log_failure",
+    "note_slow",
     "note_timing",
     "suspends",
 ]
@@ -49,23 +50,10 @@ DEMOTED: Final = -QUICK_AFTER
 
 
 def note_timing(
-    manager: HookManager,
-    event: HookEvent,
-    marks: list[Any],
-    t0: float,
-    fired: int,
-    quick: bool,
+    manager: HookManager, event: HookEvent, marks: list[Any], t0: float, fired: int
 ) -> None:
-    """After a recorded dispatch of several hooks none of which suspended: count it towards
-    timing the chain once, or (``quick``: it was timed once) end its marks with the time, and
-    go back to timing each hook if it was slow."""
-    if quick:
-        end = _now()
-        marks.append(("e", end))  # the shared hooks' end (see _history._steps)
-        if end - t0 > max(2 * FAST * fired, SLOW):
-            manager._quick.discard(event)
-            manager._streaks[event] = DEMOTED
-        return
+    """After a dispatch timed per hook that ran several hooks, none of which suspended: count
+    it towards timing the chain once, if it was fast."""
     last = marks[-1]
     end = last if type(last) is float else _now()
     streak = manager._streaks.get(event, 0)
@@ -76,6 +64,14 @@ def note_timing(
     elif streak:  # slow: the streak starts again (from DEMOTED, once sent back)
         streak = DEMOTED if streak < 0 else 0
     manager._streaks[event] = streak
+
+
+def note_slow(manager: HookManager, event: HookEvent, elapsed: float, fired: int) -> None:
+    """A dispatch timed once took ``elapsed`` seconds, over SLOW: if that is also over twice
+    FAST a hook, the chain goes back to per-hook timing."""
+    if elapsed > 2 * FAST * fired:
+        manager._quick.discard(event)
+        manager._streaks[event] = DEMOTED
 
 
 def suspends(manager: HookManager, event: HookEvent, marks: list[Any]) -> bool:
