@@ -304,3 +304,31 @@ async def test_a_manifest_loaded_on_the_host_is_not_checked_for_commands_the_api
             await api.stop()
     assert (refused.status_code, refused.json()["error"]["code"]) == (403, "COMMANDS_NOT_ALLOWED")
     assert json.loads(out.read_text()) == {"TETHER_HOOK_EVENT": "task_completed"}
+
+
+async def test_session_start_fires_at_every_start_of_a_process_stopped_before(
+    llm: FakeLLM,
+) -> None:
+    """000: SESSION_START fires when "the process entered RUNNING (every start(), including
+    automatic restarts)"; a start after a stop is no restart."""
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def record(ctx: HookContext) -> None:
+        seen.append((ctx.event.value, dict(ctx.data)))
+
+    process = AgentProcess(
+        "triage",
+        ProcessConfig(
+            model="openai:gpt-5-mini",
+            hooks=[
+                HookConfig(event="session_start", callback=record),
+                HookConfig(event="session_end", callback=record),
+            ],
+        ),
+    )
+    for _ in range(2):
+        await process.start()
+        await process.stop()
+    start = ("session_start", {"restart": False, "recovered": None})
+    end = ("session_end", {"reason": "stop", "invocation_count": 0})
+    assert seen == [start, end, start, end]
