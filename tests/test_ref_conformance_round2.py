@@ -332,3 +332,29 @@ async def test_session_start_fires_at_every_start_of_a_process_stopped_before(
     start = ("session_start", {"restart": False, "recovered": None})
     end = ("session_end", {"reason": "stop", "invocation_count": 0})
     assert seen == [start, end, start, end]
+
+
+async def test_a_command_hook_answering_the_redacted_prompt_unchanged_does_not_replace_it(
+    llm: FakeLLM,
+) -> None:
+    """000: "The hook sees the prompt with secrets redacted; only a prompt that a hook actually
+    changed replaces the original." A program that writes its data back as it got it (redacted)
+    changed nothing: the model gets the original prompt, secret and all."""
+    echo = [
+        sys.executable,
+        "-c",
+        "import json, sys; print(json.dumps({'data': json.load(sys.stdin)['data']}))",
+    ]
+    process = AgentProcess(
+        "triage",
+        ProcessConfig(
+            model="openai:gpt-5-mini",
+            secrets={"CRM_TOKEN": "tok-8c1f-secret"},
+            hooks=[HookConfig(event="user_prompt_submit", command=echo)],
+        ),
+    )
+    async with process:
+        await process.inject(ticket("Log in with tok-8c1f-secret"))
+        await eventually(lambda: process.status()["invocation_count"] == 1, what="the run")
+    [prompt] = llm.prompts
+    assert prompt.startswith("ticket: Log in with tok-8c1f-secret\n")
