@@ -358,3 +358,55 @@ async def test_a_command_hook_answering_the_redacted_prompt_unchanged_does_not_r
         await eventually(lambda: process.status()["invocation_count"] == 1, what="the run")
     [prompt] = llm.prompts
     assert prompt.startswith("ticket: Log in with tok-8c1f-secret\n")
+
+
+async def refuse(ctx: HookContext) -> None:
+    raise HookBlocked("refused by policy")
+
+
+async def test_a_session_start_block_does_not_keep_the_process_from_running(
+    llm: FakeLLM,
+) -> None:
+    """000: SESSION_START is not blockable: "a block of any other event is logged as a warning
+    and ignored". The process runs and takes events."""
+    process = AgentProcess(
+        "triage",
+        ProcessConfig(
+            model="openai:gpt-5-mini",
+            hooks=[HookConfig(event="session_start", callback=refuse)],
+        ),
+    )
+    async with process:
+        assert process.state.value == "running"
+        await process.inject(ticket("Login page is down"))
+        await eventually(lambda: process.status()["invocation_count"] == 1, what="the run")
+    assert process.dead_letters == []
+
+
+async def test_a_pre_compact_block_does_not_keep_the_buffer_from_being_compacted(
+    llm: FakeLLM,
+) -> None:
+    """000: PRE_COMPACT is not blockable: the oldest messages are dropped all the same, and
+    POST_COMPACT reports it."""
+    post: list[dict[str, Any]] = []
+
+    async def after(ctx: HookContext) -> None:
+        post.append(dict(ctx.data))
+
+    process = AgentProcess(
+        "triage",
+        ProcessConfig(
+            model="openai:gpt-5-mini",
+            context=ContextConfig(conversation_max_messages=3),
+            hooks=[
+                HookConfig(event="pre_compact", callback=refuse),
+                HookConfig(event="post_compact", callback=after),
+            ],
+        ),
+    )
+    async with process:
+        for text in ("Login page is down", "Printer jammed"):
+            await process.inject(ticket(text))
+        await eventually(lambda: post, what="the compaction")
+    assert post == [{"buffer_size": 3, "dropped": 1}]
+    assert len(process.context.conversation) == 3
