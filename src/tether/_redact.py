@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-__all__ = ["MIN_LEARNED_LENGTH", "Redactor"]
+__all__ = ["MIN_LEARNED_LENGTH", "Redactor", "redacted_trace"]
 
 #: The shortest learned value (see Redactor) that is redacted: an env value such as "1" or
 #: "on" would otherwise turn every record into markers. Declared secrets have no minimum.
@@ -96,6 +97,11 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self._current())
 
+    def known(self) -> list[tuple[str, str]]:
+        """(name, value) of every value redacted now, declared and learned: what a redactor
+        that outlives this one's owner (a runtime's, once a process is removed) declares."""
+        return [(mark[len("[REDACTED:") : -1], value) for value, mark in self._current()]
+
     def text(self, value: str) -> str:
         return _replace(value, self._current())
 
@@ -106,6 +112,12 @@ class Redactor:
             self._refresh()
         pairs = self._pairs
         return _walk(value, pairs) if pairs else value
+
+
+def redacted_trace(exc: BaseException, redact: Callable[[str], str]) -> str:
+    """The traceback of ``exc`` (its chained errors too) as text, through ``redact``: for a log
+    line, where ``logger.exception`` would write the error's text as raised."""
+    return redact("".join(traceback.format_exception(exc))).rstrip()
 
 
 def _walk(value: Any, pairs: Pairs) -> Any:

@@ -707,9 +707,11 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
             raise ProcessStateError(f"trigger {trigger_id!r} of {self.name!r} already runs")
         runner: TriggerRunner
         if isinstance(trigger, CronTrigger):
-            runner = CronRunner(trigger_id, trigger)
+            runner = CronRunner(trigger_id, trigger, redact=self.redactor.text)
         elif isinstance(trigger, FileWatchTrigger):
-            runner = FileWatchRunner(trigger_id, trigger, self._file_changed)
+            runner = FileWatchRunner(
+                trigger_id, trigger, self._file_changed, redact=self.redactor.text
+            )
         else:  # webhook and event triggers are fed from outside (HTTP layer, runtime)
             return
         self._runners[trigger_id] = runner

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Any, Final
 
+from .._redact import redacted_trace
 from ..hooks._hook import CLOSING
 from ._config import CronTrigger, FileWatchTrigger, split_zone
 from ._supervise import is_fatal
@@ -24,13 +25,23 @@ __all__ = ["CronRunner", "FileWatchRunner", "TriggerRunner"]
 logger = logging.getLogger("tether.process")
 
 Fire = Callable[[str, str, dict[str, Any]], Awaitable[Any]]
+Redact = Callable[[str], str]
+
+
+def _as_given(text: str) -> str:
+    return text
 
 
 class TriggerRunner:
-    """A background task that calls ``fire(trigger_id, trigger_type, payload)``."""
+    """A background task that calls ``fire(trigger_id, trigger_type, payload)``.
 
-    def __init__(self, trigger_id: str) -> None:
+    ``redact`` (the owning process's redactor) passes every error text the runner logs: what
+    a firing raised may carry a secret of the process (a hook's error, its payload).
+    """
+
+    def __init__(self, trigger_id: str, *, redact: Redact = _as_given) -> None:
         self.trigger_id = trigger_id
+        self.redact = redact
         self._task: asyncio.Task[None] | None = None
         #: What ended the runner, when it ended with an error (its trigger fires no more).
         self.error: BaseException | None = None
@@ -49,11 +60,16 @@ class TriggerRunner:
         if error is not None:
             self.error = error
             logger.error(
-                "trigger %s stopped and fires no more: %s: %s",
+                "trigger %s stopped and fires no more: %s",
                 self.trigger_id,
-                type(error).__name__,
-                error,
+                self.redact(f"{type(error).__name__}: {error}"),
             )
+
+    def _not_fired(self, what: str, exc: BaseException) -> None:
+        """Log what a firing raised (the runner keeps going), redacted."""
+        logger.error(
+            "%s %s could not fire\n%s", what, self.trigger_id, redacted_trace(exc, self.redact)
+        )
 
     async def _run(self, fire: Fire) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -94,8 +110,9 @@ class CronRunner(TriggerRunner):
         *,
         clock: Callable[[], datetime] = _utc_now,
         recheck: float = CRON_RECHECK,
+        redact: Redact = _as_given,
     ) -> None:
-        super().__init__(trigger_id)
+        super().__init__(trigger_id, redact=redact)
         self.config = config
         self.clock = clock
         self.recheck = recheck
@@ -160,7 +177,7 @@ class CronRunner(TriggerRunner):
         except BaseException as exc:  # a hook's own BaseException too: keep firing
             if is_fatal(exc):
                 raise
-            logger.exception("cron trigger %s could not fire", self.trigger_id)
+            self._not_fired("cron trigger", exc)
 
 
 _CHANGE_NAMES = {1: "added", 2: "modified", 3: "deleted"}
@@ -185,8 +202,10 @@ class FileWatchRunner(TriggerRunner):
         trigger_id: str,
         config: FileWatchTrigger,
         on_change: Callable[[str, dict[str, Any]], Awaitable[Any]],
+        *,
+        redact: Redact = _as_given,
     ) -> None:
-        super().__init__(trigger_id)
+        super().__init__(trigger_id, redact=redact)
         self.config = config
         self.on_change = on_change
         #: Set once the watch is live (changes from then on are reported), or while the runner
@@ -242,7 +261,7 @@ class FileWatchRunner(TriggerRunner):
         except BaseException as exc:  # a hook's own BaseException too: keep watching
             if is_fatal(exc):
                 raise
-            logger.exception("file watch %s could not fire", self.trigger_id)
+            self._not_fired("file watch", exc)
 
     async def _appeared(self) -> os.stat_result:
         """Wait until the watched path exists (saying so once); its stat."""

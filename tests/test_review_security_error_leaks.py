@@ -1,0 +1,96 @@
+"""A declared secret never reaches the log lines tether writes about an error it did not
+expect: what a trigger's firing raised, a failing runtime listener, a request the control API
+or a webhook could not answer."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from _process_support import eventually
+from tether import (
+    AgentProcess,
+    CronTrigger,
+    FileWatchTrigger,
+    HookContext,
+    HookEvent,
+    ProcessConfig,
+)
+from tether.process._triggers import CronRunner
+
+CANARY = "error-canary-7d31f0"
+
+
+class Escapes(BaseException):
+    """Not an Exception: the engine passes it on instead of isolating it."""
+
+
+async def escapes(ctx: HookContext) -> None:
+    raise Escapes(f"token {CANARY} refused")
+
+
+@pytest.fixture(autouse=True)
+def _debug_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+
+
+def clock_starting_at(start: datetime) -> Callable[[], datetime]:
+    """A wall clock that reads ``start`` now and then advances in real time."""
+    origin = time.monotonic()
+    return lambda: start + timedelta(seconds=time.monotonic() - origin)
+
+
+# -- triggers --------------------------------------------------------------------------------
+
+
+async def test_a_secret_a_file_watch_firing_raises_stays_out_of_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: a file watch whose firing raised logged the traceback as raised, declared
+    secrets and all."""
+    trigger = FileWatchTrigger(id="inbox", watch_path=str(tmp_path), debounce_ms=10)
+    config = ProcessConfig(model="scripted", triggers=[trigger], secrets={"VAULT": CANARY})
+    process = AgentProcess("vault", config)
+    process.hooks.register(HookEvent.FILE_CHANGED, escapes)
+    async with process:
+        for n in range(100):
+            if "could not fire" in caplog.text:
+                break
+            (tmp_path / f"ticket-{n}.txt").write_text("new\n")
+            with contextlib.suppress(AssertionError):
+                await eventually(lambda: "could not fire" in caplog.text, timeout=0.5)
+
+    assert "file watch inbox could not fire" in caplog.text
+    assert "token [REDACTED:VAULT] refused" in caplog.text
+    assert CANARY not in caplog.text
+
+
+async def test_a_secret_a_cron_firing_raises_stays_out_of_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: a cron trigger whose firing raised logged the traceback as raised,
+    declared secrets and all."""
+    process = AgentProcess("vault", ProcessConfig(model="scripted", secrets={"VAULT": CANARY}))
+    process.hooks.register(HookEvent.TASK_CREATED, escapes)
+    runner = CronRunner(
+        "nightly",
+        CronTrigger(cron_expression="0 3 * * *"),
+        clock=clock_starting_at(datetime(2030, 1, 1, 2, 59, 59, 990_000, tzinfo=UTC)),
+        redact=process.redactor.text,
+    )
+    async with process:
+        runner.start(process.fire)
+        try:
+            await eventually(lambda: "could not fire" in caplog.text, what="the cron firing")
+        finally:
+            await runner.stop()
+
+    assert "cron trigger nightly could not fire" in caplog.text
+    assert "token [REDACTED:VAULT] refused" in caplog.text
+    assert CANARY not in caplog.text
