@@ -11,17 +11,22 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 
+from _cli_support import free_port
 from _process_support import eventually
 from tether import (
     AgentProcess,
+    AgentRuntime,
     CronTrigger,
     FileWatchTrigger,
     HookContext,
     HookEvent,
     ProcessConfig,
+    WebhookTrigger,
 )
+from tether.api import WebhookServer
 from tether.process._triggers import CronRunner
 
 CANARY = "error-canary-7d31f0"
@@ -92,5 +97,84 @@ async def test_a_secret_a_cron_firing_raises_stays_out_of_the_log(
             await runner.stop()
 
     assert "cron trigger nightly could not fire" in caplog.text
+    assert "token [REDACTED:VAULT] refused" in caplog.text
+    assert CANARY not in caplog.text
+
+
+# -- the runtime -----------------------------------------------------------------------------
+
+
+async def test_a_secret_a_runtime_listener_raises_stays_out_of_the_log(
+    runtime: AgentRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: a runtime listener that raised was logged with its traceback as raised,
+    declared secrets and all (at a removal too, the process gone from the runtime by then)."""
+
+    def listener(change: str, process: AgentProcess) -> None:
+        raise RuntimeError(f"{change}: token {CANARY} refused")
+
+    runtime.on_change(listener)
+    await runtime.add_process("vault", ProcessConfig(model="scripted", secrets={"VAULT": CANARY}))
+    assert await runtime.remove_process("vault")
+
+    assert "added: token [REDACTED:VAULT] refused" in caplog.text
+    assert "removed: token [REDACTED:VAULT] refused" in caplog.text
+    assert CANARY not in caplog.text
+
+
+async def test_the_runtime_redacts_the_secrets_of_every_process_it_holds_or_held(
+    runtime: AgentRuntime,
+) -> None:
+    """What the runtime logs for no one process (an API request's error) may carry the secret
+    of any of them, one removed included."""
+    await runtime.add_process("a", ProcessConfig(model="scripted", secrets={"A": "alpha-key-1"}))
+    await runtime.add_process("b", ProcessConfig(model="scripted", secrets={"B": "beta-key-22"}))
+    assert await runtime.remove_process("b")
+
+    shown = runtime.redact("alpha-key-1 and beta-key-22")
+
+    assert shown == "[REDACTED:A] and [REDACTED:B]"
+
+
+# -- HTTP ------------------------------------------------------------------------------------
+
+
+async def test_a_secret_in_the_traceback_of_an_api_500_stays_out_of_the_log(
+    runtime: AgentRuntime, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: a request the control API could not answer had its traceback logged as
+    raised (by uvicorn, for a hook's own BaseException), declared secrets and all."""
+    await runtime.add_process("vault", ProcessConfig(model="scripted", secrets={"VAULT": CANARY}))
+    runtime.hooks.register(HookEvent.TASK_CREATED, escapes)
+
+    r = await client.post("/processes/vault/inject", json={"payload": {}})
+
+    assert r.status_code == 500
+    assert r.json()["error"]["code"] == "INTERNAL_ERROR"
+    assert "POST /api/v1/processes/vault/inject failed" in caplog.text
+    assert "token [REDACTED:VAULT] refused" in caplog.text
+    assert CANARY not in caplog.text
+
+
+async def test_a_secret_in_the_traceback_of_a_webhook_500_stays_out_of_the_log(
+    runtime: AgentRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: a webhook request that could not be handled had its traceback logged as
+    raised (by uvicorn, for a hook's own BaseException), declared secrets and all."""
+    port = free_port()
+    trigger = WebhookTrigger(webhook_path="/t", webhook_port=port)
+    config = ProcessConfig(model="scripted", triggers=[trigger], secrets={"VAULT": CANARY})
+    await runtime.add_process("vault", config)
+    runtime.hooks.register(HookEvent.TASK_CREATED, escapes)
+    server = WebhookServer(runtime)
+    await server.start()
+    try:
+        async with httpx.AsyncClient() as client:
+            r = await client.post(f"http://127.0.0.1:{port}/t", json={})
+    finally:
+        await server.stop()
+
+    assert r.status_code == 500
+    assert "webhook /t failed" in caplog.text
     assert "token [REDACTED:VAULT] refused" in caplog.text
     assert CANARY not in caplog.text

@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ._redact import Redactor, redacted_trace
 from .hooks import HookManager
 from .process import AgentProcess, ProcessConfig, ProcessError, TriggerEvent, WebhookTrigger
 
@@ -69,6 +70,9 @@ class AgentRuntime:
         self.hooks = hooks if hooks is not None else HookManager()
         self._processes: dict[str, AgentProcess] = {}
         self._listeners: list[Listener] = []
+        #: value -> name of the secrets of the processes removed: an error raised after (a
+        #: stop's, a listener's) may still carry one.
+        self._retired: dict[str, str] = {}
         self._started_at: float | None = None
         self.running = False
 
@@ -94,6 +98,13 @@ class AgentRuntime:
         """A copy of the name -> process mapping."""
         return dict(self._processes)
 
+    def redact(self, text: str) -> str:
+        """``text`` with the secrets of every process this runtime holds (or held) redacted:
+        for an error no one process owns (an API request's, a listener's) before it is logged."""
+        pairs = [pair for p in list(self._processes.values()) for pair in p.redactor.known()]
+        pairs += [(name, value) for value, name in self._retired.items()]
+        return Redactor(pairs).text(text) if pairs else text
+
     def on_change(self, listener: Listener) -> Listener:
         """Call ``listener(change, process)`` after a process is added or removed (errors are
         logged, never raised)."""
@@ -107,8 +118,11 @@ class AgentRuntime:
                 outcome = listener(change, process)
                 if inspect.isawaitable(outcome):
                     await outcome
-            except Exception:
-                logger.exception("runtime listener %r failed on %s %s", listener, change, process)
+            except Exception as exc:
+                trace = redacted_trace(exc, self.redact)
+                logger.error(
+                    "runtime listener %r failed on %s %s\n%s", listener, change, process, trace
+                )
 
     # -- processes -------------------------------------------------------------------------
 
@@ -134,6 +148,7 @@ class AgentRuntime:
                 await process.start()
             except BaseException:
                 self._processes.pop(name, None)
+                self._retire(process)  # its error, raised on, may carry one of its secrets
                 await process.aclose()
                 raise
         await self._notify("added", process)
@@ -156,12 +171,17 @@ class AgentRuntime:
         process = self._processes.pop(name, None)
         if process is None:
             return False
+        self._retire(process)
         try:
             await process.stop()
         finally:
             await process.aclose()
             await self._notify("removed", process)
         return True
+
+    def _retire(self, process: AgentProcess) -> None:
+        for secret, value in process.redactor.known():
+            self._retired.setdefault(value, secret)
 
     async def start_all(self) -> None:
         """Start every process (and those added later, as they are added).
@@ -188,7 +208,7 @@ class AgentRuntime:
         closed = await asyncio.gather(*(p.aclose() for p in processes), return_exceptions=True)
         errors = [e for e in (*stopped, *closed) if isinstance(e, BaseException)]
         for error in errors[1:]:
-            logger.error("stopping the runtime: %s", error)
+            logger.error("stopping the runtime: %s", self.redact(f"{error}"))
         if errors:
             raise errors[0]
 
@@ -201,7 +221,9 @@ class AgentRuntime:
             try:
                 await self.stop_all()
             except BaseException as exc:  # the start's error is the one the caller needs
-                logger.error("stopping the runtime after its failed start: %s", exc)
+                logger.error(
+                    "stopping the runtime after its failed start: %s", self.redact(f"{exc}")
+                )
             raise
         return self
 

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._redact import redacted_trace
 from ..hooks import PluginError
 from ..manifest import (
     ProcessSpec,
@@ -39,7 +40,7 @@ from ..process._state import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
 from ._changes import ConfigEndpoints
 from ._deploy import code_only_fields, command_uses, commands_message, host_paths
-from ._errors import APIConfigError, APIError, error_response
+from ._errors import PASSED_ON, APIConfigError, APIError, error_response
 from ._hooks import HookEndpoints
 from ._http import (
     DEFAULT_MAX_BODY,
@@ -193,7 +194,8 @@ class OrchestrationAPI:
 
     def _build_app(self) -> Starlette:
         def route(path: str, handler: Handler, *methods: str) -> Route:
-            return Route(PREFIX + path, _endpoint(handler), methods=list(methods))
+            endpoint = _endpoint(handler, self.runtime.redact)
+            return Route(PREFIX + path, endpoint, methods=list(methods))
 
         hooks = HookEndpoints(self)
         changes = ConfigEndpoints(self)
@@ -405,16 +407,21 @@ OrchestrationAPI.__module__ = "tether"
 # -- plumbing --------------------------------------------------------------------------------
 
 
-def _endpoint(handler: Handler) -> Handler:
-    """Turn APIError into its answer and any other error into a logged 500 (no traceback out)."""
+def _endpoint(handler: Handler, redact: Callable[[str], str]) -> Handler:
+    """Turn APIError into its answer and any other error (but PASSED_ON) into a 500, its
+    traceback logged through ``redact`` (the runtime's: every process's secrets) and never
+    sent."""
 
     async def endpoint(request: Request) -> Response:
         try:
             return await handler(request)
         except APIError as exc:
             return exc.response()
-        except Exception:
-            logger.exception("%s %s failed", request.method, request.url.path)
+        except PASSED_ON:
+            raise
+        except BaseException as exc:
+            trace = redacted_trace(exc, redact)
+            logger.error("%s %s failed\n%s", request.method, request.url.path, trace)
             return error_response(
                 500, "INTERNAL_ERROR", "the runtime failed to answer; see its log for details"
             )

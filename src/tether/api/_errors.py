@@ -12,11 +12,17 @@ Every error answer is ``{"error": {"code": "...", "message": "...", "details": [
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, Final
 
 from starlette.responses import JSONResponse
 
-__all__ = ["APIConfigError", "APIError", "error_response"]
+__all__ = ["PASSED_ON", "APIConfigError", "APIError", "error_response"]
+
+#: What a request handler raises that is not answered with a 500 but passed on: the request's
+#: task is cancelled, or the host is going down. Anything else (a hook's own BaseException
+#: too) is an error of the runtime, logged through its redactor and answered with a 500.
+PASSED_ON: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
 
 
 class APIError(Exception):

@@ -23,9 +23,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from .._redact import redacted_trace
 from ..process import AgentProcess, InvalidEventError, ProcessState
 from ..runtime import AgentRuntime
-from ._errors import APIError, error_response
+from ._errors import PASSED_ON, APIError, error_response
 from ._http import DEFAULT_MAX_BODY, foreign_origin, is_loopback, parse_json, read_body
 from ._server import AppServer
 
@@ -209,8 +210,11 @@ class _WebhookApp:
             response = await self.server.handle(self.key, request)
         except APIError as exc:
             response = exc.response()
-        except Exception:
-            logger.exception("webhook %s failed", request.url.path)
+        except PASSED_ON:
+            raise
+        except BaseException as exc:  # a hook's own BaseException too: see PASSED_ON
+            trace = redacted_trace(exc, self.server.runtime.redact)
+            logger.error("webhook %s failed\n%s", request.url.path, trace)
             response = error_response(500, "INTERNAL_ERROR", "the webhook could not be handled")
         await response(scope, receive, send)
 
