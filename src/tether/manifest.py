@@ -54,7 +54,7 @@ from .process import (
     WebhookTrigger,
 )
 from .process._config import check_mission
-from .process._mcp import masked_entries, repr_args
+from .process._mcp import McpServers, repr_args
 from .process._state import validate_name
 
 __all__ = [
@@ -193,7 +193,7 @@ class ProcessSpec(BaseModel):
     guardrails: ManifestGuardrails = Field(default_factory=ManifestGuardrails)
     execution_mode: Literal["strict", "open"] = _same("execution_mode")
     open_mode: OpenModeConfig = _same("open_mode")
-    mcp_servers: list[dict[str, Any]] = _same("mcp_servers")
+    mcp_servers: McpServers = _same("mcp_servers")
     secrets: dict[str, SecretStr] = Field(
         default_factory=dict,
         description="Secret values, redacted everywhere; ${VAR} is NOT resolved here",
@@ -237,11 +237,6 @@ class ProcessSpec(BaseModel):
     @classmethod
     def _mission(cls, value: str | None) -> str | None:
         return check_mission(value)
-
-    @field_validator("mcp_servers")
-    @classmethod
-    def _mcp_servers(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return masked_entries(value)
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         return repr_args(super().__repr_args__())

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from ..agent._config import BudgetConfig, ContextConfig, GuardrailConfig
 from ..approval import ApprovalPolicy
 from ..hooks._config import HookConfig
-from ._mcp import masked_entries, repr_args
+from ._mcp import McpServers, repr_args
 
 __all__ = [
     "MISSION_MAX_CHARS",
@@ -279,7 +279,7 @@ class ProcessConfig(BaseModel):
     guardrails: GuardrailConfig = Field(default_factory=GuardrailConfig)
     execution_mode: Literal["strict", "open"] = Field(default="strict")
     open_mode: OpenModeConfig = Field(default_factory=OpenModeConfig)
-    mcp_servers: list[dict[str, Any]] = Field(
+    mcp_servers: McpServers = Field(
         default_factory=list, description="MCP server entries (declared; see the README)"
     )
     secrets: dict[str, SecretStr] = Field(default_factory=dict, description="Redacted everywhere")
@@ -318,11 +318,6 @@ class ProcessConfig(BaseModel):
     @classmethod
     def _mission(cls, value: str | None) -> str | None:
         return check_mission(value)
-
-    @field_validator("mcp_servers")
-    @classmethod
-    def _mcp_servers(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return masked_entries(value)
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         return repr_args(super().__repr_args__())

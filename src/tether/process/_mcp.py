@@ -9,16 +9,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    SerializerFunctionWrapHandler,
+    WrapSerializer,
+    field_validator,
+    model_validator,
+)
 
 from ._state import NAME_RE
 
 __all__ = [
     "MCP_TRANSPORTS",
     "McpServerConfig",
+    "McpServers",
     "is_stdio",
     "masked_entries",
     "repr_args",
@@ -148,6 +159,21 @@ def _url_masked(entry: Any) -> Any:
     if not password:
         return entry
     return {**entry, "url": url.replace(f":{password}@", ":***@", 1)}
+
+
+def _urls_masked(servers: Any, handler: SerializerFunctionWrapHandler) -> Any:
+    if isinstance(servers, list):
+        servers = [_url_masked(entry) for entry in servers]
+    return handler(servers)
+
+
+#: A configuration's ``mcp_servers``: plain dicts, each ``url`` as given (whatever connects to
+#: the server reads it from the entry), ``headers`` and ``env`` values SecretStr (see
+#: masked_entries). Every dump, Python or JSON, shows a url's password as ``***``, as the
+#: repr does: a dump is for showing and storing, never for connecting.
+McpServers = Annotated[
+    list[dict[str, Any]], AfterValidator(masked_entries), WrapSerializer(_urls_masked)
+]
 
 
 def is_stdio(entry: dict[str, Any]) -> bool:
