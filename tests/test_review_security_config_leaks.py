@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from pydantic import ValidationError
+
 from tether import AgentProcess, AgentRuntime, ProcessConfig
 from tether.manifest import ProcessSpec, spec_to_process_config
 
@@ -39,3 +42,38 @@ async def test_an_mcp_servers_url_keeps_its_password_where_the_server_is_reached
     assert config.mcp_servers[0]["url"] == URL
     assert process.config.mcp_servers[0]["url"] == URL
     assert AgentProcess("again", config).config.mcp_servers[0]["url"] == URL
+
+
+@pytest.mark.parametrize("value", [12345678, 1234.5678, ["abcd5678"], {"v": "abcd5678"}])
+def test_a_secret_of_the_wrong_type_is_refused_naming_its_field_but_not_its_value(
+    value: object,
+) -> None:
+    """Regression: a declared secret given as another type than a string (an int, say) was
+    echoed in the validation error of a configuration built in code."""
+    with pytest.raises(ValidationError) as refused:
+        ProcessConfig(model="scripted", secrets={"CRM_TOKEN": value})
+
+    shown = str(refused.value)
+    assert "secrets.CRM_TOKEN" in shown
+    assert "Input should be a valid string" in shown
+    for part in ("12345678", "1234.5678", "abcd5678"):
+        assert part not in shown
+    assert "abcd5678" not in repr(refused.value)
+
+
+def test_a_secret_under_a_misspelt_field_is_refused_without_its_value() -> None:
+    """Regression: ``secret=`` for ``secrets=`` was refused as an unknown field, the secret it
+    held quoted in the error."""
+    with pytest.raises(ValidationError) as refused:
+        ProcessConfig(model="scripted", secret={"CRM_TOKEN": CANARY})  # type: ignore[call-arg]
+
+    assert "secret\n  Extra inputs are not permitted" in str(refused.value)
+    assert CANARY not in str(refused.value)
+
+
+def test_a_spec_built_in_code_refuses_a_secret_of_the_wrong_type_without_its_value() -> None:
+    with pytest.raises(ValidationError) as refused:
+        ProcessSpec.model_validate({"model": "scripted", "secrets": {"CRM_TOKEN": 12345678}})
+
+    assert "secrets.CRM_TOKEN" in str(refused.value)
+    assert "12345678" not in str(refused.value)

@@ -176,7 +176,7 @@ _NUMBERS: Final = (
 class ProcessSpec(BaseModel):
     """A process configuration written as data: what a manifest or an API request may set."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)  # as ProcessConfig's
 
     model: str = Field(default="openai:gpt-5-mini", description="'openai:<name>' or 'scripted'")
     model_timeout: float = _same("model_timeout")

@@ -256,7 +256,11 @@ class RestartPolicy(BaseModel):
 class ProcessConfig(BaseModel):
     """One agent process: model, instructions, tools, triggers, hooks and limits."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    # Its values may be secrets (secrets, a hook's env, a misspelt field holding either): an
+    # error names the field and what it allows, never the value.
+    model_config = ConfigDict(
+        extra="forbid", arbitrary_types_allowed=True, hide_input_in_errors=True
+    )
 
     model: Any = Field(default="openai:gpt-5-mini", description="'openai:<name>', 'scripted'")
     model_timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per request")
