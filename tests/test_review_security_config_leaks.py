@@ -4,11 +4,12 @@ it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from pydantic import ValidationError
 
-from tether import AgentProcess, AgentRuntime, ProcessConfig
+from tether import AgentProcess, AgentRuntime, HookConfig, ProcessConfig, WebhookTrigger
 from tether.manifest import ProcessSpec, spec_to_process_config
 
 CANARY = "config-canary-41b9e2"
@@ -77,3 +78,25 @@ def test_a_spec_built_in_code_refuses_a_secret_of_the_wrong_type_without_its_val
 
     assert "secrets.CRM_TOKEN" in str(refused.value)
     assert "12345678" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: HookConfig(event="task_created", command=["gate"], env={"TOKEN": 99887766}),
+        lambda: WebhookTrigger(webhook_path="/t", secret=99887766),
+    ],
+    ids=["hook env", "webhook secret"],
+)
+def test_a_hooks_env_value_or_a_webhook_key_of_the_wrong_type_is_refused_without_its_value(
+    build: Callable[[], object],
+) -> None:
+    """Regression: a hook's ``env`` value or a webhook trigger's ``secret`` given as another
+    type than a string was echoed in the validation error."""
+    with pytest.raises(ValidationError) as refused:
+        build()
+
+    assert "Input should be a valid string" in str(refused.value)
+    assert "<int, not shown>" in str(refused.value)  # what it got: the type alone
+    assert "99887766" not in str(refused.value)
+    assert "99887766" not in repr(refused.value.errors())

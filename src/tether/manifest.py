@@ -32,7 +32,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -43,7 +42,7 @@ from pydantic_core import PydanticCustomError
 from ._manifest_yaml import Loc, line_of, path_of, read_yaml, resolve, yaml_type
 from .agent import BudgetConfig, ContextConfig, GuardrailConfig
 from .approval import ApprovalPolicy
-from .hooks._config import HookConfig
+from .hooks._config import HookConfig, SecretText
 from .process import (
     FileWatchTrigger,
     McpServerConfig,
@@ -194,7 +193,7 @@ class ProcessSpec(BaseModel):
     execution_mode: Literal["strict", "open"] = _same("execution_mode")
     open_mode: OpenModeConfig = _same("open_mode")
     mcp_servers: McpServers = _same("mcp_servers")
-    secrets: dict[str, SecretStr] = Field(
+    secrets: dict[str, SecretText] = Field(
         default_factory=dict,
         description="Secret values, redacted everywhere; ${VAR} is NOT resolved here",
     )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -18,9 +19,32 @@ from pydantic import (
 
 from ._events import VALID_EVENT_VALUES, parse_event
 
-__all__ = ["MAX_OUTPUT_LIMIT", "HookConfig"]
+__all__ = ["MAX_OUTPUT_LIMIT", "HookConfig", "SecretText"]
 
 MAX_OUTPUT_LIMIT = 10 * 1024 * 1024
+
+
+class NotShown:
+    """What a validation error shows for a value of another type than text given where a
+    secret goes: its type, never the value itself."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, value: object) -> None:
+        self.kind = type(value).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.kind}, not shown>"
+
+
+def _withheld(value: Any) -> Any:
+    return value if isinstance(value, str | SecretStr) else NotShown(value)
+
+
+#: A secret value: text (kept as SecretStr). One of another type is refused, and the error
+#: names the field and that it takes a string, but shows only the type of what it got.
+SecretText = Annotated[SecretStr, BeforeValidator(_withheld)]
+
 #: What each number field of HookConfig takes, for the message refusing a bool there.
 _NUMBERS = {
     "timeout": "a number of seconds, > 0 and at most 3600",
@@ -55,7 +79,7 @@ class HookConfig(BaseModel):
         default=False, description="An error or timeout blocks the action (blockable events)"
     )
     cwd: str | None = Field(default=None, description="Working directory of the command")
-    env: dict[str, SecretStr] = Field(
+    env: dict[str, SecretText] = Field(
         default_factory=dict, description="Extra variables; ${VAR} resolved when the hook runs"
     )
     env_passthrough: list[str] = Field(

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from ..agent._config import BudgetConfig, ContextConfig, GuardrailConfig
 from ..approval import ApprovalPolicy
-from ..hooks._config import HookConfig
+from ..hooks._config import HookConfig, SecretText
 from ._mcp import McpServers, repr_args
 
 __all__ = [
@@ -140,7 +140,7 @@ class WebhookTrigger(_Trigger):
     webhook_path: str = Field(description="URL path, e.g. /tickets")
     webhook_port: int = Field(default=9090, ge=1, le=65535, description="Port to listen on")
     webhook_host: str = Field(default="127.0.0.1", description="Interface to listen on")
-    secret: SecretStr | None = Field(
+    secret: SecretText | None = Field(
         default=None, description="HMAC-SHA256 key; requests must carry X-Tether-Signature"
     )
 
@@ -286,7 +286,7 @@ class ProcessConfig(BaseModel):
     mcp_servers: McpServers = Field(
         default_factory=list, description="MCP server entries (declared; see the README)"
     )
-    secrets: dict[str, SecretStr] = Field(default_factory=dict, description="Redacted everywhere")
+    secrets: dict[str, SecretText] = Field(default_factory=dict, description="Redacted everywhere")
     max_turns: int = Field(default=10, ge=1, le=1000, description="Model turns per run")
     tool_timeout: float = Field(
         default=120.0, gt=0, le=3600, description="Seconds one tool call may run"
