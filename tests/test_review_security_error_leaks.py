@@ -5,6 +5,7 @@ or a webhook could not answer."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import time
 from collections.abc import Callable
@@ -97,6 +98,28 @@ async def test_a_secret_a_cron_firing_raises_stays_out_of_the_log(
             await runner.stop()
 
     assert "cron trigger nightly could not fire" in caplog.text
+    assert "token [REDACTED:VAULT] refused" in caplog.text
+    assert CANARY not in caplog.text
+
+
+async def test_a_secret_a_deferred_extension_call_raises_stays_out_of_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: a deferred extension call (``call_later``) whose handler raised what the
+    call does not isolate was left to asyncio, which logged the traceback as raised ("Task
+    exception was never retrieved"), declared secrets and all."""
+    process = AgentProcess("vault", ProcessConfig(model="scripted", secrets={"VAULT": CANARY}))
+
+    async def classify(text: str) -> None:
+        raise Escapes(f"token {CANARY} refused")
+
+    process.hooks.register("ticket.classify", classify)
+    async with process:
+        process.hooks.call_later(0, "ticket.classify", text="Login is down")
+        await eventually(lambda: "deferred call" in caplog.text, what="the deferred call")
+    gc.collect()  # asyncio logs a task's unretrieved error when the task is collected
+
+    assert "deferred call of ticket.classify failed" in caplog.text
     assert "token [REDACTED:VAULT] refused" in caplog.text
     assert CANARY not in caplog.text
 

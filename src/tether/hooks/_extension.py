@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import logging
 import math
-from collections.abc import Awaitable, Collection
+import traceback
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ._events import HookEvent
@@ -28,6 +30,8 @@ from ._hook import (
 if TYPE_CHECKING:
     from ._manager import HookManager
 
+logger = logging.getLogger("tether.hooks")
+
 __all__ = ["ExtensionPoints"]
 
 
@@ -36,6 +40,7 @@ class ExtensionPoints:
 
     if TYPE_CHECKING:
         default_timeout: float | None
+        redact: Callable[[str], str] | None
         _cache: dict[HookEvent | str, tuple[_Hook, ...]]
         _cache_gen: int
         _deferred: set[asyncio.Task[Any]]
@@ -132,10 +137,23 @@ class ExtensionPoints:
             self._timers.discard(handle)
             task = loop.create_task(self.call(name, **kwargs))
             self._deferred.add(task)
-            task.add_done_callback(self._deferred.discard)
+            task.add_done_callback(lambda done: self._deferred_ended(done, name))
 
         handle = loop.call_later(delay, fire)
         self._timers.add(handle)
+
+    def _deferred_ended(self, task: asyncio.Task[Any], name: str) -> None:
+        """Forget a deferred call that ended. What its handlers raised past ``call`` (what no
+        layer isolates) is logged here, through the manager's redactor: left to asyncio, it
+        would be logged as raised, secrets and all."""
+        self._deferred.discard(task)
+        if task.cancelled() or (exc := task.exception()) is None:
+            return
+        trace = "".join(traceback.format_exception(exc)).rstrip()
+        redact = self.redact
+        logger.error(
+            "deferred call of %s failed\n%s", name, redact(trace) if redact is not None else trace
+        )
 
     async def aclose(self, keep: Collection[asyncio.Task[Any] | None] = ()) -> None:
         """Cancel deferred calls still pending: those not yet fired and those running (but
