@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from _cli_support import free_port
-from _process_support import eventually
+from _process_support import eventually, ticket
 from tether import (
     AgentProcess,
     AgentRuntime,
@@ -121,6 +121,30 @@ async def test_a_secret_a_deferred_extension_call_raises_stays_out_of_the_log(
 
     assert "deferred call of ticket.classify failed" in caplog.text
     assert "token [REDACTED:VAULT] refused" in caplog.text
+    assert CANARY not in caplog.text
+
+
+async def test_a_secret_in_a_bad_answer_of_model_or_tools_for_run_stays_out_of_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: the warning about a ``model.for_run`` or ``tools.for_run`` answer that is
+    no model (or tool) quoted the answer as given, declared secrets and all."""
+    process = AgentProcess("vault", ProcessConfig(model="scripted", secrets={"VAULT": CANARY}))
+
+    def model_for_run(**kwargs: object) -> object:
+        return {"api_key": CANARY}
+
+    def tools_for_run(**kwargs: object) -> object:
+        return [f"lookup --token {CANARY}"]
+
+    process.hooks.register("model.for_run", model_for_run)
+    process.hooks.register("tools.for_run", tools_for_run)
+    async with process:
+        await process.inject(ticket())
+        await eventually(lambda: "which is not a tool" in caplog.text, what="the run")
+
+    assert "model.for_run answered {'api_key': '[REDACTED:VAULT]'}" in caplog.text
+    assert "tools.for_run answered 'lookup --token [REDACTED:VAULT]'" in caplog.text
     assert CANARY not in caplog.text
 
 

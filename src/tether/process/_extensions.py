@@ -18,6 +18,13 @@ __all__ = ["extensions_for_run", "render_for_run"]
 logger = logging.getLogger("tether.process")
 
 
+def _shown(hooks: HookManager, answer: object) -> str:
+    """A handler's answer for a log line: it may hold a secret (the process's redactor, which
+    it sets on its manager, takes it out)."""
+    text = repr(answer)
+    return hooks.redact(text) if hooks.redact is not None else text
+
+
 async def extensions_for_run(
     hooks: HookManager, event: TriggerEvent, process: str
 ) -> tuple[Model | None, list[Tool]]:
@@ -29,7 +36,8 @@ async def extensions_for_run(
     if hooks.implemented("model.for_run"):
         model = await hooks.call("model.for_run", event=event, process=process, firstresult=True)
         if model is not None and not hasattr(model, "complete"):
-            logger.warning("model.for_run answered %r, which is not a model; ignored", model)
+            shown = _shown(hooks, model)
+            logger.warning("model.for_run answered %s, which is not a model; ignored", shown)
             model = None
     tools: list[Tool] = []
     if not hooks.implemented("tools.for_run"):
@@ -39,7 +47,8 @@ async def extensions_for_run(
             try:
                 tools.append(as_tool(t))
             except TypeError:
-                logger.warning("tools.for_run answered %r, which is not a tool; ignored", t)
+                shown = _shown(hooks, t)
+                logger.warning("tools.for_run answered %s, which is not a tool; ignored", shown)
     return model, tools
 
 
