@@ -22,6 +22,7 @@ from tether import (
     AgentRuntime,
     CronTrigger,
     FileWatchTrigger,
+    HookBlocked,
     HookContext,
     HookEvent,
     ProcessConfig,
@@ -75,6 +76,33 @@ async def test_a_secret_a_file_watch_firing_raises_stays_out_of_the_log(
     assert "file watch inbox could not fire" in caplog.text
     assert "token [REDACTED:VAULT] refused" in caplog.text
     assert CANARY not in caplog.text
+
+
+async def test_a_secret_in_the_name_of_a_file_change_a_hook_filtered_stays_out_of_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: the line about a file change a ``file_changed`` hook filtered named the
+    file's path as given, and a path is the event's data: it may hold a declared secret."""
+    trigger = FileWatchTrigger(id="inbox", watch_path=str(tmp_path), debounce_ms=10)
+    config = ProcessConfig(model="scripted", triggers=[trigger], secrets={"VAULT": CANARY})
+    process = AgentProcess("vault", config)
+
+    async def refuse(ctx: HookContext) -> None:
+        raise HookBlocked("not this one")
+
+    process.hooks.register(HookEvent.FILE_CHANGED, refuse)
+    async with process:
+        for n in range(100):
+            if "filtered by hook" in caplog.text:
+                break
+            (tmp_path / f"export-{CANARY}-{n}.txt").write_text("new\n")
+            with contextlib.suppress(AssertionError):
+                await eventually(lambda: "filtered by hook" in caplog.text, timeout=0.5)
+
+    ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("tether"))
+    assert "export-[REDACTED:VAULT]-" in ours
+    assert "filtered by hook: not this one" in ours
+    assert CANARY not in ours  # (watchfiles' own debug lines name the paths it saw)
 
 
 async def test_a_secret_a_cron_firing_raises_stays_out_of_the_log(

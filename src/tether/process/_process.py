@@ -483,8 +483,8 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
             raise
         if gate.blocked:
             self.filtered_count += 1
-            why = self.redactor.text(gate.reason or "")
-            logger.info("file change %s filtered by hook: %s", payload.get("path"), why)
+            path, why = self.redactor.text(f"{payload.get('path')}"), gate.reason or ""
+            logger.info("file change %s filtered by hook: %s", path, self.redactor.text(why))
             return
         await self.inject(event)
 
