@@ -9,7 +9,14 @@ from collections.abc import Callable
 import pytest
 from pydantic import ValidationError
 
-from tether import AgentProcess, AgentRuntime, HookConfig, ProcessConfig, WebhookTrigger
+from tether import (
+    AgentProcess,
+    AgentRuntime,
+    HookConfig,
+    McpServerConfig,
+    ProcessConfig,
+    WebhookTrigger,
+)
 from tether.manifest import ProcessSpec, spec_to_process_config
 
 CANARY = "config-canary-41b9e2"
@@ -100,3 +107,20 @@ def test_a_hooks_env_value_or_a_webhook_key_of_the_wrong_type_is_refused_without
     assert "<int, not shown>" in str(refused.value)  # what it got: the type alone
     assert "99887766" not in str(refused.value)
     assert "99887766" not in repr(refused.value.errors())
+
+
+async def test_an_mcp_server_configs_repr_and_dumps_never_show_its_urls_password(
+    runtime: AgentRuntime,
+) -> None:
+    """Regression: a ``McpServerConfig`` (what ``add_mcp_server`` and the API's
+    ``add_mcp_servers`` take) showed its url as given in its repr, str and dumps; the entry a
+    process keeps still has it whole."""
+    server = McpServerConfig(name="crm", url=URL)
+    process = await runtime.add_process("crm", ProcessConfig(model="scripted"))
+    assert await process.add_mcp_server(server)
+
+    for shown in (repr(server), str(server), str(server.model_dump()), server.model_dump_json()):
+        assert "https://bot:***@crm.example/mcp" in shown
+        assert CANARY not in shown
+    assert server.entry()["url"] == URL
+    assert process.config.mcp_servers[0]["url"] == URL

@@ -549,10 +549,12 @@ class ConfigChanges:
 
             # Secret before the config_change hooks see it (the url's password is in details).
             self.redactor.declare(server_secrets(entry))
+            url = {"url": parsed.url} if parsed.url is not None else {}
             details = {
                 "action": "added",
                 "server_name": parsed.name,
-                "server": parsed.model_dump(mode="json", exclude_defaults=True),
+                # The url as given (a dump shows its password as ***): redacted as declared.
+                "server": {**parsed.model_dump(mode="json", exclude_defaults=True), **url},
             }
             return await self._change("mcp_server", source, apply, self._mcp_snapshot, details)
 

@@ -21,6 +21,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     WrapSerializer,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -110,9 +111,24 @@ class McpServerConfig(BaseModel):
             )
         return self
 
+    @model_serializer(mode="wrap")
+    def _url_shown(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if isinstance(data.get("url"), str):
+            data["url"] = _password_masked(data["url"])
+        return data
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        for name, value in super().__repr_args__():
+            yield name, _password_masked(value) if name == "url" and value else value
+
     def entry(self) -> dict[str, Any]:
-        """The dict kept in ``ProcessConfig.mcp_servers`` (secret values stay SecretStr)."""
-        return self.model_dump(exclude_defaults=True)
+        """The dict kept in ``ProcessConfig.mcp_servers`` (secret values stay SecretStr, the
+        url is as given: a dump shows its password as ``***``, the entry keeps it)."""
+        entry = self.model_dump(exclude_defaults=True)
+        if self.url is not None:
+            entry["url"] = self.url
+        return entry
 
 
 def server_name(entry: dict[str, Any]) -> str | None:
@@ -148,17 +164,19 @@ def repr_args(args: Iterable[tuple[str | None, Any]]) -> Iterator[tuple[str | No
         yield name, value
 
 
-def _url_masked(entry: Any) -> Any:
-    if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
-        return entry
-    url = entry["url"]
+def _password_masked(url: str) -> str:
+    """``url`` with its password (``http://user:password@host``) shown as ``***``."""
     try:
         password = urlsplit(url).password
     except ValueError:
+        return url
+    return url.replace(f":{password}@", ":***@", 1) if password else url
+
+
+def _url_masked(entry: Any) -> Any:
+    if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
         return entry
-    if not password:
-        return entry
-    return {**entry, "url": url.replace(f":{password}@", ":***@", 1)}
+    return {**entry, "url": _password_masked(entry["url"])}
 
 
 def _urls_masked(servers: Any, handler: SerializerFunctionWrapHandler) -> Any:
