@@ -15,7 +15,7 @@ from typing import Any
 
 from tether import HookContext, HookEvent, HookManager
 from tether.hooks._background import drain
-from tether.hooks._history import HistoryRecorder
+from tether.hooks._history import HEADER, HistoryRecorder
 
 UPS = HookEvent.USER_PROMPT_SUBMIT
 CREATED = HookEvent.TASK_CREATED
@@ -268,8 +268,8 @@ async def test_a_hook_writing_in_a_loop_keeps_the_dispatch_marks_bounded() -> No
 
     manager.register(UPS, churns, name="churns")
     await manager.dispatch(UPS, DATA)
-    (entry,) = history._ring
-    assert len(entry[6]) <= 4  # the dispatch number, one note and the hook's time mark
+    (marks,) = history._ring
+    assert len(marks) <= HEADER + 2  # the header, one note and the hook's time mark
     (run,) = history.runs()
     assert (run.outcome, run.patch_applied) == ("applied", True)
 
@@ -287,8 +287,8 @@ async def test_writes_after_the_dispatch_are_put_on_no_hook_and_stay_bounded() -
         result.data["extra"] = {"n": i}
         result.data["extra"]["n"] = -i
     assert [(r.outcome, r.patch_applied) for r in history.runs()] == [("passed", False)]
-    (entry,) = history._ring
-    assert len(entry[6]) <= 3  # the dispatch number, the time mark, one trailing note
+    (marks,) = history._ring
+    assert len(marks) <= HEADER + 2  # the header, the time mark, one trailing note
 
 
 NESTED = {

@@ -61,6 +61,11 @@ def chain(*hooks: Any) -> tuple[HookManager, HistoryRecorder]:
     return manager, history
 
 
+def timed_once(manager: HookManager) -> bool:
+    """Whether the manager's user_prompt_submit chain is timed once (not per hook)."""
+    return type(manager._cache.get(UPS)) is _recording.TimedOnce
+
+
 async def dispatches(manager: HookManager, n: int) -> None:
     for _ in range(n):
         await manager.dispatch(UPS, DATA)
@@ -91,7 +96,7 @@ async def test_a_single_hook_is_always_timed_on_its_own() -> None:
     manager, history = chain(passes)
     await dispatches(manager, 3 * AFTER)
     assert not any(run.duration_shared for run in history.runs())
-    assert not manager._quick
+    assert not timed_once(manager)
 
 
 async def test_the_shares_add_up_to_the_time_the_chain_took() -> None:
@@ -159,7 +164,7 @@ async def test_a_hook_that_suspends_in_a_chain_timed_once_is_timed_on_its_own() 
     assert sleeper.duration_ms >= 290  # its own time after the first step, plus a share
     assert not last.duration_shared
     assert last.duration_ms < 250
-    assert not manager._quick  # and the chain is timed per hook from now on
+    assert not timed_once(manager)  # and the chain is timed per hook from now on
     await dispatches(manager, 1)
     assert not any(run.duration_shared for run in last_dispatch(history))
 
@@ -192,7 +197,7 @@ async def test_outcomes_and_skips_are_kept_in_a_chain_timed_once() -> None:
     manager.register(UPS, blocks, name="blocks", priority=0)
     manager.recorder = history = HistoryRecorder("p", size=10_000)
     await dispatches(manager, AFTER + 1)
-    assert manager._quick
+    assert timed_once(manager)
     runs = last_dispatch(history)
     assert [(r.hook_name, r.outcome) for r in runs] == [
         ("writes", "applied"),
@@ -218,12 +223,12 @@ async def test_outcomes_and_skips_are_kept_in_a_chain_timed_once() -> None:
 async def test_a_changed_chain_is_timed_per_hook_again() -> None:
     manager, history = chain(passes, passes)
     await dispatches(manager, AFTER + 1)
-    assert manager._quick
+    assert timed_once(manager)
     manager.register(UPS, passes, name="new")
     await dispatches(manager, 1)
     assert not any(run.duration_shared for run in last_dispatch(history))
     await dispatches(manager, AFTER + 1)
-    assert manager._quick
+    assert timed_once(manager)
     assert manager.set_enabled(manager.registered(UPS)[0], False) == 1
     await dispatches(manager, 1)
     assert not any(run.duration_shared for run in last_dispatch(history))
@@ -232,7 +237,7 @@ async def test_a_changed_chain_is_timed_per_hook_again() -> None:
 async def test_a_dry_run_is_timed_per_hook() -> None:
     manager, _ = chain(passes, passes)
     await dispatches(manager, AFTER + 1)
-    assert manager._quick
+    assert timed_once(manager)
     tracer = HistoryRecorder("p", trace=True)
     await manager.dispatch(UPS, DATA, recorder=tracer, dry_run=True)
     assert [run.duration_shared for run in tracer.runs()] == [False, False]
@@ -318,9 +323,9 @@ async def test_a_slow_dispatch_while_sent_back_starts_the_longer_streak_again() 
     await dispatches(manager, 1)  # slow again: from DEMOTED once more
     sleeper.seconds = 0.0
     await dispatches(manager, 3 * AFTER - 1)
-    assert not manager._quick
+    assert not timed_once(manager)
     await dispatches(manager, 1)
-    assert manager._quick
+    assert timed_once(manager)
 
 
 async def test_a_pause_under_slow_keeps_a_short_chain_timed_once(
@@ -331,11 +336,11 @@ async def test_a_pause_under_slow_keeps_a_short_chain_timed_once(
     sleeper = Sleeper()
     manager, history = chain(passes, sleeper)
     await dispatches(manager, AFTER + 1)
-    assert manager._quick
+    assert timed_once(manager)
     sleeper.seconds = 0.12
     await dispatches(manager, 1)
-    assert manager._quick
+    assert timed_once(manager)
     sleeper.seconds = 0.4
     await dispatches(manager, 1)
-    assert not manager._quick
+    assert not timed_once(manager)
     assert all(run.duration_shared for run in last_dispatch(history))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,25 @@ async def test_the_ignored_block_warning_redacts_the_hooks_name(
         await manager.dispatch(HookEvent.SESSION_END)
     assert "notify --key=[REDACTED:KEY]" in caplog.text
     assert "sk-name-canary" not in caplog.text
+
+
+async def test_an_error_listener_that_raises_is_logged_redacted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: a failing error listener's traceback was logged as raised, secrets and all."""
+    manager = HookManager()
+    manager.redact = lambda text: text.replace("sk-listener-canary", "[REDACTED:KEY]")
+
+    async def fails(ctx: HookContext) -> None:
+        raise RuntimeError("hook failed with sk-listener-canary")
+
+    def listener(info: Any) -> None:
+        raise ValueError(f"listener saw {info.error}")
+
+    manager.register(HookEvent.SESSION_END, fails)
+    manager.on_error(listener)
+    with caplog.at_level(logging.WARNING, logger="tether.hooks"):
+        await manager.dispatch(HookEvent.SESSION_END)
+    assert "hook error listener" in caplog.text
+    assert "listener saw hook failed with [REDACTED:KEY]" in caplog.text
+    assert "sk-listener-canary" not in caplog.text

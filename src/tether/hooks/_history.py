@@ -30,6 +30,11 @@ __all__ = ["HistoryRecorder", "filter_runs"]
 logger = logging.getLogger("tether.hooks")
 
 RING_SIZE: Final = 1000
+#: What the ring holds: a dispatch's marks (a list), or a background run (a tuple, "r" first).
+Entry = tuple[Any, ...] | list[Any]
+#: A dispatch's marks begin with its number, start time, manager, event, depth, chain and first
+#: snapshot (None unless tracing); the hooks' marks follow.
+HEADER: Final = 7
 BATCH: Final = 256
 FLUSH_INTERVAL: Final = 0.5
 
@@ -61,10 +66,10 @@ class HistoryRecorder:
     ) -> None:
         register_yaml()  # hooks may yaml.safe_dump the recorded (tracked) data
         self.process = process
-        self._ring: deque[tuple[Any, ...]] = deque(maxlen=size)
+        self._ring: deque[Entry] = deque(maxlen=size)
         self._redact = redact
         self._sink = sink
-        self._pending: list[tuple[Any, ...]] = []
+        self._pending: list[Entry] = []
         #: Entries a failed write held back: a full batch is BATCH more than these, so a
         #: broken store is retried on the timer, not on every dispatch.
         self._held = 0
@@ -73,18 +78,16 @@ class HistoryRecorder:
         self.trace = trace
         #: Records one raw entry (see HookManager.dispatch): the ring's own append when
         #: nothing else is to be done, so a dispatch pays for a C call only.
-        self.add: Callable[[tuple[Any, ...]], None] = (
-            self._ring.append if sink is None else self._add
-        )
+        self.add: Callable[[Entry], None] = self._ring.append if sink is None else self._add
 
     # -- recording (hot path: store, do not build) -------------------------------------------
 
-    def _add(self, entry: tuple[Any, ...]) -> None:
+    def _add(self, entry: Entry) -> None:
         self._ring.append(entry)
         if self._sink is not None:
             self._queue(entry)
 
-    def _queue(self, entry: tuple[Any, ...]) -> None:
+    def _queue(self, entry: Entry) -> None:
         """Batch an entry for the sink: written when BATCH are pending or FLUSH_INTERVAL later."""
         self._pending.append(entry)
         if len(self._pending) >= self._held + BATCH:
@@ -218,13 +221,14 @@ class HistoryRecorder:
             shared,
         )
 
-    def _expand(self, entry: tuple[Any, ...]) -> list[HookRun]:
+    def _expand(self, entry: Entry) -> list[HookRun]:
         """The HookRuns of one raw entry (see HookManager.dispatch)."""
-        if entry[0] == "r":  # a background run: "r" and the arguments of _run
+        if isinstance(entry, tuple):  # a background run: "r" and the arguments of _run
             return [self._run(*entry[1:])]
         from ._hook import _number, _run_id
 
-        _, t0, manager, event, depth, hooks, marks, snap = entry
+        marks = entry  # a dispatch's marks: see HookManager.dispatch
+        _, t0, manager, event, depth, hooks, snap = marks[:HEADER]
         steps, prompt = _steps(hooks, marks, t0)
         if not steps:
             return []
@@ -304,7 +308,13 @@ class HistoryRecorder:
         return filter_runs(runs, **filters)
 
     def __len__(self) -> int:
-        return sum(sum(type(t) is float for t in e[6]) if e[0] == "d" else 1 for e in self._ring)
+        runs = 0
+        for entry in self._ring:  # a dispatch: its hooks that ran or were skipped; else one run
+            if isinstance(entry, list):
+                runs += sum(1 for t in islice(entry, HEADER, None) if type(t) is float)
+            else:
+                runs += 1
+        return runs
 
 
 #: hook, end time, outcome, error, data changed, prompt after, snapshot after, time shared
@@ -316,7 +326,8 @@ def _steps(hooks: tuple[_Hook, ...], marks: list[Any], t0: float) -> tuple[list[
     order; and the prompt the dispatch started with (as the first write found it; None if
     nothing was written).
 
-    ``marks[0]`` is the dispatch's number (see _number). After it, a float ends the current
+    ``marks[0]`` is the dispatch's number (see _number), HEADER items in all (see
+    HookManager.dispatch) come before the hooks' marks. After them, a float ends the current
     hook's step (0.0: its time is read later, see note_timing) and a None says it did not run;
     the tuples before either are notes on it: ``("o", outcome, error)`` (the first one counts),
     ``("w", prompt before, prompt after)`` a write to the data, ``("n",)`` one inside a nested
@@ -336,7 +347,7 @@ def _steps(hooks: tuple[_Hook, ...], marks: list[Any], t0: float) -> tuple[list[
     later: list[Step] = []  # steps whose time is read later, in order
     start = t0  # the last time read
     shared = False  # the current hook's first step shared a time ("t")
-    for item in islice(marks, 1, None):
+    for item in islice(marks, HEADER, None):
         if item is None or type(item) is float:
             if item is not None:
                 step = [hooks[index], item, outcome, error, changed, prompt, snap, shared]

@@ -58,7 +58,7 @@ from ._hook import (
     _unexplained,
     _Unset,
 )
-from ._recording import _detach, _not_a_dict, _note_error, _replaced, _settle
+from ._recording import TimedOnce, _detach, _not_a_dict, _note_error, _replaced, _settle
 from ._records import RunRecorder
 from ._shell import ShellHook
 from ._tracked import _Tracked, track
@@ -92,9 +92,8 @@ class HookManager(ExtensionPoints):
         self._shared: HookManager | None = None
         self._cache: dict[HookEvent | str, tuple[_Hook, ...]] = {}
         self._cache_gen = -1
-        #: Timing (see _recording.note_timing): the events whose chains are timed once, at
-        #: their end, and the streaks of fast dispatches that make a chain so.
-        self._quick: set[HookEvent | str] = set()
+        #: Timing (see _recording.note_timing): the streaks of fast dispatches that make a
+        #: chain timed once (its cached tuple a TimedOnce).
         self._streaks: dict[HookEvent | str, int] = {}
         self._error_listeners: list[Callable[[HookErrorInfo], Any]] = []
         self._deferred: set[asyncio.Task[Any]] = set()
@@ -151,8 +150,7 @@ class HookManager(ExtensionPoints):
         if self._cache_gen != _generation[0]:
             self._cache.clear()
             self._cache_gen = _generation[0]
-            self._quick.clear()  # a changed chain is timed per hook until found fast again
-            self._streaks.clear()
+            self._streaks.clear()  # a changed chain is timed per hook until found fast again
         found = self._cache.get(key)
         if found is None:
             found = tuple(h for m, _ in self._chain() for h in m._sorted(key))
@@ -457,8 +455,8 @@ class HookManager(ExtensionPoints):
                 outcome = fn(info)
                 if inspect.isawaitable(outcome):
                     await outcome
-            except Exception:
-                logger.exception("hook error listener %r failed", fn)
+            except Exception as exc:
+                _timing.log_listener_failure(logger, self.redact, fn, exc)
 
     # -- dispatch --------------------------------------------------------------------------
 
@@ -503,7 +501,11 @@ class HookManager(ExtensionPoints):
             marks: list[Any] | None = None
             payload = copy_payload(data) if data else {}
         else:  # recorded: the copy is made of containers that note their writes in marks
-            marks = [None]  # marks[0]: the dispatch's number, given when wanted (_number)
+            depth = _depth[0]
+            _depth[0] = depth + 1
+            # marks[0]: the dispatch's number, given when wanted (_number); then the start, the
+            # manager, event, depth, chain and first snapshot (see _history); the hooks' marks.
+            marks = [None, None, self, ev, depth, hooks, None]
             # track(), its all-immutable fast path inlined (a call is ~0.02 us of the budget)
             if data:
                 payload = _Tracked(data)
@@ -515,8 +517,6 @@ class HookManager(ExtensionPoints):
             else:
                 payload = _Tracked()
                 payload._marks = marks
-            depth = _depth[0]
-            _depth[0] = depth + 1
         if context_factory is None:
             # Hot path: the context is built slot by slot, skipping the class call and
             # HookContext.__init__ (~0.1 us of a ~1.5 us dispatch). Keep in step with
@@ -554,12 +554,13 @@ class HookManager(ExtensionPoints):
             # fail every time, so the snapshot is taken on the same (slow) path as a new dict.
             trace = dry_run and recorder.trace  # type: ignore[union-attr]
             if trace:
-                watched, first = None, _snapshot(tracked)
+                watched = None
+                marks[6] = _snapshot(tracked)
             else:
-                watched, first = tracked, None
+                watched = tracked
             # A chain found fast is timed once, at its end (its hooks share the time, and
             # their records say so); any other reads the clock after each hook.
-            quick = ev in self._quick and not dry_run
+            quick = type(hooks) is TimedOnce and not dry_run
             suspended = False
         blocked = False
         reason: str | None = None
@@ -695,8 +696,9 @@ class HookManager(ExtensionPoints):
                 if end - t0 > _timing.SLOW:  # perhaps slow: timed per hook again
                     _timing.note_slow(self, ev, end - t0, fired)
             elif fired > 1 and not suspended and not dry_run:
-                _timing.note_timing(self, ev, marks, t0, fired)
-            recorder.add(("d", t0, self, ev, depth, hooks, marks, first))  # type: ignore[union-attr]
+                _timing.note_timing(self, ev, hooks, marks, t0, fired)
+            marks[1] = t0
+            recorder.add(marks)  # type: ignore[union-attr]
         # A plain copy (copy_payload, inlined; one top-level copy): what a hook kept of the
         # data, or a task it started, cannot change the result once the dispatch has returned.
         final = ctx.data.copy()

@@ -18,12 +18,14 @@ if TYPE_CHECKING:
     from ._manager import HookManager
 
 __all__ = [
+    "TimedOnce",
     "_detach",
     "_not_a_dict",
     "_note_error",
     "_replaced",
     "_settle",
     "log_failure",
+    "log_listener_failure",
     "note_slow",
     "note_timing",
     "suspends",
@@ -49,8 +51,19 @@ SLOW: Final = 100e-6
 DEMOTED: Final = -QUICK_AFTER
 
 
+class TimedOnce(tuple):  # type: ignore[type-arg]
+    """A resolved chain found fast: cached as this, it is timed once per dispatch."""
+
+    __slots__ = ()
+
+
 def note_timing(
-    manager: HookManager, event: HookEvent, marks: list[Any], t0: float, fired: int
+    manager: HookManager,
+    event: HookEvent,
+    hooks: tuple[_Hook, ...],
+    marks: list[Any],
+    t0: float,
+    fired: int,
 ) -> None:
     """After a dispatch timed per hook that ran several hooks, none of which suspended: count
     it towards timing the chain once, if it was fast."""
@@ -59,8 +72,8 @@ def note_timing(
     streak = manager._streaks.get(event, 0)
     if end - t0 < fired * FAST:
         streak += 1
-        if streak >= QUICK_AFTER:
-            manager._quick.add(event)
+        if streak >= QUICK_AFTER and manager._cache.get(event) is hooks:
+            manager._cache[event] = TimedOnce(hooks)
     elif streak:  # slow: the streak starts again (from DEMOTED, once sent back)
         streak = DEMOTED if streak < 0 else 0
     manager._streaks[event] = streak
@@ -70,8 +83,7 @@ def note_slow(manager: HookManager, event: HookEvent, elapsed: float, fired: int
     """A dispatch timed once took ``elapsed`` seconds, over SLOW: if that is also over twice
     FAST a hook, the chain goes back to per-hook timing."""
     if elapsed > 2 * FAST * fired:
-        manager._quick.discard(event)
-        manager._streaks[event] = DEMOTED
+        _per_hook(manager, event)
 
 
 def suspends(manager: HookManager, event: HookEvent, marks: list[Any]) -> bool:
@@ -79,9 +91,16 @@ def suspends(manager: HookManager, event: HookEvent, marks: list[Any]) -> bool:
     its own first step), and it, the hooks after it and the chain from now on are timed per
     hook. Returns False, the dispatch's new ``quick``."""
     marks.append(("t", _now()))
-    manager._quick.discard(event)
-    manager._streaks[event] = DEMOTED
+    _per_hook(manager, event)
     return False
+
+
+def _per_hook(manager: HookManager, event: HookEvent) -> None:
+    """Time ``event``'s chain per hook again (it must be found fast longer to be timed once)."""
+    cached = manager._cache.get(event)
+    if type(cached) is TimedOnce:
+        manager._cache[event] = tuple(cached)
+    manager._streaks[event] = DEMOTED
 
 
 def log_failure(
@@ -177,3 +196,16 @@ def _settle(
     if trace:
         marks.append(("s", _snapshot(tracked)))
     return tracked, bad
+
+
+def log_listener_failure(
+    logger: logging.Logger, redact: Callable[[str], str] | None, fn: object, exc: Exception
+) -> None:
+    """Log a hook error listener that raised; with ``redact``, secrets never reach the log."""
+    if redact is None:
+        logger.error("hook error listener %r failed", fn, exc_info=exc)
+        return
+    import traceback
+
+    trace = redact("".join(traceback.format_exception(exc)))
+    logger.error("hook error listener %s failed:\n%s", redact(repr(fn)), trace.rstrip())

@@ -74,9 +74,9 @@ class RunRecorder(Protocol):
 
     trace: bool
 
-    #: Records one dispatch's raw entry: ``("d", t0, manager, event, depth, hooks, marks,
-    #: first snapshot or None)``; see HookManager.dispatch for marks.
-    add: Callable[[tuple[Any, ...]], None]
+    #: Records one dispatch's raw entry: its marks list (see HookManager.dispatch and
+    #: _history.HEADER).
+    add: Callable[[tuple[Any, ...] | list[Any]], None]
 
     def skipped(
         self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
