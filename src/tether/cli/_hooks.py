@@ -273,7 +273,9 @@ def show_runs(
                 table.add_row(*cells)
             console.print(table)
         return 0
-    return _follow(console, url, token, path, filters, since, runs, interval, as_json)
+    return _follow(
+        console, url, token, path, filters, since, runs, interval, as_json, primed=last is not None
+    )
 
 
 def _follow(
@@ -286,10 +288,25 @@ def _follow(
     first: list[dict[str, Any]],
     interval: float,
     as_json: bool,
+    *,
+    primed: bool = False,
 ) -> int:
-    """Print runs as they are recorded until Ctrl-C (then exit 0)."""
+    """Print runs as they are recorded until Ctrl-C (then exit 0).
+
+    ``primed`` (``--last``): ``first`` is only the tail of what was recorded, so the older runs
+    of the first poll's look-back window are noted as seen without being printed.
+    """
     seen: dict[tuple[Any, ...], float] = {}
     floor = _timestamp(since) if since else None
+
+    def window() -> dict[str, Any]:
+        newest = max(seen.values(), default=time.time())
+        start = newest - FOLLOW_LOOKBACK
+        if floor is not None:
+            start = max(start, floor)
+        for key in [k for k, at in seen.items() if at < start]:
+            del seen[key]
+        return {**filters, "since": datetime.fromtimestamp(start, UTC).isoformat()}
 
     def show(runs: list[dict[str, Any]]) -> None:
         for run in runs:
@@ -306,16 +323,16 @@ def _follow(
         if not as_json:
             console.print(f"[bold]{_line(list(_RUN_COLUMNS))}[/]")
         show(first)
+        if primed:
+            # Runs recorded since the first answer (newer than its newest) are still shown.
+            shown = max(seen.values(), default=time.time())
+            for run in _request("GET", url, token, path, params=window())["runs"]:
+                at = _timestamp(run["recorded_at"])
+                if at <= shown:
+                    seen.setdefault(_run_key(run), at)
         while True:
             time.sleep(interval)
-            newest = max(seen.values(), default=time.time())
-            start = newest - FOLLOW_LOOKBACK
-            if floor is not None:
-                start = max(start, floor)
-            for key in [k for k, at in seen.items() if at < start]:
-                del seen[key]
-            params = {**filters, "since": datetime.fromtimestamp(start, UTC).isoformat()}
-            show(_request("GET", url, token, path, params=params)["runs"])
+            show(_request("GET", url, token, path, params=window())["runs"])
     except KeyboardInterrupt:
         return 0
 

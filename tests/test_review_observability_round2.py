@@ -1,0 +1,76 @@
+"""Review of issue 5 (hook observability), round 2: what a user of the control API and the
+``tether hooks`` commands tries, over real HTTP, real command hooks and the real CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from _api_support import wait_for_runs
+from _cli_support import Done, run_cli
+from tether import AgentRuntime, HookManager, OrchestrationAPI
+
+NOTIFY = [{"event": "task_completed", "command": ["true"], "name": "notify", "tag": "audit"}]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Run ``tether ARGS...`` in this process (in a thread: the API serves in the loop)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def in_thread(*args: str) -> Done:
+        return await asyncio.to_thread(run_cli, capsys, *args)
+
+    return in_thread
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[OrchestrationAPI]:
+    """A runtime with a process ``triage`` whose task_completed runs a command hook."""
+    runtime = AgentRuntime(hooks=HookManager())
+    await runtime.start_all()
+    await runtime.add_process("triage", {"model": "scripted", "hooks": NOTIFY})
+    api = OrchestrationAPI(runtime, port=0, webhooks=False)
+    await api.start()
+    yield api
+    await api.stop()
+    await runtime.stop_all()
+
+
+async def _inject(api: OrchestrationAPI, count: int) -> list[dict[str, Any]]:
+    async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
+        for i in range(count):
+            body = {"payload": {"ticket": f"ticket {i}"}}
+            r = await client.post("/processes/triage/inject", json=body)
+            assert r.status_code == 202, r.text
+        return await wait_for_runs(client, "triage", count)
+
+
+# -- tether hooks runs --last N --follow -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("last", [0, 1])
+async def test_follow_with_last_never_prints_older_runs_than_the_last_asked_for(
+    cli: Any, served: OrchestrationAPI, last: int
+) -> None:
+    """Regression: ``--last 1 --follow`` printed the last run, then at the first poll every
+    older run of the poll's look-back window too (``--last 0`` printed them all)."""
+    runs = await _inject(served, 3)
+    args = ["--last", str(last), "--follow", "--json", "--interval", "0.05", "--url", served.url]
+    follow = asyncio.ensure_future(cli("hooks", "runs", "triage", *args))
+    await asyncio.sleep(0.6)  # several polls
+    await served.stop()
+    async with asyncio.timeout(30):
+        done = await follow
+    assert done.returncode == 1  # the API went away
+    printed = [json.loads(line) for line in done.stdout.splitlines()]
+    expected = runs[len(runs) - last :] if last else []
+    assert [(r["recorded_at"], r["hook_id"]) for r in printed] == [
+        (r["recorded_at"], r["hook_id"]) for r in expected
+    ]
