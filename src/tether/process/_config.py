@@ -5,11 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..agent._config import BudgetConfig, ContextConfig, GuardrailConfig
 from ..approval import ApprovalPolicy
 from ..hooks._config import HookConfig, SecretText
+from ._config_secrets import secrets_masked
 from ._mcp import McpServers, repr_args
 
 __all__ = [
@@ -256,11 +265,17 @@ class RestartPolicy(BaseModel):
 class ProcessConfig(BaseModel):
     """One agent process: model, instructions, tools, triggers, hooks and limits."""
 
-    # Its values may be secrets (secrets, a hook's env, a misspelt field holding either): an
-    # error names the field and what it allows, never the value.
-    model_config = ConfigDict(
-        extra="forbid", arbitrary_types_allowed=True, hide_input_in_errors=True
-    )
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _errors_without_secrets(cls, data: Any, handler: Any) -> Any:
+        """An error names the field, the value and what it allows; but not the value of a field
+        that may hold a secret (secrets, a hook's env, a url) or of an unknown field."""
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            raise secrets_masked(exc) from None
 
     model: Any = Field(default="openai:gpt-5-mini", description="'openai:<name>', 'scripted'")
     model_timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per request")
