@@ -180,10 +180,24 @@ class AgentLoop:
         """One extra turn after a run, tools disabled, never added to the conversation.
 
         ``model`` is the one that ran the task, when it was not the loop's own.
+        The model is asked in a task of its own, so the deadline really bounds the turn: on
+        expiry the call is cancelled and abandoned (a model that swallows the cancellation and
+        answers later has its reply discarded) and TimeoutError is raised at the deadline, never
+        a cancellation of the caller's task (which a hook's engine would take for its own).
         """
         messages = [*transcript, {"role": "user", "content": text}]
-        async with asyncio.timeout(timeout):
-            reply = await (model or self.model).complete(messages, None)  # no tools offered
+        call = asyncio.ensure_future((model or self.model).complete(messages, None))  # no tools
+        try:
+            done, _ = await asyncio.wait((call,), timeout=timeout)
+        except BaseException:
+            call.cancel()  # the caller is cancelled: the turn goes with it
+            _abandon(call)
+            raise
+        if not done:
+            call.cancel()
+            _abandon(call)
+            raise TimeoutError(f"converse timed out after {timeout:g}s")
+        reply = call.result()
         return reply.content or ""
 
     async def _deny(
@@ -312,3 +326,25 @@ async def _bounded(awaitable: Awaitable[Any]) -> Any:
     except StopIteration as stop:
         return stop.value
     return await _resume(awaitable, pending)
+
+
+#: Converse turns abandoned at their deadline and not yet ended (a strong reference each, so
+#: that a pending one is not collected while it runs).
+_ABANDONED: set[asyncio.Future[Any]] = set()
+
+
+def _abandon(call: asyncio.Future[Any]) -> None:
+    """Forget an abandoned turn once it ends; its late reply or error is discarded unread
+    (not logged: it may quote the conversation)."""
+    if call.done():
+        if not call.cancelled():
+            call.exception()
+        return
+    _ABANDONED.add(call)
+
+    def ended(done: asyncio.Future[Any]) -> None:
+        _ABANDONED.discard(done)
+        if not done.cancelled():
+            done.exception()
+
+    call.add_done_callback(ended)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 from ._context import HookContext
 from ._errors import HookBlocked
 from ._events import HookEvent
-from ._hook import _check_timeout, _key, closing
+from ._hook import MAX_TIMEOUT, _check_timeout, _key, closing
 
 if TYPE_CHECKING:
     from ._manager import HookManager
@@ -66,6 +66,18 @@ def _check_priority(priority: object) -> None:
 def _check_fail_closed(fail_closed: object) -> None:
     if not isinstance(fail_closed, bool):
         raise TypeError(f"fail_closed must be a bool, got {fail_closed!r}")
+
+
+def _check_converse_timeout(timeout: object, what: str = "converse timeout") -> float:
+    """A converse deadline: a number of seconds, > 0 and at most MAX_TIMEOUT (not a bool, not
+    NaN, not infinite: a deadline that does not bound is no deadline)."""
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool):
+        raise TypeError(
+            f"{what} must be a number of seconds, > 0 and at most {MAX_TIMEOUT:g}, got {timeout!r}"
+        )
+    if not 0 < timeout <= MAX_TIMEOUT:
+        raise ValueError(f"{what} must be > 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout!r}")
+    return float(timeout)
 
 
 def _check_point(name: object) -> str:
@@ -142,7 +154,7 @@ class PluginHost(Protocol):
 class PluginContext(HookContext):
     """HookContext plus the capabilities a plugin may use at this point."""
 
-    __slots__ = ("_host", "_plugin", "converse_calls", "handler")
+    __slots__ = ("_host", "_live", "_plugin", "converse_calls", "handler")
 
     def __init__(
         self,
@@ -158,6 +170,15 @@ class PluginContext(HookContext):
         self.converse_calls: list[dict[str, Any]] = []
         #: The plugin's handler running: ``on_<event>``, or what register_hook was given.
         self.handler = handler or f"on_{base.event.value}"
+        #: False once the handler it was made for has returned: its capabilities end there.
+        self._live = True
+
+    def _check_live(self, capability: str) -> None:
+        if not self._live:
+            raise PluginError(
+                f"plugin {self._plugin.name!r}: {capability}() on a context whose handler "
+                f"({self.handler}) has returned; a context is valid only while its handler runs"
+            )
 
     @property
     def plugin_name(self) -> str:
@@ -173,6 +194,7 @@ class PluginContext(HookContext):
 
         In a dry run it is not recorded (the process answers it with the dry run's report).
         """
+        self._check_live("warn")
         if self._host is not None:
             self._host.plugin_warn(self._plugin.name, self, str(message))
 
@@ -183,6 +205,7 @@ class PluginContext(HookContext):
         name it would have is returned (the process answers the artifact with the dry run's
         report), so a plugin runs to its end as it would for real.
         """
+        self._check_live("emit_artifact")
         if label is not None and not SLUG.fullmatch(label):
             raise PluginError(f"artifact label must match [a-z0-9_-]+, got {label!r}")
         try:
@@ -203,6 +226,9 @@ class PluginContext(HookContext):
             raise PluginError(
                 f"converse() is valid only in on_task_completed, not in on_{self.event.value}"
             )
+        self._check_live("converse")
+        if timeout is not None:
+            _check_converse_timeout(timeout)
         if self.dry_run:
             raise PluginError(
                 "converse() does not call the model in a dry run; nothing was asked "
@@ -402,6 +428,7 @@ def _make_handler(
                 host.plugin_warn(plugin.name, scoped, f"{where} timed out or was cancelled")
             raise
         finally:
+            scoped._live = False
             ctx.data = scoped.data
 
     handler.__qualname__ = f"{plugin.name}.{where}"
@@ -469,6 +496,10 @@ def register_plugin(
     """
     plugin = _check(plugin)
     methods = plugin_methods(plugin)
+    try:
+        _check_converse_timeout(plugin.converse_timeout, "converse_timeout")
+    except (TypeError, ValueError) as exc:
+        raise PluginError(f"plugin {plugin.name!r}: {exc}") from None
     specs: list[tuple[HookEvent | str, Callable[..., Any], dict[str, Any]]] = []
     for event, method in methods.items():
         options = {
