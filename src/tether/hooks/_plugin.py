@@ -45,6 +45,8 @@ __all__ = [
 
 ENTRY_POINT_GROUP: Final = "tether.plugins"
 SLUG: Final = re.compile(r"^[a-z0-9_-]+$")
+#: The longest plugin name or artifact label (both are parts of an artifact's file name).
+MAX_SLUG: Final = 64
 #: Built-in plugins: name -> "module:Class" (imported only when activated).
 BUILTIN_PLUGINS: Final[dict[str, str]] = {"debrief": "tether.plugins.debrief:DebriefPlugin"}
 
@@ -56,6 +58,12 @@ class PluginError(ValueError):
 
 
 PluginError.__module__ = "tether"
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, cut short in the middle if long (an error names it, not a page of it)."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}...{text[-10:]}"
 
 
 def _check_priority(priority: object) -> None:
@@ -206,8 +214,13 @@ class PluginContext(HookContext):
         report), so a plugin runs to its end as it would for real.
         """
         self._check_live("emit_artifact")
-        if label is not None and not SLUG.fullmatch(label):
-            raise PluginError(f"artifact label must match [a-z0-9_-]+, got {label!r}")
+        if label is not None and not (
+            isinstance(label, str) and SLUG.fullmatch(label) and len(label) <= MAX_SLUG
+        ):
+            raise PluginError(
+                f"artifact label must match [a-z0-9_-]+ (at most {MAX_SLUG} characters), "
+                f"got {_shown(label)}"
+            )
         try:
             json.dumps(payload, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -383,10 +396,10 @@ def _check(plugin: object) -> Plugin:
     if not isinstance(plugin, Plugin):
         raise PluginError(f"a plugin must be a tether.Plugin instance or subclass, got {plugin!r}")
     name = plugin.name
-    if not isinstance(name, str) or not SLUG.fullmatch(name):
+    if not isinstance(name, str) or not SLUG.fullmatch(name) or len(name) > MAX_SLUG:
         raise PluginError(
-            f"plugin {type(plugin).__name__}: name must be a slug matching [a-z0-9_-]+, "
-            f"got {name!r}"
+            f"plugin {type(plugin).__name__}: name must be a slug matching [a-z0-9_-]+ "
+            f"(at most {MAX_SLUG} characters), got {_shown(name)}"
         )
     return plugin
 

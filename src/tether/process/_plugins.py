@@ -167,6 +167,12 @@ class PluginManager:
         self, plugin: str, ctx: HookContext, payload: Any, label: str | None
     ) -> str:
         task = _task_id(ctx, self._process)
+        if label and self._process.redactor.text(label) != label:
+            # A file name is not redacted: a secret there would be on disk and in listings.
+            raise PluginError(
+                f"plugin {plugin!r}: the artifact label holds a declared secret; "
+                "choose a label that does not"
+            )
         name = f"{task}.{plugin}{'.' + label if label else ''}.json"
         payload = _stamped(ctx, payload)
         if _dry_run(ctx):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,6 +23,8 @@ __all__ = [
 ]
 
 _SAFE = re.compile(r"[A-Za-z0-9_.-]+")  # fullmatch: "$" would let a trailing newline in
+#: The longest task id or artifact name (a file name, with room for its temporary twin).
+MAX_PART = 200
 
 
 class ArtifactStore(Protocol):
@@ -30,10 +34,25 @@ class ArtifactStore(Protocol):
 
 
 def check_artifact_path(task_id: str, name: str) -> None:
-    """Raise ValueError unless both are safe file names (what every store checks on put)."""
-    for value in (task_id, name):
-        if not _SAFE.fullmatch(value) or ".." in value:
-            raise ValueError(f"artifact path part {value!r} is not a safe file name")
+    """Raise ValueError unless both are safe file names (what every store checks on put):
+    letters, digits, ``_``, ``-`` and ``.``, not ``.`` alone nor with ``..``, at most MAX_PART
+    characters (a longer one would fail in a folder as a file name too long)."""
+    for what, value in (("task id", task_id), ("artifact name", name)):
+        safe = isinstance(value, str) and _SAFE.fullmatch(value) is not None
+        if not safe or ".." in value or value == ".":
+            raise ValueError(
+                f"{what} {_shown(value)} is not a safe file name: use letters, digits, '_', '-' "
+                "and '.' (not '.' alone nor '..')"
+            )
+        if len(value) > MAX_PART:
+            raise ValueError(
+                f"{what} {_shown(value)} is {len(value)} characters long; at most {MAX_PART}"
+            )
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}...{text[-10:]}"
 
 
 class MemoryArtifacts:
@@ -49,7 +68,11 @@ class MemoryArtifacts:
 
     def list(self, task_id: str) -> list[dict[str, Any]]:
         items = self._items.get(task_id, {})
-        return [{"name": n, "payload": p, "created_at": t} for n, (p, t) in sorted(items.items())]
+        # Copies: what a caller does with a listing never changes what is kept.
+        return [
+            {"name": n, "payload": copy.deepcopy(p), "created_at": t}
+            for n, (p, t) in sorted(items.items())
+        ]
 
 
 class DirArtifacts:
@@ -73,13 +96,19 @@ class DirArtifacts:
         home = self._home(task_id)
         home.mkdir(parents=True, exist_ok=True)
         path = home / name
-        tmp = path.with_suffix(".tmp")
+        # A temporary file of this write's own: two writers of one name (threads, processes
+        # sharing the folder) never write into, or move away, each other's.
+        tmp = home / f".{name}.{uuid.uuid4().hex[:12]}.tmp"
         text = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8")
         # For this user only, as the journal is: an artifact quotes what the agent was sent.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as file:
-            file.write(text)
-        os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return name
 
     def list(self, task_id: str) -> list[dict[str, Any]]:
