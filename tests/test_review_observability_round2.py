@@ -74,3 +74,69 @@ async def test_follow_with_last_never_prints_older_runs_than_the_last_asked_for(
     assert [(r["recorded_at"], r["hook_id"]) for r in printed] == [
         (r["recorded_at"], r["hook_id"]) for r in expected
     ]
+
+
+# -- a declaration refused at once never shows a hook's env value ----------------------------------
+
+CANARY = "canary-7f3a9c1e5b"
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"matcher": {"bogus": "x"}}, "matcher field 'bogus' is not available"),
+        ({"matcher": {"tool_name": "refund_*"}}, "allowed: trigger_type, trigger_id"),
+        ({"mode": "async", "fail_closed": True}, "cannot be fail_closed"),
+        ({"callback": None, "command": None}, "set exactly one of 'command' or 'callback'"),
+    ],
+    ids=["unknown matcher field", "matcher field of another event", "async fail_closed", "none"],
+)
+def test_a_hook_config_refused_as_a_whole_does_not_show_its_env_values(
+    fields: dict[str, Any], says: str
+) -> None:
+    """Regression: an error of the whole declaration (a matcher field the event does not offer,
+    async with fail_closed) showed every field given as its input, the ``env`` values too."""
+    from pydantic import ValidationError
+
+    from tether import HookConfig
+
+    declared: dict[str, Any] = {
+        "env": {"CRM_TOKEN": CANARY},
+        "event": "user_prompt_submit",
+        "command": ["true"],
+        **fields,
+    }
+    with pytest.raises(ValidationError) as refused:
+        HookConfig(**declared)
+    assert says in str(refused.value)
+    assert CANARY[:6] not in str(refused.value)
+    assert CANARY not in repr(refused.value.errors())
+
+
+def test_a_hook_config_error_of_one_plain_field_still_shows_its_value() -> None:
+    from pydantic import ValidationError
+
+    from tether import HookConfig
+
+    with pytest.raises(ValidationError) as refused:
+        HookConfig(event="user_prompt_submit", command=["true"], timeout=-1, env={"T": CANARY})
+    assert "input_value=-1" in str(refused.value)
+    assert CANARY not in repr(refused.value.errors())
+
+
+async def test_the_api_refuses_a_hook_with_an_unknown_matcher_field_naming_it_and_no_env(
+    client: httpx.AsyncClient,
+) -> None:
+    hook = {
+        "env": {"CRM_TOKEN": CANARY},
+        "event": "user_prompt_submit",
+        "command": ["true"],
+        "matcher": {"tool_name": "refund_*"},
+    }
+    r = await client.post("/processes", json={"name": "triage", "config": {"hooks": [hook]}})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["message"] == (
+        "config.hooks[0]: matcher field 'tool_name' is not available for user_prompt_submit; "
+        "allowed: trigger_type, trigger_id"
+    )
+    assert CANARY not in r.text

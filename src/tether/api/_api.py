@@ -494,6 +494,7 @@ def _invalid(exc: ValidationError, root: type[BaseModel], prefix: str = "") -> A
             and err["type"] not in ("extra_forbidden", "missing")
             and "got " not in detail["message"]  # the message may name it already
             and not isinstance(value, dict | list)
+            and value != "<not shown>"  # a value a model withheld from its error
             and not secretish(detail["path"])  # never echo what may be a secret
         ):
             detail["message"] += f" (got {_shown(value)})"

@@ -12,10 +12,12 @@ from pydantic import (
     Field,
     PrivateAttr,
     SecretStr,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from ._events import VALID_EVENT_VALUES, parse_event
 
@@ -53,11 +55,39 @@ _NUMBERS = {
 }
 
 
+def _input_masked(exc: ValidationError) -> ValidationError:
+    """``exc`` with the input of each error that may hold an ``env`` value shown as
+    ``'<not shown>'``: an error of the whole declaration (its input is every field, ``env``
+    included) or of a mapping or list; an error of a plain value keeps it."""
+    from typing import get_args
+
+    from pydantic_core.core_schema import ErrorType
+
+    known = set(get_args(ErrorType))
+    details: list[Any] = []
+    for err in exc.errors(include_url=False):
+        value = err["input"]
+        # An env value of another type than text is already a NotShown (its type alone).
+        hidden = not err["loc"] or isinstance(value, dict | list | tuple)
+        kind: Any = err["type"]
+        if kind not in known:  # a custom error: its message as it was
+            kind = PydanticCustomError(kind, str(err["msg"]).replace("{", "{{").replace("}", "}}"))
+        detail: dict[str, Any] = {
+            "type": kind,
+            "loc": tuple(err["loc"]),
+            "input": "<not shown>" if hidden else value,
+        }
+        if "ctx" in err and not isinstance(kind, PydanticCustomError):
+            detail["ctx"] = err["ctx"]
+        details.append(detail)
+    return ValidationError.from_exception_data(exc.title, details)
+
+
 class HookConfig(BaseModel):
     """A hook declaration: exactly one of ``command`` or ``callback``.
 
     ``timeout`` unset means 5 s for a command and 30 s for a callback. ``env`` values are
-    secrets: masked in every JSON dump. ``callback`` is never serialized.
+    secrets: masked in every JSON dump, and never shown by a validation error.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=False)
@@ -160,6 +190,15 @@ class HookConfig(BaseModel):
 
             Matcher.build(parse_event(self.event), dict(self.matcher))
         return self
+
+    # Declared last, so it wraps every other validator (those declared after it run outside).
+    @model_validator(mode="wrap")
+    @classmethod
+    def _errors_without_env(cls, data: Any, handler: Any) -> Any:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            raise _input_masked(exc) from None
 
 
 HookConfig.__module__ = "tether"
