@@ -140,3 +140,18 @@ async def test_the_api_refuses_a_hook_with_an_unknown_matcher_field_naming_it_an
         "allowed: trigger_type, trigger_id"
     )
     assert CANARY not in r.text
+
+
+def test_a_process_config_refused_for_two_triggers_of_one_id_does_not_show_its_secrets() -> None:
+    """Regression: the check of trigger ids ran outside the wrapper hiding secret values from
+    errors, so its error showed the whole configuration, ``secrets`` included."""
+    from pydantic import ValidationError
+
+    from tether import ProcessConfig
+
+    cron = {"type": "cron", "id": "nightly", "cron_expression": "0 3 * * *"}
+    with pytest.raises(ValidationError) as refused:
+        ProcessConfig(secrets={"CRM_TOKEN": CANARY}, model="scripted", triggers=[cron, cron])
+    assert "two triggers share the id 'nightly'" in str(refused.value)
+    assert CANARY[:6] not in str(refused.value)
+    assert CANARY not in repr(refused.value.errors())

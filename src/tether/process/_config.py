@@ -267,16 +267,6 @@ class ProcessConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _errors_without_secrets(cls, data: Any, handler: Any) -> Any:
-        """An error names the field, the value and what it allows; but not the value of a field
-        that may hold a secret (secrets, a hook's env, a url) or of an unknown field."""
-        try:
-            return handler(data)
-        except ValidationError as exc:
-            raise secrets_masked(exc) from None
-
     model: Any = Field(default="openai:gpt-5-mini", description="'openai:<name>', 'scripted'")
     model_timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per request")
     model_max_retries: int = Field(default=2, ge=0, le=10, description="Retries per request")
@@ -375,6 +365,17 @@ class ProcessConfig(BaseModel):
                 )
             seen.add(trigger_id)
         return self
+
+    # Declared last, so it wraps every other validator (those declared after it run outside).
+    @model_validator(mode="wrap")
+    @classmethod
+    def _errors_without_secrets(cls, data: Any, handler: Any) -> Any:
+        """An error names the field, the value and what it allows; but not the value of a field
+        that may hold a secret (secrets, a hook's env, a url) or of an unknown field."""
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            raise secrets_masked(exc) from None
 
 
 for _cls in (
