@@ -14,7 +14,8 @@ import pytest
 
 from _process_support import completions, run_task
 from _process_support import plugin_process as make_process
-from tether import Plugin, PluginContext, PluginError
+from tether import HookManager, Plugin, PluginContext, PluginError, implements
+from tether.hooks._plugin import register_plugin
 from tether.models import ModelReply, ScriptedModel
 from tether.plugins.debrief import DebriefPlugin
 from tether.store._artifacts import DirArtifacts, MemoryArtifacts, SqliteArtifacts
@@ -278,3 +279,68 @@ async def test_an_artifact_label_holding_a_declared_secret_is_refused(tmp_path: 
     assert "declared secret" in error
     assert secret not in error
     assert not any(secret in name for name in os.listdir(tmp_path))
+
+
+# -- declaration: handlers that could never be called, and the order of ties ----------------
+
+
+def test_a_lifecycle_method_that_cannot_take_the_context_is_refused_at_registration() -> None:
+    class NoCtx(Plugin):
+        name = "noctx"
+
+        async def on_task_completed(self) -> None:  # type: ignore[override]
+            pass
+
+    class TwoArgs(Plugin):
+        name = "twoargs"
+
+        async def on_task_created(self, ctx: PluginContext, extra: int) -> None:
+            pass
+
+    for plugin in (NoCtx(), TwoArgs()):
+        with pytest.raises(PluginError, match="must take the context as its one argument"):
+            make_process(plugin)
+
+
+async def test_register_hook_refuses_a_lifecycle_handler_that_cannot_take_the_context() -> None:
+    class Runtime(Plugin):
+        name = "runtime"
+
+    plugin = Runtime()
+    process = make_process(plugin)
+
+    async def no_ctx() -> None:
+        pass
+
+    with pytest.raises(PluginError, match="must take the context"):
+        plugin.register_hook("task_completed", no_ctx)
+    assert process.hooks.describe() == []
+
+
+async def test_a_plugins_handlers_of_one_point_at_one_priority_run_in_definition_order() -> None:
+    class Ordered(Plugin):
+        name = "ordered"
+
+        @implements("ticket.classify")
+        def zeta(self) -> str:
+            return "zeta"
+
+        @implements("ticket.classify")
+        def alpha(self) -> str:
+            return "alpha"
+
+        @implements("ticket.classify")
+        def mid(self) -> str:
+            return "mid"
+
+    class Later(Ordered):
+        name = "later"
+
+        @implements("ticket.classify")
+        def aardvark(self) -> str:
+            return "aardvark"
+
+    hooks = HookManager()
+    register_plugin(hooks, Later())
+
+    assert await hooks.call("ticket.classify") == ["zeta", "alpha", "mid", "aardvark"]

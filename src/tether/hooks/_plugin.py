@@ -298,6 +298,8 @@ class Plugin:
             raise PluginError(
                 f"plugin {self.name!r}: {where} for {key.value} must be an async function"
             )
+        if isinstance(key, HookEvent):
+            _check_takes_context(self, where, fn)
         options: dict[str, Any] = {"priority": priority, "fail_closed": fail_closed}
         if timeout is not None:
             options["timeout"] = timeout
@@ -346,11 +348,28 @@ def plugin_methods(plugin: Plugin) -> dict[HookEvent, Callable[..., Any]]:
             raise PluginError(
                 f"plugin {plugin.name!r}: on_{event.value} must be an async method (async def)"
             )
+        _check_takes_context(plugin, f"on_{event.value}", method)
         found[event] = method
     return found
 
 
 _LIFECYCLE_METHODS: Final = tuple(f"on_{event.value}" for event in HookEvent)
+
+
+def _check_takes_context(plugin: Plugin, where: str, fn: Callable[..., Any]) -> None:
+    """A lifecycle handler is called with the context alone: one that cannot take it would
+    fail at every event, so it is refused where it is declared."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # (a callable without a signature: left to the call)
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise PluginError(
+            f"plugin {plugin.name!r}: {where}{signature} must take the context as its one "
+            "argument, e.g. (self, ctx)"
+        ) from None
 
 
 def _check_method_names(plugin: Plugin) -> None:
@@ -404,11 +423,20 @@ def _check(plugin: object) -> Plugin:
     return plugin
 
 
+def _in_definition_order(cls: type) -> list[str]:
+    """The attribute names of a class, as defined (a base class's first), not sorted as
+    ``dir`` has them: handlers of one point at one priority run in the order written."""
+    names: dict[str, None] = {}
+    for klass in reversed(cls.__mro__):
+        names.update(dict.fromkeys(vars(klass)))
+    return list(names)
+
+
 def _extensions(plugin: Plugin) -> list[tuple[tuple[str, int], Callable[..., Any]]]:
-    """The methods marked with ``implements``, found without evaluating any attribute
-    (a property of the plugin must not run just because the plugin is registered)."""
+    """The methods marked with ``implements``, in definition order, found without evaluating
+    any attribute (a property of the plugin must not run just because it is registered)."""
     found = []
-    for attr in dir(type(plugin)):
+    for attr in _in_definition_order(type(plugin)):
         raw = inspect.getattr_static(plugin, attr, None)
         ext = getattr(getattr(raw, "__func__", raw), "__tether_extension__", None)
         if ext is not None:
