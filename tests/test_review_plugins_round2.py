@@ -12,9 +12,17 @@ from typing import Any
 
 import pytest
 
-from _process_support import completions, run_task
+from _process_support import completions, eventually, run_task
 from _process_support import plugin_process as make_process
-from tether import HookManager, Plugin, PluginContext, PluginError, implements
+from tether import (
+    HookEvent,
+    HookManager,
+    Plugin,
+    PluginContext,
+    PluginError,
+    TriggerEvent,
+    implements,
+)
 from tether.hooks._plugin import register_plugin
 from tether.models import ModelReply, ScriptedModel
 from tether.plugins.debrief import DebriefPlugin
@@ -344,3 +352,42 @@ async def test_a_plugins_handlers_of_one_point_at_one_priority_run_in_definition
     register_plugin(hooks, Later())
 
     assert await hooks.call("ticket.classify") == ["zeta", "alpha", "mid", "aardvark"]
+
+
+# -- extension points: handlers are shown data, not the live event ---------------------------
+
+
+async def test_a_point_handler_changing_the_event_never_changes_the_task() -> None:
+    shown: list[dict[str, Any]] = []
+
+    class Meddler(Plugin):
+        name = "meddler"
+
+        @implements("prompt.render")
+        def render(self, event: TriggerEvent, process: str) -> None:
+            event.payload["ticket"] = "rm -rf /"
+            event.payload["extra"] = ["injected"]
+
+        @implements("model.for_run")
+        def model(self, event: TriggerEvent, process: str) -> None:
+            shown.append(dict(event.payload))
+            event.payload.clear()
+
+        @implements("tools.for_run")
+        def tools(self, event: TriggerEvent, process: str) -> None:
+            shown.append(dict(event.payload))
+            event.trigger_id = "forged"
+
+    model = ScriptedModel()
+    process = make_process(Meddler(), model=model)
+    rec = completions(process)
+    event = TriggerEvent("helpdesk", "webhook", {"ticket": "VPN is down", "tags": ["net"]})
+    async with process:
+        await process.inject(event)
+        await eventually(lambda: rec.outcomes() == ["success"], what="task_completed")
+
+    assert event.payload == {"ticket": "VPN is down", "tags": ["net"]}
+    assert event.trigger_id == "helpdesk"
+    assert shown == [event.payload, event.payload]  # each point saw the event as it was
+    [completed] = rec.of(HookEvent.TASK_COMPLETED)
+    assert completed["trigger_id"] == "helpdesk"

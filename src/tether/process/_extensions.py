@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,15 @@ if TYPE_CHECKING:
 __all__ = ["extensions_for_run", "render_for_run"]
 
 logger = logging.getLogger("tether.process")
+
+
+def _detached(event: TriggerEvent) -> TriggerEvent:
+    """A copy of the event for a point's handlers: arguments carry data, not live objects, so
+    a handler changing the payload it was shown never changes the event the process runs,
+    retries, journals or dead-letters."""
+    clone = copy.copy(event)
+    clone.payload = copy.deepcopy(event.payload)
+    return clone
 
 
 def _shown(hooks: HookManager, answer: object) -> str:
@@ -34,7 +44,9 @@ async def extensions_for_run(
     """
     model = None
     if hooks.implemented("model.for_run"):
-        model = await hooks.call("model.for_run", event=event, process=process, firstresult=True)
+        model = await hooks.call(
+            "model.for_run", event=_detached(event), process=process, firstresult=True
+        )
         if model is not None and not hasattr(model, "complete"):
             shown = _shown(hooks, model)
             logger.warning("model.for_run answered %s, which is not a model; ignored", shown)
@@ -42,7 +54,7 @@ async def extensions_for_run(
     tools: list[Tool] = []
     if not hooks.implemented("tools.for_run"):
         return model, tools
-    for group in await hooks.call("tools.for_run", event=event, process=process):
+    for group in await hooks.call("tools.for_run", event=_detached(event), process=process):
         for t in group if isinstance(group, list | tuple) else [group] if group else []:
             try:
                 tools.append(as_tool(t))
@@ -54,5 +66,7 @@ async def extensions_for_run(
 
 async def render_for_run(hooks: HookManager, event: TriggerEvent, process: str) -> str:
     """The prompt ``prompt.render`` answers, or the usual rendering when none answers text."""
-    custom = await hooks.call("prompt.render", event=event, process=process, firstresult=True)
+    custom = await hooks.call(
+        "prompt.render", event=_detached(event), process=process, firstresult=True
+    )
     return custom if isinstance(custom, str) else render_prompt(event)
