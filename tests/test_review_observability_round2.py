@@ -155,3 +155,42 @@ def test_a_process_config_refused_for_two_triggers_of_one_id_does_not_show_its_s
     assert "two triggers share the id 'nightly'" in str(refused.value)
     assert CANARY[:6] not in str(refused.value)
     assert CANARY not in repr(refused.value.errors())
+
+
+# -- a dry run counts the async hooks it ran inline ------------------------------------------------
+
+
+async def test_a_dry_run_counts_the_async_command_hooks_it_ran_and_their_errors(
+    cli: Any, tmp_path: Any
+) -> None:
+    """Regression: a dry run ran the async hooks inline (the trace showed them) but answered
+    ``fired: 0`` and no errors for them, so the CLI said "0 hook(s) ran"."""
+    marker = tmp_path / "ran"
+    hooks = [
+        {"event": "task_created", "command": ["touch", str(marker)], "mode": "async"},
+        {"event": "task_created", "command": ["false"], "mode": "async", "name": "audit"},
+    ]
+    runtime = AgentRuntime(hooks=HookManager())
+    await runtime.start_all()
+    await runtime.add_process("triage", {"model": "scripted", "hooks": hooks})
+    api = OrchestrationAPI(runtime, port=0, webhooks=False)
+    await api.start()
+    try:
+        async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
+            body = {"event": "task_created", "data": {"task_id": "t1", "payload": {}}}
+            r = await client.post("/processes/triage/hooks/dry-run", json=body)
+            assert r.status_code == 200, r.text
+            answer = r.json()
+            assert [t["outcome"] for t in answer["trace"]] == ["passed", "failed"]
+            assert answer["fired"] == 2
+            [error] = answer["errors"]
+            assert error["hook_id"] == answer["trace"][1]["hook_id"]
+            assert "exited with code 1" in error["error"]
+            assert marker.exists()  # the command really ran
+            assert (await client.get("/processes/triage/hooks/runs")).json()["runs"] == []
+        done = await cli("hooks", "dry-run", "triage", "task_created", "--url", api.url)
+        assert done.returncode == 0, done.stderr
+        assert "2 hook(s) ran, nothing was queued" in done.stdout
+    finally:
+        await api.stop()
+        await runtime.stop_all()

@@ -85,18 +85,28 @@ class HookObservability:
             )
         finally:
             _withheld.reset(token)
+        trace = [run.as_dict() for run in tracer.runs()]
+        fired = result.fired
+        errors = [
+            {"hook_id": hook_id, "error": self.redactor.text(str(exc))}
+            for hook_id, exc in result.errors
+        ]
+        # The async hooks ran inline, after the chain the result counts: count them too (their
+        # trace's error text is redacted already).
+        for run in trace:
+            if run["mode"] == "async" and run["outcome"] not in ("skipped", "dropped"):
+                fired += 1
+                if run["outcome"] in ("failed", "timed_out"):
+                    errors.append({"hook_id": run["hook_id"], "error": run["error"]})
         return {
             "event": str(event),
             "blocked": result.blocked,
             "decision": "blocked" if result.blocked else "allowed",
             # A block reason is a hook's own text: it may quote a value the hook was handed.
             "reason": self.redactor.text(result.reason) if result.reason else result.reason,
-            "fired": result.fired,
-            "errors": [
-                {"hook_id": hook_id, "error": self.redactor.text(str(exc))}
-                for hook_id, exc in result.errors
-            ],
+            "fired": fired,
+            "errors": errors,
             "data": self.redactor.value(result.data) if self.redactor else result.data,
-            "trace": [run.as_dict() for run in tracer.runs()],
+            "trace": trace,
             "withheld": notes,
         }
