@@ -391,3 +391,50 @@ async def test_a_point_handler_changing_the_event_never_changes_the_task() -> No
     assert shown == [event.payload, event.payload]  # each point saw the event as it was
     [completed] = rec.of(HookEvent.TASK_COMPLETED)
     assert completed["trigger_id"] == "helpdesk"
+
+
+# -- a plugin raising in __init__, a plugin warning in a loop --------------------------------
+
+
+class Unbuildable(Plugin):
+    name = "unbuildable"
+
+    def __init__(self) -> None:
+        raise RuntimeError("no config file")
+
+    async def on_task_completed(self, ctx: PluginContext) -> None:
+        pass
+
+
+def test_a_plugin_class_raising_in_init_is_a_plugin_error_naming_it() -> None:
+    with pytest.raises(PluginError, match=r"Unbuildable could not be built.*no config file"):
+        make_process(Unbuildable)
+
+    process = make_process()
+    with pytest.raises(PluginError, match="Unbuildable could not be built"):
+        process.plugins.add(Unbuildable)
+    assert process.plugins.names == []
+    assert process.hooks.describe() == []
+
+
+async def test_a_plugin_warning_in_a_loop_keeps_a_bounded_count_and_size() -> None:
+    class Chatty(Plugin):
+        name = "chatty"
+
+        async def on_task_completed(self, ctx: PluginContext) -> None:
+            ctx.warn("y" * 1_000_000)
+            for i in range(5_000):
+                ctx.warn(f"warning {i}")
+
+    process = make_process(Chatty())
+    rec = completions(process)
+    async with process:
+        event_id = await run_task(process, rec)
+
+    kept = process.plugins.warnings[event_id]
+    assert len(kept) == 101
+    assert kept[0].startswith("plugin:chatty: yyy")
+    assert kept[0].endswith("(1000015 characters in all)")
+    assert len(kept[0]) < 4100
+    assert kept[1] == "plugin:chatty: warning 0"
+    assert kept[-1] == "plugin warnings: 4901 more for this task not kept (see the log)"

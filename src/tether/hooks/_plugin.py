@@ -409,9 +409,19 @@ def _bindings(plugin: Plugin) -> list[tuple[HookManager, PluginHost | None, str]
     return found
 
 
+def build_plugin(cls: type[Plugin]) -> Plugin:
+    """``cls()``; what it raises is a PluginError naming the class (the cause chained)."""
+    try:
+        return cls()
+    except Exception as exc:
+        raise PluginError(
+            f"plugin class {cls.__name__} could not be built with no arguments: {exc!r}"
+        ) from exc
+
+
 def _check(plugin: object) -> Plugin:
     if isinstance(plugin, type) and issubclass(plugin, Plugin):
-        plugin = plugin()
+        plugin = build_plugin(plugin)
     if not isinstance(plugin, Plugin):
         raise PluginError(f"a plugin must be a tether.Plugin instance or subclass, got {plugin!r}")
     name = plugin.name

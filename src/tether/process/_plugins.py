@@ -13,6 +13,7 @@ from ..hooks._plugin import (
     Plugin,
     PluginContext,
     PluginError,
+    build_plugin,
     register_plugin,
     resolve_plugin,
     unregister_plugin,
@@ -28,6 +29,9 @@ __all__ = ["PluginManager"]
 logger = logging.getLogger("tether.process")
 
 WARNINGS_KEPT = 200
+#: Warnings kept per task (more are logged and counted), and the longest one kept whole.
+WARNINGS_PER_TASK = 100
+WARNING_CHARS = 4000
 
 
 def _task_id(ctx: HookContext, process: AgentProcess) -> str:
@@ -68,6 +72,7 @@ class PluginManager:
             process.config.artifacts_dir, process.config.journal_path, process.name
         )
         self.warnings: dict[str, list[str]] = {}
+        self._dropped: dict[str, int] = {}
 
     def __iter__(self) -> Iterator[Plugin]:
         return iter(list(self._plugins.values()))
@@ -88,8 +93,8 @@ class PluginManager:
     def add(self, plugin: Plugin | type[Plugin] | str) -> Plugin:
         """Activate a plugin (an instance, a Plugin subclass, or a name to resolve)."""
         instance = resolve_plugin(plugin) if isinstance(plugin, str) else plugin
-        if isinstance(instance, type):
-            instance = instance()
+        if isinstance(instance, type) and issubclass(instance, Plugin):
+            instance = build_plugin(instance)
         name = getattr(instance, "name", None)
         if isinstance(name, str) and name in self._plugins:
             raise PluginError(f"plugin {name!r} is already active on {self._process.name!r}")
@@ -157,10 +162,25 @@ class PluginManager:
         self._keep_warning(task, self._process.redactor.text(f"plugin:{plugin}: {message}"))
 
     def _keep_warning(self, task: str, text: str) -> None:
+        """Keep a warning with its task: at most WARNINGS_PER_TASK per task (then one line
+        counting those not kept), each cut at WARNING_CHARS, for the last WARNINGS_KEPT tasks.
+        A plugin warning in a loop must not hold the host's memory; every one is logged."""
+        if len(text) > WARNING_CHARS:
+            text = f"{text[:WARNING_CHARS]}... ({len(text)} characters in all)"
         bucket = self.warnings.setdefault(task, [])
-        bucket.append(text)
+        if len(bucket) < WARNINGS_PER_TASK:
+            bucket.append(text)
+        else:
+            dropped = self._dropped[task] = self._dropped.get(task, 0) + 1
+            note = f"plugin warnings: {dropped} more for this task not kept (see the log)"
+            if dropped == 1:
+                bucket.append(note)
+            else:
+                bucket[-1] = note
         if len(self.warnings) > WARNINGS_KEPT:
-            self.warnings.pop(next(iter(self.warnings)))
+            oldest = next(iter(self.warnings))
+            del self.warnings[oldest]
+            self._dropped.pop(oldest, None)
         logger.warning("%s (task %s of %s)", text, task, self._process.name)
 
     def plugin_artifact(
