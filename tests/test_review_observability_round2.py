@@ -194,3 +194,23 @@ async def test_a_dry_run_counts_the_async_command_hooks_it_ran_and_their_errors(
     finally:
         await api.stop()
         await runtime.stop_all()
+
+
+# -- filters of the runs endpoint ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hook", ["", "   "])
+async def test_an_empty_hook_filter_answers_400_naming_it(
+    client: httpx.AsyncClient, hook: str
+) -> None:
+    """Regression: ``hook=`` answered 200 with no runs, as if the hook had never run."""
+    r = await client.post(
+        "/processes", json={"name": "triage", "config": {"model": "scripted", "hooks": NOTIFY}}
+    )
+    assert r.status_code == 201, r.text
+    r = await client.get("/processes/triage/hooks/runs", params={"hook": hook})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["code"] == "INVALID_QUERY"
+    assert error["message"] == (f"hook: {hook!r} is empty; give a hook id (e.g. hook-3) or a name")
+    assert error["details"][0]["path"] == "query.hook"

@@ -99,6 +99,13 @@ def _last(value: str | None) -> int | None:
     return int(digits)
 
 
+def _hook_filter(value: str | None) -> str | None:
+    """A hook id (``hook-3``) or name; an empty one could only ever match nothing."""
+    if value is not None and not value.strip():
+        raise bad_query("hook", f"{value!r} is empty; give a hook id (e.g. hook-3) or a name")
+    return value
+
+
 def _bool(params: dict[str, str], name: str) -> bool | None:
     value = params.get(name)
     if value is None:
@@ -167,7 +174,7 @@ class HookEndpoints:
         filters = {
             "event": _event_filter(params, extension_points=False),
             "outcome": _choice(params, "outcome", OUTCOMES),
-            "hook": params.get("hook"),
+            "hook": _hook_filter(params.get("hook")),
             "since": _since(params.get("since")),
             "last": _last(params.get("last")),
         }
