@@ -438,3 +438,31 @@ async def test_a_plugin_warning_in_a_loop_keeps_a_bounded_count_and_size() -> No
     assert len(kept[0]) < 4100
     assert kept[1] == "plugin:chatty: warning 0"
     assert kept[-1] == "plugin warnings: 4901 more for this task not kept (see the log)"
+
+
+async def test_a_converse_longer_than_its_handlers_timeout_ends_first_and_is_recorded() -> None:
+    seen: list[BaseException] = []
+
+    class Asker(Plugin):
+        name = "asker"  # converse_timeout 30 s by default; the handler's timeout is 0.4 s
+
+        async def on_task_completed(self, ctx: PluginContext) -> None:
+            try:
+                await ctx.converse("what happened?")
+            except TimeoutError as exc:
+                seen.append(exc)
+            ctx.emit_artifact({"asked": True})
+
+    process = make_process(Asker(), model=SwallowingModel(), hook_timeout=0.4)
+    rec = completions(process)
+    async with process:
+        event_id = await run_task(process, rec)
+        [artifact] = process.plugins.artifacts.list(event_id)
+
+    assert len(seen) == 1
+    assert artifact["payload"]["timed_out"] is True
+    assert process.plugins.warnings.get(event_id) is None  # the handler was not cut off
+    runs = process.history.runs(event="task_completed")
+    assert [r.outcome for r in runs if r.hook_name == "plugin:asker.on_task_completed"] == [
+        "passed"
+    ]

@@ -162,7 +162,7 @@ class PluginHost(Protocol):
 class PluginContext(HookContext):
     """HookContext plus the capabilities a plugin may use at this point."""
 
-    __slots__ = ("_host", "_live", "_plugin", "converse_calls", "handler")
+    __slots__ = ("_host", "_live", "_plugin", "converse_calls", "handler", "hook_deadline")
 
     def __init__(
         self,
@@ -180,6 +180,8 @@ class PluginContext(HookContext):
         self.handler = handler or f"on_{base.event.value}"
         #: False once the handler it was made for has returned: its capabilities end there.
         self._live = True
+        #: When the handler's own timeout cuts it off (the loop's clock), if it has one.
+        self.hook_deadline: float | None = None
 
     def _check_live(self, capability: str) -> None:
         if not self._live:
@@ -250,6 +252,11 @@ class PluginContext(HookContext):
         if self._host is None:
             raise PluginError("this plugin context has no agent to converse with")
         deadline = timeout if timeout is not None else self._plugin.converse_timeout
+        if self.hook_deadline is not None:
+            # The turn ends a little before the handler's own timeout would cut the handler
+            # off, so the handler still gets its TimeoutError and can record it.
+            left = self.hook_deadline - asyncio.get_running_loop().time()
+            deadline = max(min(deadline, left - min(0.5, left / 10)), 0.001)
         return await self._host.plugin_converse(self._plugin.name, self, text, deadline)
 
 
@@ -307,7 +314,9 @@ class Plugin:
         try:
             for manager, host, source in list(bindings):
                 if isinstance(key, HookEvent):
-                    callback = _make_handler(self, key, fn, host, where)
+                    callback = _make_handler(
+                        self, key, fn, host, where, _budget(manager, options.get("timeout"))
+                    )
                 elif host is not None:  # its failures are the task's warnings, as declared ones'
                     callback = _point_handler(self, key, fn, host)
                 else:
@@ -460,11 +469,17 @@ def _make_handler(
     method: Callable[..., Any],
     host: PluginHost | None,
     where: str | None = None,
+    budget: Callable[[], float | None] | None = None,
 ) -> Callable[[HookContext], Any]:
+    """The registered callback of a lifecycle method. ``budget`` answers the handler's timeout
+    (its own, else its manager's default, read at each call), which bounds its converse turns."""
     where = where or f"on_{event.value}"
+    timed = budget if event is HookEvent.TASK_COMPLETED else None  # (converse is valid there)
 
     async def handler(ctx: HookContext) -> None:
         scoped = PluginContext(ctx, plugin, host, where)
+        if timed is not None and (seconds := timed()) is not None:
+            scoped.hook_deadline = asyncio.get_running_loop().time() + seconds
         try:
             await method(scoped)
         except HookBlocked:
@@ -484,6 +499,13 @@ def _make_handler(
 
     handler.__qualname__ = f"{plugin.name}.{where}"
     return handler
+
+
+def _budget(manager: HookManager, timeout: float | None) -> Callable[[], float | None]:
+    """A handler's timeout: its own, else its manager's default as it is at the call."""
+    if timeout is not None:
+        return lambda: timeout
+    return lambda: manager.default_timeout
 
 
 def _point_handler(
@@ -569,7 +591,8 @@ def register_plugin(
         if options["timeout"] is None:
             del options["timeout"]  # the manager's default applies
         options["name"] = f"plugin:{plugin.name}.{where}"
-        specs.append((event, _make_handler(plugin, event, method, host), options))
+        budget = _budget(manager, options.get("timeout"))
+        specs.append((event, _make_handler(plugin, event, method, host, None, budget), options))
     for (point, priority), fn in _extensions(plugin):
         name = f"plugin:{plugin.name}.{getattr(fn, '__name__', point)}"
         try:
