@@ -466,3 +466,58 @@ async def test_a_converse_longer_than_its_handlers_timeout_ends_first_and_is_rec
     assert [r.outcome for r in runs if r.hook_name == "plugin:asker.on_task_completed"] == [
         "passed"
     ]
+
+
+async def test_a_plugin_method_calling_sys_exit_is_a_warning_of_the_task() -> None:
+    class Exiter(Plugin):
+        name = "exiter"
+
+        async def on_task_completed(self, ctx: PluginContext) -> None:
+            raise SystemExit(3)
+
+    process = make_process(Exiter())
+    rec = completions(process)
+    async with process:
+        event_id = await run_task(process, rec)
+
+    assert rec.outcomes() == ["success"]
+    assert process.plugins.warnings[event_id] == [
+        "plugin:exiter: on_task_completed failed: SystemExit(3)"
+    ]
+
+
+# -- deferred calls a stop ends are said, not silently forgotten ------------------------------
+
+
+async def test_deferred_calls_a_stop_ends_are_logged_by_point(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fired: list[int] = []
+    started = asyncio.Event()
+
+    class Later(Plugin):
+        name = "later"
+
+        @implements("report.send")
+        def send(self, n: int) -> None:
+            fired.append(n)
+
+        @implements("report.slow")
+        async def slow(self) -> None:
+            started.set()
+            await asyncio.sleep(30)
+
+    process = make_process(Later())
+    async with process:
+        process.hooks.call_later(0, "report.send", n=1)
+        process.hooks.call_later(60, "report.send", n=2)
+        process.hooks.call_later(60, "audit.flush")
+        process.hooks.call_later(0, "report.slow")
+        await asyncio.wait_for(started.wait(), 5)
+        caplog.clear()
+
+    assert fired == [1]
+    [line] = [r.getMessage() for r in caplog.records if "deferred" in r.getMessage()]
+    dropped = "2 deferred extension-point call(s) not yet due dropped (audit.flush, report.send)"
+    assert dropped in line
+    assert "1 running cancelled (deferred call of report.slow)" in line

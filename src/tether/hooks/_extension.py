@@ -132,15 +132,25 @@ class ExtensionPoints:
         if isinstance(key, HookEvent):
             raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
         loop = asyncio.get_running_loop()
+        due = self._due()
 
         def fire() -> None:
             self._timers.discard(handle)
-            task = loop.create_task(self.call(name, **kwargs))
+            due.pop(handle, None)
+            task = loop.create_task(self.call(name, **kwargs), name=f"deferred call of {name}")
             self._deferred.add(task)
             task.add_done_callback(lambda done: self._deferred_ended(done, name))
 
         handle = loop.call_later(delay, fire)
         self._timers.add(handle)
+        due[handle] = name
+
+    def _due(self) -> dict[asyncio.TimerHandle, str]:
+        """The point each deferred call not yet fired will call (for what a close drops)."""
+        due: dict[asyncio.TimerHandle, str] | None = self.__dict__.get("_due_points")
+        if due is None:
+            due = self.__dict__["_due_points"] = {}
+        return due
 
     def _deferred_ended(self, task: asyncio.Task[Any], name: str) -> None:
         """Forget a deferred call that ended. What its handlers raised past ``call`` (what no
@@ -159,12 +169,25 @@ class ExtensionPoints:
         """Cancel deferred calls still pending: those not yet fired and those running (but
         the calling task, and those in ``keep``: a deferred call awaiting what closes this).
         Running ones are cancelled with the CLOSING message: no fault of their handlers."""
+        due = self._due()
+        dropped = sorted(due.get(handle, "?") for handle in self._timers)
         for handle in self._timers:
             handle.cancel()
         self._timers.clear()
+        due.clear()
         me = asyncio.current_task()
         tasks = [task for task in self._deferred if task is not me and task not in keep]
         for task in tasks:
             task.cancel(CLOSING)
+        if dropped or tasks:
+            # Fire-and-forget is not forget-silently: what the close ends is said once.
+            logger.warning(
+                "closing: %d deferred extension-point call(s) not yet due dropped%s, "
+                "%d running cancelled%s",
+                len(dropped),
+                f" ({', '.join(dropped)})" if dropped else "",
+                len(tasks),
+                f" ({', '.join(sorted(t.get_name() for t in tasks))})" if tasks else "",
+            )
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -484,7 +484,7 @@ def _make_handler(
             await method(scoped)
         except HookBlocked:
             raise
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # (the engine isolates a sys.exit() too)
             # A plugin's failure is never the task's failure: it travels as a warning.
             if host is not None:
                 host.plugin_warn(plugin.name, scoped, f"{where} failed: {exc!r}")
