@@ -521,3 +521,70 @@ async def test_deferred_calls_a_stop_ends_are_logged_by_point(
     dropped = "2 deferred extension-point call(s) not yet due dropped (audit.flush, report.send)"
     assert dropped in line
     assert "1 running cancelled (deferred call of report.slow)" in line
+
+
+# -- a plugin's priority and timeout apply to its extension-point handlers too ---------------
+
+
+async def test_a_plugins_priority_and_timeout_apply_to_its_extension_point_handlers() -> None:
+    class Slow(Plugin):
+        name = "slow"
+        priority = 10
+        timeout = 0.2
+
+        @implements("ticket.classify")
+        async def classify(self) -> str:
+            await asyncio.sleep(5)
+            return "late"
+
+        @implements("ticket.classify", priority=-5, timeout=1)
+        def own(self) -> str:
+            return "own"
+
+    class Quick(Plugin):
+        name = "quick"
+
+        @implements("ticket.classify")
+        def classify(self) -> str:
+            return "quick"
+
+    hooks = HookManager()
+    errors: list[Any] = []
+    hooks.on_error(errors.append)
+    register_plugin(hooks, Quick())
+    register_plugin(hooks, Slow())
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    assert await hooks.call("ticket.classify") == [None, "quick", "own"]
+    assert loop.time() - started < 1.5
+    [error] = errors
+    assert isinstance(error.error, TimeoutError)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"timeout": -1}, "timeout must be > 0"),
+        ({"timeout": "1"}, "timeout must be a number"),
+        ({"priority": 1.5}, "priority must be an int"),
+    ],
+)
+def test_implements_refuses_bad_options_where_declared(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises((TypeError, ValueError), match=message):
+        implements("ticket.classify", **options)
+
+
+def test_a_bad_plugin_timeout_is_refused_for_its_extension_point_handlers_too() -> None:
+    class Bad(Plugin):
+        name = "bad"
+        timeout = -3
+
+        @implements("ticket.classify")
+        def classify(self) -> str:
+            return "x"
+
+    with pytest.raises(PluginError, match=r"bad.*classify.*timeout must be > 0.*-3"):
+        register_plugin(HookManager(), Bad())

@@ -123,13 +123,21 @@ def hook_options(
     return mark
 
 
-def implements(name: str, *, priority: int = 0) -> Callable[[F], F]:
-    """Mark a plugin method as the handler of extension point ``name`` (a dotted name)."""
+def implements(
+    name: str, *, priority: int | None = None, timeout: float | None = None
+) -> Callable[[F], F]:
+    """Mark a plugin method as the handler of extension point ``name`` (a dotted name).
+
+    ``priority`` and ``timeout`` default to the plugin's (its class attributes), as for its
+    ``on_<event>`` methods; they are checked here, where they are declared.
+    """
     _check_point(name)
-    _check_priority(priority)
+    if priority is not None:
+        _check_priority(priority)
+    _check_timeout(timeout)
 
     def mark(fn: F) -> F:
-        fn.__tether_extension__ = (name, priority)  # type: ignore[attr-defined]
+        fn.__tether_extension__ = (name, priority, timeout)  # type: ignore[attr-defined]
         return fn
 
     return mark
@@ -451,7 +459,9 @@ def _in_definition_order(cls: type) -> list[str]:
     return list(names)
 
 
-def _extensions(plugin: Plugin) -> list[tuple[tuple[str, int], Callable[..., Any]]]:
+def _extensions(
+    plugin: Plugin,
+) -> list[tuple[tuple[str, int | None, float | None], Callable[..., Any]]]:
     """The methods marked with ``implements``, in definition order, found without evaluating
     any attribute (a property of the plugin must not run just because it is registered)."""
     found = []
@@ -593,16 +603,23 @@ def register_plugin(
         options["name"] = f"plugin:{plugin.name}.{where}"
         budget = _budget(manager, options.get("timeout"))
         specs.append((event, _make_handler(plugin, event, method, host, None, budget), options))
-    for (point, priority), fn in _extensions(plugin):
+    for (point, priority, timeout), fn in _extensions(plugin):
         name = f"plugin:{plugin.name}.{getattr(fn, '__name__', point)}"
+        # The plugin's priority and timeout, unless implements() set the handler's own.
+        priority = plugin.priority if priority is None else priority
+        timeout = plugin.timeout if timeout is None else timeout
         try:
             _check_point(point)
             _check_priority(priority)
+            _check_timeout(timeout)
         except (TypeError, ValueError) as exc:
             raise PluginError(f"plugin {plugin.name!r}: {name}: {exc}") from None
         if host is not None:  # its failures are warnings of the task, as its methods' are
             fn = _point_handler(plugin, point, fn, host)
-        specs.append((point, fn, {"priority": priority, "name": name}))
+        ext_options: dict[str, Any] = {"priority": priority, "name": name}
+        if timeout is not None:
+            ext_options["timeout"] = timeout
+        specs.append((point, fn, ext_options))
     ids: list[str] = []
     try:
         for key, fn, options in specs:
