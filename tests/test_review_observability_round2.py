@@ -214,3 +214,12 @@ async def test_an_empty_hook_filter_answers_400_naming_it(
     assert error["code"] == "INVALID_QUERY"
     assert error["message"] == (f"hook: {hook!r} is empty; give a hook id (e.g. hook-3) or a name")
     assert error["details"][0]["path"] == "query.hook"
+
+
+async def test_the_openapi_document_says_the_hook_filter_is_not_empty(
+    client: httpx.AsyncClient,
+) -> None:
+    doc = (await client.get("/openapi.json")).json()
+    operation = doc["paths"]["/api/v1/processes/{name}/hooks/runs"]["get"]
+    [hook] = [p for p in operation["parameters"] if p["name"] == "hook"]
+    assert hook["schema"] == {"type": "string", "minLength": 1}

@@ -246,6 +246,7 @@ def openapi_document() -> dict[str, Any]:
                             "hook",
                             "Only this hook: its id (a hook of the running runtime: ids are "
                             "numbered afresh at each start) or its name (any run)",
+                            {"type": "string", "minLength": 1},
                         ),
                         _query(
                             "since",
