@@ -588,3 +588,44 @@ def test_a_bad_plugin_timeout_is_refused_for_its_extension_point_handlers_too() 
 
     with pytest.raises(PluginError, match=r"bad.*classify.*timeout must be > 0.*-3"):
         register_plugin(HookManager(), Bad())
+
+
+def test_one_plugin_registered_twice_on_one_manager_is_refused() -> None:
+    class Once(Plugin):
+        name = "once"
+
+        @implements("ticket.classify")
+        def classify(self) -> str:
+            return "x"
+
+    hooks = HookManager()
+    plugin = Once()
+    register_plugin(hooks, plugin)
+    with pytest.raises(PluginError, match="already registered"):
+        register_plugin(hooks, plugin)
+    assert len(hooks) == 1
+    register_plugin(HookManager(), plugin)  # another manager: fine
+
+
+async def test_an_artifact_payload_nested_too_deeply_is_a_plugin_error() -> None:
+    errors: list[str] = []
+
+    class Deep(Plugin):
+        name = "deep"
+
+        async def on_task_completed(self, ctx: PluginContext) -> None:
+            payload: list[Any] = []
+            for _ in range(100_000):
+                payload = [payload]
+            try:
+                ctx.emit_artifact(payload)
+            except PluginError as exc:
+                errors.append(str(exc))
+
+    process = make_process(Deep())
+    rec = completions(process)
+    async with process:
+        event_id = await run_task(process, rec)
+
+    assert errors == ["artifact payload is nested too deeply to store"]
+    assert process.plugins.artifacts.list(event_id) == []

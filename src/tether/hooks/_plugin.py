@@ -235,6 +235,8 @@ class PluginContext(HookContext):
             json.dumps(payload, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise PluginError(f"artifact payload is not JSON-serialisable: {exc}") from None
+        except RecursionError:
+            raise PluginError("artifact payload is nested too deeply to store") from None
         if self._host is None:
             raise PluginError("this plugin context has no host to store artifacts")
         return self._host.plugin_artifact(self._plugin.name, self, payload, label)
@@ -578,6 +580,9 @@ def register_plugin(
     Everything is validated before anything is registered: a bad plugin leaves no handler.
     """
     plugin = _check(plugin)
+    if any(bound is manager for bound, _, _ in _bindings(plugin)):
+        # Twice on one manager would run every handler twice per event.
+        raise PluginError(f"plugin {plugin.name!r} is already registered on this manager")
     methods = plugin_methods(plugin)
     try:
         _check_converse_timeout(plugin.converse_timeout, "converse_timeout")
