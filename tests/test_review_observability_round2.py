@@ -223,3 +223,43 @@ async def test_the_openapi_document_says_the_hook_filter_is_not_empty(
     operation = doc["paths"]["/api/v1/processes/{name}/hooks/runs"]["get"]
     [hook] = [p for p in operation["parameters"] if p["name"] == "hook"]
     assert hook["schema"] == {"type": "string", "minLength": 1}
+
+
+# -- the last N runs of a journaled process, in chain order ----------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=False,  # the runs tie only once the chain is found fast, which timing decides
+    reason="HistoryStore.query sorts the last N rows by recorded_at alone, so runs recorded at "
+    "the same time (a skipped hook and the one before it) come back reversed; needs "
+    "'ORDER BY recorded_at, rowid' in src/tether/store/_history.py (not this reviewer's file)",
+)
+async def test_the_last_runs_of_a_journaled_process_keep_the_order_of_the_chain(
+    client: httpx.AsyncClient, runtime: AgentRuntime, tmp_path: Any
+) -> None:
+    from tether import HookContext, HookEvent
+
+    async def reads(ctx: HookContext) -> None:
+        assert ctx.data["trigger_id"]
+
+    config = {"model": "scripted", "journal_path": str(tmp_path / "tether.db")}
+    r = await client.post("/processes", json={"name": "triage", "config": config})
+    assert r.status_code == 201, r.text
+    process = runtime.get("triage")
+    assert process is not None
+    for i in range(6):  # every other one skipped: its matcher does not match
+        matcher = {"trigger_id": "printers"} if i % 2 else None
+        process.hooks.register(
+            HookEvent.TASK_CREATED, reads, name=f"h{i}", priority=10 - i, matcher=matcher
+        )
+    # Enough dispatches for the chain to be found fast and timed once: its skipped runs then
+    # share their recorded_at with the run before them.
+    for i in range(300):
+        data = {"event_id": f"e{i}", "trigger_id": "api", "trigger_type": "api"}
+        await process.hooks.dispatch(HookEvent.TASK_CREATED, data, process_id="triage")
+    every = await wait_for_runs(client, "triage", 1800, event="task_created")
+    chain = [f"h{i}" for i in range(6)]
+    assert [run["hook_name"] for run in every[-6:]] == chain
+    params = {"event": "task_created", "last": 6}
+    r = await client.get("/processes/triage/hooks/runs", params=params)
+    assert [run["hook_name"] for run in r.json()["runs"]] == chain
