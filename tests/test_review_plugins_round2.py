@@ -629,3 +629,67 @@ async def test_an_artifact_payload_nested_too_deeply_is_a_plugin_error() -> None
 
     assert errors == ["artifact payload is nested too deeply to store"]
     assert process.plugins.artifacts.list(event_id) == []
+
+
+# -- first-result points of the process: a wrong answer does not silence the next handler ---
+
+
+class EchoModel:
+    """Answers with the last user message it was sent (to see the prompt a run used)."""
+
+    name = "echo"
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> ModelReply:
+        self.prompts.append(messages[-1]["content"])
+        return ModelReply(content="ok")
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_wrong_first_answer_lets_the_next_handler_of_a_process_point_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    chosen = EchoModel()
+
+    class Wrong(Plugin):
+        name = "wrong"
+        priority = 10
+
+        @implements("prompt.render")
+        def render(self, event: TriggerEvent, process: str) -> int:
+            return 42
+
+        @implements("model.for_run")
+        async def model(self, event: TriggerEvent, process: str) -> str:
+            return "gpt-9"
+
+    class Right(Plugin):
+        name = "right"
+
+        @implements("prompt.render")
+        def render(self, event: TriggerEvent, process: str) -> str:
+            return f"Ticket: {event.payload['ticket']}"
+
+        @implements("model.for_run")
+        def model(self, event: TriggerEvent, process: str) -> EchoModel:
+            return chosen
+
+    process = make_process(Wrong(), Right(), model=EchoModel())
+    errors: list[Any] = []
+    process.hooks.on_error(errors.append)
+    rec = completions(process)
+    async with process:
+        await run_task(process, rec, "VPN is down")
+
+    assert chosen.prompts == ["Ticket: VPN is down"]
+    assert sorted(str(e.error) for e in errors) == [
+        "model.for_run answered 'gpt-9', which is not a model",
+        "prompt.render answered 42, which is not text (a str)",
+    ]
+    assert "which is not text" in caplog.text

@@ -113,6 +113,41 @@ class ExtensionPoints:
             results.append(value)
         return None if firstresult else results
 
+    async def call_first(
+        self, name: str, accept: Callable[[Any], str | None], /, **kwargs: Any
+    ) -> Any:
+        """``call(name, firstresult=True)`` for a caller that needs one kind of answer: the
+        first non-None result that ``accept`` takes (it answers None) is returned. A result it
+        refuses (answering why) is that handler's error, logged and reported to the error
+        listeners as any failure, and the next handler is asked: one handler answering the
+        wrong thing never keeps a later one from answering."""
+        for hook in self._point(name):
+            if not hook.enabled:
+                continue
+            try:
+                value = hook.fn(**kwargs)
+                if type(value) is _Coroutine:  # stepped as in call()
+                    try:
+                        pending = value.send(None)
+                    except StopIteration as stop:
+                        value = stop.value
+                    else:
+                        value = await self._resume_bounded(hook, value, pending)
+                elif inspect.isawaitable(value):
+                    value = await self._await_bounded(hook, value)
+                if value is not None and (why := accept(value)) is not None:
+                    raise TypeError(f"{name} answered {why}")
+            except (Exception, asyncio.CancelledError, SystemExit) as exc:
+                if not isinstance(exc, Exception) and _cancelling():
+                    raise
+                self._log_failure(hook, name, exc)
+                info = HookErrorInfo(name, hook.hook_id, hook.name, "", exc)
+                await self._report(info, hook.manager)
+                continue
+            if value is not None:
+                return value
+        return None
+
     def call_later(self, delay: float, name: str, **kwargs: Any) -> None:
         """Schedule a fire-and-forget call of extension point ``name`` after ``delay`` seconds.
 

@@ -40,17 +40,14 @@ async def extensions_for_run(
 ) -> tuple[Model | None, list[Tool]]:
     """What the ``model.for_run`` and ``tools.for_run`` extension points answer for one run.
 
-    A point with no handler costs no call (the usual case); a bad answer is logged and ignored.
+    A point with no handler costs no call (the usual case); a bad answer is logged and ignored
+    (a model.for_run handler answering something else than a model: the next one is asked).
     """
     model = None
     if hooks.implemented("model.for_run"):
-        model = await hooks.call(
-            "model.for_run", event=_detached(event), process=process, firstresult=True
+        model = await hooks.call_first(
+            "model.for_run", _a_model, event=_detached(event), process=process
         )
-        if model is not None and not hasattr(model, "complete"):
-            shown = _shown(hooks, model)
-            logger.warning("model.for_run answered %s, which is not a model; ignored", shown)
-            model = None
     tools: list[Tool] = []
     if not hooks.implemented("tools.for_run"):
         return model, tools
@@ -66,7 +63,22 @@ async def extensions_for_run(
 
 async def render_for_run(hooks: HookManager, event: TriggerEvent, process: str) -> str:
     """The prompt ``prompt.render`` answers, or the usual rendering when none answers text."""
-    custom = await hooks.call(
-        "prompt.render", event=_detached(event), process=process, firstresult=True
-    )
+    custom = await hooks.call_first("prompt.render", _text, event=_detached(event), process=process)
     return custom if isinstance(custom, str) else render_prompt(event)
+
+
+# What a first-result point of the process takes; anything else is the answering handler's
+# error (logged through the redactor, told to the error listeners) and the next one is asked.
+
+
+def _a_model(answer: object) -> str | None:
+    return None if hasattr(answer, "complete") else f"{_cut(answer)}, which is not a model"
+
+
+def _text(answer: object) -> str | None:
+    return None if isinstance(answer, str) else f"{_cut(answer)}, which is not text (a str)"
+
+
+def _cut(answer: object) -> str:
+    text = repr(answer)
+    return text if len(text) <= 200 else f"{text[:200]}..."
