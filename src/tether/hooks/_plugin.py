@@ -51,6 +51,8 @@ MAX_SLUG: Final = 64
 BUILTIN_PLUGINS: Final[dict[str, str]] = {"debrief": "tether.plugins.debrief:DebriefPlugin"}
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: The warning of a handler that swallowed its cancellation and was closed by the engine.
+IGNORED_CANCEL: Final = "timed out or was cancelled, ignored it, and was closed"
 
 
 class PluginError(ValueError):
@@ -505,6 +507,11 @@ def _make_handler(
             if host is not None and not closing(exc):  # a stop's cancellation is no fault
                 host.plugin_warn(plugin.name, scoped, f"{where} timed out or was cancelled")
             raise
+        except GeneratorExit:
+            # It swallowed the cancellation and carried on, so the engine closed it: a fault.
+            if host is not None:
+                host.plugin_warn(plugin.name, scoped, f"{where} {IGNORED_CANCEL}")
+            raise
         finally:
             scoped._live = False
             ctx.data = scoped.data
@@ -543,6 +550,9 @@ def _point_handler(
         except asyncio.CancelledError as exc:
             if not closing(exc):
                 failed(kwargs, f"{where} timed out or was cancelled")
+            raise
+        except GeneratorExit:
+            failed(kwargs, f"{where} {IGNORED_CANCEL}")
             raise
 
     if inspect.iscoroutinefunction(method):
