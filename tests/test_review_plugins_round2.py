@@ -726,3 +726,18 @@ async def test_a_plugin_handler_ignoring_its_timeout_is_closed_and_warned_about(
         "and was closed",
         "plugin:stubborn: on_task_completed timed out or was cancelled, ignored it, and was closed",
     ]
+
+
+def test_memory_artifacts_keep_the_last_tasks_and_say_so_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = MemoryArtifacts(tasks_kept=3)
+    for i in range(6):
+        store.put(f"t{i}", f"t{i}.audit.json", {"i": i})
+        store.put(f"t{i}", f"t{i}.audit.more.json", {"i": i})
+
+    assert [store.list(f"t{i}") != [] for i in range(6)] == [False] * 3 + [True] * 3
+    assert len(store.list("t5")) == 2
+    assert caplog.text.count("only the last 3 tasks") == 1
+    with pytest.raises(ValueError, match="tasks_kept must be an int >= 1, got 0"):
+        MemoryArtifacts(tasks_kept=0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import re
 import time
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ._sqlite import connect
+
+logger = logging.getLogger("tether.store")
 
 __all__ = [
     "ArtifactStore",
@@ -56,14 +59,29 @@ def _shown(value: object) -> str:
 
 
 class MemoryArtifacts:
-    """Kept in memory (lost with the process object)."""
+    """Kept in memory (lost with the process object), for the last ``tasks_kept`` tasks: a
+    long-running process must not grow without bound. The first task dropped is logged once,
+    saying how to keep them all (a folder or a SQLite file)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tasks_kept: int = 1000) -> None:
+        if not isinstance(tasks_kept, int) or isinstance(tasks_kept, bool) or tasks_kept < 1:
+            raise ValueError(f"tasks_kept must be an int >= 1, got {tasks_kept!r}")
+        self.tasks_kept = tasks_kept
         self._items: dict[str, dict[str, tuple[Any, float]]] = {}
+        self._told = False
 
     def put(self, task_id: str, name: str, payload: Any) -> str:
         check_artifact_path(task_id, name)
         self._items.setdefault(task_id, {})[name] = (json.loads(json.dumps(payload)), time.time())
+        if len(self._items) > self.tasks_kept:
+            del self._items[next(iter(self._items))]
+            if not self._told:
+                self._told = True
+                logger.warning(
+                    "artifacts kept in memory: only the last %d tasks' are kept (older ones are "
+                    "dropped); set artifacts_dir or journal_path to keep them all",
+                    self.tasks_kept,
+                )
         return name
 
     def list(self, task_id: str) -> list[dict[str, Any]]:
