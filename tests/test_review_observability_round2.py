@@ -263,3 +263,40 @@ async def test_the_last_runs_of_a_journaled_process_keep_the_order_of_the_chain(
     params = {"event": "task_created", "last": 6}
     r = await client.get("/processes/triage/hooks/runs", params=params)
     assert [run["hook_name"] for run in r.json()["runs"]] == chain
+
+
+# -- since: the time a run shows finds that run ----------------------------------------------------
+
+
+@pytest.mark.parametrize("journaled", [False, True], ids=["ring", "sqlite"])
+async def test_since_the_time_a_run_shows_answers_that_run_and_those_after_it(
+    client: httpx.AsyncClient, tmp_path: Any, journaled: bool
+) -> None:
+    """Regression: a run is timed finer than its recorded_at shows (rounded to the
+    microsecond), so ``since`` of the time a run showed left that run out about half the time."""
+    from datetime import datetime
+
+    config: dict[str, Any] = {"model": "scripted", "hooks": NOTIFY}
+    if journaled:
+        config["journal_path"] = str(tmp_path / "tether.db")
+    r = await client.post("/processes", json={"name": "triage", "config": config})
+    assert r.status_code == 201, r.text
+    for i in range(12):
+        r = await client.post("/processes/triage/inject", json={"payload": {"ticket": str(i)}})
+        assert r.status_code == 202, r.text
+    runs = await wait_for_runs(client, "triage", 12)
+
+    def key(run: dict[str, Any]) -> tuple[str, str]:
+        return (run["dispatch_id"], run["hook_id"])
+
+    def at(run: dict[str, Any]) -> datetime:
+        return datetime.fromisoformat(run["recorded_at"])
+
+    for run in runs:
+        since = run["recorded_at"]
+        expected = [key(r) for r in runs if at(r) >= at(run)]
+        found = await client.get("/processes/triage/hooks/runs", params={"since": since})
+        assert [key(r) for r in found.json()["runs"]] == expected, since
+        params = {"since": since, "last": 2}
+        found = await client.get("/processes/triage/hooks/runs", params=params)
+        assert [key(r) for r in found.json()["runs"]] == expected[-2:], since

@@ -22,6 +22,8 @@ from ._http import bad_query, query_params
 from ._views import artifact_view, catalog_entry
 
 if TYPE_CHECKING:
+    from ..hooks import HookRun
+    from ..process import AgentProcess
     from ._api import OrchestrationAPI
 
 __all__ = ["SOURCES", "DryRunRequest", "HookEndpoints"]
@@ -69,8 +71,8 @@ def _event_filter(params: dict[str, str], *, extension_points: bool) -> str | No
     raise bad_query("event", f"unknown event {value!r}; allowed: {', '.join(_EVENTS)}{tail}")
 
 
-def _since(value: str | None) -> float | None:
-    """An ISO 8601 time (``Z`` or an offset; without one, UTC) as a POSIX timestamp."""
+def _since(value: str | None) -> datetime | None:
+    """An ISO 8601 time (``Z`` or an offset; without one, UTC), aware."""
     if value is None:
         return None
     text = value.strip().replace("Z", "+00:00")
@@ -86,7 +88,22 @@ def _since(value: str | None) -> float | None:
             ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return when.timestamp()
+    return when
+
+
+def _runs_since(process: AgentProcess, since: datetime | None, **filters: Any) -> list[HookRun]:
+    """The runs, ``since`` compared with the time each run shows (to the microsecond).
+
+    A run is timed finer than its ``recorded_at`` shows (rounded to the microsecond), so the
+    time a run shows, given back as ``since``, must find that run: the query looks a
+    microsecond further back, and the runs it finds that show an earlier time are dropped.
+    Those are the oldest it finds, so the last N it kept are the last N at or after ``since``.
+    """
+    if since is None:
+        return process.hook_runs(**filters)
+    start = since.timestamp() - 1e-6
+    runs = process.hook_runs(since=start, **filters)
+    return [r for r in runs if datetime.fromtimestamp(r.recorded_at, UTC) >= since]
 
 
 def _last(value: str | None) -> int | None:
@@ -175,10 +192,10 @@ class HookEndpoints:
             "event": _event_filter(params, extension_points=False),
             "outcome": _choice(params, "outcome", OUTCOMES),
             "hook": _hook_filter(params.get("hook")),
-            "since": _since(params.get("since")),
             "last": _last(params.get("last")),
         }
-        runs = [_run_view(run.as_dict()) for run in process.hook_runs(**filters)]
+        since = _since(params.get("since"))
+        runs = [_run_view(run.as_dict()) for run in _runs_since(process, since, **filters)]
         return JSONResponse({"name": process.name, "runs": process.redactor.value(runs)})
 
     async def disable(self, request: Request) -> Response:
