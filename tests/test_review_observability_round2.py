@@ -300,3 +300,31 @@ async def test_since_the_time_a_run_shows_answers_that_run_and_those_after_it(
         params = {"since": since, "last": 2}
         found = await client.get("/processes/triage/hooks/runs", params=params)
         assert [key(r) for r in found.json()["runs"]] == expected[-2:], since
+
+
+async def test_hook_runs_in_code_since_the_time_a_run_shows_answers_that_run(
+    runtime: AgentRuntime,
+) -> None:
+    from datetime import datetime
+
+    from tether import HookContext, HookEvent
+
+    async def reads(ctx: HookContext) -> None:
+        assert ctx.data["trigger_id"]
+
+    process = await runtime.add_process("triage", {"model": "scripted"})
+    process.hooks.register(HookEvent.TASK_CREATED, reads, name="reads")
+    for i in range(30):
+        data = {"event_id": f"e{i}", "trigger_id": "api", "trigger_type": "api"}
+        await process.hooks.dispatch(HookEvent.TASK_CREATED, data, process_id="triage")
+    runs = process.hook_runs()
+    assert len(runs) == 30
+
+    def shown(run: Any) -> datetime:
+        return datetime.fromisoformat(run.as_dict()["recorded_at"])
+
+    for run in runs:
+        expected = [r.dispatch_id for r in runs if shown(r) >= shown(run)]
+        for since in (run.as_dict()["recorded_at"], shown(run)):
+            found = process.hook_runs(since=since)
+            assert [r.dispatch_id for r in found] == expected, since

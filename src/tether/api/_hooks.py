@@ -22,8 +22,6 @@ from ._http import bad_query, query_params
 from ._views import artifact_view, catalog_entry
 
 if TYPE_CHECKING:
-    from ..hooks import HookRun
-    from ..process import AgentProcess
     from ._api import OrchestrationAPI
 
 __all__ = ["SOURCES", "DryRunRequest", "HookEndpoints"]
@@ -89,21 +87,6 @@ def _since(value: str | None) -> datetime | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when
-
-
-def _runs_since(process: AgentProcess, since: datetime | None, **filters: Any) -> list[HookRun]:
-    """The runs, ``since`` compared with the time each run shows (to the microsecond).
-
-    A run is timed finer than its ``recorded_at`` shows (rounded to the microsecond), so the
-    time a run shows, given back as ``since``, must find that run: the query looks a
-    microsecond further back, and the runs it finds that show an earlier time are dropped.
-    Those are the oldest it finds, so the last N it kept are the last N at or after ``since``.
-    """
-    if since is None:
-        return process.hook_runs(**filters)
-    start = since.timestamp() - 1e-6
-    runs = process.hook_runs(since=start, **filters)
-    return [r for r in runs if datetime.fromtimestamp(r.recorded_at, UTC) >= since]
 
 
 def _last(value: str | None) -> int | None:
@@ -194,8 +177,9 @@ class HookEndpoints:
             "hook": _hook_filter(params.get("hook")),
             "last": _last(params.get("last")),
         }
+        # An aware datetime: compared with the time each run shows (see hook_runs).
         since = _since(params.get("since"))
-        runs = [_run_view(run.as_dict()) for run in _runs_since(process, since, **filters)]
+        runs = [_run_view(run.as_dict()) for run in process.hook_runs(since=since, **filters)]
         return JSONResponse({"name": process.name, "runs": process.redactor.value(runs)})
 
     async def disable(self, request: Request) -> Response:
@@ -262,6 +246,6 @@ class HookEndpoints:
                 "name": process.name,
                 "task_id": task_id,
                 "artifacts": [artifact_view(process, item) for item in items],
-                "warnings": list(process.plugins.warnings.get(task_id, [])),
+                "warnings": process.plugins.task_warnings(task_id),
             }
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextvars import ContextVar
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..hooks import HookEvent, HookManager, HookRun
@@ -19,6 +20,15 @@ __all__ = ["HookObservability", "withhold"]
 #: It only collects notes: whether an effect is withheld is decided by the context's metadata,
 #: so a task that inherits this variable (one a hook started) never withholds a real effect.
 _withheld: ContextVar[list[dict[str, Any]] | None] = ContextVar("tether_withheld", default=None)
+
+
+def _aware(since: str | datetime) -> datetime:
+    """``since`` as an aware datetime: text without an offset is UTC (as over HTTP and in the
+    CLI), a naive datetime local time (as Python has it)."""
+    if isinstance(since, datetime):
+        return since if since.tzinfo is not None else since.astimezone()
+    parsed = datetime.fromisoformat(since.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def withhold(note: dict[str, Any]) -> None:
@@ -45,8 +55,21 @@ class HookObservability:
         """Recorded hook runs, oldest first (filters: event, outcome, hook, since, last).
 
         With a journal configured the SQLite history is read (it survives restarts);
-        otherwise the in-memory ring.
+        otherwise the in-memory ring. ``since`` given as a time (ISO text, UTC without an
+        offset, or a datetime) is compared with the time each run shows, to the microsecond:
+        the ``recorded_at`` a run shows, given back, finds that run.
         """
+        since = filters.get("since")
+        if not isinstance(since, str | datetime):
+            return self._hook_runs(**filters)
+        when = _aware(since)
+        # A run is timed finer than it shows: look a microsecond further back, and drop the
+        # runs found that show an earlier time. Those are the oldest found, so the last N
+        # kept are the last N at or after ``when``.
+        runs = self._hook_runs(**{**filters, "since": when.timestamp() - 1e-6})
+        return [r for r in runs if datetime.fromtimestamp(r.recorded_at, UTC) >= when]
+
+    def _hook_runs(self, **filters: Any) -> list[HookRun]:
         if self._history_store is not None:
             self.history.flush()
             return self._history_store.query(self.name, **filters)
