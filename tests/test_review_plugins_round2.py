@@ -741,3 +741,29 @@ def test_memory_artifacts_keep_the_last_tasks_and_say_so_once(
     assert caplog.text.count("only the last 3 tasks") == 1
     with pytest.raises(ValueError, match="tasks_kept must be an int >= 1, got 0"):
         MemoryArtifacts(tasks_kept=0)
+
+
+# -- plugin warnings outlive the process where its artifacts do ------------------------------
+
+
+async def test_plugin_warnings_are_kept_in_the_journal_across_processes(tmp_path: Path) -> None:
+    where = "journal_path"
+
+    class Noisy(Plugin):
+        name = "noisy"
+
+        async def on_task_completed(self, ctx: PluginContext) -> None:
+            ctx.warn("the ticket had no priority")
+            ctx.emit_artifact({"seen": True})
+
+    place = str(tmp_path / "journal.db")
+    first = make_process(Noisy(), **{where: place})
+    rec = completions(first)
+    async with first:
+        event_id = await run_task(first, rec)
+
+    again = make_process(**{where: place})  # the host restarted: nothing in memory
+    assert again.plugins.warnings == {}
+    assert again.plugins.task_warnings(event_id) == ["plugin:noisy: the ticket had no priority"]
+    assert [a["name"] for a in again.plugins.artifacts.list(event_id)] == [f"{event_id}.noisy.json"]
+    assert first.plugins.task_warnings(event_id) == again.plugins.task_warnings(event_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -157,6 +158,12 @@ class PluginManager:
             return
         self._keep_warning(task, text)
 
+    def task_warnings(self, task_id: str) -> list[str]:
+        """The task's plugin warnings: those kept in memory, else those its store kept (a task
+        of an earlier run of the process, or one whose warnings memory no longer holds)."""
+        kept = self.warnings.get(task_id)
+        return list(kept) if kept is not None else self.artifacts.warnings(task_id)
+
     def plugin_failed(self, plugin: str, task_id: str | None, message: str) -> None:
         task = task_id or f"session-{self._process.process_id}"
         self._keep_warning(task, self._process.redactor.text(f"plugin:{plugin}: {message}"))
@@ -170,6 +177,12 @@ class PluginManager:
         bucket = self.warnings.setdefault(task, [])
         if len(bucket) < WARNINGS_PER_TASK:
             bucket.append(text)
+            try:  # kept beside the task's artifacts too, where those outlive the process
+                self.artifacts.warn(task, text)
+            except (OSError, ValueError, sqlite3.Error) as exc:
+                logger.warning(
+                    "could not keep a plugin warning of task %s with its artifacts: %s", task, exc
+                )
         else:
             dropped = self._dropped[task] = self._dropped.get(task, 0) + 1
             note = f"plugin warnings: {dropped} more for this task not kept (see the log)"

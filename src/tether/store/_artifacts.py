@@ -31,6 +31,12 @@ MAX_PART = 200
 
 
 class ArtifactStore(Protocol):
+    def warn(self, task_id: str, text: str) -> None:
+        """Keep a plugin warning of the task beside its artifacts (a durable store)."""
+
+    def warnings(self, task_id: str) -> list[str]:
+        """The plugin warnings kept for the task, oldest first."""
+
     def put(self, task_id: str, name: str, payload: Any) -> str: ...
 
     def list(self, task_id: str) -> list[dict[str, Any]]: ...
@@ -84,6 +90,12 @@ class MemoryArtifacts:
                 )
         return name
 
+    def warn(self, task_id: str, text: str) -> None:
+        """Nothing to do: the process keeps its recent tasks' warnings in memory itself."""
+
+    def warnings(self, task_id: str) -> list[str]:
+        return []
+
     def list(self, task_id: str) -> list[dict[str, Any]]:
         items = self._items.get(task_id, {})
         # Copies: what a caller does with a listing never changes what is kept.
@@ -129,6 +141,14 @@ class DirArtifacts:
             raise
         return name
 
+    def warn(self, task_id: str, text: str) -> None:
+        """Nothing to do: the folder holds artifacts only (one file each, as named), so the
+        process keeps its recent tasks' warnings in memory itself; the SQLite store keeps
+        them durably."""
+
+    def warnings(self, task_id: str) -> list[str]:
+        return []
+
     def list(self, task_id: str) -> list[dict[str, Any]]:
         check_artifact_path(task_id, "x")
         out = []
@@ -154,6 +174,26 @@ class SqliteArtifacts:
             "name TEXT NOT NULL, payload TEXT NOT NULL, created_at REAL NOT NULL, "
             "PRIMARY KEY (process, task_id, name))"
         )
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS plugin_warnings (process TEXT NOT NULL, "
+            "task_id TEXT NOT NULL, text TEXT NOT NULL, created_at REAL NOT NULL)"
+        )
+        self._db.execute(
+            "CREATE INDEX IF NOT EXISTS plugin_warnings_task ON plugin_warnings (process, task_id)"
+        )
+
+    def warn(self, task_id: str, text: str) -> None:
+        self._db.execute(
+            "INSERT INTO plugin_warnings VALUES (?, ?, ?, ?)",
+            (self.process, task_id, text, time.time()),
+        )
+
+    def warnings(self, task_id: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT text FROM plugin_warnings WHERE process=? AND task_id=? ORDER BY rowid",
+            (self.process, task_id),
+        ).fetchall()
+        return [text for (text,) in rows]
 
     def put(self, task_id: str, name: str, payload: Any) -> str:
         check_artifact_path(task_id, name)
