@@ -328,3 +328,70 @@ async def test_hook_runs_in_code_since_the_time_a_run_shows_answers_that_run(
         for since in (run.as_dict()["recorded_at"], shown(run)):
             found = process.hook_runs(since=since)
             assert [r.dispatch_id for r in found] == expected, since
+
+
+# -- patch_applied when the chain ends without a prompt the process can use ----------------------
+
+URGENT = """\
+import json, sys
+event = json.load(sys.stdin)
+print(json.dumps({"data": {**event["data"], "prompt": "URGENT " + event["data"]["prompt"]}}))
+"""
+DROPS_PROMPT = """\
+import json, sys
+json.load(sys.stdin)
+print(json.dumps({"data": {"note": "triaged"}}))  # replaces the data: no prompt left
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HistoryRecorder._expand (src/tether/hooks/_history.py:243) counts a final prompt "
+    "that is not a str as a change used, while the process (process/_process.py:584) ignores "
+    "it; needs isinstance(steps[-1][5], str) there (not this reviewer's file)",
+)
+async def test_a_chain_that_leaves_no_prompt_marks_no_run_patch_applied(
+    make_script: Any, tmp_path: Any
+) -> None:
+    from tether.models import OpenAIModel
+    from tether.testing import FakeLLM
+
+    hooks = [
+        {
+            "event": "user_prompt_submit",
+            "command": [make_script(URGENT, "urgent.py")],
+            "name": "urgent",
+            "priority": 2,
+        },
+        {
+            "event": "user_prompt_submit",
+            "command": [make_script(DROPS_PROMPT, "drops.py")],
+            "name": "drops",
+            "priority": 1,
+        },
+    ]
+    async with FakeLLM(port=0) as llm:
+        runtime = AgentRuntime(hooks=HookManager())
+        await runtime.start_all()
+        model = OpenAIModel("m", base_url=llm.base_url, api_key="sk-review-0123456789")
+        await runtime.add_process("triage", {"model": model, "hooks": hooks})
+        api = OrchestrationAPI(runtime, port=0, webhooks=False)
+        await api.start()
+        try:
+            async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
+                body = {"payload": {"ticket": "Login is down"}}
+                r = await client.post("/processes/triage/inject", json=body)
+                assert r.status_code == 202, r.text
+                runs = await wait_for_runs(client, "triage", 2, event="user_prompt_submit")
+                async with asyncio.timeout(10):
+                    while not llm.prompts:
+                        await asyncio.sleep(0.01)
+        finally:
+            await api.stop()
+            await runtime.stop_all()
+    assert "URGENT" not in llm.prompts[0]  # the process kept the prompt it had
+    assert [(r["hook_name"], r["outcome"]) for r in runs] == [
+        ("urgent", "applied"),
+        ("drops", "applied"),
+    ]
+    assert [r["patch_applied"] for r in runs] == [False, False]
