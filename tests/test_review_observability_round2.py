@@ -228,16 +228,16 @@ async def test_the_openapi_document_says_the_hook_filter_is_not_empty(
 # -- the last N runs of a journaled process, in chain order ----------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=False,  # the runs tie only once the chain is found fast, which timing decides
-    reason="HistoryStore.query sorts the last N rows by recorded_at alone, so runs recorded at "
-    "the same time (a skipped hook and the one before it) come back reversed; needs "
-    "'ORDER BY recorded_at, rowid' in src/tether/store/_history.py (not this reviewer's file)",
-)
 async def test_the_last_runs_of_a_journaled_process_keep_the_order_of_the_chain(
-    client: httpx.AsyncClient, runtime: AgentRuntime, tmp_path: Any
+    client: httpx.AsyncClient, runtime: AgentRuntime, tmp_path: Any, monkeypatch: Any
 ) -> None:
+    """Regression: the store sorted the last N rows by recorded_at alone, so runs sharing a
+    time (a skipped hook and the one before it, in a chain timed once) came back reversed."""
     from tether import HookContext, HookEvent
+    from tether.hooks import _recording
+
+    monkeypatch.setattr(_recording, "FAST", 1.0)  # timed once, however slow the machine
+    monkeypatch.setattr(_recording, "SLOW", 10.0)
 
     async def reads(ctx: HookContext) -> None:
         assert ctx.data["trigger_id"]
@@ -344,12 +344,6 @@ print(json.dumps({"data": {"note": "triaged"}}))  # replaces the data: no prompt
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HistoryRecorder._expand (src/tether/hooks/_history.py:243) counts a final prompt "
-    "that is not a str as a change used, while the process (process/_process.py:584) ignores "
-    "it; needs isinstance(steps[-1][5], str) there (not this reviewer's file)",
-)
 async def test_a_chain_that_leaves_no_prompt_marks_no_run_patch_applied(
     make_script: Any, tmp_path: Any
 ) -> None:

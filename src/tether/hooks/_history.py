@@ -240,7 +240,9 @@ class HistoryRecorder:
         )
         # A prompt change is used only if the chain ends with a prompt other than the first one
         # (a change a later hook undid was not used).
-        used = prompts and not ended_blocked and steps[-1][5] != prompt
+        # (A prompt left other than a string is one the process does not read back.)
+        final = steps[-1][5]
+        used = prompts and not ended_blocked and isinstance(final, str) and final != prompt
         runs: list[HookRun] = []
         prev_t = t0
         for hook, t, outcome, error, changed, new_prompt, new_snap, shared in steps:

@@ -128,14 +128,18 @@ class HistoryStore:
                 since = datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
             where.append("recorded_at >= ?")
             args.append(float(since))
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM hook_runs WHERE {' AND '.join(where)}"
+        # Ties of recorded_at (runs of a chain timed once can share a time) keep the order the
+        # runs were written in, which is chain order: rowid breaks them.
+        sql = (
+            f"SELECT {', '.join(_COLUMNS)}, rowid AS seq FROM hook_runs WHERE {' AND '.join(where)}"
+        )
         if last is not None:
-            sql = f"SELECT * FROM ({sql} ORDER BY recorded_at DESC, rowid DESC LIMIT ?) "
+            sql = f"SELECT * FROM ({sql} ORDER BY recorded_at DESC, seq DESC LIMIT ?) "
             args.append(min(max(last, 0), _MAX_ROWS))  # SQLite integers are 64-bit
-        sql += " ORDER BY recorded_at"
+        sql += " ORDER BY recorded_at, seq"
         out = []
         for row in self._db.execute(sql, args).fetchall():
-            values = list(row)
+            values = list(row[:-1])  # without seq
             values[10] = bool(values[10])
             values[13] = None if values[13] is None else json.loads(values[13])
             values[14] = None if values[14] is None else json.loads(values[14])
