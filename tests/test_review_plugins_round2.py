@@ -767,3 +767,31 @@ async def test_plugin_warnings_are_kept_in_the_journal_across_processes(tmp_path
     assert again.plugins.task_warnings(event_id) == ["plugin:noisy: the ticket had no priority"]
     assert [a["name"] for a in again.plugins.artifacts.list(event_id)] == [f"{event_id}.noisy.json"]
     assert first.plugins.task_warnings(event_id) == again.plugins.task_warnings(event_id)
+
+
+async def test_converse_refuses_text_that_is_not_a_question() -> None:
+    errors: list[str] = []
+
+    class Asker(Plugin):
+        name = "asker"
+
+        async def on_task_completed(self, ctx: PluginContext) -> None:
+            for text in (None, "", "   ", {"q": 1}):
+                try:
+                    await ctx.converse(text)  # type: ignore[arg-type]
+                except PluginError as exc:
+                    errors.append(str(exc))
+
+    model = SwallowingModel()
+    process = make_process(Asker(), model=model)
+    rec = completions(process)
+    async with process:
+        await run_task(process, rec)
+
+    assert errors == [
+        "converse text must be a non-empty str, got None",
+        "converse text must be a non-empty str, got ''",
+        "converse text must be a non-empty str, got '   '",
+        "converse text must be a non-empty str, got {'q': 1}",
+    ]
+    assert model.calls == 1  # the run only: the model was never asked

@@ -254,6 +254,8 @@ class PluginContext(HookContext):
                 f"converse() is valid only in on_task_completed, not in on_{self.event.value}"
             )
         self._check_live("converse")
+        if not isinstance(text, str) or not text.strip():
+            raise PluginError(f"converse text must be a non-empty str, got {_shown(text)}")
         if timeout is not None:
             _check_converse_timeout(timeout)
         if self.dry_run:
