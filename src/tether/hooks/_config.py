@@ -55,10 +55,11 @@ _NUMBERS = {
 }
 
 
-def _input_masked(exc: ValidationError) -> ValidationError:
-    """``exc`` with the input of each error that may hold an ``env`` value shown as
-    ``'<not shown>'``: an error of the whole declaration (its input is every field, ``env``
-    included) or of a mapping or list; an error of a plain value keeps it."""
+def masked_errors(
+    exc: ValidationError, hidden: Callable[[tuple[Any, ...], Any, str], bool]
+) -> ValidationError:
+    """``exc`` with the input of each error for which ``hidden(loc, input, type)`` holds shown
+    as ``'<not shown>'``; every other error keeps its input (and each its message)."""
     from typing import get_args
 
     from pydantic_core.core_schema import ErrorType
@@ -66,21 +67,28 @@ def _input_masked(exc: ValidationError) -> ValidationError:
     known = set(get_args(ErrorType))
     details: list[Any] = []
     for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
         value = err["input"]
-        # An env value of another type than text is already a NotShown (its type alone).
-        hidden = not err["loc"] or isinstance(value, dict | list | tuple)
         kind: Any = err["type"]
+        masked = hidden(loc, value, str(kind))
         if kind not in known:  # a custom error: its message as it was
             kind = PydanticCustomError(kind, str(err["msg"]).replace("{", "{{").replace("}", "}}"))
         detail: dict[str, Any] = {
             "type": kind,
-            "loc": tuple(err["loc"]),
-            "input": "<not shown>" if hidden else value,
+            "loc": loc,
+            "input": "<not shown>" if masked else value,
         }
         if "ctx" in err and not isinstance(kind, PydanticCustomError):
             detail["ctx"] = err["ctx"]
         details.append(detail)
     return ValidationError.from_exception_data(exc.title, details)
+
+
+def _holds_env(loc: tuple[Any, ...], value: Any, kind: str) -> bool:
+    """An error whose input may hold an ``env`` value: one of the whole declaration (its input
+    is every field) or of ``env`` as a whole. (An env value of another type than text is
+    already a NotShown, its type alone.)"""
+    return not loc or (loc[0] == "env" and isinstance(value, dict | list | tuple))
 
 
 class HookConfig(BaseModel):
@@ -198,7 +206,7 @@ class HookConfig(BaseModel):
         try:
             return handler(data)
         except ValidationError as exc:
-            raise _input_masked(exc) from None
+            raise masked_errors(exc, _holds_env) from None
 
 
 HookConfig.__module__ = "tether"

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from pydantic import SecretStr, ValidationError
-from pydantic_core import PydanticCustomError
 
+from ..hooks._config import masked_errors
 from ..hooks._errors import HookError
 
 if TYPE_CHECKING:
@@ -27,32 +27,15 @@ def secrets_masked(exc: ValidationError) -> ValidationError:
     """``exc`` with the value of each field that may hold a secret (by its name, or being
     unknown: a misspelt ``secret=``) or that is no plain value (a mapping, a list, an object,
     which may hold one) shown as ``'<not shown>'``; every other error keeps its value."""
-    from typing import get_args
+    return masked_errors(exc, _may_be_secret)
 
-    from pydantic_core.core_schema import ErrorType
 
-    known = set(get_args(ErrorType))
-    details: list[Any] = []
-    for err in exc.errors(include_url=False):
-        loc = tuple(err["loc"])
-        value = err["input"]
-        hidden = (
-            err["type"] == "extra_forbidden"
-            or type(value) not in _PLAIN  # a mapping, a list, an object: it may hold one
-            or _SECRETISH.search(".".join(str(part) for part in loc))
-        )
-        kind: Any = err["type"]
-        if kind not in known:  # a custom error: its message as it was
-            kind = PydanticCustomError(kind, str(err["msg"]).replace("{", "{{").replace("}", "}}"))
-        detail: dict[str, Any] = {
-            "type": kind,
-            "loc": loc,
-            "input": "<not shown>" if hidden else value,
-        }
-        if "ctx" in err and not isinstance(kind, PydanticCustomError):
-            detail["ctx"] = err["ctx"]
-        details.append(detail)
-    return ValidationError.from_exception_data(exc.title, details)
+def _may_be_secret(loc: tuple[Any, ...], value: Any, kind: str) -> bool:
+    return (
+        kind == "extra_forbidden"
+        or type(value) not in _PLAIN  # a mapping, a list, an object: it may hold one
+        or _SECRETISH.search(".".join(str(part) for part in loc)) is not None
+    )
 
 
 def resolve_secrets(config: ProcessConfig) -> list[tuple[str, str]]:
