@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -23,6 +25,20 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> Done:
     out, err = capsys.readouterr()
     code = exited.value.code
     return Done(code if isinstance(code, int) else 0, out, err)
+
+
+def cli_in_thread(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Awaitable[Done]]:
+    """``tether ARGS...`` run in this process in a thread (so an API can serve in the loop),
+    with a wide terminal and no colour."""
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def in_thread(*args: str) -> Done:
+        return await asyncio.to_thread(run_cli, capsys, *args)
+
+    return in_thread
 
 
 def free_port() -> int:

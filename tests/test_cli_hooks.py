@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from _cli_support import Done, run_cli
+from _cli_support import cli_in_thread
 from tether import (
     AgentRuntime,
     HookConfig,
@@ -48,13 +48,7 @@ if "refund" in prompt.lower():
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
     """Run ``tether ARGS...`` in this process (in a thread: the API serves in the loop)."""
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.setenv("NO_COLOR", "1")
-
-    async def in_thread(*args: str) -> Done:
-        return await asyncio.to_thread(run_cli, capsys, *args)
-
-    return in_thread
+    return cli_in_thread(capsys, monkeypatch)
 
 
 def write(path: Path, text: str) -> Path:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from _api_support import wait_for_runs
-from _cli_support import Done, run_cli
+from _cli_support import cli_in_thread
 from tether import AgentRuntime, HookManager, OrchestrationAPI
 
 NOTIFY = [{"event": "task_completed", "command": ["true"], "name": "notify", "tag": "audit"}]
@@ -21,13 +21,7 @@ NOTIFY = [{"event": "task_completed", "command": ["true"], "name": "notify", "ta
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
     """Run ``tether ARGS...`` in this process (in a thread: the API serves in the loop)."""
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.setenv("NO_COLOR", "1")
-
-    async def in_thread(*args: str) -> Done:
-        return await asyncio.to_thread(run_cli, capsys, *args)
-
-    return in_thread
+    return cli_in_thread(capsys, monkeypatch)
 
 
 @pytest.fixture
