@@ -66,6 +66,19 @@ def ticket(text: str = "Login page is down", trigger_id: str = "helpdesk") -> Tr
     return TriggerEvent(trigger_id=trigger_id, trigger_type="webhook", payload={"ticket": text})
 
 
+class Escapes(BaseException):
+    """Not an Exception: the engine passes it on instead of isolating it."""
+
+
+def escaping(text: str) -> Any:
+    """A hook raising Escapes(text)."""
+
+    async def escapes(ctx: Any) -> None:
+        raise Escapes(text)
+
+    return escapes
+
+
 class Recorder:
     """An async hook that records every event it sees: (event value, data copy, process_id)."""
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from _cli_support import free_port
-from _process_support import eventually, ticket
+from _process_support import Escapes, escaping, eventually, ticket
 from tether import (
     AgentProcess,
     AgentRuntime,
@@ -34,12 +34,7 @@ from tether.process._triggers import CronRunner
 CANARY = "error-canary-7d31f0"
 
 
-class Escapes(BaseException):
-    """Not an Exception: the engine passes it on instead of isolating it."""
-
-
-async def escapes(ctx: HookContext) -> None:
-    raise Escapes(f"token {CANARY} refused")
+escapes = escaping(f"token {CANARY} refused")
 
 
 @pytest.fixture(autouse=True)

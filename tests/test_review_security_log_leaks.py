@@ -10,19 +10,14 @@ import sys
 
 import pytest
 
-from _process_support import FailingModel, GatedModel, eventually, ticket
-from tether import AgentProcess, HookConfig, HookContext, HookEvent, ProcessConfig, TriggerEvent
+from _process_support import Escapes, FailingModel, GatedModel, escaping, eventually, ticket
+from tether import AgentProcess, HookConfig, HookEvent, ProcessConfig, TriggerEvent
 from tether.process import InvalidEventError
 
 CANARY = "log-canary-90c2e4"
 
 
-class Escapes(BaseException):
-    """Not an Exception: the engine passes it on instead of isolating it."""
-
-
-async def escapes(ctx: HookContext) -> None:
-    raise Escapes(f"token {CANARY} refused")
+escapes = escaping(f"token {CANARY} refused")
 
 
 @pytest.fixture(autouse=True)
