@@ -23,7 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import _recording as _timing
+from . import _recording
 from ._context import DRY_RUN_KEY, HookContext
 from ._copy import _IMMUTABLE_SET, _copy_value, copy_payload
 from ._errors import HookBlocked, HookTimeoutError
@@ -456,7 +456,7 @@ class HookManager(ExtensionPoints):
                 if inspect.isawaitable(outcome):
                     await outcome
             except Exception as exc:
-                _timing.log_listener_failure(logger, self.redact, fn, exc)
+                _recording.log_listener_failure(logger, self.redact, fn, exc)
 
     # -- dispatch --------------------------------------------------------------------------
 
@@ -492,8 +492,9 @@ class HookManager(ExtensionPoints):
             empty.data = dict(data) if data else {}
             empty.runs = []
             return empty
-        # Recording costs one clock reading per hook: marks gets the end time of each hook that
-        # ran (None for one that did not), preceded by notes on anything not plain about it (an
+        # Recording costs one clock reading per hook (per dispatch, for a chain timed once):
+        # marks gets the end time of each hook that ran (0.0 when its chain is timed once, None
+        # for one that did not run), preceded by notes on anything not plain about it (an
         # outcome, a write to the data, a skip, a snapshot when tracing). The data notes its
         # own writes into marks (see _tracked); the recorder expands marks into HookRuns off
         # the hot path. Only ``marks`` is read when nothing records: the rest is bound below.
@@ -569,7 +570,7 @@ class HookManager(ExtensionPoints):
         background: list[_Hook] | None = None
         fired = 0
         try:
-            # With a recorder, marks[i + 1] is hooks[i]'s end time, or None if it did not run.
+            # With a recorder, each hook's marks (after the header) end with its end time.
             for hook in hooks:
                 if not hook.enabled:
                     if marks is not None:
@@ -615,7 +616,7 @@ class HookManager(ExtensionPoints):
                             _depth[0] = at = depth
                             suspended = True
                             if quick:  # it, the hooks after it and the chain: per hook
-                                quick = _timing.suspends(self, ev, marks)
+                                quick = _recording.suspends(self, ev, marks)
                         try:
                             if timeout is None:
                                 await _resume(coro, pending, at)
@@ -693,10 +694,10 @@ class HookManager(ExtensionPoints):
             if quick:  # the shared hooks' end (see _history._steps), read inline: hot path
                 end = _now()
                 marks.append(("e", end))
-                if end - t0 > _timing.SLOW:  # perhaps slow: timed per hook again
-                    _timing.note_slow(self, ev, end - t0, fired)
+                if end - t0 > _recording.SLOW:  # perhaps slow: timed per hook again
+                    _recording.note_slow(self, ev, end - t0, fired)
             elif fired > 1 and not suspended and not dry_run:
-                _timing.note_timing(self, ev, hooks, marks, t0, fired)
+                _recording.note_timing(self, ev, hooks, marks, t0, fired)
             marks[1] = t0
             recorder.add(marks)  # type: ignore[union-attr]
         # A plain copy (copy_payload, inlined; one top-level copy): what a hook kept of the
@@ -732,7 +733,7 @@ class HookManager(ExtensionPoints):
 
     def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None:
         """Log an isolated hook error; with ``redact`` set, secrets never reach the log."""
-        _timing.log_failure(logger, self.redact, hook, event, exc)
+        _recording.log_failure(logger, self.redact, hook, event, exc)
 
     async def _resume_bounded(
         self, hook: _Hook, coro: Coroutine[Any, Any, Any], pending: Any
