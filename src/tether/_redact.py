@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable, Iterable
 from typing import Any, Final
+
+from .hooks._recording import redacted_trace
 
 __all__ = ["MIN_LEARNED_LENGTH", "Redactor", "redacted_trace"]
 
@@ -112,12 +113,6 @@ class Redactor:
             self._refresh()
         pairs = self._pairs
         return _walk(value, pairs) if pairs else value
-
-
-def redacted_trace(exc: BaseException, redact: Callable[[str], str]) -> str:
-    """The traceback of ``exc`` (its chained errors too) as text, through ``redact``: for a log
-    line, where ``logger.exception`` would write the error's text as raised."""
-    return redact("".join(traceback.format_exception(exc))).rstrip()
 
 
 def _walk(value: Any, pairs: Pairs) -> Any:

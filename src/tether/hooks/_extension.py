@@ -12,7 +12,6 @@ import contextlib
 import inspect
 import logging
 import math
-import traceback
 from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
@@ -194,11 +193,10 @@ class ExtensionPoints:
         self._deferred.discard(task)
         if task.cancelled() or (exc := task.exception()) is None:
             return
-        trace = "".join(traceback.format_exception(exc)).rstrip()
-        redact = self.redact
-        logger.error(
-            "deferred call of %s failed\n%s", name, redact(trace) if redact is not None else trace
-        )
+        from ._recording import redacted_trace
+
+        trace = redacted_trace(exc, self.redact or str)  # str: unredacted, as given
+        logger.error("deferred call of %s failed\n%s", name, trace)
 
     async def aclose(self, keep: Collection[asyncio.Task[Any] | None] = ()) -> None:
         """Cancel deferred calls still pending: those not yet fired and those running (but

@@ -28,6 +28,7 @@ __all__ = [
     "log_listener_failure",
     "note_slow",
     "note_timing",
+    "redacted_trace",
     "suspends",
 ]
 
@@ -116,16 +117,14 @@ def log_failure(
             "hook %s (%s) failed on %s: %r", hook.name, hook.hook_id, event, exc, exc_info=exc
         )
         return
-    import traceback
-
-    trace = redact("".join(traceback.format_exception(exc)))
+    trace = redacted_trace(exc, redact)
     logger.warning(
         "hook %s (%s) failed on %s: %s\n%s",
         redact(hook.name),
         hook.hook_id,
         event,
         redact(repr(exc)),
-        trace.rstrip(),
+        trace,
     )
 
 
@@ -205,7 +204,13 @@ def log_listener_failure(
     if redact is None:
         logger.error("hook error listener %r failed", fn, exc_info=exc)
         return
+    trace = redacted_trace(exc, redact)
+    logger.error("hook error listener %s failed:\n%s", redact(repr(fn)), trace)
+
+
+def redacted_trace(exc: BaseException, redact: Callable[[str], str]) -> str:
+    """The traceback of ``exc`` (its chained errors too) as text, through ``redact``: for a log
+    line, where ``logger.exception`` would write the error's text as raised."""
     import traceback
 
-    trace = redact("".join(traceback.format_exception(exc)))
-    logger.error("hook error listener %s failed:\n%s", redact(repr(fn)), trace.rstrip())
+    return redact("".join(traceback.format_exception(exc))).rstrip()
