@@ -13,6 +13,8 @@ import json
 import pickle
 from typing import Any
 
+import pytest
+
 from tether import HookContext, HookEvent, HookManager
 from tether.hooks._background import drain
 from tether.hooks._history import HEADER, HistoryRecorder
@@ -410,3 +412,52 @@ async def test_a_hook_can_yaml_dump_the_recorded_data_like_a_plain_dict() -> Non
     assert len(dumped) >= 2
     assert set(dumped) == {plain}
     assert outcomes(history) == {"dumps": "applied"}
+
+
+@pytest.mark.parametrize("hooks", [1, 3])
+async def test_a_recorded_result_is_deep_copied_whenever_a_hook_wrote_to_flat_data(
+    hooks: int,
+) -> None:
+    """Recorded flat data no hook wrote to is copied shallowly into the result (a deep copy of
+    it); a value a hook wrote, in any chain, is copied deeply all the same."""
+    manager, history = recorded()
+    lists: list[list[int]] = []
+    kept: list[dict[str, Any]] = []
+
+    async def writer(ctx: HookContext) -> None:
+        mine = [1]
+        lists.append(mine)
+        kept.append(ctx.data)
+        ctx.data["items"] = mine
+
+    async def reader(ctx: HookContext) -> None:
+        kept.append(ctx.data)
+
+    manager.register(UPS, writer, name="writer")
+    for _ in range(hooks - 1):
+        manager.register(UPS, reader)
+    result = await manager.dispatch(UPS, DATA)
+    lists[0].append(2)  # what the hook kept of what it wrote
+    kept[0]["prompt"] = "changed after the dispatch"
+    assert result.data == {**DATA, "items": [1]}
+    assert result.data["items"] is not lists[0]
+    assert outcomes(history)["writer"] == "applied"
+
+
+async def test_a_recorded_result_of_flat_data_no_hook_wrote_to_is_its_own_dict() -> None:
+    manager, history = recorded()
+    kept: list[dict[str, Any]] = []
+
+    async def same(ctx: HookContext) -> None:
+        kept.append(ctx.data)
+        ctx.data["prompt"] = ctx.data["prompt"]  # written back as it was: no change
+
+    manager.register(UPS, same, name="same")
+    data = dict(DATA)
+    result = await manager.dispatch(UPS, data)
+    kept[0]["prompt"] = "changed after the dispatch"
+    result.data["event_id"] = "the caller's own"
+    assert result.data == {**DATA, "event_id": "the caller's own"}
+    assert type(result.data) is dict
+    assert data == DATA
+    assert outcomes(history) == {"same": "passed"}

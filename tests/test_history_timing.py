@@ -344,3 +344,21 @@ async def test_a_pause_under_slow_keeps_a_short_chain_timed_once(
     await dispatches(manager, 1)
     assert not timed_once(manager)
     assert all(run.duration_shared for run in last_dispatch(history))
+
+
+async def test_a_chain_timed_once_deep_copies_what_a_hook_wrote_into_the_result() -> None:
+    lists: list[list[int]] = []
+
+    async def writer(ctx: HookContext) -> None:
+        if ctx.data.get("write"):
+            mine = [1]
+            lists.append(mine)
+            ctx.data["items"] = mine
+
+    manager, history = chain(passes, writer)
+    await dispatches(manager, AFTER + 1)
+    assert timed_once(manager)
+    result = await manager.dispatch(UPS, {**DATA, "write": True})
+    lists[0].append(2)  # what the hook kept of what it wrote
+    assert result.data == {**DATA, "write": True, "items": [1]}
+    assert last_dispatch(history)[-1].outcome == "applied"

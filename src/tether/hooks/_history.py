@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ._events import BLOCKABLE_EVENTS as _B
 from ._events import HookEvent
-from ._records import HookRun
+from ._records import HEADER, HookRun
 from ._tracked import register_yaml
 
 if TYPE_CHECKING:
@@ -32,9 +32,6 @@ logger = logging.getLogger("tether.hooks")
 RING_SIZE: Final = 1000
 #: What the ring holds: a dispatch's marks (a list), or a background run (a tuple, "r" first).
 Entry = tuple[Any, ...] | list[Any]
-#: A dispatch's marks begin with its number, start time, manager, event, depth, chain and first
-#: snapshot (None unless tracing); the hooks' marks follow.
-HEADER: Final = 7
 BATCH: Final = 256
 FLUSH_INTERVAL: Final = 0.5
 

@@ -59,7 +59,7 @@ from ._hook import (
     _Unset,
 )
 from ._recording import TimedOnce, _detach, _not_a_dict, _note_error, _replaced, _settle
-from ._records import RunRecorder
+from ._records import HEADER, RunRecorder
 from ._shell import ShellHook
 from ._tracked import _Tracked, track
 
@@ -498,6 +498,7 @@ class HookManager(ExtensionPoints):
         # outcome, a write to the data, a skip, a snapshot when tracing). The data notes its
         # own writes into marks (see _tracked); the recorder expands marks into HookRuns off
         # the hot path. Only ``marks`` is read when nothing records: the rest is bound below.
+        t0 = _now()
         if recorder is None:
             marks: list[Any] | None = None
             payload = copy_payload(data) if data else {}
@@ -506,7 +507,10 @@ class HookManager(ExtensionPoints):
             _depth[0] = depth + 1
             # marks[0]: the dispatch's number, given when wanted (_number); then the start, the
             # manager, event, depth, chain and first snapshot (see _history); the hooks' marks.
-            marks = [None, None, self, ev, depth, hooks, None]
+            marks = [None, t0, self, ev, depth, hooks, None]
+            # Flat data (no value but str, number, bytes, None) that no hook writes to stays
+            # flat: marks then keep this length (no note, a time or None a hook).
+            bare = HEADER + len(hooks)
             # track(), its all-immutable fast path inlined (a call is ~0.02 us of the budget)
             if data:
                 payload = _Tracked(data)
@@ -514,6 +518,7 @@ class HookManager(ExtensionPoints):
                 for value in data.values():
                     if type(value) not in _IMMUTABLE_SET:
                         payload = track(data, marks)
+                        bare = -1
                         break
             else:
                 payload = _Tracked()
@@ -531,10 +536,9 @@ class HookManager(ExtensionPoints):
             ctx._dry_run = dry_run
             # Runs are dated and timed on the wall clock, as tracing systems do: the context's
             # own timestamp is the start, so recording adds one clock reading per hook only.
-            ctx._epoch = t0 = _now()
+            ctx._epoch = t0
         else:
             ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
-            t0 = _now()
             if marks is not None and type(ctx.data) is not _Tracked:  # a data dict of its own
                 ctx.data = track(ctx.data, marks)
         if dry_run:  # hooks can tell (ctx.dry_run; command hooks: the metadata key)
@@ -550,18 +554,21 @@ class HookManager(ExtensionPoints):
             quick = False
         else:
             tracked: _Tracked
-            tracked = ctx.data  # type: ignore[assignment]
-            # Tracing (a dry run's recorder keeping each hook's data) makes the per-hook check
-            # fail every time, so the snapshot is taken on the same (slow) path as a new dict.
-            trace = dry_run and recorder.trace  # type: ignore[union-attr]
-            if trace:
-                watched = None
-                marks[6] = _snapshot(tracked)
+            watched = tracked = ctx.data  # type: ignore[assignment]
+            if dry_run:
+                # Tracing (a dry run's recorder keeping each hook's data) makes the per-hook
+                # check fail every time: the snapshot is taken on the same (slow) path as a new
+                # dict.
+                trace = recorder.trace  # type: ignore[union-attr]
+                if trace:
+                    watched = None
+                    marks[6] = _snapshot(tracked)
+                quick = False
             else:
-                watched = tracked
-            # A chain found fast is timed once, at its end (its hooks share the time, and
-            # their records say so); any other reads the clock after each hook.
-            quick = type(hooks) is TimedOnce and not dry_run
+                trace = False
+                # A chain found fast is timed once, at its end (its hooks share the time, and
+                # their records say so); any other reads the clock after each hook.
+                quick = type(hooks) is TimedOnce
             suspended = False
         blocked = False
         reason: str | None = None
@@ -690,22 +697,29 @@ class HookManager(ExtensionPoints):
         result.reason = reason
         result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]
         result.runs = []
-        if marks is not None and (fired or _SKIPPED in marks):  # a hook ran, or was skipped
-            if quick:  # the shared hooks' end (see _history._steps), read inline: hot path
-                end = _now()
-                marks.append(("e", end))
-                if end - t0 > _recording.SLOW:  # perhaps slow: timed per hook again
-                    _recording.note_slow(self, ev, end - t0, fired)
-            elif fired > 1 and not suspended and not dry_run:
-                _recording.note_timing(self, ev, hooks, marks, t0, fired)
-            marks[1] = t0
-            recorder.add(marks)  # type: ignore[union-attr]
-        # A plain copy (copy_payload, inlined; one top-level copy): what a hook kept of the
-        # data, or a task it started, cannot change the result once the dispatch has returned.
-        final = ctx.data.copy()
-        for key, value in final.items():
-            if type(value) not in _IMMUTABLE_SET:
-                final[key] = _copy_value(value)
+        # The result's data is a plain copy (copy_payload): what a hook kept of the data, or a
+        # task it started, cannot change the result once the dispatch has returned.
+        if marks is None:  # copy_payload, inlined: one top-level copy
+            final = ctx.data.copy()
+            for key, value in final.items():
+                if type(value) not in _IMMUTABLE_SET:
+                    final[key] = _copy_value(value)
+        else:
+            # Recorded, the data tells whether it was written to. Flat data no hook wrote to
+            # (no note in marks, the dispatch's own dict still) is flat still: one shallow copy
+            # is a deep one. (A hook that writes by dict.__setitem__(ctx.data, ...), around
+            # the data's own methods, goes unrecorded, and what it wrote uncopied.)
+            untouched = len(marks) == bare and ctx.data is payload
+            if fired or _SKIPPED in marks:  # a hook ran, or was skipped: recorded
+                if quick:  # the shared hooks' end (see _history._steps), read inline: hot path
+                    end = _now()
+                    marks.append(("e", end))
+                    if end - t0 > _recording.SLOW:  # perhaps slow: timed per hook again
+                        _recording.note_slow(self, ev, end - t0, fired)
+                elif fired > 1 and not suspended and not dry_run:
+                    _recording.note_timing(self, ev, hooks, marks, t0, fired)
+                recorder.add(marks)  # type: ignore[union-attr]
+            final = ctx.data.copy() if untouched else copy_payload(ctx.data)
         result.data = final
         # Async hooks run after the chain, blocked or not: an audit hook sees refusals too
         # (a block stops the loop, so the async hooks ordered after the blocker are added here).
@@ -739,19 +753,9 @@ class HookManager(ExtensionPoints):
         self, hook: _Hook, coro: Coroutine[Any, Any, Any], pending: Any
     ) -> Any:
         """Finish a coroutine that suspended once (yielding ``pending``), within its timeout."""
-        timeout = self._timeout_of(hook)
-        if timeout is None:
+        if self._timeout_of(hook) is None:
             return await _resume(coro, pending)
-        try:
-            async with asyncio.timeout(timeout) as scope:
-                value = await _resume(coro, pending)
-            if scope.expired():  # the hook swallowed its cancellation
-                raise TimeoutError
-            return value
-        except Exception as exc:
-            if scope.expired():
-                _raise_timed_out(hook, timeout, exc)
-            raise
+        return await self._await_bounded(hook, _resume(coro, pending))
 
     async def _await_bounded(self, hook: _Hook, awaitable: Awaitable[Any]) -> Any:
         timeout = self._timeout_of(hook)

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
     from ._context import HookContext
     from ._hook import _Hook
     from ._manager import HookManager
 
-__all__ = ["OUTCOMES", "HookRun", "RunRecorder"]
+__all__ = ["HEADER", "OUTCOMES", "HookRun", "RunRecorder"]
 
 #: Every outcome a hook run can have.
 OUTCOMES = ("applied", "passed", "blocked", "failed", "timed_out", "skipped", "dropped")
+
+#: A recorded dispatch's marks begin with its number, start time, manager, event, depth, chain
+#: and first snapshot (None unless tracing); each hook's marks follow (see HookManager.dispatch).
+HEADER: Final = 7
 
 
 @dataclass(slots=True)
@@ -75,7 +79,7 @@ class RunRecorder(Protocol):
     trace: bool
 
     #: Records one dispatch's raw entry: its marks list (see HookManager.dispatch and
-    #: _history.HEADER).
+    #: HEADER).
     add: Callable[[tuple[Any, ...] | list[Any]], None]
 
     def skipped(
