@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import types
+from collections.abc import Generator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +21,7 @@ from tether import (
     HookManager,
     HookTimeoutError,
 )
+from tether.hooks._history import HistoryRecorder
 
 PROMPT = HookEvent.USER_PROMPT_SUBMIT
 INFO = HookEvent.TASK_COMPLETED
@@ -402,6 +405,44 @@ async def test_a_hook_returning_an_awaitable_that_is_not_a_coroutine_is_awaited(
 
     assert result.errors == []
     assert done == ["done"]
+
+
+async def test_a_hook_coroutine_returning_a_value_is_a_plain_run() -> None:
+    manager = HookManager()
+    manager.recorder = history = HistoryRecorder("p")
+    ran: list[str] = []
+
+    async def answers(ctx: HookContext) -> str:
+        ran.append("answers")
+        return "a value the dispatch has no use for"
+
+    async def after(ctx: HookContext) -> None:
+        ran.append("after")
+
+    manager.register(PROMPT, answers, name="answers", priority=2)
+    manager.register(PROMPT, after, name="after", priority=1)
+    result = await manager.dispatch(PROMPT, {"prompt": "hi"})
+
+    assert (result.errors, result.fired, ran) == ([], 2, ["answers", "after"])
+    assert [run.outcome for run in history.runs()] == ["passed", "passed"]
+
+
+async def test_a_generator_based_coroutine_hook_is_bounded_by_its_timeout() -> None:
+    manager = HookManager()
+
+    class Stalls:
+        async def __call__(self, ctx: HookContext) -> None:
+            raise AssertionError("replaced below, after registration")
+
+    @types.coroutine
+    def stalls() -> Generator[Any, None, None]:
+        yield from asyncio.sleep(10).__await__()
+
+    manager.register(PROMPT, Stalls(), timeout=0.05)
+    Stalls.__call__ = lambda self, ctx: stalls()  # type: ignore[method-assign]
+    result = await manager.dispatch(PROMPT)
+
+    assert [type(error) for _, error in result.errors] == [HookTimeoutError]
 
 
 # -- fail_closed ---------------------------------------------------------------------------------
