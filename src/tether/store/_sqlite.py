@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 try:
     import fcntl
@@ -38,6 +38,10 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_state ON events (process, state);
 """
+
+#: Seconds a write waits for a file another connection has locked before it raises
+#: ``sqlite3.OperationalError`` ("database is locked").
+BUSY_TIMEOUT: Final = 5.0
 
 _connections: dict[str, sqlite3.Connection] = {}
 _lock = threading.Lock()
@@ -67,7 +71,9 @@ def _open(path: str) -> sqlite3.Connection:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     conn: sqlite3.Connection | None = None
     try:
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None
+        )
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(_SCHEMA)
@@ -92,6 +98,9 @@ class Journal:
     applied to its strings, its id included); the other calls take an event's id as the
     process knows it and apply ``redact`` to it, so they find the row an id holding a secret
     was stored under.
+
+    A write that fails (the file locked past ``BUSY_TIMEOUT``, a full disk) raises the
+    ``sqlite3`` error, its message naming the file.
     """
 
     def __init__(
@@ -133,7 +142,7 @@ class Journal:
         return self._key(event_id)
 
     def queued(self, event: dict[str, Any], attempts: int = 0) -> None:
-        self._db.execute(
+        self._write(
             "INSERT INTO events (process, event_id, event, state, attempts, updated_at) "
             "VALUES (?, ?, ?, 'queued', ?, ?) ON CONFLICT (process, event_id) DO UPDATE SET "
             "state='queued', attempts=excluded.attempts, reason=NULL, error=NULL, "
@@ -145,12 +154,12 @@ class Journal:
         self._set(event_id, "running", attempts)
 
     def done(self, event_id: str) -> None:
-        self._db.execute(
+        self._write(
             "DELETE FROM events WHERE process=? AND event_id=?", (self.process, self._key(event_id))
         )
 
     def dead(self, event: dict[str, Any], attempts: int, reason: str, error: str | None) -> None:
-        self._db.execute(
+        self._write(
             "INSERT INTO events (process, event_id, event, state, attempts, reason, error, "
             "updated_at) VALUES (?, ?, ?, 'dead', ?, ?, ?, ?) ON CONFLICT (process, event_id) "
             "DO UPDATE SET state='dead', attempts=excluded.attempts, reason=excluded.reason, "
@@ -168,13 +177,13 @@ class Journal:
 
     def amend_dead(self, errors: list[tuple[str, str | None]]) -> None:
         """Replace the error of dead letters, given as (event_id, error); each keeps its place."""
-        self._db.executemany(
+        self._write_many(
             "UPDATE events SET error=? WHERE process=? AND event_id=? AND state='dead'",
             [(error, self.process, self._key(event_id)) for event_id, error in errors],
         )
 
     def _set(self, event_id: str, state: str, attempts: int) -> None:
-        self._db.execute(
+        self._write(
             "UPDATE events SET state=?, attempts=?, updated_at=? WHERE process=? AND event_id=?",
             (state, attempts, time.time(), self.process, self._key(event_id)),
         )
@@ -208,14 +217,26 @@ class Journal:
         """Move the dead letter ``event_id`` behind every event journaled so far: it is about
         to be queued anew. It stays dead until its new state is written (a crash meanwhile
         leaves it a dead letter), and then keeps its new place (see unfinished_states)."""
-        self._db.execute(
+        self._write(
             "UPDATE events SET rowid = (SELECT MAX(rowid) + 1 FROM events) "
             "WHERE process=? AND event_id=? AND state='dead'",
             (self.process, self._key(event_id)),
         )
 
     def forget_dead(self, event_ids: list[str]) -> None:
-        self._db.executemany(
+        self._write_many(
             "DELETE FROM events WHERE process=? AND event_id=? AND state='dead'",
             [(self.process, self._key(e)) for e in event_ids],
         )
+
+    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+        try:
+            self._db.execute(sql, args)
+        except sqlite3.Error as exc:
+            raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
+
+    def _write_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        try:
+            self._db.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
