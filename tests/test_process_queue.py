@@ -166,9 +166,12 @@ async def test_status_reports_the_documented_keys() -> None:
         "dead_letter_count",
         "restart_count",
         "filtered_count",
+        "journal_errors",
+        "journal_error",
     } <= set(status)
     assert (status["name"], status["state"], status["hook_count"]) == ("triage", "created", 1)
     assert (status["queue_size"], status["dead_letter_count"], status["restart_count"]) == (0, 0, 0)
+    assert (status["journal_errors"], status["journal_error"]) == (0, None)
 
 
 async def test_status_counts_runs_and_dead_letters() -> None:

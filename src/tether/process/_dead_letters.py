@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -53,6 +53,10 @@ class DeadLetters:
 
         def _take_waiting(self) -> list[tuple[TriggerEvent, int]]: ...
 
+        def _journal_write(
+            self, about: str, write: Callable[..., None], *args: Any, **kwargs: Any
+        ) -> None: ...
+
         def _complete(
             self,
             event: TriggerEvent,
@@ -81,9 +85,11 @@ class DeadLetters:
         }
         self.dead_letters.append(entry)
         logger.info("event %s dead-lettered: %s (%s)", event.event_id, reason, error)
-        if self._journal is not None:
+        if self._journal is not None:  # a failed write: see _journaling (at-least-once)
             payload = self.redactor.declared.value(event.to_dict())  # replayed: see Redactor
-            self._journal.dead(payload, attempts, reason, error)
+            self._journal_write(
+                event.event_id, self._journal.dead, payload, attempts, reason, error
+            )
         return entry
 
     async def _dead_letter_all(
@@ -158,7 +164,8 @@ class DeadLetters:
         for entry in kept:
             entry["error"] = f"{entry['error']}; {UNFIRED}" if entry["error"] else UNFIRED
         if self._journal is not None:
-            self._journal.amend_dead([(entry["event_id"], entry["error"]) for entry in kept])
+            amended = [(entry["event_id"], entry["error"]) for entry in kept]
+            self._journal_write(f"{len(kept)} dead letters", self._journal.amend_dead, amended)
         logger.warning(
             "process %s: the stop's deadline passed before task_completed ran for %d of the %d "
             "events it dead-lettered; their dead letters say so (%s)",
@@ -214,8 +221,8 @@ class DeadLetters:
                 continue
             self.dead_letters.remove(entry)
             event = entry["event"]
-            if self._journal is not None:
-                self._journal.redelivering(event.event_id)
+            if self._journal is not None:  # only its place: inject() writes its new state
+                self._journal_write(event.event_id, self._journal.redelivering, event.event_id)
             try:
                 await self.inject(event)
             except BaseException:

@@ -48,6 +48,7 @@ from ._dead_letters import DeadLetters
 from ._errors import ProcessStateError
 from ._event import TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
+from ._journaling import JournalWrites
 from ._observe import HookObservability
 from ._rewind import Rewinding
 from ._state import ProcessState, accepts_events, validate_name
@@ -67,7 +68,9 @@ logger = logging.getLogger("tether.process")
 TRANSCRIPTS_KEPT: Final = 100
 
 
-class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Stopping, Supervision):
+class AgentProcess(
+    ConfigChanges, DeadLetters, JournalWrites, Rewinding, HookObservability, Stopping, Supervision
+):
     """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks."""
 
     def __init__(
@@ -150,6 +153,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         self._journal: Journal | None = None
         self._recovered_once = False
         self._init_changes()
+        self._init_journal_writes()
         self._init_rewind()
         self.transcripts: dict[str, list[dict[str, Any]]] = {}
         #: The model.for_run answer of each kept transcript (None: the process's model).
@@ -433,14 +437,15 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         if not accepts_events(self.state, restarting=self._supervisor is not None):
             self._dead(event, "process stopped", "the process stopped during task_created", 0)
             return event.event_id
-        self._enqueue(event, 0)
+        self._enqueue(event, 0, accepting=True)
         return event.event_id
 
-    def _enqueue(self, event: TriggerEvent, attempts: int) -> bool:
-        """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered."""
-        try:
-            self._queue.put_nowait((event, attempts))
-        except asyncio.QueueFull:
+    def _enqueue(self, event: TriggerEvent, attempts: int, *, accepting: bool = False) -> bool:
+        """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered.
+
+        ``accepting`` (inject): the journal write raises, and the event is not queued. A
+        retry's or recovery's event is queued even if the write fails (see _journaling)."""
+        if self._queue.full():
             self._dead(
                 event,
                 "queue full",
@@ -449,7 +454,12 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
             )
             return False
         if self._journal is not None:
-            self._journal.queued(self.redactor.declared.value(event.to_dict()), attempts)
+            stored = self.redactor.declared.value(event.to_dict())
+            if accepting:
+                self._journal.queued(stored, attempts)
+            else:
+                self._journal_write(event.event_id, self._journal.queued, stored, attempts)
+        self._queue.put_nowait((event, attempts))
         return True
 
     async def fire(self, trigger_id: str, trigger_type: str, payload: dict[str, Any]) -> str:
@@ -556,8 +566,8 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
 
     async def _handle(self, event: TriggerEvent, attempt: int) -> None:
         started = time.perf_counter()
-        if self._journal is not None:
-            self._journal.running(event.event_id, attempt)
+        if self._journal is not None:  # a failed write: see _journaling (at-least-once)
+            self._journal_write(event.event_id, self._journal.running, event.event_id, attempt)
         prompt = (
             await render_for_run(self.hooks, event, self.name)
             if self.hooks.implemented("prompt.render")  # a coroutine only when one may render
@@ -634,7 +644,7 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
         self._auto_restarts = 0  # recovered: max_restarts counts restarts in a row
         self._inflight.pop(event.event_id, None)  # finished: a stop() now cuts off no run
         if self._journal is not None:
-            self._journal.done(event.event_id)
+            self._journal_write(event.event_id, self._journal.done, event.event_id)
         await self._complete(
             event, "success", (time.perf_counter() - started) * 1e3, None, worker=True
         )
@@ -684,7 +694,8 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
             handle = asyncio.get_running_loop().call_later(delay, self._retry, event.event_id)
             self._retries[event.event_id] = (handle, event, attempt)
             if self._journal is not None:
-                self._journal.queued(self.redactor.declared.value(event.to_dict()), attempt)
+                stored = self.redactor.declared.value(event.to_dict())
+                self._journal_write(event.event_id, self._journal.queued, stored, attempt)
             await self._complete(event, "retrying", duration, error, worker=True)
         else:
             self._dead(event, "process failed", error, attempt)
@@ -762,6 +773,9 @@ class AgentProcess(ConfigChanges, DeadLetters, Rewinding, HookObservability, Sto
                 else None
             ),
             "last_error": self.last_error,
+            # Journal writes that failed (the process went on: see _journaling), the last error.
+            "journal_errors": self.journal_errors,
+            "journal_error": self.journal_error,
             # Triggers whose runner ended with an error: they fire no more until a restart.
             "trigger_errors": {
                 i: self.redactor.text(describe(r.error))
