@@ -502,7 +502,14 @@ class HookManager(ExtensionPoints):
         t0 = _now()
         if recorder is None:
             marks: list[Any] | None = None
-            payload = copy_payload(data) if data else {}
+            if data:  # copy_payload, its all-immutable fast path inlined
+                payload = data.copy()
+                for value in payload.values():
+                    if type(value) not in _IMMUTABLE_SET:
+                        payload = copy_payload(data)
+                        break
+            else:
+                payload = {}
         else:  # recorded: the copy is made of containers that note their writes in marks
             depth = _depth[0]
             _depth[0] = depth + 1
@@ -574,7 +581,6 @@ class HookManager(ExtensionPoints):
         blocked = False
         reason: str | None = None
         errors: list[tuple[_Hook, BaseException]] | None = None
-        blockable = ev in BLOCKABLE_EVENTS
         background: list[_Hook] | None = None
         fired = 0
         try:
@@ -641,7 +647,7 @@ class HookManager(ExtensionPoints):
                     else:  # another awaitable (or none at all)
                         await self._await_bounded(hook, coro)
                 except HookBlocked as exc:
-                    if blockable:
+                    if ev in BLOCKABLE_EVENTS:
                         if not exc.reason:  # a refusal always says why, as a command hook's does
                             exc = _unexplained(hook)
                         blocked = True
@@ -668,7 +674,7 @@ class HookManager(ExtensionPoints):
                         errors = []
                     errors.append((hook, exc))
                     _detach(ctx)  # what the hook may still hold no longer reaches the data
-                    if hook.fail_closed and blockable:
+                    if hook.fail_closed and ev in BLOCKABLE_EVENTS:
                         blocked = True
                         reason = f"hook failed (fail_closed): {str(exc) or type(exc).__name__}"
                 if ctx.data is not watched:  # replaced (a non-dict is undone), or tracing
@@ -686,7 +692,8 @@ class HookManager(ExtensionPoints):
         finally:
             if marks is not None:
                 _depth[0] = depth
-        if not isinstance(ctx.data, dict):  # what a context_factory made was no dict
+        # What a context_factory made was no dict (the loop undoes a hook's non-dict).
+        if context_factory is not None and not isinstance(ctx.data, dict):
             broken = _not_a_dict(hook, ctx)
             ctx.data = payload
             errors = _note_error(errors, hook, broken, self, ev.value)
