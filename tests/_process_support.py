@@ -124,6 +124,27 @@ class FailingModel:
         pass
 
 
+class FailsOnceModel:
+    """A model whose first call fails as an unreachable endpoint would; later ones answer."""
+
+    name = "fails-once"
+
+    def __init__(self, reply: str = "done") -> None:
+        self.reply = reply
+        self.calls = 0
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> ModelReply:
+        self.calls += 1
+        if self.calls == 1:
+            raise ModelUnavailableError("the endpoint is down")
+        return ModelReply(content=self.reply)
+
+    async def aclose(self) -> None:
+        pass
+
+
 class GatedModel:
     """A model that answers only once ``gate`` is set; ``active`` counts calls waiting on it."""
 

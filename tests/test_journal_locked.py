@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from _process_support import GatedModel, Recorder, eventually, ticket
+from _process_support import FailsOnceModel, GatedModel, Recorder, eventually, ticket
 from tether import AgentProcess, HookBlocked, HookContext, HookEvent, ProcessConfig, TriggerEvent
 from tether.api._views import process_detail
-from tether.models import ModelReply, ModelUnavailableError, ScriptedModel
+from tether.models import ScriptedModel
 from tether.store import Journal, _sqlite
 
 
@@ -62,26 +62,6 @@ def journal_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 def unfinished_ids(path: Path) -> list[str]:
     return [event["event_id"] for event, _ in Journal(path, "triage").unfinished()]
-
-
-class FlakyModel:
-    """A model whose first call fails as an unreachable endpoint would; later ones answer."""
-
-    name = "flaky"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
-        self.calls += 1
-        if self.calls == 1:
-            raise ModelUnavailableError("the endpoint is down")
-        return ModelReply(content="done")
-
-    async def aclose(self) -> None:
-        pass
 
 
 async def run_on_locked_journal(path: Path, rec: Recorder, process: AgentProcess) -> TriggerEvent:
@@ -149,7 +129,7 @@ async def test_an_event_whose_done_was_not_journaled_runs_again_in_the_next_proc
 
 async def test_a_retry_on_a_locked_journal_runs_again_and_succeeds(tmp_path: Path) -> None:
     path = tmp_path / "tether.db"
-    process = journaled(path, FlakyModel(), retry_backoff=0.01)
+    process = journaled(path, FailsOnceModel(), retry_backoff=0.01)
     rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
     await process.start()
     try:
