@@ -5,32 +5,27 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import FailsOnceModel, Recorder, eventually, ticket
 from tether import AgentProcess, HookEvent, ProcessConfig
-from tether.models import ModelReply, ModelUnavailableError
+from tether.models import ModelReply
 
 
-class FailsThenHolds:
+class FailsThenHolds(FailsOnceModel):
     """Call 1 fails (the endpoint is down); call 2 waits for ``gate``; later calls answer."""
 
     name = "fails-then-holds"
 
     def __init__(self) -> None:
-        self.calls = 0
+        super().__init__("Triaged.")
         self.gate = asyncio.Event()
 
     async def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> ModelReply:
-        self.calls += 1
-        if self.calls == 1:
-            raise ModelUnavailableError("the endpoint is down")
+        reply = await super().complete(messages, tools)
         if self.calls == 2:
             await self.gate.wait()
-        return ModelReply(content="Triaged.")
-
-    async def aclose(self) -> None:
-        pass
+        return reply
 
 
 async def test_a_retry_that_finds_the_queue_full_completes_dead_lettered() -> None:
