@@ -9,6 +9,7 @@ from typing import Any
 from _process_support import Recorder, eventually, ticket
 from tether import AgentProcess, HookContext, HookEvent, OpenModeConfig, ProcessConfig
 from tether.models import ScriptedModel
+from tether.process._open_mode import spawn_child
 
 
 def spawner(
@@ -71,3 +72,31 @@ async def test_spawns_under_way_count_towards_max_children() -> None:
         await run_two(process)
         assert len(process.children) == 1
     assert tool_answers(model)[1:] == ["refused: this process may run at most 1 spawned processes"]
+
+
+async def test_a_process_stops_its_children_together() -> None:
+    """Each child's session_end hook waits until all three children are stopping: stopped one
+    after another, the first would wait alone until its hook timed out."""
+    parent = AgentProcess(
+        "lead", ProcessConfig(model=ScriptedModel(reply="ok"), execution_mode="open")
+    )
+    arrived: set[str] = set()
+    everyone = asyncio.Event()
+    met: list[str] = []
+
+    async def meet(ctx: HookContext) -> None:
+        if ctx.process_id == "lead":
+            return
+        arrived.add(ctx.process_id)
+        if len(arrived) == 3:
+            everyone.set()
+        await everyone.wait()
+        met.append(ctx.process_id)
+
+    parent.hooks.register(HookEvent.SESSION_END, meet, timeout=2)
+    await parent.start()
+    for name in ("c0", "c1", "c2"):
+        assert isinstance(await spawn_child(parent, name, "You help."), AgentProcess)
+    await parent.stop()
+    assert sorted(met) == ["c0", "c1", "c2"]
+    assert parent.children == {}

@@ -85,8 +85,14 @@ class Stopping:
             for runner in list(self._runners.values()):
                 await runner.stop()
             self._runners.clear()
-            for child in list(self.children.values()):
-                await cleanly(child.stop(), f"stopping child {child.name!r}", self.redactor.text)
+            # Children stop together: each has its own stop_timeout, and one child's slow
+            # runs or hooks do not hold up the others' stops.
+            await asyncio.gather(
+                *(
+                    cleanly(child.stop(), f"stopping child {child.name!r}", self.redactor.text)
+                    for child in list(self.children.values())
+                )
+            )
             loop = asyncio.get_running_loop()
             halting = loop.time()
             await self._halt_workers()
