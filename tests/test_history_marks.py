@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tether import HookContext, HookEvent, HookManager
+from tether import HookBlocked, HookContext, HookEvent, HookManager
 from tether.hooks._background import drain
 from tether.hooks._history import HEADER, HistoryRecorder
 
@@ -442,6 +442,35 @@ async def test_a_recorded_result_is_deep_copied_whenever_a_hook_wrote_to_flat_da
     assert result.data == {**DATA, "items": [1]}
     assert result.data["items"] is not lists[0]
     assert outcomes(history)["writer"] == "applied"
+
+
+async def test_a_write_before_a_block_is_deep_copied_however_many_hooks_it_cut_off() -> None:
+    """Regression: the write's note and the block's made up for the two hooks the block cut
+    off, so the marks had the length of a chain no hook wrote to, and the result shared the
+    list the first hook wrote (and kept)."""
+    manager, history = recorded()
+    lists: list[list[int]] = []
+
+    async def writer(ctx: HookContext) -> None:
+        mine = [1]
+        lists.append(mine)
+        ctx.data["items"] = mine
+
+    async def blocker(ctx: HookContext) -> None:
+        raise HookBlocked("no")
+
+    async def later(ctx: HookContext) -> None:
+        return None
+
+    manager.register(UPS, writer, name="writer", priority=4)
+    manager.register(UPS, blocker, name="blocker", priority=3)
+    manager.register(UPS, later, priority=2)
+    manager.register(UPS, later, priority=1)
+    result = await manager.dispatch(UPS, DATA)
+    lists[0].append(2)
+    assert result.blocked
+    assert result.data["items"] == [1]
+    assert outcomes(history) == {"writer": "applied", "blocker": "blocked"}
 
 
 async def test_a_recorded_result_of_flat_data_no_hook_wrote_to_is_its_own_dict() -> None:

@@ -715,8 +715,10 @@ class HookManager(ExtensionPoints):
             # Recorded, the data tells whether it was written to. Flat data no hook wrote to
             # (no note in marks, the dispatch's own dict still) is flat still: one shallow copy
             # is a deep one. (A hook that writes by dict.__setitem__(ctx.data, ...), around
-            # the data's own methods, goes unrecorded, and what it wrote uncopied.)
-            untouched = len(marks) == bare and ctx.data is payload
+            # the data's own methods, goes unrecorded, and what it wrote uncopied.) Only a
+            # chain run to its end has one mark a hook: a block's notes could make up for the
+            # hooks it cut off.
+            untouched = len(marks) == bare and ctx.data is payload and not blocked
             if fired or _SKIPPED in marks:  # a hook ran, or was skipped: recorded
                 if quick:  # the shared hooks' end (see _history._steps), read inline: hot path
                     end = _now()
