@@ -11,6 +11,8 @@ import asyncio
 import copy
 import json
 import pickle
+import types
+from collections.abc import Generator
 from typing import Any
 
 import pytest
@@ -171,6 +173,38 @@ async def test_a_suspended_hook_does_not_lend_its_depth_to_other_tasks() -> None
     assert {(r.hook_name, r.dispatch_depth) for r in history.runs()} == {
         ("waits", 0),
         ("quick", 0),
+    }
+
+
+async def test_a_suspended_generator_based_hook_does_not_lend_its_depth_to_other_tasks() -> None:
+    """Regression: a hook's awaitable that was no native coroutine (a generator-based or
+    compiled one) was awaited with the depth cell left one deeper while it waited, so a
+    dispatch another task made meanwhile was recorded as nested (depth 1)."""
+    manager, history = recorded()
+    release = asyncio.Event()
+
+    class Waits:
+        async def __call__(self, ctx: HookContext) -> None:
+            raise AssertionError("replaced below, after registration")
+
+    @types.coroutine
+    def waits() -> Generator[Any, None, None]:
+        yield from release.wait().__await__()
+
+    async def quick(ctx: HookContext) -> None:
+        return None
+
+    manager.register(UPS, Waits(), name="waits")
+    Waits.__call__ = lambda self, ctx: waits()  # type: ignore[method-assign]
+    manager.register(CREATED, quick, name="quick")
+    waiting = asyncio.create_task(manager.dispatch(UPS, DATA))
+    await asyncio.sleep(0.01)
+    await manager.dispatch(CREATED, {"event_id": "other"})
+    release.set()
+    await waiting
+    assert {(r.hook_name, r.dispatch_depth, r.outcome) for r in history.runs()} == {
+        ("waits", 0, "passed"),
+        ("quick", 0, "passed"),
     }
 
 

@@ -263,6 +263,13 @@ def _resume(
                     cell[0] = outer
 
 
+async def _awaiting(awaitable: Any) -> Any:
+    """A hook's awaitable that is no coroutine (a future, a generator-based or compiled
+    coroutine) as one, for the dispatch to step like any other: no timer unless it suspends,
+    and the depth of a recorded dispatch kept while it is suspended."""
+    return await awaitable
+
+
 async def _run_at(coro: Coroutine[Any, Any, Any], depth: int) -> Any:
     """Await ``coro`` with the depth cell reading ``depth + 1`` during its steps."""
     outer, _depth[0] = _depth[0], depth + 1

@@ -38,6 +38,7 @@ from ._hook import (
     DispatchResult,
     HookErrorInfo,
     HookInfo,
+    _awaiting,
     _bump,
     _callable_name,
     _cancelling,
@@ -615,37 +616,36 @@ class HookManager(ExtensionPoints):
                 fired += 1
                 try:
                     coro = hook.fn(ctx)
-                    if type(coro) is CoroutineType:
-                        # A for loop steps the coroutine: it sees the hook return without the
-                        # StopIteration a send() raises (~80 ns a hook). Its body runs only if
-                        # the hook suspended: then, and only then, its timeout is armed.
-                        for pending in coro.__await__():
-                            timeout = self._timeout_of(hook)
-                            at = -1
-                            if marks is not None:  # others may run while this hook is suspended
-                                _depth[0] = at = depth
-                                suspended = True
-                                if quick:  # it, the hooks after it and the chain: per hook
-                                    quick = _recording.suspends(self, ev, marks)
-                            try:
-                                if timeout is None:
-                                    await _resume(coro, pending, at)
-                                else:
-                                    try:
-                                        async with asyncio.timeout(timeout) as scope:
-                                            await _resume(coro, pending, at)
-                                        if scope.expired():  # the hook swallowed its cancellation
-                                            raise TimeoutError
-                                    except Exception as exc:
-                                        if scope.expired():
-                                            _raise_timed_out(hook, timeout, exc)
-                                        raise
-                            finally:
-                                if marks is not None:
-                                    _depth[0] = depth + 1
-                            break
-                    else:  # another awaitable (or none at all)
-                        await self._await_bounded(hook, coro)
+                    if type(coro) is not CoroutineType:  # another awaitable (or none at all)
+                        coro = _awaiting(coro)  # stepped as one: no timer unless it suspends
+                    # A for loop steps the coroutine: it sees the hook return without the
+                    # StopIteration a send() raises (~80 ns a hook). Its body runs only if the
+                    # hook suspended: then, and only then, its timeout is armed.
+                    for pending in coro.__await__():
+                        timeout = self._timeout_of(hook)
+                        at = -1
+                        if marks is not None:  # others may run while this hook is suspended
+                            _depth[0] = at = depth
+                            suspended = True
+                            if quick:  # it, the hooks after it and the chain: per hook
+                                quick = _recording.suspends(self, ev, marks)
+                        try:
+                            if timeout is None:
+                                await _resume(coro, pending, at)
+                            else:
+                                try:
+                                    async with asyncio.timeout(timeout) as scope:
+                                        await _resume(coro, pending, at)
+                                    if scope.expired():  # the hook swallowed its cancellation
+                                        raise TimeoutError
+                                except Exception as exc:
+                                    if scope.expired():
+                                        _raise_timed_out(hook, timeout, exc)
+                                    raise
+                        finally:
+                            if marks is not None:
+                                _depth[0] = depth + 1
+                        break
                 except HookBlocked as exc:
                     if ev in BLOCKABLE_EVENTS:
                         if not exc.reason:  # a refusal always says why, as a command hook's does
