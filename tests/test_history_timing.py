@@ -362,3 +362,21 @@ async def test_a_chain_timed_once_deep_copies_what_a_hook_wrote_into_the_result(
     lists[0].append(2)  # what the hook kept of what it wrote
     assert result.data == {**DATA, "write": True, "items": [1]}
     assert last_dispatch(history)[-1].outcome == "applied"
+
+
+async def test_the_copy_of_nested_data_and_a_context_factory_are_not_the_first_hooks_time() -> None:
+    """Regression: the dispatch's start was read before the (deep, tracked) copy of nested data
+    and before a context_factory ran, so a hook doing nothing was recorded as taking as long as
+    copying the payload or building the context."""
+    manager, history = chain(passes)
+
+    def slow_factory(*args: Any) -> HookContext:
+        time.sleep(0.05)  # the factory's own time
+        return HookContext(*args)
+
+    rows = {**DATA, "rows": [[i] for i in range(50_000)]}
+    for data, factory in ((rows, None), (DATA, slow_factory)):
+        began = time.perf_counter()
+        await manager.dispatch(UPS, data, context_factory=factory)
+        elapsed_ms = (time.perf_counter() - began) * 1e3
+        assert last_dispatch(history)[0].duration_ms < elapsed_ms / 10

@@ -528,6 +528,7 @@ class HookManager(ExtensionPoints):
                     if type(value) not in _IMMUTABLE_SET:
                         payload = track(data, marks)
                         bare = -1
+                        marks[1] = t0 = _now()  # a deep copy is not the first hook's time
                         break
             else:
                 payload = _Tracked()
@@ -548,8 +549,10 @@ class HookManager(ExtensionPoints):
             ctx._epoch = t0
         else:
             ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
-            if marks is not None and type(ctx.data) is not _Tracked:  # a data dict of its own
-                ctx.data = track(ctx.data, marks)
+            if marks is not None:
+                if type(ctx.data) is not _Tracked:  # a data dict of its own
+                    ctx.data = track(ctx.data, marks)
+                marks[1] = t0 = _now()  # nor is the factory's
         if dry_run:  # hooks can tell (ctx.dry_run; command hooks: the metadata key)
             ctx.metadata[DRY_RUN_KEY] = True
             ctx._dry_run = True
