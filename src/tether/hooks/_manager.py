@@ -63,7 +63,7 @@ from ._hook import (
 from ._recording import TimedOnce, _detach, _not_a_dict, _note_error, _replaced, _settle
 from ._records import HEADER, RunRecorder
 from ._shell import ShellHook
-from ._tracked import _Tracked, track
+from ._tracked import _Tracked, blank, fill, track
 
 if TYPE_CHECKING:
     from ._config import HookConfig
@@ -522,7 +522,8 @@ class HookManager(ExtensionPoints):
             bare = HEADER + len(hooks)
             # track(), its all-immutable fast path inlined (a call is ~0.02 us of the budget)
             if data:
-                payload = _Tracked(data)
+                payload = blank(_Tracked)
+                fill(payload, data)
                 payload._marks = marks
                 for value in data.values():
                     if type(value) not in _IMMUTABLE_SET:
@@ -531,7 +532,7 @@ class HookManager(ExtensionPoints):
                         marks[1] = t0 = _now()  # a deep copy is not the first hook's time
                         break
             else:
-                payload = _Tracked()
+                payload = blank(_Tracked)
                 payload._marks = marks
         if context_factory is None:
             # Hot path: the context is built slot by slot, skipping the class call and
