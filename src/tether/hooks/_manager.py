@@ -63,7 +63,7 @@ from ._hook import (
 from ._recording import TimedOnce, _detach, _not_a_dict, _note_error, _replaced, _settle
 from ._records import HEADER, RunRecorder
 from ._shell import ShellHook
-from ._tracked import _Tracked, blank, fill, track
+from ._tracked import _Tracked, track
 
 if TYPE_CHECKING:
     from ._config import HookConfig
@@ -522,8 +522,7 @@ class HookManager(ExtensionPoints):
             bare = HEADER + len(hooks)
             # track(), its all-immutable fast path inlined (a call is ~0.02 us of the budget)
             if data:
-                payload = blank(_Tracked)
-                fill(payload, data)
+                payload = _Tracked(data)
                 payload._marks = marks
                 for value in data.values():
                     if type(value) not in _IMMUTABLE_SET:
@@ -532,7 +531,7 @@ class HookManager(ExtensionPoints):
                         marks[1] = t0 = _now()  # a deep copy is not the first hook's time
                         break
             else:
-                payload = blank(_Tracked)
+                payload = _Tracked()
                 payload._marks = marks
         if context_factory is None:
             # Hot path: the context is built slot by slot, skipping the class call and
@@ -718,10 +717,11 @@ class HookManager(ExtensionPoints):
         else:
             # Recorded, the data tells whether it was written to. Flat data no hook wrote to
             # (no note in marks, the dispatch's own dict still) is flat still: one shallow copy
-            # is a deep one. (A hook that writes by dict.__setitem__(ctx.data, ...), around
-            # the data's own methods, goes unrecorded, and what it wrote uncopied.) Only a
-            # chain run to its end has one mark a hook: a block's notes could make up for the
-            # hooks it cut off.
+            # is a deep one. (A hook that writes by dict.__setitem__(ctx.data, ...) or
+            # ctx.data.__init__(...), around the data's own methods, goes unrecorded, and what
+            # it wrote uncopied: noting __init__ would make every recorded dispatch build its
+            # data in two calls, not one.) Only a chain run to its end has one mark a hook: a
+            # block's notes could make up for the hooks it cut off.
             untouched = len(marks) == bare and ctx.data is payload and not blocked
             if fired or _SKIPPED in marks:  # a hook ran, or was skipped: recorded
                 if quick:  # the shared hooks' end (see _history._steps), read inline: hot path

@@ -17,31 +17,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ._copy import _IMMUTABLE_SET
 
-__all__ = [
-    "_Tracked",
-    "_TrackedDict",
-    "_TrackedList",
-    "blank",
-    "fill",
-    "mute",
-    "register_yaml",
-    "track",
-]
+__all__ = ["_Tracked", "_TrackedDict", "_TrackedList", "mute", "register_yaml", "track"]
 
 _ABSENT: Final = object()
-# A tracked dict is built by ``blank(cls)`` and ``fill(out, data)``, in C: its __init__ is
-# for a hook's write.
-if TYPE_CHECKING:
-
-    def blank(cls: type[_Tracked], /) -> _Tracked: ...
-
-else:
-    blank = dict.__new__
-fill: Final = dict.update
 _NESTED: Final = ("n",)
 
 
@@ -70,14 +52,6 @@ class _Tracked(dict[str, Any]):
     __slots__ = ("_marks",)
     _marks: list[Any]
     _tether_plain = dict  # what a copy is (see _copy)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # Only a live dict is initialised so (tracked data is built by blank() and fill()):
-        # ``ctx.data.__init__(...)`` is an update, and is noted as one.
-        before = dict.get(self, "prompt")
-        dict.update(self, *args, **kwargs)
-        if hasattr(self, "_marks"):
-            self._wrote(before)
 
     def _wrote(self, before: Any) -> None:
         """Note a write; ``before`` is the prompt as it was before it."""
@@ -207,8 +181,7 @@ for _name in (
 def _track_value(value: Any, marks: list[Any]) -> Any:
     cls = type(value)
     if cls is dict or cls is _TrackedDict or cls is _Tracked:
-        out = blank(_TrackedDict)
-        fill(out, value)
+        out = _TrackedDict(value)
         out._marks = marks
         for key, item in dict.items(out):  # over the copy: see _copy
             if type(item) not in _IMMUTABLE_SET:
@@ -229,8 +202,7 @@ def _track_value(value: Any, marks: list[Any]) -> Any:
 
 def track(data: dict[str, Any], marks: list[Any]) -> _Tracked:
     """A deep copy of ``data`` whose dicts and lists note their writes in ``marks``."""
-    out = blank(_Tracked)
-    fill(out, data)
+    out = _Tracked(data)
     out._marks = marks
     for value in dict.values(out):  # the common payload holds only immutable values: one pass
         if type(value) not in _IMMUTABLE_SET:
