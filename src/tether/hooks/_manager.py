@@ -517,9 +517,7 @@ class HookManager(ExtensionPoints):
             # marks[0]: the dispatch's number, given when wanted (_number); then the start, the
             # manager, event, depth, chain and first snapshot (see _history); the hooks' marks.
             marks = [None, t0, self, ev, depth, hooks, None]
-            # Flat data (no value but str, number, bytes, None) that no hook writes to stays
-            # flat: marks then keep this length (no note, a time or None a hook).
-            bare = HEADER + len(hooks)
+            bare = HEADER + len(hooks)  # marks' length if no hook leaves a note (see below)
             # track(), its all-immutable fast path inlined (a call is ~0.02 us of the budget)
             if data:
                 payload = _Tracked(data)
@@ -568,9 +566,8 @@ class HookManager(ExtensionPoints):
             tracked: _Tracked
             watched = tracked = ctx.data  # type: ignore[assignment]
             if dry_run:
-                # Tracing (a dry run's recorder keeping each hook's data) makes the per-hook
-                # check fail every time: the snapshot is taken on the same (slow) path as a new
-                # dict.
+                # Tracing (a dry run's recorder keeping each hook's data) fails the per-hook
+                # check every time: the snapshot is taken on the slow path of a new dict.
                 trace = recorder.trace  # type: ignore[union-attr]
                 if trace:
                     watched = None
@@ -715,13 +712,10 @@ class HookManager(ExtensionPoints):
                 if type(value) not in _IMMUTABLE_SET:
                     final[key] = _copy_value(value)
         else:
-            # Recorded, the data tells whether it was written to. Flat data no hook wrote to
-            # (no note in marks, the dispatch's own dict still) is flat still: one shallow copy
-            # is a deep one. (A hook that writes by dict.__setitem__(ctx.data, ...) or
-            # ctx.data.__init__(...), around the data's own methods, goes unrecorded, and what
-            # it wrote uncopied: noting __init__ would make every recorded dispatch build its
-            # data in two calls, not one.) Only a chain run to its end has one mark a hook: a
-            # block's notes could make up for the hooks it cut off.
+            # Flat data no hook wrote to (no note in marks: a chain run to its end, as a
+            # block's notes could make up for the hooks it cut off; the dispatch's own dict) is
+            # flat still: a shallow copy is a deep one. A write around the data's methods
+            # (dict.__setitem__(ctx.data, ...), ctx.data.__init__(...)) goes unnoted, uncopied.
             untouched = len(marks) == bare and ctx.data is payload and not blocked
             if fired or _SKIPPED in marks:  # a hook ran, or was skipped: recorded
                 if quick:  # the shared hooks' end (see _history._steps), read inline: hot path
