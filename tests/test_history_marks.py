@@ -19,7 +19,8 @@ import pytest
 
 from tether import HookBlocked, HookContext, HookEvent, HookManager
 from tether.hooks._background import drain
-from tether.hooks._history import HEADER, HistoryRecorder
+from tether.hooks._history import HistoryRecorder
+from tether.hooks._records import HEADER
 
 UPS = HookEvent.USER_PROMPT_SUBMIT
 CREATED = HookEvent.TASK_CREATED
@@ -524,3 +525,23 @@ async def test_a_recorded_result_of_flat_data_no_hook_wrote_to_is_its_own_dict()
     assert type(result.data) is dict
     assert data == DATA
     assert outcomes(history) == {"same": "passed"}
+
+
+async def test_a_factory_context_with_no_dict_data_is_an_error_and_keeps_the_depth() -> None:
+    """Regression: recorded, the factory's data was tracked as if it were a dict, so the
+    dispatch raised (it never raises a hook's or a factory's error) and left the depth one
+    level deeper for every dispatch after it."""
+    manager, history = recorded()
+
+    def factory(event: HookEvent, process_id: str, data: Any, metadata: Any) -> HookContext:
+        return HookContext(event, process_id, ["not", "a", "dict"], metadata)  # type: ignore[arg-type]
+
+    async def sees(ctx: HookContext) -> None:
+        return None
+
+    manager.register(UPS, sees, name="sees")
+    result = await manager.dispatch(UPS, DATA, context_factory=factory)
+    assert result.data == DATA
+    assert [type(error).__name__ for _, error in result.errors] == ["HookError"]
+    await manager.dispatch(UPS, DATA)
+    assert [run.dispatch_depth for run in history.runs()] == [0, 0]

@@ -512,8 +512,7 @@ class HookManager(ExtensionPoints):
             else:
                 payload = {}
         else:  # recorded: the copy is made of containers that note their writes in marks
-            depth = _depth[0]
-            _depth[0] = depth + 1
+            depth = _depth[0]  # one deeper from the loop on (raised there: nothing before it)
             # marks[0]: the dispatch's number, given when wanted (_number); then the start, the
             # manager, event, depth, chain and first snapshot (see _history); the hooks' marks.
             marks = [None, t0, self, ev, depth, hooks, None]
@@ -548,7 +547,7 @@ class HookManager(ExtensionPoints):
         else:
             ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
             if marks is not None:
-                if type(ctx.data) is not _Tracked:  # a data dict of its own
+                if type(ctx.data) is not _Tracked and isinstance(ctx.data, dict):  # its own
                     ctx.data = track(ctx.data, marks)
                 marks[1] = t0 = _now()  # nor is the factory's
         if dry_run:  # hooks can tell (ctx.dry_run; command hooks: the metadata key)
@@ -579,6 +578,7 @@ class HookManager(ExtensionPoints):
                 # their records say so); any other reads the clock after each hook.
                 quick = type(hooks) is TimedOnce
             suspended = False
+            _depth[0] = depth + 1  # put back when the loop ends, however it ends
         blocked = False
         reason: str | None = None
         errors: list[tuple[_Hook, BaseException]] | None = None
