@@ -970,3 +970,14 @@ async def test_a_hook_that_calls_sys_exit_is_isolated_like_any_error() -> None:
     handled = manager.register("ticket.classify", lambda: sys.exit(1))
     assert await manager.call("ticket.classify") == [None]
     assert await manager.remove(handled)
+
+
+async def test_a_dispatch_with_no_hooks_gives_a_result_of_its_own_data() -> None:
+    """Regression: with no hook registered, the result's data was a shallow copy, so a nested
+    list in it was the caller's own (with a hook, it is a deep copy)."""
+    manager = HookManager()
+    data = {"prompt": "hi", "items": [1], "meta": {"tags": ["a"]}}
+    result = await manager.dispatch(PROMPT, data)
+    result.data["items"].append(2)
+    result.data["meta"]["tags"].append("b")
+    assert data == {"prompt": "hi", "items": [1], "meta": {"tags": ["a"]}}

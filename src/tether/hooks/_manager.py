@@ -491,7 +491,7 @@ class HookManager(ExtensionPoints):
             empty.blocked = False
             empty.reason = None
             empty.errors = []
-            empty.data = dict(data) if data else {}
+            empty.data = copy_payload(data) if data else {}  # its own, as with hooks
             empty.runs = []
             return empty
         # Recording costs one clock reading per hook (per dispatch, for a chain timed once):
