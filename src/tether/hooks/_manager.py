@@ -491,7 +491,15 @@ class HookManager(ExtensionPoints):
             empty.blocked = False
             empty.reason = None
             empty.errors = []
-            empty.data = copy_payload(data) if data else {}  # its own, as with hooks
+            if data:  # a copy of its own, as with hooks (copy_payload, its fast path inlined)
+                copied = data.copy()
+                for value in copied.values():
+                    if type(value) not in _IMMUTABLE_SET:
+                        copied = copy_payload(data)
+                        break
+                empty.data = copied
+            else:
+                empty.data = {}
             empty.runs = []
             return empty
         # Recording costs one clock reading per hook (per dispatch, for a chain timed once):
@@ -734,17 +742,13 @@ class HookManager(ExtensionPoints):
         if blocked:
             background = [h for h in hooks if h.mode == "async" and h.enabled] or None
         if background is not None:
-            dispatch_id = 0 if marks is None else _number(marks)
-            if dry_run:
-                from ._background import run_inline
+            from ._background import run_inline, submit
 
-                await run_inline(
-                    self, background, ctx, depth, recorder, _run_id(dispatch_id), data or {}
-                )
+            run_id = _run_id(0 if marks is None else _number(marks))
+            if dry_run:
+                await run_inline(self, background, ctx, depth, recorder, run_id, data or {})
             else:
-                self._run_background(
-                    background, ctx, depth, recorder, _run_id(dispatch_id), data or {}
-                )
+                submit(self, background, ctx, depth, recorder, run_id, data or {})
         if errors is not None:
             for h, e in errors:
                 await self._report(
@@ -776,19 +780,6 @@ class HookManager(ExtensionPoints):
             if scope.expired():
                 _raise_timed_out(hook, timeout, exc)
             raise
-
-    def _run_background(
-        self,
-        hooks: list[_Hook],
-        ctx: HookContext,
-        depth: int,
-        recorder: RunRecorder | None,
-        dispatch_id: str,
-        event: dict[str, Any],
-    ) -> None:
-        from ._background import submit
-
-        submit(self, hooks, ctx, depth, recorder, dispatch_id, event)
 
     def __repr__(self) -> str:
         return f"HookManager(hooks={len(self)}, default_timeout={self.default_timeout})"
