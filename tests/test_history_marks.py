@@ -153,6 +153,16 @@ async def test_depth_is_right_inside_a_hook_after_it_suspended() -> None:
     assert depths == [("inner", 1), ("inner", 1), ("outer", 0)]
 
 
+async def dispatch_meanwhile(manager: HookManager, release: asyncio.Event) -> None:
+    """Dispatch user_prompt_submit in a task; while its hook waits for ``release``, dispatch
+    task_created from here; then release it."""
+    waiting = asyncio.create_task(manager.dispatch(UPS, DATA))
+    await asyncio.sleep(0.01)
+    await manager.dispatch(CREATED, {"event_id": "other"})
+    release.set()
+    await waiting
+
+
 async def test_a_suspended_hook_does_not_lend_its_depth_to_other_tasks() -> None:
     """Two dispatches interleave: while one's hook waits, the other starts at depth 0."""
     manager, history = recorded()
@@ -166,11 +176,7 @@ async def test_a_suspended_hook_does_not_lend_its_depth_to_other_tasks() -> None
 
     manager.register(UPS, waits, name="waits")
     manager.register(CREATED, quick, name="quick")
-    waiting = asyncio.create_task(manager.dispatch(UPS, DATA))
-    await asyncio.sleep(0.01)
-    await manager.dispatch(CREATED, {"event_id": "other"})
-    release.set()
-    await waiting
+    await dispatch_meanwhile(manager, release)
     assert {(r.hook_name, r.dispatch_depth) for r in history.runs()} == {
         ("waits", 0),
         ("quick", 0),
@@ -198,11 +204,7 @@ async def test_a_suspended_generator_based_hook_does_not_lend_its_depth_to_other
     manager.register(UPS, Waits(), name="waits")
     Waits.__call__ = lambda self, ctx: waits()  # type: ignore[method-assign]
     manager.register(CREATED, quick, name="quick")
-    waiting = asyncio.create_task(manager.dispatch(UPS, DATA))
-    await asyncio.sleep(0.01)
-    await manager.dispatch(CREATED, {"event_id": "other"})
-    release.set()
-    await waiting
+    await dispatch_meanwhile(manager, release)
     assert {(r.hook_name, r.dispatch_depth, r.outcome) for r in history.runs()} == {
         ("waits", 0, "passed"),
         ("quick", 0, "passed"),
