@@ -485,32 +485,13 @@ class HookManager(ExtensionPoints):
             hooks = self._resolved(ev)
         if recorder is None:
             recorder = self.recorder
-        if not hooks:  # built field by field, as below: the no-hook dispatch is the commonest
-            empty = _new(DispatchResult)
-            empty.fired = 0
-            empty.blocked = False
-            empty.reason = None
-            empty.errors = []
-            if data:  # a copy of its own, as with hooks (copy_payload, its fast path inlined)
-                copied = data.copy()
-                for value in copied.values():
-                    if type(value) not in _IMMUTABLE_SET:
-                        copied = copy_payload(data)
-                        break
-                empty.data = copied
-            else:
-                empty.data = {}
-            empty.runs = []
-            return empty
         # Recording costs one clock reading per hook (per dispatch, for a chain timed once):
         # marks gets the end time of each hook that ran (0.0 when its chain is timed once, None
         # for one that did not run), preceded by notes on anything not plain about it (an
         # outcome, a write to the data, a skip, a snapshot when tracing). The data notes its
         # own writes into marks (see _tracked); the recorder expands marks into HookRuns off
         # the hot path. Only ``marks`` is read when nothing records: the rest is bound below.
-        t0 = _now()
-        if recorder is None:
-            marks: list[Any] | None = None
+        if recorder is None or not hooks:
             if data:  # copy_payload, its all-immutable fast path inlined
                 payload = data.copy()
                 for value in payload.values():
@@ -519,7 +500,19 @@ class HookManager(ExtensionPoints):
                         break
             else:
                 payload = {}
+            if not hooks:  # built field by field, as below: the commonest dispatch
+                empty = _new(DispatchResult)
+                empty.fired = 0
+                empty.blocked = False
+                empty.reason = None
+                empty.errors = []
+                empty.data = payload  # a copy of its own, as with hooks
+                empty.runs = []
+                return empty
+            marks: list[Any] | None = None
+            t0 = _now()
         else:  # recorded: the copy is made of containers that note their writes in marks
+            t0 = _now()
             depth = _depth[0]  # one deeper from the loop on (raised there: nothing before it)
             # marks[0]: the dispatch's number, given when wanted (_number); then the start, the
             # manager, event, depth, chain and first snapshot (see _history); the hooks' marks.
