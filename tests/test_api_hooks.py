@@ -133,13 +133,14 @@ async def test_the_events_endpoint_filters_by_blockable(client: httpx.AsyncClien
     assert {e["event"] for e in blockable["events"]} == {
         "user_prompt_submit",
         "permission_request",
+        "pre_tool_use",
         "subagent_start",
         "file_changed",
         "config_change",
         "task_created",
     }
     assert all(not e["blockable"] for e in others["events"])
-    assert len(blockable["events"]) + len(others["events"]) == 13
+    assert len(blockable["events"]) + len(others["events"]) == 15
 
 
 @pytest.mark.parametrize(

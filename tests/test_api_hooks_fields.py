@@ -12,7 +12,7 @@ import pytest
 from tether import AgentRuntime, HookContext, HookEvent, ShellHook
 
 SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage support tickets."}
-FAMILIES = "session, prompt, permission, subagent, context, trigger, config, task"
+FAMILIES = "session, prompt, permission, subagent, context, trigger, config, task, tool"
 
 
 async def create(client: httpx.AsyncClient, name: str, **config: Any) -> None:
@@ -113,10 +113,10 @@ async def test_the_events_endpoint_filters_by_family(client: httpx.AsyncClient) 
 async def test_an_unknown_family_answers_400_naming_the_value_and_the_families(
     client: httpx.AsyncClient,
 ) -> None:
-    r = await client.get("/hooks/events", params={"family": "tool"})
+    r = await client.get("/hooks/events", params={"family": "tools"})
     error = r.json()["error"]
     assert (r.status_code, error["code"]) == (400, "INVALID_QUERY")
-    assert error["message"] == f"family: unknown value 'tool'; allowed: {FAMILIES}"
+    assert error["message"] == f"family: unknown value 'tools'; allowed: {FAMILIES}"
     assert error["details"][0]["path"] == "query.family"
 
 

@@ -519,7 +519,7 @@ def test_hooks_test_explains_an_error_and_exits_1(hooks_test: Any) -> None:
     result = hooks_test("user_prompt_submit", "import sys; sys.stderr.write('boom'); sys.exit(2)\n")
     assert result.returncode == 1
     assert "answer   hook error: hook command" in result.stdout
-    assert "exited with code 2: boom" in result.stdout
+    assert "exited 2: boom" in result.stdout
     assert "with fail_closed: true it blocks the action" in result.stdout
 
 

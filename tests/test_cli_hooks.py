@@ -127,7 +127,7 @@ async def test_hooks_events_prints_the_taxonomy_as_a_table(cli: Any, api: Orches
     assert done.returncode == 0, done.stderr
     table = rows(done.stdout)
     assert table[0] == ["EVENT", "FAMILY", "BLOCKABLE", "MATCHERS", "WHAT A BLOCK DOES"]
-    assert len(table) == 14
+    assert len(table) == 16
     assert table[1][:4] == ["session_start", "session", "no", "-"]
     task_created = next(r for r in table if r[0] == "task_created")
     assert task_created[:4] == ["task_created", "task", "yes", "trigger_type, trigger_id"]
@@ -138,10 +138,10 @@ async def test_hooks_events_filters_blockable_and_prints_schemas_as_json(
 ) -> None:
     blockable = await cli("hooks", "events", "--blockable", *at(api))
     others = await cli("hooks", "events", "--not-blockable", "--json", *at(api))
-    assert len(rows(blockable.stdout)) == 7
+    assert len(rows(blockable.stdout)) == 8
     assert all(r[2] == "yes" for r in rows(blockable.stdout)[1:])
     events = json.loads(others.stdout)
-    assert len(events) == 7
+    assert len(events) == 8
     assert all("payload_schema" in e and "patch_schema" in e for e in events)
 
 
@@ -149,15 +149,15 @@ async def test_hooks_events_filters_by_family_and_reports_an_unknown_one(
     cli: Any, api: OrchestrationAPI
 ) -> None:
     tasks = await cli("hooks", "events", "--family", "task", *at(api))
-    bad = await cli("hooks", "events", "--family", "tool", *at(api))
+    bad = await cli("hooks", "events", "--family", "tools", *at(api))
     assert [r[:2] for r in rows(tasks.stdout)[1:]] == [
         ["task_created", "task"],
         ["task_completed", "task"],
     ]
     assert (bad.returncode, bad.stderr) == (
         1,
-        "error: INVALID_QUERY: family: unknown value 'tool'; allowed: session, prompt, "
-        "permission, subagent, context, trigger, config, task\n",
+        "error: INVALID_QUERY: family: unknown value 'tools'; allowed: session, prompt, "
+        "permission, subagent, context, trigger, config, task, tool\n",
     )
 
 

@@ -239,7 +239,58 @@ async def test_an_exception_is_isolated_and_recorded_with_the_hook_id() -> None:
     assert result.errors == [(broken_id, boom)]
     assert not result.blocked
     assert ran == ["after"]
-    assert result.fired == 2
+    assert result.fired == 1  # the hook that raised is in errors, not in fired
+
+
+async def test_fired_counts_only_the_hooks_that_ran_without_error() -> None:
+    manager = HookManager()
+
+    async def raises(ctx: HookContext) -> None:
+        raise RuntimeError("boom")
+
+    async def hangs(ctx: HookContext) -> None:
+        await asyncio.sleep(10)
+
+    async def passes(ctx: HookContext) -> None:
+        ctx.set("seen", True)
+
+    manager.register(PROMPT, raises, priority=3)
+    manager.register(PROMPT, hangs, priority=2, timeout=0.01)
+    manager.register(PROMPT, passes, priority=1)
+
+    result = await manager.dispatch(PROMPT, {"prompt": "hi"})
+
+    assert len(result.errors) == 2
+    assert result.fired == 1
+    assert result.data["seen"] is True
+
+
+async def test_a_fail_closed_hook_that_raises_blocks_and_is_not_counted_as_fired() -> None:
+    manager = HookManager()
+
+    async def raises(ctx: HookContext) -> None:
+        raise RuntimeError("policy down")
+
+    manager.register(PROMPT, raises, fail_closed=True)
+
+    result = await manager.dispatch(PROMPT, {"prompt": "hi"})
+
+    assert result.blocked
+    assert result.reason == "hook failed (fail_closed): policy down"
+    assert (result.fired, len(result.errors)) == (0, 1)
+
+
+async def test_a_hook_that_blocks_counts_as_fired() -> None:
+    manager = HookManager()
+
+    async def refuses(ctx: HookContext) -> None:
+        raise HookBlocked("no")
+
+    manager.register(PROMPT, refuses)
+
+    result = await manager.dispatch(PROMPT, {"prompt": "hi"})
+
+    assert (result.blocked, result.fired, result.errors) == (True, 1, [])
 
 
 async def test_an_exception_after_suspending_is_isolated_too() -> None:

@@ -1,4 +1,5 @@
-"""The 13 lifecycle events, their values, and which of them a hook may refuse."""
+"""The lifecycle events (the reference's 13 and the two tool-call events), their values, and
+which of them a hook may refuse."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ EXPECTED_VALUES = {
     "CONFIG_CHANGE": "config_change",
     "TASK_CREATED": "task_created",
     "TASK_COMPLETED": "task_completed",
+    "PRE_TOOL_USE": "pre_tool_use",
+    "POST_TOOL_USE": "post_tool_use",
 }
 
 BLOCKABLE = {
@@ -32,10 +35,11 @@ BLOCKABLE = {
     HookEvent.FILE_CHANGED,
     HookEvent.CONFIG_CHANGE,
     HookEvent.TASK_CREATED,
+    HookEvent.PRE_TOOL_USE,
 }
 
 
-def test_there_are_exactly_thirteen_events_with_lowercase_values() -> None:
+def test_there_are_exactly_fifteen_events_with_lowercase_values() -> None:
     assert {e.name: e.value for e in HookEvent} == EXPECTED_VALUES
 
 
@@ -45,7 +49,7 @@ def test_an_event_member_equals_its_value(name: str, value: str) -> None:
     assert HookEvent(value) is HookEvent[name]
 
 
-def test_blockable_events_are_exactly_the_six() -> None:
+def test_blockable_events_are_exactly_the_seven() -> None:
     assert isinstance(BLOCKABLE_EVENTS, frozenset)
     assert BLOCKABLE_EVENTS == BLOCKABLE
 

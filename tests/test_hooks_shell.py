@@ -190,7 +190,7 @@ async def test_run_returns_the_answer_without_applying_it() -> None:
 async def test_a_non_zero_exit_is_an_error_with_the_code_and_stderr() -> None:
     hook = ShellHook([PY, "-c", "import sys; sys.stderr.write('disk full'); sys.exit(7)"])
 
-    with pytest.raises(CommandHookError, match="code 7") as info:
+    with pytest.raises(CommandHookError, match="exited 7") as info:
         await hook.run(context())
 
     assert "disk full" in str(info.value)
@@ -212,13 +212,13 @@ async def test_a_non_zero_exit_without_stderr_says_so_after_the_code() -> None:
     with pytest.raises(CommandHookError) as info:
         await hook.run(context())
 
-    assert str(info.value).endswith("exited with code 4 (nothing on stderr)")
+    assert str(info.value).endswith("exited 4 (nothing on stderr)")
 
 
 async def test_a_non_zero_exit_with_a_block_answer_is_still_an_error() -> None:
     hook = ShellHook(answer({"block": True, "reason": "x"}, exit_code=2))
 
-    with pytest.raises(CommandHookError, match="code 2"):
+    with pytest.raises(CommandHookError, match="exited 2"):
         await hook.run(context())
 
 

@@ -183,7 +183,7 @@ async def test_every_event_is_sync_eligible_and_sync_only_keeps_them_all(
     client: httpx.AsyncClient,
 ) -> None:
     everything = (await client.get("/hooks/events")).json()["events"]
-    assert len(everything) == 13
+    assert len(everything) == 15
     assert all(e["sync_eligible"] is True for e in everything)
     for value in ("true", "false"):
         r = await client.get("/hooks/events", params={"sync_only": value})

@@ -179,7 +179,7 @@ async def test_a_dry_run_counts_the_async_command_hooks_it_ran_and_their_errors(
             assert answer["fired"] == 2
             [error] = answer["errors"]
             assert error["hook_id"] == answer["trace"][1]["hook_id"]
-            assert "exited with code 1" in error["error"]
+            assert "exited 1" in error["error"]
             assert marker.exists()  # the command really ran
             assert (await client.get("/processes/triage/hooks/runs")).json()["runs"] == []
         done = await cli("hooks", "dry-run", "triage", "task_created", "--url", api.url)

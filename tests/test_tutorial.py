@@ -51,7 +51,7 @@ def run_step(script: str, *, patience: float = 60.0) -> list[str]:
 
 def test_step_1_hooks_tour_prints_the_events_of_one_ticket_in_order() -> None:
     lines = run_step("hooks_tour.py")
-    assert lines[0] == "hooks registered: 13"
+    assert lines[0] == "hooks registered: 15"
     events = [m.group(1) for line in lines[1:] if (m := re.match(r"\s*\d+\.\d\ds  (\w+)", line))]
     assert events == [
         "session_start",
@@ -95,7 +95,7 @@ def test_step_3_shell_hooks_blocks_by_json_and_keeps_the_environment_minimal() -
     assert [a["sees_api_key"] for a in audits] == [False, False]
     assert audits[0]["event_id"] != audits[1]["event_id"]
     assert lines[4] == (
-        "exit 2 -> CommandHookError: hook command 'python hooks/broken.py' exited with code 2: "
+        "exit 2 -> CommandHookError: hook command 'python hooks/broken.py' exited 2: "
         "cannot reach the ticket database"
     )
     assert len(lines) == 5

@@ -26,6 +26,8 @@ class Tool:
     fn: Callable[..., Awaitable[Any]]
     description: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
+    #: The MCP server the tool comes from (``None``: a code or manifest tool).
+    server: str | None = None
     _validator: Any = None
 
     def __post_init__(self) -> None:

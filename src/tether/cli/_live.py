@@ -41,6 +41,8 @@ _SHOWN: Final[dict[str, tuple[str, ...]]] = {
     "config_change": ("source", "change"),
     "task_created": ("event_id", "trigger_id", "trigger_type"),
     "task_completed": ("event_id", "outcome", "duration_ms", "error"),
+    "pre_tool_use": ("tool_name", "server", "arguments"),
+    "post_tool_use": ("tool_name", "server", "duration_ms", "error"),
 }
 _STYLE: Final = {
     "blocked": "bold red",

@@ -1,4 +1,4 @@
-"""A sample ``ctx.data`` for each of the 13 lifecycle events (for ``tether hooks test``)."""
+"""A sample ``ctx.data`` for each lifecycle event (for ``tether hooks test``)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,23 @@ SAMPLES: Final[dict[str, dict[str, Any]]] = {
         "outcome": "success",
         "duration_ms": 412.5,
         "error": None,
+    },
+    "pre_tool_use": {
+        "tool_name": "lookup_order",
+        "arguments": {"order_id": "A-1182"},
+        "call_id": "call_7f3a",
+        "event_id": _EVENT_ID,
+        "server": None,
+    },
+    "post_tool_use": {
+        "tool_name": "lookup_order",
+        "arguments": {"order_id": "A-1182"},
+        "call_id": "call_7f3a",
+        "event_id": _EVENT_ID,
+        "server": None,
+        "result": '{"status": "shipped"}',
+        "error": None,
+        "duration_ms": 3.2,
     },
 }
 

@@ -1,4 +1,5 @@
-"""The 13 lifecycle events and which of them a hook may refuse."""
+"""The lifecycle events (the reference's 13 and the two tool-call events) and which of them a
+hook may refuse."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ class HookEvent(StrEnum):
     CONFIG_CHANGE = "config_change"
     TASK_CREATED = "task_created"
     TASK_COMPLETED = "task_completed"
+    PRE_TOOL_USE = "pre_tool_use"
+    POST_TOOL_USE = "post_tool_use"
 
 
 HookEvent.__module__ = "tether"
@@ -36,6 +39,7 @@ BLOCKABLE_EVENTS: Final[frozenset[HookEvent]] = frozenset(
         HookEvent.FILE_CHANGED,
         HookEvent.CONFIG_CHANGE,
         HookEvent.TASK_CREATED,
+        HookEvent.PRE_TOOL_USE,
     }
 )
 

@@ -700,7 +700,9 @@ class HookManager(ExtensionPoints):
             errors = _note_error(errors, hook, broken, self, ev.value)
         # Built field by field for the same reason as the context (a test checks every field).
         result = _new(DispatchResult)
-        result.fired = fired
+        # fired counts the hooks that ran without error: one that raised or timed out is only
+        # in errors.
+        result.fired = fired if errors is None else fired - len({id(h) for h, _ in errors})
         result.blocked = blocked
         result.reason = reason
         result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]

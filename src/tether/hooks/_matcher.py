@@ -10,6 +10,7 @@ from ._events import HookEvent
 __all__ = ["MATCHER_FIELDS", "Matcher"]
 
 _TRIGGER = ("trigger_type", "trigger_id")
+_TOOL = ("tool_name", "server")
 
 #: Which matcher fields each lifecycle event supports (the data key each one reads).
 MATCHER_FIELDS: Final[dict[HookEvent, tuple[str, ...]]] = {
@@ -26,6 +27,8 @@ MATCHER_FIELDS: Final[dict[HookEvent, tuple[str, ...]]] = {
     HookEvent.CONFIG_CHANGE: (),
     HookEvent.TASK_CREATED: _TRIGGER,
     HookEvent.TASK_COMPLETED: _TRIGGER,
+    HookEvent.PRE_TOOL_USE: _TOOL,
+    HookEvent.POST_TOOL_USE: _TOOL,
 }
 
 

@@ -295,7 +295,7 @@ class ShellHook:
             stderr = done.stderr.decode(self.encoding, errors="replace").strip()
             said = f": {stderr[:STDERR_IN_MESSAGE]}" if stderr else " (nothing on stderr)"
             raise CommandHookError(
-                f"hook command {name!r} exited with code {done.returncode}{said}"
+                f"hook command {name!r} exited {done.returncode}{said}"
             )
         try:
             raw = done.stdout.decode(self.encoding)

@@ -86,7 +86,7 @@ TAXONOMY: Final[dict[HookEvent, tuple[str, str | None, dict[str, Any], dict[str,
         None,
         _obj(
             {
-                "kind": {"enum": ["approval", "budget", "guardrail"]},
+                "kind": {"enum": ["approval", "budget", "guardrail", "hook"]},
                 "tool_name": _SN,
                 "request_id": _SN,
                 "reason": _S,
@@ -153,6 +153,49 @@ TAXONOMY: Final[dict[HookEvent, tuple[str, str | None, dict[str, Any], dict[str,
             }
         ),
         _NOTHING,
+    ),
+    HookEvent.PRE_TOOL_USE: (
+        "tool",
+        "The tool is not run: the model gets a result saying it was refused and why, and "
+        "permission_denied fires with kind 'hook'.",
+        _obj(
+            {
+                "tool_name": _S,
+                "arguments": {"type": "object"},
+                "call_id": _S,
+                "event_id": _SN,
+                "server": _SN,
+            }
+        ),
+        {
+            "type": "object",
+            "properties": {"arguments": {"type": "object"}},
+            "additionalProperties": True,
+            "description": "Changed arguments replace the call's, validated again against the "
+            "tool's schema; nothing else is used.",
+        },
+    ),
+    HookEvent.POST_TOOL_USE: (
+        "tool",
+        None,
+        _obj(
+            {
+                "tool_name": _S,
+                "arguments": {"type": "object"},
+                "call_id": _S,
+                "event_id": _SN,
+                "server": _SN,
+                "result": _S,
+                "error": _SN,
+                "duration_ms": {"type": "number"},
+            }
+        ),
+        {
+            "type": "object",
+            "properties": {"result": _S},
+            "additionalProperties": True,
+            "description": "A changed result replaces what the model sees; nothing else is used.",
+        },
     ),
 }
 
