@@ -294,9 +294,7 @@ class ShellHook:
         if done.returncode != 0:
             stderr = done.stderr.decode(self.encoding, errors="replace").strip()
             said = f": {stderr[:STDERR_IN_MESSAGE]}" if stderr else " (nothing on stderr)"
-            raise CommandHookError(
-                f"hook command {name!r} exited {done.returncode}{said}"
-            )
+            raise CommandHookError(f"hook command {name!r} exited {done.returncode}{said}")
         try:
             raw = done.stdout.decode(self.encoding)
         except UnicodeDecodeError as exc:
