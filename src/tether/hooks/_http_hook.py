@@ -234,10 +234,18 @@ class HttpHook:
         Raises HttpHookError (a RuntimeError) for every hook error, HttpHookTimeoutError (also
         a TimeoutError) when no answer came within ``timeout``.
         """
-        import httpx
-
         body = json.dumps(ctx.envelope(), default=str).encode("utf-8")
         headers = self.build_headers(body, ctx.event.value)
+        # The request runs in a task of its own: httpx's transport (anyio) cancels and
+        # uncancels the task it runs in, which must not be the dispatching one. A cancellation
+        # of this hook reaches that task too (awaiting a task cancels it with the awaiter).
+        return await asyncio.create_task(
+            self._post(body, headers), name=f"HTTP hook {self.display_name}"
+        )
+
+    async def _post(self, body: bytes, headers: dict[str, str]) -> ShellHookResult:
+        import httpx
+
         name = self.display_name
         client = self.clients.get()
         try:
