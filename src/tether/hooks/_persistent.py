@@ -70,8 +70,14 @@ def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
 class _CoProcess:
     """One running program: its pipes, the answers awaited, and its reader tasks."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, name: str) -> None:
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        name: str,
+        on_fail: Callable[[_CoProcess], None],
+    ) -> None:
         self.proc = proc
+        self.on_fail = on_fail
         self.pid = proc.pid
         self.name = name
         self.loop = asyncio.get_running_loop()
@@ -79,7 +85,6 @@ class _CoProcess:
         self.stderr = bytearray()
         self.failure: str | None = None  # why it is gone, once it is
         self.killing: asyncio.Task[None] | None = None
-        self.done = self.loop.create_future()
         # If the hook is dropped without aclose (or the interpreter exits), the group dies too.
         self._finalizer = weakref.finalize(self, _kill_group, self.pid)
         self.reader = asyncio.create_task(self._read_answers(), name=f"{name} answers")
@@ -153,16 +158,16 @@ class _CoProcess:
         if self.failure is not None:
             return
         self.failure = why
-        pending, self.pending = self.pending, {}
-        for future in pending.values():
-            if not future.done():
-                future.set_exception(CommandHookError(f"persistent hook {self.name!r} {why}"))
         if exited:  # what is left of its group (a grandchild) must not outlive it
             _kill_group(self.pid)
         elif kill:
             self.killing = self.loop.create_task(self.terminate(), name=f"{self.name} kill")
-        if not self.done.done():
-            self.done.set_result(None)
+        # Before the events in flight hear of it: the next event must see the backoff.
+        self.on_fail(self)
+        pending, self.pending = self.pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(CommandHookError(f"persistent hook {self.name!r} {why}"))
 
     async def terminate(self, grace: float = 0.0) -> None:
         """End the program: stdin closed, ``grace`` seconds to exit, SIGTERM, then SIGKILL."""
@@ -333,9 +338,7 @@ class PersistentHook:
         except (OSError, ValueError) as exc:
             raise CommandHookError(f"hook command {name!r} could not start: {exc}") from exc
         self.starts += 1
-        co = _CoProcess(proc, name)
-        co.done.add_done_callback(lambda _: self._failed(co))
-        return co
+        return _CoProcess(proc, name, self._failed)
 
     def _failed(self, co: _CoProcess) -> None:
         """A program is gone: the next start waits the backoff (not after a close)."""
