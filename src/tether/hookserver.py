@@ -26,8 +26,8 @@ In a script run directly, ``@serve`` serves until stdin closes (the hook is stop
 module imported elsewhere (a test), it only returns the function. ``print()`` inside the
 handler goes to stderr, so it cannot break the protocol.
 
-This module uses only the standard library and imports nothing else of tether, so a hook
-starts fast.
+This module uses only the standard library; with ``import tether``'s light core (no pydantic,
+httpx or model SDK) a hook starts fast.
 """
 
 from __future__ import annotations

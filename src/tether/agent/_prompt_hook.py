@@ -175,10 +175,11 @@ def _decision_of(answer: Any) -> tuple[str | None, str]:
     if not isinstance(answer, dict):
         return None, ""
     decision = answer.get("decision")
-    reason = answer.get("reason", "")
+    reason = answer.get("reason")
+    # As DECISION_SCHEMA says: both keys, nothing else.
     if decision not in ("allow", "deny") or not isinstance(reason, str):
         return None, ""
-    if set(answer) - {"decision", "reason"}:
+    if set(answer) != {"decision", "reason"}:
         return None, ""
     return decision, reason.strip()
 
