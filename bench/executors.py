@@ -4,7 +4,7 @@ service on loopback, and an in-process callback, all dispatched through a HookMa
 Run: ``.venv/bin/python bench/executors.py``. The policy is the same everywhere (block a prompt
 that mentions a password, else append a sentence to it); the spawned and persistent hooks run
 the same Python interpreter; the HTTP service is a starlette app under uvicorn in a process of
-its own. Each kind is warmed first, then timed over its own number of dispatches.
+its own. Each kind is warmed first; then the kinds take turns, round after round.
 
 Goal (issue 17): persistent >= 50x faster than spawning the same Python hook, HTTP >= 20x.
 """
@@ -27,12 +27,15 @@ from tether.hooks._persistent import PersistentHook
 
 EVENT = HookEvent.USER_PROMPT_SUBMIT
 DATA = {"prompt": "What is the capital of France?", "event_id": "ev-1", "trigger_id": "t-1"}
-RUNS = {
-    "spawned command": 60,
-    "persistent": 2000,
-    "HTTP, uvicorn": 1000,
-    "HTTP, minimal": 2000,
-    "callback": 20000,
+#: Rounds, and dispatches of each kind per round: the kinds take turns, round after round, so
+#: drift in the machine's load (other programs) hits every kind alike.
+ROUNDS = 40
+PER_ROUND = {
+    "spawned command": 2,
+    "persistent": 50,
+    "HTTP, uvicorn": 25,
+    "HTTP, minimal": 25,
+    "callback": 500,
 }
 
 POLICY = """
@@ -127,16 +130,18 @@ def _callback() -> Callable[[HookContext], Awaitable[None]]:
     return callback
 
 
-async def timed(manager: HookManager, runs: int) -> list[float]:
-    for _ in range(min(20, runs)):  # warm up (starts the co-process, opens the connection)
+async def warm(manager: HookManager) -> None:
+    """Start the co-process, open the connection, fill the caches."""
+    for _ in range(10):
         result = await manager.dispatch(EVENT, DATA, process_id="bench")
         assert not result.errors, result.errors
-    times = []
+
+
+async def timed(manager: HookManager, runs: int, into: list[float]) -> None:
     for _ in range(runs):
         start = time.perf_counter()
         await manager.dispatch(EVENT, DATA, process_id="bench")
-        times.append(time.perf_counter() - start)
-    return times
+        into.append(time.perf_counter() - start)
 
 
 async def _service(source: str) -> tuple[asyncio.subprocess.Process, int]:
@@ -165,12 +170,16 @@ async def main() -> None:
         "HTTP, minimal": http[1].callback,
         "callback": _callback(),
     }
-    results: dict[str, list[float]] = {}
+    results: dict[str, list[float]] = {label: [] for label in hooks}
+    managers = {label: HookManager() for label in hooks}
+    for label, fn in hooks.items():
+        managers[label].register(EVENT, fn)
     try:
-        for label, fn in hooks.items():
-            manager = HookManager()
-            manager.register(EVENT, fn)
-            results[label] = await timed(manager, RUNS[label])
+        for manager in managers.values():
+            await warm(manager)
+        for _ in range(ROUNDS):
+            for label, manager in managers.items():
+                await timed(manager, PER_ROUND[label], results[label])
     finally:
         await persistent.aclose()
         for hook in http:
@@ -180,22 +189,24 @@ async def main() -> None:
             service.stdin.close()
             await service.wait()
 
-    spawn = statistics.fmean(results["spawned command"])
-    print("One Python hook per event (user_prompt_submit), dispatched through a HookManager")
-    print(f"{'executor':<18}{'runs':>7}{'mean us':>12}{'median us':>12}{'vs spawned':>12}")
+    spawn = statistics.median(results["spawned command"])
+    print("One Python hook per event (user_prompt_submit), dispatched through a HookManager;")
+    print(f"{ROUNDS} interleaved rounds; 'vs spawned' compares medians")
+    print(f"{'executor':<18}{'runs':>7}{'median us':>12}{'mean us':>12}{'vs spawned':>12}")
     for label, times in results.items():
-        mean = statistics.fmean(times)
+        median = statistics.median(times)
         print(
-            f"{label:<18}{len(times):>7}{mean * 1e6:>12.1f}"
-            f"{statistics.median(times) * 1e6:>12.1f}{spawn / mean:>11.1f}x"
+            f"{label:<18}{len(times):>7}{median * 1e6:>12.1f}"
+            f"{statistics.fmean(times) * 1e6:>12.1f}{spawn / median:>11.1f}x"
         )
-    faster_p = spawn / statistics.fmean(results["persistent"])
-    faster_h = spawn / statistics.fmean(results["HTTP, uvicorn"])
-    faster_m = spawn / statistics.fmean(results["HTTP, minimal"])
+    faster = {k: spawn / statistics.median(v) for k, v in results.items()}
+
+    def verdict(label: str, goal: float) -> str:
+        return f"{label} {faster[label]:.0f}x: {'met' if faster[label] >= goal else 'MISSED'}"
+
     print(
-        f"goal: persistent >= 50x ({faster_p:.0f}x: {'met' if faster_p >= 50 else 'MISSED'}), "
-        f"HTTP >= 20x (uvicorn service {faster_h:.0f}x: {'met' if faster_h >= 20 else 'MISSED'}; "
-        f"minimal service {faster_m:.0f}x: {'met' if faster_m >= 20 else 'MISSED'})"
+        f"goal: persistent >= 50x ({verdict('persistent', 50)}); HTTP >= 20x "
+        f"({verdict('HTTP, uvicorn', 20)}; {verdict('HTTP, minimal', 20)})"
     )
 
 
