@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -39,7 +39,15 @@ from ..process import (
 from ..process._state import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
 from ._changes import ConfigEndpoints
-from ._deploy import code_only_fields, command_uses, commands_message, host_paths
+from ._deploy import (
+    check_hook_hosts,
+    code_only_fields,
+    command_uses,
+    commands_message,
+    hook_hosts_message,
+    host_paths,
+    url_hooks_refused,
+)
 from ._errors import PASSED_ON, APIConfigError, APIError, error_response
 from ._hooks import HookEndpoints
 from ._http import (
@@ -100,7 +108,9 @@ class OrchestrationAPI:
     ``start()`` returns once the API accepts connections; ``stop()`` stops serving but leaves
     the runtime and its processes alone. ``port=0`` picks a free port (see ``port`` after
     start). With ``allow_command_deploys=False`` a deployed config may not run programs on
-    this host (command hooks, stdio MCP servers, open-mode tool creation): 403.
+    this host (command hooks, stdio MCP servers, open-mode tool creation): 403. A deployed URL
+    hook may only name a host listed in ``allowed_hook_hosts`` (names, addresses or ``*``
+    patterns, each optionally with ``:port``): 403 HOOK_HOST_NOT_ALLOWED otherwise.
     """
 
     def __init__(
@@ -113,6 +123,7 @@ class OrchestrationAPI:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY,
         webhooks: bool = True,
+        allowed_hook_hosts: Sequence[str] = (),
     ) -> None:
         if not isinstance(runtime, AgentRuntime):
             raise TypeError(f"runtime must be an AgentRuntime, got {type(runtime).__name__}")
@@ -133,6 +144,10 @@ class OrchestrationAPI:
         self.host = host
         self.token = token
         self.allow_command_deploys = allow_command_deploys
+        try:
+            self.allowed_hook_hosts = check_hook_hosts(allowed_hook_hosts)
+        except (TypeError, ValueError) as exc:
+            raise APIConfigError(str(exc)) from None
         self.max_body_bytes = max_body_bytes
         self.webhooks: WebhookServer | None = (
             WebhookServer(runtime, max_body_bytes=max_body_bytes) if webhooks else None
@@ -301,6 +316,10 @@ class OrchestrationAPI:
         uses = command_uses(spec)
         if uses and not self.allow_command_deploys:
             raise APIError(403, "COMMANDS_NOT_ALLOWED", commands_message(uses))
+        refused = url_hooks_refused(spec.hooks, self.allowed_hook_hosts)
+        if refused:
+            message = hook_hosts_message(refused, self.allowed_hook_hosts)
+            raise APIError(403, "HOOK_HOST_NOT_ALLOWED", message)
         paths = host_paths(spec.triggers, spec.journal_path, spec.artifacts_dir)
         if spec.open_mode.allow_host_triggers:  # the agent could pick host paths itself
             paths.append("open_mode.allow_host_triggers")

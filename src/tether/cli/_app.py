@@ -113,6 +113,14 @@ def serve(
             help="Let API clients deploy command hooks, stdio MCP servers and tool creation.",
         ),
     ] = False,
+    allow_hook_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-hook-host",
+            help="A host API clients may deploy URL hooks to (repeatable; '*' patterns and "
+            ":port allowed).",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print events.")] = False,
     plugin: PluginOption = None,
 ) -> None:
@@ -129,6 +137,7 @@ def serve(
             allow_command_deploys=allow_command_deploys,
             quiet=quiet,
             plugins=plugins,
+            allowed_hook_hosts=allow_hook_host or [],
         )
     )
 

@@ -153,6 +153,7 @@ async def _run(
     until_idle: bool,
     answers: bool,
     plugins: list[str] | None = None,
+    allowed_hook_hosts: list[str] | None = None,
     stop: asyncio.Event | None = None,
 ) -> int:
     from ..hooks import HookManager
@@ -228,6 +229,7 @@ def serve_files(
     allow_command_deploys: bool,
     quiet: bool,
     plugins: list[str] | None = None,
+    allowed_hook_hosts: list[str] | None = None,
 ) -> int:
     """Serve a runtime with the processes of ``files``; return the exit status.
 
@@ -244,6 +246,7 @@ def serve_files(
                 allow_command_deploys=allow_command_deploys,
                 quiet=quiet,
                 plugins=plugins or [],
+                allowed_hook_hosts=allowed_hook_hosts or [],
             )
         )
 
@@ -257,6 +260,7 @@ async def _serve(
     allow_command_deploys: bool,
     quiet: bool,
     plugins: list[str] | None = None,
+    allowed_hook_hosts: list[str] | None = None,
     stop: asyncio.Event | None = None,
     ready: Callable[[str], object] | None = None,
 ) -> int:
@@ -286,7 +290,12 @@ async def _serve(
             )
         await runtime.add_spec(manifest)
     api = OrchestrationAPI(
-        runtime, host=host, port=port, token=token, allow_command_deploys=allow_command_deploys
+        runtime,
+        host=host,
+        port=port,
+        token=token,
+        allow_command_deploys=allow_command_deploys,
+        allowed_hook_hosts=allowed_hook_hosts or [],
     )
     stop = stop if stop is not None else asyncio.Event()
     with _stop_on_signals(stop):
@@ -298,6 +307,10 @@ async def _serve(
             if allow_command_deploys:
                 console.print(
                     "  [yellow]command deploys are allowed[/]: API clients can run programs here"
+                )
+            if api.allowed_hook_hosts:
+                console.print(
+                    f"  URL hooks may be deployed to: {escape(', '.join(api.allowed_hook_hosts))}"
                 )
             _describe_webhooks(console, api.webhooks)
             for process in runtime:
