@@ -13,6 +13,7 @@ from ._guardrails import scan_payload as scan_payload
 from ._loop import AgentLoop as AgentLoop
 from ._loop import RunError as RunError
 from ._loop import RunResult as RunResult
+from ._prompt_hook import PromptHook as PromptHook
 from ._tools import Tool as Tool
 from ._tools import ToolArgumentsError as ToolArgumentsError
 from ._tools import as_tool as as_tool
@@ -28,6 +29,7 @@ __all__ = [
     "ConversationBuffer",
     "GuardrailConfig",
     "GuardrailDenial",
+    "PromptHook",
     "RunError",
     "RunResult",
     "Tool",

@@ -17,14 +17,20 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
-from typing import Any, Final
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
 
 from ..hooks import HookBlocked, HookContext, ShellHookResult
 from ..hooks._errors import PromptHookError
+from ..hooks._prompt import BUILDERS, DEFAULT_MODELS
 from ..models import Model, ModelError
 
-__all__ = ["DECISION_SCHEMA", "DECISION_TOOL", "PromptHook"]
+if TYPE_CHECKING:
+    from ..hooks import HookManager
+    from ..hooks._prompt import PromptHookConfig
+
+__all__ = ["DECISION_SCHEMA", "DECISION_TOOL", "PromptExecutor", "PromptHook", "build_executor"]
 
 #: The JSON schema of the model's answer.
 DECISION_SCHEMA: Final[dict[str, Any]] = {
@@ -185,3 +191,79 @@ def _decision_of(answer: Any) -> tuple[str | None, str]:
 
 
 PromptHook.__module__ = "tether"
+
+
+class PromptExecutor:
+    """Runs a PromptHook: the model call is bounded by the hook's own timeout, the engine's
+    bound allows ``backstop`` seconds more."""
+
+    __slots__ = ("hook",)
+    kind: Final[str] = "prompt"
+    backstop: Final[float] = 1.0
+
+    def __init__(self, hook: PromptHook) -> None:
+        self.hook = hook
+
+    @property
+    def run(self) -> Callable[[HookContext], Awaitable[None]]:
+        return self.hook.callback
+
+    @property
+    def timeout(self) -> float:
+        return self.hook.timeout
+
+    @property
+    def name(self) -> str:
+        """The start of its policy, the hook's name when it is given none."""
+        return self.hook.display_name
+
+
+def build_executor(config: PromptHookConfig, manager: HookManager) -> PromptExecutor:
+    """The executor of a prompt HookConfig in ``manager``: its own model (a spec is resolved
+    on first use and closed with the manager), else the manager's default (a process's)."""
+    spec = config.model
+    model: Model | Callable[[], Model | None]
+    if spec is None:
+        ref = weakref.ref(manager)
+
+        def model() -> Model | None:
+            found = ref()
+            default = DEFAULT_MODELS.get(found) if found is not None else None
+            return default() if default is not None else None
+
+    elif isinstance(spec, str):
+        model = _Resolved(spec, manager)
+    else:
+        model = spec
+    timeout = config.timeout if config.timeout is not None else config.default_timeout
+    return PromptExecutor(PromptHook(config.prompt, model=model, timeout=timeout))
+
+
+class _Resolved:
+    """A model named by a spec, made on first use (PromptHookConfig checked the spec)."""
+
+    __slots__ = ("_manager", "_model", "spec")
+
+    def __init__(self, spec: str, manager: HookManager) -> None:
+        self.spec = spec
+        self._manager = weakref.ref(manager)  # kept for closing: must not keep it alive
+        self._model: Model | None = None
+
+    def __call__(self) -> Model:
+        if self._model is None:
+            from ..hooks._resources import on_close
+            from ..models import resolve_model
+
+            self._model = resolve_model(self.spec)
+            manager = self._manager()
+            if manager is not None:
+                on_close(manager, self._close)
+        return self._model
+
+    async def _close(self) -> None:
+        model, self._model = self._model, None
+        if model is not None:
+            await model.aclose()
+
+
+BUILDERS["prompt"] = build_executor

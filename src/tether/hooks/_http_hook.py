@@ -23,7 +23,8 @@ import os
 import re
 import socket
 import time
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -44,7 +45,15 @@ if TYPE_CHECKING:
     import httpx
     from pydantic import SecretStr
 
-__all__ = ["SIGNATURE_HEADER", "TIMESTAMP_HEADER", "HttpClients", "HttpHook", "sign"]
+__all__ = [
+    "SIGNATURE_HEADER",
+    "TIMESTAMP_HEADER",
+    "HttpClients",
+    "HttpExecutor",
+    "HttpHook",
+    "pool_of",
+    "sign",
+]
 
 SIGNATURE_HEADER: Final = "X-Tether-Signature"
 TIMESTAMP_HEADER: Final = "X-Tether-Timestamp"
@@ -364,3 +373,49 @@ def shown_url(url: str) -> str:
 
 HttpHook.__module__ = "tether"
 HttpClients.__module__ = "tether"
+
+
+# -- the executor kind -------------------------------------------------------------------------
+
+
+class HttpExecutor:
+    """Runs an HttpHook: the request is bounded by the hook's own timeout, the engine's bound
+    allows ``backstop`` seconds more."""
+
+    __slots__ = ("hook",)
+    kind: Final[str] = "url"
+    backstop: Final[float] = 1.0
+
+    def __init__(self, hook: HttpHook) -> None:
+        self.hook = hook
+
+    @property
+    def run(self) -> Callable[[HookContext], Awaitable[None]]:
+        return self.hook.callback
+
+    @property
+    def timeout(self) -> float:
+        return self.hook.timeout
+
+    @property
+    def name(self) -> str:
+        """Its URL (without a query), the hook's name when it is given none."""
+        return self.hook.display_name
+
+    def secrets(self) -> list[tuple[str, str]]:
+        """Its header values and signing secret (see HttpHook.secrets), for the redactor."""
+        return self.hook.secrets()
+
+
+_POOLS: weakref.WeakKeyDictionary[object, HttpClients] = weakref.WeakKeyDictionary()
+
+
+def pool_of(manager: object) -> HttpClients:
+    """The connection pool the HTTP hooks of ``manager`` share (closed with the manager)."""
+    pool = _POOLS.get(manager)
+    if pool is None:
+        from ._resources import on_close
+
+        pool = _POOLS[manager] = HttpClients()
+        on_close(manager, pool.aclose)
+    return pool

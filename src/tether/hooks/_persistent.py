@@ -31,7 +31,7 @@ import logging
 import os
 import signal
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ._context import HookContext
@@ -41,7 +41,7 @@ from ._shell import STDERR_IN_MESSAGE, ShellHook, ShellHookResult, answer_of, ap
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
-__all__ = ["PersistentHook"]
+__all__ = ["PersistentExecutor", "PersistentHook"]
 
 logger = logging.getLogger("tether.hooks")
 
@@ -422,3 +422,32 @@ class PersistentHook:
 
 
 PersistentHook.__module__ = "tether"
+
+
+class PersistentExecutor:
+    """Runs a PersistentHook: each event is bounded by the hook's own timeout (the program is
+    killed at it), the engine's bound allows ``backstop`` seconds more."""
+
+    __slots__ = ("hook",)
+    kind: Final[str] = "persistent"
+    backstop: Final[float] = 5.0
+
+    def __init__(self, hook: PersistentHook) -> None:
+        self.hook = hook
+
+    @property
+    def run(self) -> Callable[[HookContext], Awaitable[None]]:
+        return self.hook.callback
+
+    @property
+    def timeout(self) -> float:
+        return self.hook.timeout
+
+    @property
+    def name(self) -> str:
+        """Its command line, the hook's name when it is given none."""
+        return self.hook.display_name
+
+    def secrets(self) -> list[tuple[str, str]]:
+        """What its program is handed that may be a credential (see ShellHook.secrets)."""
+        return self.hook.secrets()
