@@ -2,8 +2,8 @@
 
 ``PolicyServer`` is a starlette app served by uvicorn on a free loopback port. Each path
 answers one way (``/allow``, ``/block``, ``/rewrite``, ``/status/{code}``, ``/redirect``,
-``/text``, ``/list``, ``/big``, ``/slow``, ``/echo-headers``) and every request is kept in
-``requests`` (method, path, headers, body, client port) for the test to read.
+``/text``, ``/list``, ``/big``, ``/slow``, ``/echo-headers``, ``/echo-error``) and every
+request is kept in ``requests`` (path, headers, body, client port) for the test to read.
 """
 
 from __future__ import annotations
@@ -108,6 +108,11 @@ class PolicyServer:
             await self.release.wait()
             return Response(status_code=204)
 
+        async def echo_error(request: Request) -> Response:
+            got = await keep(request)
+            said = got.headers.get("authorization", "")
+            return PlainTextResponse(f"credentials {said} were rejected", status_code=401)
+
         async def echo_headers(request: Request) -> Response:
             got = await keep(request)
             return JSONResponse({"log": json.dumps(got.headers)})
@@ -124,5 +129,6 @@ class PolicyServer:
                 Route("/big", big, methods=["POST"]),
                 Route("/slow", slow, methods=["POST"]),
                 Route("/echo-headers", echo_headers, methods=["POST"]),
+                Route("/echo-error", echo_error, methods=["POST"]),
             ]
         )

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 
@@ -44,12 +45,14 @@ def ctx(prompt: str) -> HookContext:
 
 
 def gone(pid: int) -> Callable[[], bool]:
+    """True once ``pid`` has ended (gone, or a zombie its new parent has yet to reap)."""
+
     def check() -> bool:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
             return True
-        return False
+        return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
     return check
 
