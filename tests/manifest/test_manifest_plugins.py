@@ -324,7 +324,7 @@ def test_the_plugin_example_in_the_docs_runs() -> None:
     import re
     import subprocess
 
-    doc = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
+    doc = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
     section = doc.read_text(encoding="utf-8").split("# Plugins and extension points", 1)[1]
     found = re.search(r"```python\n(.*?)```", section, re.S)
     assert found is not None

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-DEMO = Path(__file__).resolve().parent.parent / "examples" / "engine_demo.py"
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "engine_demo.py"
 
 
 def test_the_engine_demo_rewrites_one_prompt_and_blocks_the_other() -> None:

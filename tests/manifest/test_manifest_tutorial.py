@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-TUTORIAL = Path(__file__).parent / "tutorial"
+TUTORIAL = Path(__file__).parents[1] / "tutorial"
 PORT = 9781
 
 
