@@ -1,48 +1,16 @@
 """The tutorial's step 4 (manifest_hooks.py with triage.agent) runs and prints what it says.
 
-The script serves the control API on the tutorial's port 9781; something else may hold that
-port for a moment (another run of the tutorial), so the step waits for it, boundedly.
+The script serves the control API on the tutorial's port 9781, in a network namespace of its
+own where the host allows it (see _tutorial_support).
 """
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
-
-TUTORIAL = Path(__file__).parents[1] / "tutorial"
-PORT = 9781
+from _tutorial_support import run_step as run
 
 
-def port_is_free() -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", PORT))
-        except OSError:
-            return False
-    return True
-
-
-def run_step(script: str, *, patience: float = 60.0) -> list[str]:
-    deadline = time.monotonic() + patience
-    while True:
-        while not port_is_free() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        done = subprocess.run(
-            [sys.executable, "-W", "error", script],
-            cwd=TUTORIAL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        busy = "cannot listen on" in done.stderr
-        if done.returncode == 0 or not busy or time.monotonic() > deadline:
-            break
-    assert done.returncode == 0, f"{script} exited {done.returncode}:\n{done.stderr}"
+def run_step(script: str) -> list[str]:
+    done = run(script, port=9781, python_args=("-W", "error"))
     assert done.stderr == ""
     return done.stdout.splitlines()
 
