@@ -853,6 +853,9 @@ def _step(tp: Any, part: str | int) -> Any:
                 tag = model.model_fields.get("type")
                 if tag is not None and tag.default == part:
                     return model
-        elif models and part in models[0].model_fields:
-            return models[0].model_fields[part].annotation
+        # A field of the model, or of the first member declaring it (the hook kinds, each
+        # validated by its own class: their locations name the field, not the member).
+        for model in models:
+            if part in model.model_fields:
+                return model.model_fields[part].annotation
     return None
