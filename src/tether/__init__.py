@@ -22,9 +22,12 @@ from .hooks import HookInfo as HookInfo
 from .hooks import HookManager as HookManager
 from .hooks import HookRun as HookRun
 from .hooks import HookTimeoutError as HookTimeoutError
+from .hooks import HttpHookError as HttpHookError
+from .hooks import HttpHookTimeoutError as HttpHookTimeoutError
 from .hooks import Plugin as Plugin
 from .hooks import PluginContext as PluginContext
 from .hooks import PluginError as PluginError
+from .hooks import PromptHookError as PromptHookError
 from .hooks import ShellHook as ShellHook
 from .hooks import ShellHookResult as ShellHookResult
 from .hooks import available_plugins as available_plugins
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from .agent import BudgetConfig as BudgetConfig
     from .agent import ContextConfig as ContextConfig
     from .agent import GuardrailConfig as GuardrailConfig
+    from .agent import PromptHook as PromptHook
     from .agent import Tool as Tool
     from .agent import tool as tool
     from .api import OrchestrationAPI as OrchestrationAPI
@@ -42,6 +46,8 @@ if TYPE_CHECKING:
     from .approval import ApprovalPolicy as ApprovalPolicy
     from .approval import ApprovalRequest as ApprovalRequest
     from .hooks._config import HookConfig as HookConfig
+    from .hooks._http_hook import HttpHook as HttpHook
+    from .hooks._persistent import PersistentHook as PersistentHook
     from .manifest import AgentManifest as AgentManifest
     from .manifest import ManifestError as ManifestError
     from .manifest import load_manifest as load_manifest
@@ -72,6 +78,9 @@ __version__ = "0.1.0"
 # Public name -> module that defines it; loaded on first attribute access.
 _LAZY: dict[str, str] = {
     "HookConfig": "tether.hooks._config",
+    "HttpHook": "tether.hooks._http_hook",
+    "PersistentHook": "tether.hooks._persistent",
+    "PromptHook": "tether.agent",
     "AgentRuntime": "tether.runtime",
     "ProcessExistsError": "tether.runtime",
     "WebhookClashError": "tether.runtime",
@@ -134,12 +143,16 @@ __all__ = [
     "HookManager",
     "HookRun",
     "HookTimeoutError",
+    "HttpHook",
+    "HttpHookError",
+    "HttpHookTimeoutError",
     "InvalidEventError",
     "ManifestError",
     "McpServerConfig",
     "NothingToRollBackError",
     "OpenModeConfig",
     "OrchestrationAPI",
+    "PersistentHook",
     "Plugin",
     "PluginContext",
     "PluginError",
@@ -149,6 +162,8 @@ __all__ = [
     "ProcessExistsError",
     "ProcessState",
     "ProcessStateError",
+    "PromptHook",
+    "PromptHookError",
     "RestartPolicy",
     "ShellHook",
     "ShellHookResult",
