@@ -160,6 +160,8 @@ class _CoProcess:
         self.failure = why
         if exited:  # what is left of its group (a grandchild) must not outlive it
             _kill_group(self.pid)
+            # Reaped and its group emptied: a later kill could hit a reused process group.
+            self._finalizer.detach()
         elif kill:
             self.killing = self.loop.create_task(self.terminate(), name=f"{self.name} kill")
         # Before the events in flight hear of it: the next event must see the backoff.
