@@ -202,3 +202,21 @@ def test_a_persistent_hook_environment_is_a_secret_like_a_commands() -> None:
     )
 
     assert TOKEN not in config.model_dump_json()
+
+
+def test_a_hook_objects_callback_registered_in_code_keeps_its_kind_and_secrets() -> None:
+    from tether import HttpHook, PersistentHook, PromptHook
+    from tether.hooks._secrets import CommandSecrets
+
+    manager = HookManager()
+    manager.register(
+        HookEvent.TASK_CREATED,
+        HttpHook("https://x/h", headers={"Authorization": TOKEN}, timeout=3).callback,
+    )
+    manager.register(HookEvent.TASK_CREATED, PersistentHook(["/bin/cat"], timeout=4).callback)
+    manager.register(HookEvent.TASK_CREATED, PromptHook("Deny all.", timeout=6).callback)
+
+    described = [(i.executor_kind, i.timeout) for i in manager.describe()]
+
+    assert described == [("url", 3.0), ("persistent", 4.0), ("prompt", 6.0)]
+    assert ("header Authorization", TOKEN) in CommandSecrets(manager)()

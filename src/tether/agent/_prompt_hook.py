@@ -170,6 +170,11 @@ class PromptHook:
             )
         return ShellHookResult(block=decision == "deny", reason=reason, raw=raw)
 
+    def as_executor(self) -> PromptExecutor:
+        """What runs this hook when its ``callback`` is registered in code (its kind, its own
+        timeout and the secrets it sends, for the catalog and the redactor)."""
+        return PromptExecutor(self)
+
     async def callback(self, ctx: HookContext) -> None:
         """Ask the model and apply its decision: a deny blocks the event."""
         result = await self.run(ctx)

@@ -300,6 +300,11 @@ class HttpHook:
         except CommandHookError as exc:
             raise HttpHookError(str(exc)) from None
 
+    def as_executor(self) -> HttpExecutor:
+        """What runs this hook when its ``callback`` is registered in code (its kind, its own
+        timeout and the secrets it sends, for the catalog and the redactor)."""
+        return HttpExecutor(self)
+
     async def callback(self, ctx: HookContext) -> None:
         """POST the event and apply the answer: block, replace the data, log."""
         result = await self.run(ctx)

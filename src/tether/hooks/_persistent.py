@@ -400,6 +400,11 @@ class PersistentHook:
             raise CommandHookError(f"persistent hook {name!r} failed: {error}")
         return answer_of(answer, "", f"persistent hook {name!r}")
 
+    def as_executor(self) -> PersistentExecutor:
+        """What runs this hook when its ``callback`` is registered in code (its kind, its own
+        timeout and the secrets it sends, for the catalog and the redactor)."""
+        return PersistentExecutor(self)
+
     async def callback(self, ctx: HookContext) -> None:
         """Send the event and apply the answer: block, replace the data, log."""
         result = await self.run(ctx)
