@@ -81,6 +81,8 @@ class DispatchResult:
     errors: list[tuple[str, BaseException]] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     runs: list[HookRun] = field(default_factory=list)
+    #: The name of the hook that blocked (by refusing, or failing while fail_closed).
+    blocked_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -345,7 +345,7 @@ class ShellHook:
             # A refusal always says why, so a dead letter never carries an empty error.
             raise HookBlocked(result.reason or NO_REASON)
         if result.data is not None:
-            ctx.data = result.data
+            ctx.replace(result.data)
 
 
 ShellHook.__module__ = "tether"
