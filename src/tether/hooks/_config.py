@@ -133,6 +133,14 @@ class HookConfig(BaseModel):
         default=None, description="Run only when these data fields match glob patterns"
     )
     name: str | None = Field(default=None, description="A readable name for catalogs and history")
+    protocol: Literal["tether", "claude-code"] = Field(
+        default="tether",
+        description="What a command reads and answers: tether's envelope, or Claude Code's "
+        "hook input and answer rules (see docs/tool-hooks.md)",
+    )
+    #: The Claude Code event a hook loaded from a Claude Code settings file was declared for
+    #: (its ``hook_event_name``), when several map onto one tether event; set by the loader.
+    _claude_event: str | None = PrivateAttr(default=None)
     #: Where the declaration came from, for catalogs and history ("manifest" when a manifest
     #: declared it); None means "config". Set by the layer that built it, never serialized.
     _source: str | None = PrivateAttr(default=None)
@@ -191,6 +199,11 @@ class HookConfig(BaseModel):
         if (self.command is None) == (self.callback is None):
             which = "both" if self.command is not None else "neither"
             raise ValueError(f"set exactly one of 'command' or 'callback' (got {which})")
+        if self.protocol == "claude-code" and self.command is None:
+            raise ValueError(
+                "protocol 'claude-code' applies to command hooks: set 'command' (a callback "
+                "reads the HookContext, whatever the protocol)"
+            )
         if self.mode == "async" and self.fail_closed:
             raise ValueError("mode 'async' cannot be fail_closed: a background hook cannot block")
         if self.matcher is not None:

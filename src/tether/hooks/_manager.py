@@ -253,7 +253,13 @@ class HookManager(ExtensionPoints):
     ) -> str:
         """Register a HookConfig: a command becomes a ShellHook, a callback is used as is."""
         if config.command is not None:
-            shell = ShellHook.from_config(config)
+            shell: ShellHook
+            if config.protocol == "claude-code":
+                from ._claude_code import ClaudeCodeHook
+
+                shell = ClaudeCodeHook.from_config(config)
+            else:
+                shell = ShellHook.from_config(config)
             # The manager's redactor may be set after registration: look it up at log time.
             shell.redact = lambda text: self.redact(text) if self.redact is not None else text
             hook_id = self.register(
