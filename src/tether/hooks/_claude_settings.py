@@ -180,10 +180,11 @@ def _entry(
     for key, flag in (("async", is_async), ("once", once)):
         if not isinstance(flag, bool):
             raise ClaudeCodeHooksError(f"{at}.{key}: expected true or false, got {flag!r}")
+    argv = _argv(f"{at}.command", command, values)
     try:
         config = HookConfig(
             event=event.value,
-            command=_argv(f"{at}.command", command, values),
+            command=argv,
             timeout=float(timeout),
             matcher=matcher,
             mode="async" if is_async else "sync",
