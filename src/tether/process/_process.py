@@ -69,9 +69,9 @@ logger = logging.getLogger("tether.process")
 TRANSCRIPTS_KEPT: Final = 100
 
 
-def tools_of(declared: list[Any], process: str) -> list[Tool]:
+def tools_of(declared: list[Any]) -> list[Tool]:
     """The Tools a configuration declares; an import path is imported now, and one that
-    cannot be is a ValueError naming the process, the entry and what is wrong."""
+    cannot be is a ValueError naming the entry and what is wrong."""
     from ..agent._tools import import_tool
 
     tools: list[Tool] = []
@@ -80,7 +80,7 @@ def tools_of(declared: list[Any], process: str) -> list[Tool]:
             try:
                 tools.append(import_tool(entry))
             except ValueError as exc:
-                raise ValueError(f"process {process!r}: tools[{index}]: {exc}") from None
+                raise ValueError(f"tools[{index}]: {exc}") from None
         else:
             tools.append(as_tool(entry))
     return tools
@@ -158,7 +158,7 @@ class AgentProcess(
         self._triggers: list[tuple[str, TriggerConfig]] = [
             (t.id or f"{t.type}-{i}", t) for i, t in enumerate(self.config.triggers)
         ]
-        self._tools: list[Tool] = tools_of(self.config.tools, self.name)
+        self._tools: list[Tool] = tools_of(self.config.tools)
         self._budget = BudgetTracker(self.config.budget) if self.config.budget else None
         self._model: Model | None = None
         self._loop: AgentLoop | None = None
