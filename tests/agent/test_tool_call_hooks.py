@@ -494,3 +494,35 @@ async def test_a_spawned_childs_tool_calls_fire_the_parents_pre_tool_use_hooks()
         await run_task(child, record(child))
     assert seen == [("lead", "spawn_process"), ("helper", "lookup_order")]
     assert ran == [{"order_id": 4, "verbose": False}]
+
+
+async def test_additional_context_from_a_pre_tool_use_hook_follows_the_result() -> None:
+    ran: list[dict[str, Any]] = []
+    process, model = shop([("lookup_order", {"order_id": 3})], ran)
+
+    async def note(ctx: HookContext) -> None:
+        ctx.set("additional_context", "Orders ship on weekdays only.")
+
+    process.hooks.register(HookEvent.PRE_TOOL_USE, note)
+    rec = record(process)
+    async with process:
+        await run_task(process, rec)
+    [text] = tool_results(model)
+    assert text.startswith('{"order": 3')
+    assert text.endswith("\n\nOrders ship on weekdays only.")
+
+
+async def test_a_rewrite_written_around_the_context_is_still_checked() -> None:
+    """``ctx.data["arguments"] = ...`` skips ctx.set: the loop checks the arguments again, and
+    an invalid rewrite leaves the original ones."""
+    ran: list[dict[str, Any]] = []
+    process, _ = shop([("lookup_order", {"order_id": 6})], ran)
+
+    async def around(ctx: HookContext) -> None:
+        ctx.data["arguments"] = {"order_id": "six"}
+
+    process.hooks.register(HookEvent.PRE_TOOL_USE, around)
+    rec = record(process)
+    async with process:
+        await run_task(process, rec)
+    assert ran == [{"order_id": 6, "verbose": False}]

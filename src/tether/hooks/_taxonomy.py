@@ -169,10 +169,17 @@ TAXONOMY: Final[dict[HookEvent, tuple[str, str | None, dict[str, Any], dict[str,
         ),
         {
             "type": "object",
-            "properties": {"arguments": {"type": "object"}},
+            "properties": {
+                "arguments": {"type": "object"},
+                "require_approval": {"type": "boolean"},
+                "additional_context": _S,
+            },
             "additionalProperties": True,
             "description": "Changed arguments replace the call's, validated again against the "
-            "tool's schema; nothing else is used.",
+            "tool's schema (an invalid rewrite is the hook's error; the original arguments "
+            "stand); require_approval true sends the call to the approval gate even when the "
+            "policy does not list the tool (denied when no handler is configured); "
+            "additional_context is added after the result the model reads.",
         },
     ),
     HookEvent.POST_TOOL_USE: (
