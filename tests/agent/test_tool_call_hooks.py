@@ -526,3 +526,61 @@ async def test_a_rewrite_written_around_the_context_is_still_checked() -> None:
     async with process:
         await run_task(process, rec)
     assert ran == [{"order_id": 6, "verbose": False}]
+
+
+def mcp_search_tool(ran: list[dict[str, Any]]) -> Tool:
+    async def search(**arguments: Any) -> str:
+        ran.append(arguments)
+        return "found"
+
+    return Tool(
+        name="mcp__crm__search",
+        fn=search,
+        parameters={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "limit": {"type": "integer"},
+                "sort": {"enum": ["asc", "desc"]},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        server="crm",
+    )
+
+
+async def test_a_rewrite_of_an_mcp_tools_arguments_is_checked_against_its_json_schema() -> None:
+    ran: list[dict[str, Any]] = []
+    process, _ = shop([("mcp__crm__search", {"query": "acme"})], [], tools=[mcp_search_tool(ran)])
+
+    async def breaks_it(ctx: HookContext) -> None:
+        ctx.set("arguments", {"limit": "ten", "colour": "red"})
+
+    process.hooks.register(HookEvent.PRE_TOOL_USE, breaks_it, name="breaks-it")
+    rec = record(process)
+    async with process:
+        await run_task(process, rec)
+    assert ran == [{"query": "acme"}]
+    [run] = process.history.runs(event="pre_tool_use", hook="breaks-it")
+    assert run.error is not None
+    for problem in (
+        "arguments.query: missing required argument",
+        "arguments.limit: expected integer, got str",
+        "arguments.colour: not an argument of this tool",
+    ):
+        assert problem in run.error
+
+
+async def test_a_valid_rewrite_of_an_mcp_tools_arguments_is_what_runs() -> None:
+    ran: list[dict[str, Any]] = []
+    process, _ = shop([("mcp__crm__search", {"query": "acme"})], [], tools=[mcp_search_tool(ran)])
+
+    async def narrows(ctx: HookContext) -> None:
+        ctx.set("arguments", {"query": "acme", "limit": 5, "sort": "desc"})
+
+    process.hooks.register(HookEvent.PRE_TOOL_USE, narrows)
+    rec = record(process)
+    async with process:
+        await run_task(process, rec)
+    assert ran == [{"query": "acme", "limit": 5, "sort": "desc"}]

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..hooks import DispatchResult, HookContext, HookEvent
 from ..hooks._errors import HookError
+from ._schema import schema_problems
 from ._tools import Tool, ToolArgumentsError
 
 __all__ = [
@@ -84,12 +85,17 @@ def check_arguments(tool: Tool, value: Any) -> dict[str, Any]:
             "object; the original arguments stand"
         )
     try:
-        return tool.parse_arguments(value)
+        parsed = tool.parse_arguments(value)
+        if tool._validator is None:  # a tool described by its JSON schema alone (MCP)
+            problems = schema_problems(parsed, tool.parameters)
+            if problems:
+                raise ToolArgumentsError("; ".join(problems))
     except ToolArgumentsError as exc:
         raise InvalidArgumentsRewrite(
             f"arguments of tool {tool.name!r} rewritten to ones its schema refuses ({exc}); "
             "the original arguments stand"
         ) from None
+    return parsed
 
 
 def permission_denied(
