@@ -576,3 +576,22 @@ def test_the_example_agent_validates_and_runs_with_its_hook_programs(
     assert "redact_pii.py: applied (prompt rewritten)" in done.stdout
     assert "prompt='ticket: [email] cannot check out" in done.stdout
     assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 2
+
+
+def test_hooks_test_explains_a_refused_tool_call(hooks_test: Any) -> None:
+    result = hooks_test("pre_tool_use", 'print(\'{"block": true, "reason": "not rm"}\')\n')
+    assert result.returncode == 0
+    assert "BLOCKED (not rm): the tool is not run" in result.stdout
+
+
+def test_hooks_test_explains_rewritten_tool_arguments(hooks_test: Any) -> None:
+    program = (
+        "import json, sys\n"
+        "data = json.load(sys.stdin)['data']\n"
+        "data['arguments'] = {'order_id': 2}\n"
+        "print(json.dumps({'data': data}))\n"
+    )
+    result = hooks_test("pre_tool_use", program)
+    assert result.returncode == 0
+    assert "data replaced; changed: arguments" in result.stdout
+    assert "the tool runs with the rewritten arguments" in result.stdout

@@ -21,6 +21,20 @@ BLOCK_EFFECT: Final = {
     "file_changed": "the change is dropped and counted as filtered",
     "config_change": "an agent's change is not applied (operator changes always apply)",
     "task_created": "the event is dead-lettered ('blocked by hook') instead of queued",
+    "pre_tool_use": "the tool is not run: the model reads that it was refused and why, and "
+    "permission_denied fires (kind 'hook')",
+}
+
+#: What a process reads back from each event's data, and what it does with it.
+READ_BACK: Final = {
+    "user_prompt_submit": {"prompt": "the model receives the rewritten prompt"},
+    "pre_tool_use": {
+        "arguments": "the tool runs with the rewritten arguments, if its schema accepts them "
+        "(else the hook's error, and the original arguments stand)",
+        "require_approval": "the call goes to the approval gate (denied with no handler)",
+        "additional_context": "the text is added after the result the model reads",
+    },
+    "post_tool_use": {"result": "the model reads the replaced result"},
 }
 
 
@@ -45,15 +59,19 @@ def explain(
     if not changed:
         return ["passed: data returned unchanged"]
     lines.append(f"data replaced; changed: {', '.join(changed)}")
+    read = READ_BACK.get(event, {})
     if event == "user_prompt_submit" and "prompt" in changed:
         if isinstance(new_data.get("prompt"), str):
-            lines.append("the model receives the rewritten prompt")
+            lines.append(read["prompt"])
         else:
             lines.append("'prompt' is not a string: the original prompt is kept")
+    elif any(key in read for key in changed):
+        lines += [read[key] for key in changed if key in read]
     else:
         lines.append(
-            "a process reads back only the prompt of user_prompt_submit: these changes are "
-            "seen by later hooks of the same event but not used"
+            "a process reads back only the prompt of user_prompt_submit, the arguments, "
+            "require_approval and additional_context of pre_tool_use, and the result of "
+            "post_tool_use: these changes are seen by later hooks of the same event but not used"
         )
     return lines
 
