@@ -595,3 +595,24 @@ def test_hooks_test_explains_rewritten_tool_arguments(hooks_test: Any) -> None:
     assert result.returncode == 0
     assert "data replaced; changed: arguments" in result.stdout
     assert "the tool runs with the rewritten arguments" in result.stdout
+
+
+def test_hooks_test_runs_a_claude_code_hook_with_its_input_and_rules(hooks_test: Any) -> None:
+    program = (
+        "import json, sys\n"
+        "event = json.load(sys.stdin)\n"
+        "print(event['hook_event_name'] + ' ' + event['tool_name'], file=sys.stderr)\n"
+        "sys.exit(2)\n"
+    )
+    result = hooks_test("pre_tool_use", program, "--protocol", "claude-code")
+    assert result.returncode == 0, result.stderr
+    assert "protocol claude-code (PreToolUse)" in result.stdout
+    assert '"hook_event_name": "PreToolUse"' in result.stdout
+    assert "BLOCKED (PreToolUse " in result.stdout
+    assert "the tool is not run" in result.stdout
+
+
+def test_hooks_test_refuses_an_unknown_protocol(hooks_test: Any) -> None:
+    result = hooks_test("pre_tool_use", "pass\n", "--protocol", "cursor")
+    assert result.returncode == 2
+    assert "--protocol must be 'tether' or 'claude-code'" in result.stderr

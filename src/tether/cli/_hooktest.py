@@ -86,6 +86,7 @@ def test_hook(
     env_passthrough: list[str],
     cwd: str | None,
     process: str,
+    protocol: str,
 ) -> int:
     """Run the hook once; 0 when it answered (whatever it answered), 1 on a hook error.
 
@@ -97,6 +98,7 @@ def test_hook(
 
     from .._redact import Redactor
     from ..hooks import BLOCKABLE_EVENTS, CommandHookError, HookContext, ShellHook
+    from ..hooks._claude_code import ClaudeCodeHook
     from ..hooks._events import parse_event
     from ._samples import sample_data
 
@@ -105,9 +107,14 @@ def test_hook(
     if data:
         payload.update(data)
     secret_env = {name: SecretStr(value) for name, value in env.items()}
-    hook = ShellHook(
-        command, timeout=timeout, env=secret_env, env_passthrough=env_passthrough, cwd=cwd
-    )
+    if protocol == "claude-code":
+        hook: ShellHook = ClaudeCodeHook(
+            command, timeout=timeout, env=secret_env, env_passthrough=env_passthrough, cwd=cwd
+        )
+    else:
+        hook = ShellHook(
+            command, timeout=timeout, env=secret_env, env_passthrough=env_passthrough, cwd=cwd
+        )
     redactor = Redactor(learned=lambda: tuple(hook.secrets()))
 
     def shown(text: str) -> str:
@@ -125,6 +132,8 @@ def test_hook(
         f"{'yes' if hook_event in BLOCKABLE_EVENTS else 'no'})"
     )
     out.print(f"[bold]command[/]  {shown(hook.display_name)}")
+    if isinstance(hook, ClaudeCodeHook):
+        return _claude_code(hook, ctx, payload, out, shown)
     out.print("[bold]stdin[/]")
     out.print(shown(json.dumps(ctx.envelope(), indent=2, default=str)))
     try:
@@ -155,4 +164,35 @@ def test_hook(
         if isinstance(prompt, str) and prompt != payload.get("prompt"):
             out.print("[bold]prompt[/]")
             out.print(shown(prompt))
+    return 0
+
+
+def _claude_code(hook: Any, ctx: Any, payload: dict[str, Any], out: Console, shown: Any) -> int:
+    """``hooks test --protocol claude-code``: Claude Code's input, the answer applied."""
+    from ..hooks import BLOCKABLE_EVENTS, CommandHookError, HookBlocked
+    from ..hooks._claude_code import TETHER_TO_CLAUDE, claude_input
+
+    name = TETHER_TO_CLAUDE[ctx.event]
+    out.print(f"[bold]protocol[/] claude-code ({name})")
+    out.print("[bold]stdin[/]")
+    out.print(shown(json.dumps(claude_input(ctx, name, hook._cwd()), indent=2, default=str)))
+    try:
+        asyncio.run(hook.callback(ctx))
+    except HookBlocked as exc:
+        lines = explain(ctx.event.value, payload, True, exc.reason, None)
+    except CommandHookError as exc:
+        out.print(f"[bold]answer[/]   [red]hook error[/]: {shown(str(exc))}")
+        blockable = ctx.event in BLOCKABLE_EVENTS
+        out.print(
+            "[bold]meaning[/]  a non-blocking error: logged, the action proceeds"
+            + ("; with fail_closed: true it blocks the action" if blockable else "")
+        )
+        return 1
+    else:
+        changed = ctx.data if ctx.data != payload else None
+        lines = explain(ctx.event.value, payload, False, "", changed)
+    for i, line in enumerate(lines):
+        style = "red" if line.startswith("BLOCKED") else "yellow" if "replaced" in line else ""
+        text = f"[{style}]{shown(line)}[/]" if style else shown(line)
+        out.print(f"[bold]{'meaning' if i == 0 else '':<8}[/] {text}")
     return 0
