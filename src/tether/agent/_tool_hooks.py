@@ -71,8 +71,12 @@ class ToolCallContext(HookContext):
         self.data[key] = value
 
     def replace(self, data: dict[str, Any]) -> None:
-        if isinstance(data, dict) and data.get("arguments") != self.data.get("arguments"):
-            check_arguments(self._tool, data.get("arguments"))
+        if (
+            isinstance(data, dict)
+            and "arguments" in data
+            and data["arguments"] != self.data.get("arguments")
+        ):
+            check_arguments(self._tool, data["arguments"])
         self.data = data
 
 
