@@ -513,6 +513,34 @@ def test_a_regex_matcher_selects_tools_as_claude_code_does() -> None:
             {"PreToolUse": [{"hooks": [command("${CLAUDE_PLUGIN_ROOT}/x.sh")]}]},
             "uses $CLAUDE_PLUGIN_ROOT, and no plugin root was given",
         ),
+        ({"PreToolUse": {"matcher": "x"}}, "hooks.PreToolUse: expected a list of matcher groups"),
+        ({"PreToolUse": ["Bash"]}, "hooks.PreToolUse[0]: expected an object with 'matcher'"),
+        (
+            {"PreToolUse": [{"matcher": "x", "hooks": [], "when": 1}]},
+            "hooks.PreToolUse[0]: unknown key 'when'",
+        ),
+        ({"PreToolUse": [{"matcher": 3, "hooks": []}]}, "hooks.PreToolUse[0].matcher: expected"),
+        (
+            {"PreToolUse": [{"matcher": "Bash(", "hooks": []}]},
+            "hooks.PreToolUse[0].matcher: 'Bash(' is not a valid regular expression",
+        ),
+        ({"PreToolUse": [{"hooks": ["x"]}]}, "hooks.PreToolUse[0].hooks[0]: expected an object"),
+        (
+            {"PreToolUse": [{"hooks": [command("x", shell="bash")]}]},
+            "hooks.PreToolUse[0].hooks[0]: key 'shell' cannot be mapped",
+        ),
+        (
+            {"PreToolUse": [{"hooks": [command("  ")]}]},
+            "hooks.PreToolUse[0].hooks[0].command: expected a non-empty string",
+        ),
+        (
+            {"PreToolUse": [{"hooks": [command("x", **{"async": "yes"})]}]},
+            "hooks.PreToolUse[0].hooks[0].async: expected true or false",
+        ),
+        (
+            {"PreToolUse": [{"hooks": [command("x 'unclosed")]}]},
+            'hooks.PreToolUse[0].hooks[0].command: "x \'unclosed" cannot be split',
+        ),
     ],
 )
 def test_what_cannot_be_mapped_is_refused_naming_the_entry(
@@ -532,6 +560,27 @@ def test_an_unreadable_file_is_refused_naming_it(tmp_path: Path) -> None:
     bad.write_text("{not json")
     with pytest.raises(ClaudeCodeHooksError, match="not a JSON document"):
         claude_code_hooks(bad)
+
+
+def test_a_file_that_is_not_a_hooks_object_is_refused(tmp_path: Path) -> None:
+    file = tmp_path / "settings.json"
+    file.write_text("[1, 2]")
+    with pytest.raises(ClaudeCodeHooksError, match="expected a JSON object with a 'hooks'"):
+        claude_code_hooks(file)
+    file.write_text('{"hooks": ["PreToolUse"]}')
+    with pytest.raises(ClaudeCodeHooksError, match="hooks: expected an object of event names"):
+        claude_code_hooks(file)
+
+
+def test_the_plugin_root_and_project_dir_may_be_given(tmp_path: Path) -> None:
+    file = tmp_path / "anywhere.json"
+    hooks = {
+        "SessionStart": [{"hooks": [command("${CLAUDE_PLUGIN_ROOT}/start $CLAUDE_PROJECT_DIR")]}]
+    }
+    file.write_text(json.dumps({"hooks": hooks}))
+    [hook] = claude_code_hooks(file, tmp_path / "plugin", project_dir=tmp_path / "project")
+    assert hook.command == [f"{tmp_path}/plugin/start", f"{tmp_path}/project"]
+    assert hook.cwd == f"{tmp_path}/project"
 
 
 def test_a_settings_file_without_hooks_declares_none(tmp_path: Path) -> None:
