@@ -46,6 +46,7 @@ from ._manifest_yaml import Loc, line_of, path_of, read_yaml, resolve, yaml_type
 from .agent import BudgetConfig, ContextConfig, GuardrailConfig
 from .agent._tools import check_import_path
 from .approval import ApprovalPolicy
+from .hooks._command import CommandHookConfig
 from .hooks._config import HookConfig, SecretText
 from .process import (
     FileWatchTrigger,
@@ -116,7 +117,7 @@ class ManifestError(ValueError):
 # -- the models ------------------------------------------------------------------------------
 
 
-class ManifestHook(HookConfig):
+class ManifestHook(CommandHookConfig):
     """A hook in a manifest: a HookConfig that runs a ``command`` (never a callback)."""
 
     command: str | list[str] = Field(

@@ -593,7 +593,7 @@ def test_protocol_claude_code_needs_a_command() -> None:
     async def hook(ctx: Any) -> None:
         pass
 
-    with pytest.raises(ValueError, match="protocol 'claude-code' applies to command hooks"):
-        HookConfig(event="pre_tool_use", callback=hook, protocol="claude-code")
+    with pytest.raises(ValueError, match=r"protocol\n  Extra inputs are not permitted"):
+        HookConfig(event="pre_tool_use", callback=hook, protocol="claude-code")  # a command's
     with pytest.raises(ValueError, match="protocol"):
         HookConfig(event="pre_tool_use", command="x", protocol="cursor")  # type: ignore[arg-type]

@@ -31,7 +31,7 @@ from ._events import HookEvent
 from ._shell import STDERR_IN_MESSAGE, ShellHook
 
 if TYPE_CHECKING:
-    from ._config import HookConfig
+    from ._command import CommandHookConfig
 
 __all__ = ["CLAUDE_EVENTS", "TETHER_TO_CLAUDE", "ClaudeCodeHook", "claude_input"]
 
@@ -168,9 +168,8 @@ class ClaudeCodeHook(ShellHook):
         self.claude_event = claude_event
 
     @classmethod
-    def from_config(cls, config: HookConfig) -> ClaudeCodeHook:
+    def from_config(cls, config: CommandHookConfig) -> ClaudeCodeHook:
         """The ClaudeCodeHook a HookConfig with ``protocol="claude-code"`` describes."""
-        assert config.command is not None
         return cls(
             config.command,
             claude_event=config._claude_event,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ._claude_code import CLAUDE_DEFAULT_TIMEOUT, CLAUDE_EVENTS
+from ._command import CommandHookConfig
 from ._config import HookConfig
 from ._events import HookEvent
 
@@ -152,7 +153,7 @@ def _entry(
     entry: Any,
     matcher: dict[str, str | list[str]] | None,
     values: dict[str, str | None],
-) -> HookConfig:
+) -> CommandHookConfig:
     if not isinstance(entry, dict):
         raise ClaudeCodeHooksError(f"{at}: expected an object with 'type' and 'command'")
     kind = entry.get("type")
@@ -182,7 +183,7 @@ def _entry(
             raise ClaudeCodeHooksError(f"{at}.{key}: expected true or false, got {flag!r}")
     argv = _argv(f"{at}.command", command, values)
     try:
-        config = HookConfig(
+        config = CommandHookConfig(
             event=event.value,
             command=argv,
             timeout=float(timeout),
