@@ -584,3 +584,20 @@ async def test_a_valid_rewrite_of_an_mcp_tools_arguments_is_what_runs() -> None:
     async with process:
         await run_task(process, rec)
     assert ran == [{"query": "acme", "limit": 5, "sort": "desc"}]
+
+
+async def test_a_refusal_quoting_a_declared_secret_reaches_the_model_redacted() -> None:
+    ran: list[dict[str, Any]] = []
+    process, model = shop(
+        [("lookup_order", {"order_id": 1})], ran, secrets={"CRM_TOKEN": "tok-9f8e7d6c5b"}
+    )
+
+    async def leaky(ctx: HookContext) -> None:
+        raise HookBlocked("token tok-9f8e7d6c5b is expired")
+
+    process.hooks.register(HookEvent.PRE_TOOL_USE, leaky)
+    rec = record(process, HookEvent.PERMISSION_DENIED)
+    async with process:
+        await run_task(process, rec)
+    assert "tok-9f8e7d6c5b" not in tool_results(model)[0]
+    assert "tok-9f8e7d6c5b" not in rec.of(HookEvent.PERMISSION_DENIED)[0]["reason"]

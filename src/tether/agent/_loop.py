@@ -223,16 +223,17 @@ class AgentLoop:
         shown = self.redactor.declared.value
         pre = await pre_tool_use(self.emit, shown, t, args, call.id, event_id)
         if pre.refusal is not None:
+            reason = self.redactor.declared.text(pre.refusal)  # a hook's words: no secrets
             await permission_denied(
                 self.emit,
                 "hook",
                 call.name,
-                pre.refusal,
+                reason,
                 pre.decided_by,
                 call_id=call.id,
                 event_id=event_id,
             )
-            return f"refused: {pre.refusal}", 0, 1
+            return f"refused: {reason}", 0, 1
         args = pre.arguments
         if self.budget is not None:
             denial = self.budget.check_tool_call(calls_made)
