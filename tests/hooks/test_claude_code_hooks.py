@@ -224,6 +224,28 @@ async def test_the_program_gets_claude_project_dir_in_its_environment(tmp_path: 
     assert seen.read_text() == str(tmp_path)
 
 
+async def test_a_plugins_program_gets_claude_plugin_root_in_its_environment(
+    tmp_path: Path,
+) -> None:
+    seen = tmp_path / "root.txt"
+    plugin = tmp_path / "audit-plugin"
+    python_hook(
+        plugin / "scripts" / "root.py",
+        f"""
+        import os
+        open({str(seen)!r}, "w").write(os.environ["CLAUDE_PLUGIN_ROOT"])
+        """,
+    )
+    hooks_json = plugin / "hooks" / "hooks.json"
+    hooks_json.parent.mkdir(parents=True)
+    entry = command("${CLAUDE_PLUGIN_ROOT}/scripts/root.py")
+    hooks_json.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [entry]}]}}))
+    [hook] = claude_code_hooks(hooks_json)
+    process, _ = shop([("lookup_order", {"order_id": 1})], [], [hook])
+    await run(process)
+    assert seen.read_text() == hook.command[0].removesuffix("/scripts/root.py")
+
+
 # -- what a program's answer does ----------------------------------------------------------------
 
 

@@ -162,10 +162,19 @@ def claude_input(ctx: HookContext, hook_event_name: str, cwd: str) -> dict[str, 
 class ClaudeCodeHook(ShellHook):
     """A command hook speaking Claude Code's hook protocol (see the module docstring)."""
 
-    def __init__(self, command: Any, *, claude_event: str | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        command: Any,
+        *,
+        claude_event: str | None = None,
+        plugin_root: str | None = None,
+        **options: Any,
+    ) -> None:
         super().__init__(command, **options)
         #: The Claude Code event the hook was declared for, when loaded from a settings file.
         self.claude_event = claude_event
+        #: The plugin's folder (CLAUDE_PLUGIN_ROOT), for a hook a plugin's hooks.json declares.
+        self.plugin_root = plugin_root
 
     @classmethod
     def from_config(cls, config: CommandHookConfig) -> ClaudeCodeHook:
@@ -173,6 +182,7 @@ class ClaudeCodeHook(ShellHook):
         return cls(
             config.command,
             claude_event=config._claude_event,
+            plugin_root=config._plugin_root,
             timeout=config.timeout if config.timeout is not None else CLAUDE_DEFAULT_TIMEOUT,
             cwd=config.cwd,
             env=config.env,
@@ -183,6 +193,8 @@ class ClaudeCodeHook(ShellHook):
     def build_env(self, ctx: HookContext) -> dict[str, str]:
         env = super().build_env(ctx)
         env.setdefault("CLAUDE_PROJECT_DIR", self._cwd())
+        if self.plugin_root is not None:
+            env.setdefault("CLAUDE_PLUGIN_ROOT", self.plugin_root)
         return env
 
     def _cwd(self) -> str:

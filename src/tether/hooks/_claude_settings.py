@@ -196,6 +196,7 @@ def _entry(
     except ValueError as exc:
         raise ClaudeCodeHooksError(f"{at}: {exc}") from None
     config._claude_event = claude_event
+    config._plugin_root = values["CLAUDE_PLUGIN_ROOT"]
     config._source = "claude-code"
     return config
 

@@ -45,6 +45,8 @@ class CommandHookConfig(HookConfig):
     #: The Claude Code event a hook loaded from a Claude Code settings file was declared for
     #: (its ``hook_event_name``), when several map onto one tether event; set by the loader.
     _claude_event: str | None = PrivateAttr(default=None)
+    #: The plugin folder of a hook loaded from a plugin's hooks.json (CLAUDE_PLUGIN_ROOT).
+    _plugin_root: str | None = PrivateAttr(default=None)
 
     @field_validator("max_output_bytes", mode="before")
     @classmethod
