@@ -490,6 +490,18 @@ def test_events_matchers_timeouts_and_variables_are_mapped(tmp_path: Path) -> No
     assert stop.event == "task_completed"
 
 
+def test_a_resolved_folder_holding_a_space_stays_one_argument(tmp_path: Path) -> None:
+    """Regression: the variables were resolved before the command was split, so a project
+    folder named with a space became two arguments."""
+    project = tmp_path / "My Projects" / "shop"
+    file = settings(
+        project,
+        {"PreToolUse": [{"hooks": [command("$CLAUDE_PROJECT_DIR/.claude/g.py --strict")]}]},
+    )
+    [hook] = claude_code_hooks(file)
+    assert hook.command == [f"{project.resolve()}/.claude/g.py", "--strict"]
+
+
 def test_a_regex_matcher_selects_tools_as_claude_code_does() -> None:
     from tether.hooks._matcher import Matcher
 

@@ -202,17 +202,19 @@ def _entry(
 
 
 def _argv(at: str, command: str, values: dict[str, str | None]) -> list[str]:
-    """The program and arguments of a Claude Code command, its variables resolved."""
+    """The program and arguments of a Claude Code command, its variables resolved.
+
+    The command is split first and each word's variables resolved after, so a value holding
+    a space (a project folder named "My Projects") stays one argument.
+    """
+    rest = command
     for name, pattern in _VARIABLES.items():
-        if pattern.search(command):
-            value = values[name]
-            if value is None:
-                raise ClaudeCodeHooksError(
-                    f"{at}: {command!r} uses ${name}, and no plugin root was given "
-                    "(pass plugin_root=)"
-                )
-            command = pattern.sub(lambda _: value, command)  # noqa: B023 (used at once)
-    if "$" in command or "`" in command:
+        if pattern.search(command) and values[name] is None:
+            raise ClaudeCodeHooksError(
+                f"{at}: {command!r} uses ${name}, and no plugin root was given (pass plugin_root=)"
+            )
+        rest = pattern.sub("", rest)
+    if "$" in rest or "`" in rest:
         raise ClaudeCodeHooksError(
             f"{at}: {command!r} uses shell expansion; tether runs no shell: put it in a script "
             "and name the script"
@@ -231,4 +233,12 @@ def _argv(at: str, command: str, values: dict[str, str | None]) -> list[str]:
             )
     if not tokens:
         raise ClaudeCodeHooksError(f"{at}: {command!r} names no program")
-    return tokens
+    return [_resolved(token, values) for token in tokens]
+
+
+def _resolved(word: str, values: dict[str, str | None]) -> str:
+    for name, pattern in _VARIABLES.items():
+        value = values[name]
+        if value is not None:
+            word = pattern.sub(lambda _: value, word)  # noqa: B023 (used at once)
+    return word
