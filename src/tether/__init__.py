@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from .approval import ApprovalDecision as ApprovalDecision
     from .approval import ApprovalPolicy as ApprovalPolicy
     from .approval import ApprovalRequest as ApprovalRequest
+    from .hooks._claude_settings import ClaudeCodeHooksError as ClaudeCodeHooksError
+    from .hooks._claude_settings import claude_code_hooks as claude_code_hooks
     from .hooks._config import HookConfig as HookConfig
     from .hooks._http_hook import HttpHook as HttpHook
     from .hooks._persistent import PersistentHook as PersistentHook
@@ -81,6 +83,8 @@ _LAZY: dict[str, str] = {
     "HttpHook": "tether.hooks._http_hook",
     "PersistentHook": "tether.hooks._persistent",
     "PromptHook": "tether.agent",
+    "ClaudeCodeHooksError": "tether.hooks._claude_settings",
+    "claude_code_hooks": "tether.hooks._claude_settings",
     "AgentRuntime": "tether.runtime",
     "ProcessExistsError": "tether.runtime",
     "WebhookClashError": "tether.runtime",
@@ -126,6 +130,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRequest",
     "BudgetConfig",
+    "ClaudeCodeHooksError",
     "CommandHookError",
     "ContextConfig",
     "CronTrigger",
@@ -173,6 +178,7 @@ __all__ = [
     "WebhookClashError",
     "WebhookTrigger",
     "available_plugins",
+    "claude_code_hooks",
     "hook_options",
     "implements",
     "load_manifest",
