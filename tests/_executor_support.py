@@ -2,7 +2,8 @@
 
 ``PolicyServer`` is a starlette app served by uvicorn on a free loopback port. Each path
 answers one way (``/allow``, ``/block``, ``/rewrite``, ``/status/{code}``, ``/redirect``,
-``/text``, ``/list``, ``/big``, ``/slow``, ``/echo-headers``, ``/echo-error``) and every
+``/text``, ``/list``, ``/big``, ``/slow``, ``/echo-headers``, ``/echo-error``, ``/claude``:
+Claude Code's answers) and every
 request is kept in ``requests`` (path, headers, body, client port) for the test to read.
 """
 
@@ -113,6 +114,12 @@ class PolicyServer:
             said = got.headers.get("authorization", "")
             return PlainTextResponse(f"credentials {said} were rejected", status_code=401)
 
+        async def claude(request: Request) -> Response:
+            got = await keep(request)
+            if "block" in str(got.json().get("prompt", "")):
+                return JSONResponse({"decision": "block", "reason": "claude says no"})
+            return PlainTextResponse("Remember: answer briefly.")
+
         async def echo_headers(request: Request) -> Response:
             got = await keep(request)
             return JSONResponse({"log": json.dumps(got.headers)})
@@ -130,5 +137,6 @@ class PolicyServer:
                 Route("/slow", slow, methods=["POST"]),
                 Route("/echo-headers", echo_headers, methods=["POST"]),
                 Route("/echo-error", echo_error, methods=["POST"]),
+                Route("/claude", claude, methods=["POST"]),
             ]
         )

@@ -220,3 +220,16 @@ def test_a_hook_objects_callback_registered_in_code_keeps_its_kind_and_secrets()
 
     assert described == [("url", 3.0), ("persistent", 4.0), ("prompt", 6.0)]
     assert ("header Authorization", TOKEN) in CommandSecrets(manager)()
+
+
+def test_a_persistent_hook_cannot_speak_claude_codes_protocol() -> None:
+    with pytest.raises(pydantic.ValidationError, match="a persistent hook speaks tether's JSON"):
+        HookConfig(
+            event="task_created", command=["/bin/cat"], persistent=True, protocol="claude-code"
+        )
+
+
+def test_a_url_hook_may_speak_claude_codes_protocol() -> None:
+    config = HookConfig(event="pre_tool_use", url="https://x/h", protocol="claude-code")
+
+    assert config.protocol == "claude-code"

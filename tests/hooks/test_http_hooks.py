@@ -344,3 +344,36 @@ async def test_a_header_value_with_a_line_break_is_refused_without_showing_it(
         await hook.run(prompt_ctx())
     assert TOKEN not in str(caught.value)
     assert service.requests == []
+
+
+async def test_a_claude_code_http_hook_gets_claude_codes_input(
+    clients: HttpClients, service: PolicyServer
+) -> None:
+    hook = HttpHook(f"{service.url}/claude", protocol="claude-code", clients=clients)
+    ctx = prompt_ctx("hello")
+
+    await hook.callback(ctx)
+
+    (got,) = service.requests
+    sent = got.json()
+    assert sent["hook_event_name"] == "UserPromptSubmit"
+    assert sent["prompt"] == "hello"
+    assert ctx.data["prompt"] == "hello\n\nRemember: answer briefly."  # text: added context
+
+
+async def test_a_claude_code_http_hooks_block_decision_blocks(
+    clients: HttpClients, service: PolicyServer
+) -> None:
+    manager = HookManager()
+    hook = HttpHook(f"{service.url}/claude", protocol="claude-code", clients=clients)
+    manager.register(HookEvent.USER_PROMPT_SUBMIT, hook.callback)
+
+    result = await manager.dispatch(HookEvent.USER_PROMPT_SUBMIT, {"prompt": "please block"})
+
+    assert result.blocked is True
+    assert result.reason == "claude says no"
+
+
+def test_an_unknown_protocol_is_refused() -> None:
+    with pytest.raises(ValueError, match="protocol must be one of 'tether', 'claude-code'"):
+        HttpHook("https://x/h", protocol="mcp")

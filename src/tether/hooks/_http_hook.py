@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from ._context import HookContext
 from ._errors import CommandHookError, HttpHookError, HttpHookTimeoutError
+from ._events import HookEvent
 from ._hook import _bump
 from ._shell import (
     MAX_OUTPUT_LIMIT,
@@ -71,6 +72,8 @@ RESERVED_HEADERS: Final = frozenset(
         "x-tether-event",
     }
 )
+#: What a service may read and answer: tether's envelope, or Claude Code's hook input.
+PROTOCOLS: Final = ("tether", "claude-code")
 #: The block reason of a service that answered {"block": true} without a "reason".
 NO_REASON: Final = "blocked by an HTTP hook (it gave no reason)"
 _TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -141,7 +144,13 @@ class HttpHook:
         timeout: float = 5.0,
         max_output_bytes: int = 65536,
         clients: HttpClients | None = None,
+        protocol: str = "tether",
     ) -> None:
+        if protocol not in PROTOCOLS:
+            raise ValueError(
+                f"protocol must be one of {', '.join(map(repr, PROTOCOLS))}, got {protocol!r}"
+            )
+        self.protocol = protocol
         self.url = check_url(url)
         self.headers: dict[str, str | SecretStr] = dict(check_headers(headers or {}))
         if secret is not None and not _secret_value(secret):
@@ -182,6 +191,7 @@ class HttpHook:
             timeout=config.timeout if config.timeout is not None else 5.0,
             max_output_bytes=config.max_output_bytes,
             clients=clients,
+            protocol=config.protocol,
         )
 
     def __repr__(self) -> str:
@@ -244,12 +254,20 @@ class HttpHook:
     # -- running ---------------------------------------------------------------------------
 
     async def run(self, ctx: HookContext) -> ShellHookResult:
-        """POST the event and return the parsed answer without applying it.
+        """POST the event and return the parsed answer without applying it (tether's rules).
 
         Raises HttpHookError (a RuntimeError) for every hook error, HttpHookTimeoutError (also
         a TimeoutError) when no answer came within ``timeout``.
         """
-        body = json.dumps(ctx.envelope(), default=str).encode("utf-8")
+        raw = await self.exchange(ctx, ctx.envelope())
+        try:
+            return parse_answer(raw, f"HTTP hook {self.display_name!r}", "answered a body")
+        except CommandHookError as exc:
+            raise HttpHookError(str(exc)) from None
+
+    async def exchange(self, ctx: HookContext, payload: dict[str, Any]) -> str:
+        """POST ``payload`` for ``ctx``'s event; return the 2xx answer's body text."""
+        body = json.dumps(payload, default=str).encode("utf-8")
         headers = self.build_headers(body, ctx.event.value)
         # The request runs in a task of its own: httpx's transport (anyio) cancels and
         # uncancels the task it runs in, which must not be the dispatching one. A cancellation
@@ -258,7 +276,7 @@ class HttpHook:
             self._post(body, headers), name=f"HTTP hook {self.display_name}"
         )
 
-    async def _post(self, body: bytes, headers: dict[str, str]) -> ShellHookResult:
+    async def _post(self, body: bytes, headers: dict[str, str]) -> str:
         import httpx
 
         name = self.display_name
@@ -290,15 +308,11 @@ class HttpHook:
             said = f": {text.strip()[:STDERR_IN_MESSAGE]}" if text.strip() else ""
             raise HttpHookError(f"HTTP hook {name!r} answered {status} {phrase}{hint}{said}")
         try:
-            raw = answer.decode("utf-8")
+            return answer.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise HttpHookError(
                 f"HTTP hook {name!r} answered a body that is not UTF-8: {exc}"
             ) from None
-        try:
-            return parse_answer(raw, f"HTTP hook {name!r}", "answered a body")
-        except CommandHookError as exc:
-            raise HttpHookError(str(exc)) from None
 
     def as_executor(self) -> HttpExecutor:
         """What runs this hook when its ``callback`` is registered in code (its kind, its own
@@ -306,9 +320,32 @@ class HttpHook:
         return HttpExecutor(self)
 
     async def callback(self, ctx: HookContext) -> None:
-        """POST the event and apply the answer: block, replace the data, log."""
+        """POST the event and apply the answer: block, replace the data, log (tether's rules),
+        or, with ``protocol="claude-code"``, Claude Code's hook input and answer rules."""
+        if self.protocol == "claude-code":
+            await self._claude_code(ctx)
+            return
         result = await self.run(ctx)
         apply_answer(result, ctx, f"HTTP hook {self.display_name}", self.redact, NO_REASON)
+
+    async def _claude_code(self, ctx: HookContext) -> None:
+        """Claude Code's HTTP hook: its input POSTed; a 2xx body read as a command's stdout
+        after exit 0 (a JSON object by its rules, other text as context)."""
+        from . import _claude_code as claude
+
+        name = claude._event_name(ctx, None)
+        raw = await self.exchange(ctx, claude.claude_input(ctx, name, os.getcwd()))
+        if not raw.strip():
+            return
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            if ctx.event is HookEvent.USER_PROMPT_SUBMIT:
+                claude._add_context(ctx, raw.strip())
+            return
+        claude.apply_answer(ctx, answer)
 
     async def aclose(self) -> None:
         """Close this hook's own connection pool (a shared one is its manager's to close)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, model_validator
 
 from ._command import CommandHookConfig
 from ._persistent import PersistentExecutor, PersistentHook
@@ -31,6 +31,15 @@ class PersistentHookConfig(CommandHookConfig):
     @classmethod
     def selects(cls, data: dict[str, Any]) -> bool:
         return "persistent" in data
+
+    @model_validator(mode="after")
+    def _tethers_lines(self) -> PersistentHookConfig:
+        if self.persistent and getattr(self, "protocol", "tether") != "tether":
+            raise ValueError(
+                "a persistent hook speaks tether's JSON lines; protocol 'claude-code' runs its "
+                "program once per event, as Claude Code does (drop persistent)"
+            )
+        return self
 
     def executor(self, manager: HookManager) -> Executor:
         if not self.persistent:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -36,6 +36,11 @@ class UrlHookConfig(HookConfig):
     )
     max_output_bytes: int = Field(
         default=65536, gt=0, le=MAX_OUTPUT_LIMIT, description="Largest answer body accepted"
+    )
+    protocol: Literal["tether", "claude-code"] = Field(
+        default="tether",
+        description="What the service reads and answers: tether's envelope, or Claude Code's "
+        "hook input and answer rules",
     )
 
     @field_validator("max_output_bytes", mode="before")
