@@ -233,3 +233,13 @@ def test_a_url_hook_may_speak_claude_codes_protocol() -> None:
     config = HookConfig(event="pre_tool_use", url="https://x/h", protocol="claude-code")
 
     assert config.protocol == "claude-code"
+
+
+def test_the_catalog_says_what_a_url_or_persistent_hook_speaks() -> None:
+    manager = HookManager()
+    manager.register_config(
+        HookConfig(event="pre_tool_use", url="https://x/h", protocol="claude-code")
+    )
+    manager.register_config(HookConfig(event="pre_tool_use", command=["cat"], persistent=True))
+
+    assert [i.protocol for i in manager.describe()] == ["claude-code", "tether"]

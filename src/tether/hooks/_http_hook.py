@@ -444,6 +444,11 @@ class HttpExecutor:
         """Its URL (without a query), the hook's name when it is given none."""
         return self.hook.display_name
 
+    @property
+    def protocol(self) -> str:
+        """What the service reads and answers ("tether" or "claude-code")."""
+        return self.hook.protocol
+
     def secrets(self) -> list[tuple[str, str]]:
         """Its header values and signing secret (see HttpHook.secrets), for the redactor."""
         return self.hook.secrets()

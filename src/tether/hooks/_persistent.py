@@ -455,6 +455,11 @@ class PersistentExecutor:
         """Its command line, the hook's name when it is given none."""
         return self.hook.display_name
 
+    @property
+    def protocol(self) -> str:
+        """What the program reads and answers: tether's JSON lines."""
+        return "tether"
+
     def secrets(self) -> list[tuple[str, str]]:
         """What its program is handed that may be a credential (see ShellHook.secrets)."""
         return self.hook.secrets()
