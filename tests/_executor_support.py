@@ -2,9 +2,9 @@
 
 ``PolicyServer`` is a starlette app served by uvicorn on a free loopback port. Each path
 answers one way (``/allow``, ``/block``, ``/rewrite``, ``/status/{code}``, ``/redirect``,
-``/text``, ``/list``, ``/big``, ``/slow``, ``/echo-headers``, ``/echo-error``, ``/claude``:
-Claude Code's answers) and every
-request is kept in ``requests`` (path, headers, body, client port) for the test to read.
+``/text``, ``/list``, ``/big``, ``/slow``, ``/echo-headers``, ``/echo-error``, ``/cookie``,
+``/claude``: Claude Code's answers) and every request is kept in ``requests`` (path,
+headers, body, client port) for the test to read.
 """
 
 from __future__ import annotations
@@ -114,6 +114,12 @@ class PolicyServer:
             said = got.headers.get("authorization", "")
             return PlainTextResponse(f"credentials {said} were rejected", status_code=401)
 
+        async def cookie(request: Request) -> Response:
+            await keep(request)
+            answer = Response(status_code=204)
+            answer.set_cookie("session", "kept-by-the-client?")
+            return answer
+
         async def claude(request: Request) -> Response:
             got = await keep(request)
             if "block" in str(got.json().get("prompt", "")):
@@ -138,5 +144,6 @@ class PolicyServer:
                 Route("/echo-headers", echo_headers, methods=["POST"]),
                 Route("/echo-error", echo_error, methods=["POST"]),
                 Route("/claude", claude, methods=["POST"]),
+                Route("/cookie", cookie, methods=["POST"]),
             ]
         )

@@ -377,3 +377,14 @@ async def test_a_claude_code_http_hooks_block_decision_blocks(
 def test_an_unknown_protocol_is_refused() -> None:
     with pytest.raises(ValueError, match="protocol must be one of 'tether', 'claude-code'"):
         HttpHook("https://x/h", protocol="mcp")
+
+
+async def test_a_cookie_a_service_sets_is_never_sent_back(
+    clients: HttpClients, service: PolicyServer
+) -> None:
+    hook = HttpHook(f"{service.url}/cookie", clients=clients)
+
+    await hook.run(prompt_ctx())
+    await hook.run(prompt_ctx())
+
+    assert [r.headers.get("cookie") for r in service.requests] == [None, None]

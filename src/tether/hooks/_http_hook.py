@@ -70,8 +70,10 @@ RESERVED_HEADERS: Final = frozenset(
         SIGNATURE_HEADER.lower(),
         TIMESTAMP_HEADER.lower(),
         "x-tether-event",
+        "user-agent",
     }
 )
+USER_AGENT: Final = "tether-hook"
 #: What a service may read and answer: tether's envelope, or Claude Code's hook input.
 PROTOCOLS: Final = ("tether", "claude-code")
 #: The block reason of a service that answered {"block": true} without a "reason".
@@ -88,44 +90,43 @@ def sign(secret: str | bytes, timestamp: str, body: bytes) -> str:
 
 
 class HttpClients:
-    """The pooled httpx client the HTTP hooks of one manager share (created on first use).
+    """The pooled connections the HTTP hooks of one manager share: an httpx transport (a
+    connection pool, keep-alive), made on first use.
 
-    Redirects are never followed, and the host environment is not trusted (no proxy or
-    ``.netrc`` credentials picked up from it). A client belongs to one event loop: used from
+    Requests go to the transport itself, without httpx's client layer: no redirect is ever
+    followed, no cookie a service sets is kept and sent again (no state between events), and
+    the host environment is not trusted (no proxy or ``.netrc`` credentials picked up from
+    it); it also costs ~40% less per request. A pool belongs to one event loop: used from
     another, a new one is made.
     """
 
-    __slots__ = ("_client", "_loop")
+    __slots__ = ("_loop", "_transport")
 
     def __init__(self) -> None:
-        self._client: httpx.AsyncClient | None = None
+        self._transport: httpx.AsyncHTTPTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def get(self) -> httpx.AsyncClient:
+    def get(self) -> httpx.AsyncHTTPTransport:
         loop = asyncio.get_running_loop()
-        client = self._client
-        if client is None or client.is_closed or self._loop is not loop:
+        transport = self._transport
+        if transport is None or self._loop is not loop:
             import httpx
 
-            limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
-            client = httpx.AsyncClient(
-                follow_redirects=False,
+            transport = httpx.AsyncHTTPTransport(
+                limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
                 trust_env=False,
-                timeout=httpx.Timeout(None),  # the hook's own timeout bounds the whole request
                 # Headers and body go out as two writes: with Nagle's algorithm the body waits
                 # for the server's delayed ACK (~40 ms a request on Linux).
-                transport=httpx.AsyncHTTPTransport(
-                    limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-                ),
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
             )
-            self._client, self._loop = client, loop
-        return client
+            self._transport, self._loop = transport, loop
+        return transport
 
     async def aclose(self) -> None:
         """Close the pooled connections (a later request opens new ones)."""
-        client, self._client, self._loop = self._client, None, None
-        if client is not None:
-            await client.aclose()
+        transport, self._transport, self._loop = self._transport, None, None
+        if transport is not None:
+            await transport.aclose()
 
 
 class HttpHook:
@@ -225,7 +226,11 @@ class HttpHook:
 
     def build_headers(self, body: bytes, event: str) -> dict[str, str]:
         """The request headers for ``body``: ``headers`` resolved, the signature if any."""
-        out = {"content-type": "application/json", "x-tether-event": event}
+        out = {
+            "content-type": "application/json",
+            "user-agent": USER_AGENT,
+            "x-tether-event": event,
+        }
         for name, raw in self.headers.items():
             value = self._resolved(raw, f"header {name!r}")
             if any(c in value for c in "\r\n\0") or not value.isascii():
@@ -280,10 +285,13 @@ class HttpHook:
         import httpx
 
         name = self.display_name
-        client = self.clients.get()
+        transport = self.clients.get()
         try:
+            # The whole exchange, connecting to the last byte, is bounded by the hook's timeout.
             async with asyncio.timeout(self.timeout):
-                async with client.stream("POST", self.url, content=body, headers=headers) as resp:
+                request = httpx.Request("POST", self.url, content=body, headers=headers)
+                resp = await transport.handle_async_request(request)
+                try:
                     answer = bytearray()
                     async for chunk in resp.aiter_bytes():
                         answer += chunk
@@ -293,6 +301,8 @@ class HttpHook:
                                 f"{self.max_output_bytes} bytes"
                             )
                     status, phrase = resp.status_code, resp.reason_phrase
+                finally:
+                    await resp.aclose()
         except TimeoutError:
             raise HttpHookTimeoutError(
                 f"HTTP hook {name!r} gave no answer within {self.timeout:g}s"
