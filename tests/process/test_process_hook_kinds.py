@@ -175,3 +175,44 @@ async def test_a_prompt_hook_naming_a_model_asks_that_one() -> None:
     [run] = [r for r in process.history.runs() if r.event == "user_prompt_submit"]
     assert run.outcome == "failed"
     assert "not a decision" in (run.error or "")
+
+
+#: A hookserver program that prints its TOKEN to stderr and crashes on its first event.
+LEAKS_AND_CRASHES = """
+import os, sys
+from tether.hookserver import serve
+
+@serve
+def handle(event):
+    print("token " + os.environ["TOKEN"] + " was rejected", file=sys.stderr, flush=True)
+    os._exit(4)
+"""
+
+
+async def test_a_persistent_hooks_env_secret_it_prints_as_it_crashes_is_redacted(
+    make_script: ScriptFactory,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("HOOK_TOKEN", CANARY)
+    hook = HookConfig(
+        event="user_prompt_submit",
+        command=[make_script(LEAKS_AND_CRASHES)],
+        persistent=True,
+        env={"TOKEN": "${HOOK_TOKEN}"},
+    )
+    process = AgentProcess("leaky", ProcessConfig(model=ScriptedModel(), hooks=[hook]))
+    recorder = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    await process.start()
+    try:
+        await process.inject(ticket("hello"))
+        await finished(process, recorder, 1)
+    finally:
+        await process.stop()
+
+    [run] = [r for r in process.history.runs() if r.event == "user_prompt_submit"]
+    assert run.outcome == "failed"
+    assert "exited 4: token [REDACTED:TOKEN] was rejected" in (run.error or "")
+    assert CANARY not in repr(run)
+    assert CANARY not in caplog.text
