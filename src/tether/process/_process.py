@@ -297,6 +297,11 @@ class AgentProcess(
             raise
         if self.state != ProcessState.RUNNING:  # a session_start hook scheduled a stop
             return
+        # Runs see the MCP servers' tools from the first: each has connected, or failed once
+        # (and is retried in the background), before a worker starts.
+        await self._sync_mcp()
+        if self.state != ProcessState.RUNNING:  # stopped meanwhile
+            return
         self._workers = [
             asyncio.get_running_loop().create_task(self._worker(), name=f"{self.name}-worker-{i}")
             for i in range(self.config.concurrency)
@@ -782,6 +787,8 @@ class AgentProcess(
                 for i, r in self._runners.items()
                 if r.error is not None
             },
+            # Each declared MCP server's connection (state, tools, last error).
+            "mcp_servers": self._mcp_status(),
         }
 
 
