@@ -1,9 +1,14 @@
 """A real MCP server for the tests, written with the SDK's MCPServer (FastMCP in mcp 1.x).
 
-Run as ``python mcp_fixture_server.py stdio|http [--port N] [--pidfile PATH] [--grandchild]``.
-With ``--pidfile`` it writes its pid (and, with ``--grandchild``, the pid of a ``sleep`` it
-leaves running in its process group) one per line, so a test can kill it or check that a stop
-left nothing behind.
+Run as ``python mcp_fixture_server.py stdio|http|sse [--port N] [--pidfile PATH]
+[--grandchild] [--token T] [--refuse-if PATH]``.
+
+With ``--pidfile`` it writes its pid (and, with ``--grandchild``, the pid of a sleeping child
+it leaves in its process group) one per line, so a test can kill it or check that a stop left
+nothing behind. Over HTTP it serves on 127.0.0.1 with uvicorn, on ``--port`` or (0) a port
+the OS picks, and prints ``PORT <n>`` once it listens; with ``--token`` a request without
+``Authorization: Bearer <T>`` gets 401. With ``--refuse-if`` it exits at once (code 3) while
+that file exists.
 """
 
 from __future__ import annotations
@@ -11,8 +16,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import socket
 import subprocess
 import sys
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -45,10 +52,40 @@ def order(order_id: str) -> dict[str, object]:
 
 
 @server.tool()
-async def sleep(seconds: float) -> str:
-    """Sleep, then answer."""
+async def sleep(seconds: float, mark: str = "") -> str:
+    """Sleep, then answer; with ``mark``, create that file first (the call has arrived)."""
+    if mark:
+        os.close(os.open(mark, os.O_CREAT | os.O_WRONLY))
     await asyncio.sleep(seconds)
     return "slept"
+
+
+def guarded(app: Any, token: str) -> Any:
+    """``app`` refusing HTTP requests without the bearer token."""
+
+    async def guard(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"").decode()
+            if given != f"Bearer {token}":
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+        await app(scope, receive, send)
+
+    return guard
+
+
+def serve_http(transport: str, port: int, token: str | None) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app() if transport == "http" else server.sse_app()
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(64)
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(guarded(app, token) if token else app, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def main() -> None:
@@ -57,7 +94,12 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--pidfile")
     parser.add_argument("--grandchild", action="store_true")
+    parser.add_argument("--token")
+    parser.add_argument("--refuse-if", help="exit at once (code 3) while this file exists")
     options = parser.parse_args()
+    if options.refuse_if and os.path.exists(options.refuse_if):
+        print(f"refusing to start: {options.refuse_if} exists", file=sys.stderr)
+        sys.exit(3)
     pids = [os.getpid()]
     if options.grandchild:
         child = subprocess.Popen(
@@ -72,10 +114,8 @@ def main() -> None:
         os.replace(options.pidfile + ".tmp", options.pidfile)
     if options.transport == "stdio":
         server.run("stdio")
-    elif options.transport == "http":
-        server.run("streamable-http", host="127.0.0.1", port=options.port)
     else:
-        server.run("sse", host="127.0.0.1", port=options.port)
+        serve_http(options.transport, options.port, options.token)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,24 @@ def _resolved(values: dict[str, Any], field: str, server: str) -> dict[str, str]
     return out
 
 
+def _without_userinfo(url: str) -> tuple[str, Any]:
+    """``url`` without its ``user:password@``, and an httpx2.BasicAuth of them (or None)."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    import httpx2
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc = f"{netloc}:{parts.port}"
+    plain = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    return plain, httpx2.BasicAuth(user, password)
+
+
 def _block_text(block: dict[str, Any]) -> str:
     """What the model reads of one content block of a tool result."""
     kind = block.get("type")
@@ -207,8 +225,8 @@ class McpLink:
                 connects = self.connects
                 try:
                     await self._connection()
-                except Exception as exc:
-                    self.last_error = self._redact(_describe(exc))
+                except Exception as exc:  # (a program's exit says more than its closed pipe)
+                    self.last_error = self._redact(self._lost or _describe(exc))
                 else:
                     self.last_error = self._redact(self._lost or "the connection ended")
                 finally:
@@ -259,30 +277,38 @@ class McpLink:
             assert config.command is not None
             env = minimal_env(self._secret(_resolved(config.env, "env", self.name)))
             argv = program_argv(config.command, config.args)
-            async with stdio_transport(
-                argv, env=env, cwd=config.cwd, on_end=self._program_ended
-            ) as (read, write, program):
-                self.pid = program.pid
-                try:
-                    yield read, write
-                finally:
-                    self.pid = None
-            self._program_gone(program)
+            ended: list[StdioProgram] = []
+            try:
+                async with stdio_transport(
+                    argv, env=env, cwd=config.cwd, on_end=self._program_ended
+                ) as (read, write, program):
+                    self.pid = program.pid
+                    ended.append(program)
+                    try:
+                        yield read, write
+                    finally:
+                        self.pid = None
+            finally:
+                if ended:
+                    self._program_gone(ended[0])
             return
         assert config.url is not None
+        import httpx2
+
+        # A password in the url goes as basic auth: the url the SDK and httpx2 log has none.
+        url, auth = _without_userinfo(config.url)
         if config.transport == "sse":
             from mcp.client.sse import sse_client
 
-            async with sse_client(config.url, headers=headers) as (read, write):
+            async with sse_client(url, headers=headers, auth=auth) as (read, write):
                 yield read, write
             return
-        import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         timeout = httpx2.Timeout(30.0, read=300.0)
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=timeout) as client,
-            streamable_http_client(config.url, http_client=client) as (read, write),
+            httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth) as client,
+            streamable_http_client(url, http_client=client) as (read, write),
         ):
             yield read, write
 
