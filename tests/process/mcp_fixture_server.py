@@ -21,7 +21,7 @@ import subprocess
 import sys
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("fixture")
@@ -58,6 +58,18 @@ async def sleep(seconds: float, mark: str = "") -> str:
         os.close(os.open(mark, os.O_CREAT | os.O_WRONLY))
     await asyncio.sleep(seconds)
     return "slept"
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Add a tool ``name`` (answering its own name) and tell the client the list changed."""
+
+    def grown() -> str:
+        return name
+
+    server.add_tool(grown, name=name, description="A tool added at run time.")
+    await ctx.session.send_tool_list_changed()
+    return f"added {name}"
 
 
 def guarded(app: Any, token: str) -> Any:

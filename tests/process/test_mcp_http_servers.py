@@ -44,7 +44,7 @@ async def test_a_streamable_http_servers_tools_are_offered_and_answer(
     process, model, rec = make({"name": "docs", "url": server.url})
     async with process:
         status = process.status()["mcp_servers"]["docs"]
-        assert (status["transport"], status["state"], status["tools"]) == ("http", "connected", 5)
+        assert (status["transport"], status["state"], status["tools"]) == ("http", "connected", 6)
         add, fail = await run_calls(
             process,
             model,
@@ -102,7 +102,8 @@ async def test_headers_reach_the_server_and_their_secrets_are_never_shown(
         assert status["other"]["state"] == "reconnecting"
         assert status["other"]["last_error"]
         assert await run_calls(process, model, rec, ("mcp__docs__add", {"a": 1, "b": 1})) == ["2"]
-        shown = f"{process.status()} {process.config!r} {process.config.model_dump(mode='json', exclude={'model'})}"
+        dump = process.config.model_dump(mode="json", exclude={"model"})
+        shown = f"{process.status()} {process.config!r} {dump}"
     for secret in (token, "wrong-77d1c0"):
         assert secret not in shown
         assert secret not in caplog.text

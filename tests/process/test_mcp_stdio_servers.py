@@ -53,7 +53,7 @@ async def test_a_stdio_servers_tools_are_offered_as_prefixed_tools_with_its_sche
     async with process:
         status = process.status()["mcp_servers"]["crm"]
         assert status["state"] == "connected"
-        assert status["tools"] == 5
+        assert status["tools"] == 6
         await run_calls(process, model, rec)
         tools = offered(model)
         add = tools["mcp__crm__add"]
@@ -67,6 +67,7 @@ async def test_a_stdio_servers_tools_are_offered_as_prefixed_tools_with_its_sche
             "mcp__crm__environment",
             "mcp__crm__order",
             "mcp__crm__sleep",
+            "mcp__crm__grow",
         }
         # Each is a Tool of the agent loop naming its server (what tool hooks match on).
         assert process._loop is not None
@@ -173,6 +174,17 @@ async def test_while_a_server_is_down_its_tools_are_not_offered_and_its_error_is
             what="the reconnect",
         )
         assert await run_calls(process, model, rec, ("mcp__crm__add", {"a": 2, "b": 2})) == ["4"]
+
+
+async def test_the_tools_are_read_again_when_the_server_says_its_list_changed() -> None:
+    process, model, rec = make(stdio_entry("crm"))
+    async with process:
+        await run_calls(process, model, rec, ("mcp__crm__grow", {"name": "refund"}))
+        await eventually(
+            lambda: "mcp__crm__refund" in process.status()["mcp_servers"]["crm"]["tool_names"],
+            what="the new tool",
+        )
+        assert await run_calls(process, model, rec, ("mcp__crm__refund", {})) == ["refund"]
 
 
 async def test_a_call_a_server_does_not_answer_is_bounded_by_the_entrys_timeout() -> None:
