@@ -1,4 +1,4 @@
-"""Helpers of the MCP tests: the fixture server (mcp_fixture_server.py, written with the SDK)
+"""Helpers of the MCP tests: the fixture server (process/mcp_fixture_server.py, on the SDK)
 as a stdio entry or as an HTTP server subprocess, and checks on the processes it ran as."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 __all__ = ["FIXTURE_SERVER", "HttpMcpServer", "alive", "pids", "start_http_server", "stdio_entry"]
 
-FIXTURE_SERVER = str(Path(__file__).with_name("mcp_fixture_server.py"))
+FIXTURE_SERVER = str(Path(__file__).parent / "process" / "mcp_fixture_server.py")
 
 
 def stdio_entry(name: str, *args: str, **fields: Any) -> dict[str, Any]:
