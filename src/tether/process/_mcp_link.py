@@ -425,6 +425,8 @@ class McpLink:
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=self._timeout)
         except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED and self._closing:
+                raise McpServerUnavailableError(self._unavailable(tool)) from None
             if exc.code == CONNECTION_CLOSED:
                 self.lose(f"the connection closed during a call of {tool!r}")
                 raise McpServerUnavailableError(
@@ -449,7 +451,7 @@ class McpLink:
 
     def _unavailable(self, tool: str) -> str:
         why = f": {self.last_error}" if self.last_error else ""
-        if self.state == "closed":
+        if self._closing:
             return f"MCP server {self.name!r} was removed or stopped; {tool!r} cannot be called"
         return (
             f"MCP server {self.name!r} is not connected ({self.state}{why}); "
