@@ -546,7 +546,7 @@ def test_hooks_test_refuses_an_unknown_event() -> None:
 
 # -- the example agent -------------------------------------------------------------------------
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_the_example_agent_validates_and_runs_with_its_hook_programs(
