@@ -1,10 +1,11 @@
 """An MCP tool call through tether beside the same call made with the bare SDK.
 
-Run: ``.venv/bin/python bench/mcp_tools.py``. One fixture server (tests/process/mcp_fixture_server.py)
-per side and transport: tether's side calls the ``mcp__fx__add`` Tool a running AgentProcess
-offers its model (what the agent loop calls); the bare side is ``ClientSession.call_tool`` on a
-session of the SDK's own stdio or streamable-HTTP client. Calls are interleaved so drift in
-the machine hits both alike. No target: the table shows what tether adds to a call.
+Run: ``.venv/bin/python bench/mcp_tools.py``. One fixture server
+(tests/process/mcp_fixture_server.py) per side and transport: tether's side calls the
+``mcp__fx__add`` Tool a running AgentProcess offers its model (what the agent loop calls);
+the bare side is ``ClientSession.call_tool`` on a session of the SDK's own stdio or
+streamable-HTTP client. Calls are interleaved so drift in the machine hits both alike. No
+target: the table shows what tether adds to a call.
 """
 
 from __future__ import annotations

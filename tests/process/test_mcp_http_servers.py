@@ -4,18 +4,34 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-from _mcp_support import HttpMcpServer
 
+from _mcp_support import HttpMcpServer, start_http_server
 from _process_support import Recorder, eventually
 from tether import AgentProcess, HookEvent, ProcessConfig, TriggerEvent
 from tether.models import ScriptedModel
 
 StartServer = Callable[..., Awaitable[HttpMcpServer]]
 CONNECT = 60.0
+
+
+@pytest.fixture
+async def http_mcp() -> AsyncIterator[StartServer]:
+    """Start the fixture MCP server over HTTP: ``await http_mcp("http", port=0, token=None)``;
+    every server started is killed after the test."""
+    started: list[HttpMcpServer] = []
+
+    async def start(*args: Any, **kwargs: Any) -> HttpMcpServer:
+        server = await start_http_server(*args, **kwargs)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        await server.kill()
 
 
 def make(*servers: dict[str, Any], **config: Any) -> tuple[AgentProcess, ScriptedModel, Recorder]:
