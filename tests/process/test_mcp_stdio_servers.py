@@ -11,10 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _mcp_support import alive, pids, stdio_entry
 
+from _mcp_support import alive, pids, stdio_entry
 from _process_support import Recorder, eventually
-from tether import AgentProcess, HookEvent, ProcessConfig, TriggerEvent, load_manifest
+from tether import (
+    AgentProcess,
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRequest,
+    BudgetConfig,
+    HookEvent,
+    ProcessConfig,
+    TriggerEvent,
+    load_manifest,
+)
 from tether.manifest import manifest_to_process_config
 from tether.models import ScriptedModel
 
@@ -91,6 +101,34 @@ async def test_a_call_is_answered_an_is_error_result_is_its_error_and_structured
     assert fail == "error: McpToolError: Error executing tool fail: refused: no stock"
     assert '"status": "shipped"' in order
     assert rec.outcomes() == ["success"]
+
+
+async def test_approval_and_budget_apply_to_mcp_tools_as_to_any_tool(tmp_path: Path) -> None:
+    mark = tmp_path / "called"
+    asked: list[str] = []
+
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request.tool_name)
+        return ApprovalDecision(False, reason="not on a Sunday")
+
+    approval = ApprovalPolicy(tools=["mcp__crm__sleep"], handler=reviewer)
+    budget = BudgetConfig(max_tool_calls_per_run=2)  # (a refused call counts)
+    process, model, rec = make(stdio_entry("crm"), approval=approval, budget=budget)
+    async with process:
+        refused, added, over = await run_calls(
+            process,
+            model,
+            rec,
+            ("mcp__crm__sleep", {"seconds": 0, "mark": str(mark)}),
+            ("mcp__crm__add", {"a": 1, "b": 1}),
+            ("mcp__crm__add", {"a": 2, "b": 2}),
+        )
+    assert asked == ["mcp__crm__sleep"]
+    assert refused == "refused: not on a Sunday"
+    assert not mark.exists()  # refused: the server never heard of it
+    assert added == "2"
+    assert over.startswith("refused: ")
+    assert "max_tool_calls_per_run" in over
 
 
 async def test_the_program_gets_a_minimal_environment_plus_its_entrys_env(
