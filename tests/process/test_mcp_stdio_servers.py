@@ -334,3 +334,31 @@ async def test_importing_tether_or_making_a_process_does_not_import_the_sdk() ->
     )
     child = await asyncio.create_subprocess_exec(sys.executable, "-c", code)
     assert await child.wait() == 0
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"name": "crm"}, r"mcp_servers\[0\]: an MCP server with transport 'http' needs 'url'"),
+        (
+            {"name": "crm", "transport": "stdio"},
+            r"mcp_servers\[0\]: a stdio MCP server needs 'command'",
+        ),
+        ({"command": "x"}, r"mcp_servers\[0\]\.name: Field required"),
+        ({"name": "crm", "command": "x", "bogus": 1}, r"mcp_servers\[0\]\.bogus: Extra inputs"),
+    ],
+)
+def test_a_bad_entry_is_refused_when_the_process_is_made_naming_it(
+    entry: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=r"^process 'desk': " + message):
+        AgentProcess("desk", ProcessConfig(mcp_servers=[entry]))
+
+
+def test_two_entries_of_one_name_are_refused_and_no_secret_is_echoed() -> None:
+    first = {"name": "crm", "url": "https://u:pw-9c1d@a.example/mcp"}
+    second = {"name": "crm", "command": "x", "env": {"TOKEN": "tok-0ff1ce"}}
+    with pytest.raises(ValueError, match=r"mcp_servers\[1\]\.name: .*'crm' is already used") as err:
+        AgentProcess("desk", ProcessConfig(mcp_servers=[first, second]))
+    assert "pw-9c1d" not in str(err.value)
+    assert "tok-0ff1ce" not in str(err.value)

@@ -49,6 +49,7 @@ from ._errors import ProcessStateError
 from ._event import TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
 from ._journaling import JournalWrites
+from ._mcp import check_entries
 from ._observe import HookObservability
 from ._rewind import Rewinding
 from ._state import ProcessState, accepts_events, validate_name
@@ -83,6 +84,7 @@ class AgentProcess(
     ) -> None:
         self.name = validate_name(name)
         self.config = config if config is not None else ProcessConfig()
+        check_entries(self.config.mcp_servers, f"process {self.name!r}")
         self.process_id = str(uuid.uuid4())
         # HookContext.metadata of every dispatch (the engine gives each hook its own copy).
         self._metadata: Final = {"process_name": self.name, "process_id": self.process_id}
