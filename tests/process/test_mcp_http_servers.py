@@ -139,7 +139,9 @@ async def test_an_http_server_added_at_run_time_connects_and_removed_disconnects
     server = await http_mcp("http")
     process, model, rec = make()
     async with process:
-        assert await process.add_mcp_server({"name": "docs", "url": server.url})
+        assert await process.add_mcp_server(
+            {"name": "docs", "transport": "streamable-http", "url": server.url}
+        )
         assert process.status()["mcp_servers"]["docs"]["state"] == "connected"
         assert await run_calls(process, model, rec, ("mcp__docs__add", {"a": 3, "b": 4})) == ["7"]
         assert await process.remove_mcp_server("docs")
