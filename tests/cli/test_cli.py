@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from _cli_support import Done, free_port, run_cli
+from _cli_support import Done, run_cli
+from _net_support import free_port
 from tether import AgentRuntime, OrchestrationAPI
 from tether.cli import main
 from tether.cli._run import _serve

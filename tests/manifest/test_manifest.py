@@ -62,7 +62,9 @@ def test_the_step_4_manifest_loads_into_a_process_config(tmp_path: Path) -> None
     assert isinstance(trigger, WebhookTrigger)
     assert (trigger.webhook_path, trigger.webhook_port) == ("/tickets", 9782)
     gate, notify = config.hooks
-    assert type(gate) is HookConfig
+    # A plain HookConfig of the command kind (not the manifest's own class).
+    assert isinstance(gate, HookConfig)
+    assert (type(gate).__name__, gate.kind) == ("CommandHookConfig", "command")
     assert (gate.event, gate.command, gate.timeout, gate.fail_closed) == (
         "user_prompt_submit",
         ["python3", "hooks/gate.py"],
