@@ -46,6 +46,8 @@ STOP_GRACE: Final = 1.0
 KILL_GRACE: Final = 0.5
 #: Bytes of its stderr kept (the tail).
 STDERR_TAIL: Final = 4096
+#: Longest message line read from its stdout; past it the connection is over.
+MAX_LINE: Final = 64 * 1024 * 1024
 
 
 class ProgramNotFoundError(OSError):
@@ -136,6 +138,10 @@ async def stdio_transport(
                     for line in lines:
                         if line.strip():
                             await to_session.send(_message(line))
+                    if len(buffer) > MAX_LINE:  # a message that never ends: the connection does
+                        too_long = f"the server wrote a line of over {MAX_LINE} characters"
+                        await to_session.send(ValueError(too_long))
+                        return
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass  # the session or the pipe is gone: the connection is over either way
         finally:
@@ -170,6 +176,8 @@ async def stdio_transport(
                     await _stop(process, program)
                 tasks.cancel_scope.cancel()
     finally:
+        from_program.close()
+        to_program.close()
         if program.returncode is None:  # it never got to the stop above (a task failed)
             kill_group(process.pid)
         with anyio.CancelScope(shield=True):
