@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import os
 import socket
 import subprocess
@@ -73,15 +74,23 @@ async def grow(name: str, ctx: Context) -> str:
 
 
 def guarded(app: Any, token: str) -> Any:
-    """``app`` refusing HTTP requests without the bearer token."""
+    """``app`` refusing HTTP requests without the token: as a bearer token, or as the password
+    of basic auth (any user)."""
+
+    def allowed(given: str) -> bool:
+        if given == f"Bearer {token}":
+            return True
+        if given.startswith("Basic "):
+            _, _, password = base64.b64decode(given[6:]).decode().partition(":")
+            return password == token
+        return False
 
     async def guard(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = dict(scope["headers"]).get(b"authorization", b"").decode()
-            if given != f"Bearer {token}":
-                await send({"type": "http.response.start", "status": 401, "headers": []})
-                await send({"type": "http.response.body", "body": b"unauthorized"})
-                return
+        given = dict(scope.get("headers") or []).get(b"authorization", b"").decode()
+        if scope["type"] == "http" and not allowed(given):
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
         await app(scope, receive, send)
 
     return guard

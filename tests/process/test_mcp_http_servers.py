@@ -125,6 +125,38 @@ async def test_headers_reach_the_server_and_their_secrets_are_never_shown(
         assert secret not in caplog.text
 
 
+async def test_a_urls_password_goes_as_basic_auth_and_is_never_shown(
+    http_mcp: StartServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    password = "pw-b4sic-91e2"
+    server = await http_mcp("http", token=password)
+    url = server.url.replace("http://", f"http://bob:{password}@")
+    process, model, rec = make({"name": "docs", "url": url})
+    async with process:
+        assert process.status()["mcp_servers"]["docs"]["state"] == "connected"
+        assert await run_calls(process, model, rec, ("mcp__docs__add", {"a": 5, "b": 5})) == ["10"]
+        shown = f"{process.status()} {process.config!r}"
+    assert password not in shown
+    assert password not in caplog.text
+    assert f"POST {server.url}" in caplog.text  # (httpx2's own log line, without it)
+
+
+async def test_an_idle_server_that_went_away_is_found_out_by_a_ping(http_mcp: StartServer) -> None:
+    server = await http_mcp("http")
+    process, _, _ = make({"name": "docs", "url": server.url})
+    async with process:
+        await server.kill()
+        await eventually(
+            lambda: process.status()["mcp_servers"]["docs"]["state"] == "reconnecting",
+            timeout=CONNECT,
+            what="a ping to find the server gone",
+        )
+        status = process.status()["mcp_servers"]["docs"]
+    assert status["tools"] == 0
+    assert status["last_error"]
+
+
 async def test_an_sse_server_is_reached_too(http_mcp: StartServer) -> None:
     server = await http_mcp("sse")
     process, model, rec = make({"name": "legacy", "transport": "sse", "url": server.url})

@@ -156,6 +156,48 @@ async def test_the_program_gets_a_minimal_environment_plus_its_entrys_env(
     assert path != "<unset>"
 
 
+async def test_an_env_reference_to_an_unset_variable_is_that_servers_error() -> None:
+    process, model, rec = make(stdio_entry("crm", env={"KEY": "${TETHER_TEST_UNSET_VAR}"}))
+    async with process:
+        status = process.status()["mcp_servers"]["crm"]
+        assert status["state"] == "reconnecting"
+        assert status["last_error"] == (
+            "ValueError: mcp_servers['crm'].env.KEY: environment variable "
+            "'TETHER_TEST_UNSET_VAR' is not set"
+        )
+        assert await run_calls(process, model, rec) == []  # the process runs on
+
+
+async def test_a_call_to_a_server_lost_since_its_run_began_gets_a_clear_error_at_once(
+    tmp_path: Path,
+) -> None:
+    pidfile, refuse = tmp_path / "pids", tmp_path / "refuse"
+    entry = stdio_entry("crm", "--pidfile", str(pidfile), "--refuse-if", str(refuse))
+    holder: list[AgentProcess] = []
+
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        # The run holds the server's tools already; the server goes down before the call.
+        (process,) = holder
+        refuse.touch()
+        os.kill(pids(pidfile)[0], signal.SIGKILL)
+        await eventually(
+            lambda: process.status()["mcp_servers"]["crm"]["state"] == "reconnecting",
+            timeout=CONNECT,
+            what="the loss to be seen",
+        )
+        return ApprovalDecision(True)
+
+    approval = ApprovalPolicy(tools=["mcp__crm__add"], handler=reviewer)
+    process, model, rec = make(entry, approval=approval)
+    holder.append(process)
+    async with process:
+        [result] = await run_calls(process, model, rec, ("mcp__crm__add", {"a": 1, "b": 1}))
+    assert result.startswith(
+        "error: McpServerUnavailableError: MCP server 'crm' is not connected (reconnecting: "
+    )
+    assert result.endswith("'add' cannot be called until it is back")
+
+
 async def test_a_server_killed_during_a_call_gives_a_clear_error_result_and_is_reconnected(
     tmp_path: Path,
 ) -> None:
