@@ -142,7 +142,10 @@ async def test_a_urls_password_goes_as_basic_auth_and_is_never_shown(
     assert f"POST {server.url}" in caplog.text  # (httpx2's own log line, without it)
 
 
-async def test_an_idle_server_that_went_away_is_found_out_by_a_ping(http_mcp: StartServer) -> None:
+async def test_an_idle_server_that_went_away_is_found_out_without_a_call(
+    http_mcp: StartServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="tether.process")
     server = await http_mcp("http")
     process, _, _ = make({"name": "docs", "url": server.url})
     async with process:
@@ -150,11 +153,14 @@ async def test_an_idle_server_that_went_away_is_found_out_by_a_ping(http_mcp: St
         await eventually(
             lambda: process.status()["mcp_servers"]["docs"]["state"] == "reconnecting",
             timeout=CONNECT,
-            what="a ping to find the server gone",
+            what="the loss to be seen",
         )
         status = process.status()["mcp_servers"]["docs"]
     assert status["tools"] == 0
     assert status["last_error"]
+    [lost, *_] = [r.getMessage() for r in caplog.records if r.name == "tether.process"]
+    assert lost.startswith("MCP server 'docs': ")
+    assert lost.endswith("reconnecting in 0.5s")
 
 
 async def test_an_sse_server_is_reached_too(http_mcp: StartServer) -> None:

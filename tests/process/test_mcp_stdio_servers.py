@@ -156,6 +156,25 @@ async def test_the_program_gets_a_minimal_environment_plus_its_entrys_env(
     assert path != "<unset>"
 
 
+async def test_a_server_that_hangs_is_found_out_by_a_ping_and_replaced(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    process, model, rec = make(stdio_entry("crm", "--pidfile", str(pidfile)))
+    async with process:
+        [hung] = pids(pidfile)
+        os.kill(hung, signal.SIGSTOP)  # alive, its pipes open, answering nothing
+        try:
+            await eventually(
+                lambda: process.status()["mcp_servers"]["crm"]["connects"] == 2,
+                timeout=CONNECT,
+                what="the ping to fail and the server to be replaced",
+            )
+        finally:
+            if alive(hung):
+                os.kill(hung, signal.SIGCONT)
+        assert not alive(hung)  # killed with its group on the way out
+        assert await run_calls(process, model, rec, ("mcp__crm__add", {"a": 1, "b": 1})) == ["2"]
+
+
 async def test_an_env_reference_to_an_unset_variable_is_that_servers_error() -> None:
     process, model, rec = make(stdio_entry("crm", env={"KEY": "${TETHER_TEST_UNSET_VAR}"}))
     async with process:
