@@ -324,7 +324,6 @@ class McpLink:
         while self._lost is None:
             wake = self._wake
             assert wake is not None
-            quiet = False
             with anyio.move_on_after(PING_INTERVAL) as waiting:
                 await wake.wait()
             quiet = waiting.cancelled_caught
