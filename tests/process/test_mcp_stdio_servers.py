@@ -20,6 +20,8 @@ from tether import (
     ApprovalPolicy,
     ApprovalRequest,
     BudgetConfig,
+    HookConfig,
+    HookContext,
     HookEvent,
     ProcessConfig,
     TriggerEvent,
@@ -129,6 +131,50 @@ async def test_approval_and_budget_apply_to_mcp_tools_as_to_any_tool(tmp_path: P
     assert added == "2"
     assert over.startswith("refused: ")
     assert "max_tool_calls_per_run" in over
+
+
+async def test_tool_hooks_fire_for_mcp_tools_with_the_server_name_and_a_rewrite_is_checked(
+    tmp_path: Path, make_script: Any
+) -> None:
+    seen: list[tuple[str, Any, Any]] = []
+
+    async def rewrite(ctx: HookContext) -> None:
+        seen.append(("pre", ctx.data["tool_name"], ctx.data["server"]))
+        ctx.set("arguments", {"a": 40, "b": 2} if ctx.data["arguments"]["a"] == 1 else {"a": "x"})
+
+    async def audit(ctx: HookContext) -> None:
+        seen.append(("post", ctx.data["result"], ctx.data["error"]))
+
+    refuse = make_script(
+        "import sys\nprint('no fails on this desk', file=sys.stderr)\nsys.exit(2)\n"
+    )
+    hooks = [
+        HookConfig(event="pre_tool_use", callback=rewrite, matcher={"server": "crm"}),
+        HookConfig(event="pre_tool_use", callback=rewrite, matcher={"server": "other"}),
+        HookConfig(
+            event="pre_tool_use",
+            command=[refuse],
+            protocol="claude-code",
+            matcher={"tool_name": "mcp__crm__fail"},
+        ),
+        HookConfig(event="post_tool_use", callback=audit, matcher={"server": "crm"}),
+    ]
+    process, model, rec = make(stdio_entry("crm"), hooks=hooks)
+    async with process:
+        rewritten, kept, refused = await run_calls(
+            process,
+            model,
+            rec,
+            ("mcp__crm__add", {"a": 1, "b": 1}),
+            ("mcp__crm__add", {"a": 2, "b": 2}),
+            ("mcp__crm__fail", {"reason": "r"}),
+        )
+    assert rewritten == "42"  # the hook's arguments, valid for the server's schema
+    assert kept == "4"  # {"a": "x"} fails the schema: the original arguments stand
+    assert refused.startswith("refused: ")
+    assert "no fails on this desk" in refused
+    assert seen[:2] == [("pre", "mcp__crm__add", "crm"), ("post", "42", None)]
+    assert ("post", "4", None) in seen
 
 
 async def test_the_program_gets_a_minimal_environment_plus_its_entrys_env(
