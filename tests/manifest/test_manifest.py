@@ -453,7 +453,7 @@ def test_every_problem_is_reported_at_once_in_file_order(tmp_path: Path) -> None
 def test_the_shipped_json_schema_is_the_generated_one() -> None:
     """If this fails, regenerate: tether schema > src/tether/manifest_schema.json"""
     assert shipped_json_schema() == manifest_json_schema()
-    path = Path(__file__).parent.parent / "src" / "tether" / "manifest_schema.json"
+    path = Path(__file__).parents[2] / "src" / "tether" / "manifest_schema.json"
     assert path.read_text() == render_json_schema()
 
 

@@ -183,6 +183,7 @@ def test_every_event_belongs_to_a_known_family() -> None:
     assert families["session_start"] == families["session_end"] == "session"
     assert families["task_created"] == families["task_completed"] == "task"
     assert families["pre_compact"] == families["post_compact"] == "context"
+    assert families["pre_tool_use"] == families["post_tool_use"] == "tool"
 
 
 @pytest.mark.parametrize("event", [e.value for e in HookEvent])
@@ -195,9 +196,7 @@ def test_payload_and_patch_schemas_are_valid_json_schema_objects(event: str) -> 
     assert json.loads(json.dumps(entry)) == entry
 
 
-def test_only_the_prompt_and_a_tool_calls_arguments_and_result_are_changes_the_process_uses() -> (
-    None
-):
+def test_only_the_changes_the_process_reads_back_are_in_a_patch_schema() -> None:
     used = {
         "user_prompt_submit": {"prompt": {"type": "string"}},
         "pre_tool_use": {"arguments": {"type": "object"}},

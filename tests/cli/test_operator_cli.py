@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from _cli_support import Done, free_port, run_cli
+from _cli_support import Done, run_cli
+from _net_support import free_port
 
 CLI = [sys.executable, "-m", "tether.cli"]
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
