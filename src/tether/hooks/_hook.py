@@ -149,6 +149,8 @@ class _Hook:
     """One registration: what runs (its executor), when (event, matcher, order) and how."""
 
     __slots__ = (
+        "after",
+        "before",
         "command",
         "enabled",
         "event",
@@ -190,6 +192,8 @@ class _Hook:
         mode: str,
         matcher: Matcher | None,
         command: list[str] | str | None,
+        before: tuple[str, ...] = (),
+        after: tuple[str, ...] = (),
     ) -> None:
         self.hook_id = hook_id
         self.event = event
@@ -212,6 +216,9 @@ class _Hook:
         self.matcher = matcher
         self.enabled = True
         self.command = command
+        #: Names of the hooks this one runs ahead of / behind (see hooks/_order.py).
+        self.before = before
+        self.after = after
 
 
 @types.coroutine

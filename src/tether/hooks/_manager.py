@@ -3,8 +3,9 @@
 Invariants kept here:
 
 * Order is priority (highest first), ties in registration order; own hooks, then inherited
-  managers (transitively, depth first), then the shared manager. The resolved chain is computed
-  once and cached until any registration or chain link changes (a global generation counter).
+  managers (transitively, depth first), then the shared manager; then the hooks' before/after
+  constraints (hooks/_order.py). The resolved chain is computed once and cached until any
+  registration or chain link changes (a global generation counter).
 * A dispatch works on the snapshot it took at its start: registrations made or removed while it
   runs take effect from the next dispatch. The one exception is ``once``: a once hook is removed
   before it runs and is skipped by any overlapping dispatch that still holds it.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._context import DRY_RUN_KEY, HookContext
@@ -46,6 +47,7 @@ from ._hook import (
     _Unset,
     generation,
 )
+from ._order import OrderError, check_names, ordered
 from ._recording import (
     OFF,
     DispatchRecord,
@@ -117,13 +119,25 @@ class HookManager(ExtensionPoints):
         if parent not in self._inherited:
             self._inherited.append(parent)
             _bump()
+            try:
+                self._check_links()
+            except OrderError as exc:
+                self._inherited.remove(parent)
+                _bump()
+                raise ValueError(f"cannot inherit {parent!r}: {exc}") from None
 
     def share(self, shared: HookManager | None) -> None:
         """Run ``shared``'s hooks after own and inherited hooks (``None`` unsets it)."""
         if shared is self:
             raise ValueError("a hook manager cannot share itself")
-        self._shared = shared
+        previous, self._shared = self._shared, shared
         _bump()
+        try:
+            self._check_links()
+        except OrderError as exc:
+            self._shared = previous
+            _bump()
+            raise ValueError(f"cannot share {shared!r}: {exc}") from None
 
     @property
     def shared(self) -> HookManager | None:
@@ -158,9 +172,24 @@ class HookManager(ExtensionPoints):
             self._cache_gen = generation.value
         found = self._cache.get(key)
         if found is None:
-            found = tuple(h for m, _ in self._chain() for h in m._sorted(key))
+            base = self._base_chain(key)
+            try:
+                found = ordered(base)
+            except OrderError as exc:  # refused where declared; only a later link can make one
+                logger.error("%s of %s; running them in priority order", exc, key)
+                found = base
             self._cache[key] = found
         return found
+
+    def _base_chain(self, key: HookEvent | str) -> tuple[_Hook, ...]:
+        """Own, inherited and shared hooks of ``key``, each manager's by priority."""
+        return tuple(h for m, _ in self._chain() for h in m._sorted(key))
+
+    def _check_links(self) -> None:
+        """After a change of inherited or shared managers: no chain has an order cycle."""
+        keys = {key for m, _ in self._chain() for key in m._hooks}
+        for key in keys:
+            ordered(self._base_chain(key))
 
     def _sorted(self, key: HookEvent | str) -> list[_Hook]:
         hooks = self._hooks.get(key)
@@ -187,15 +216,21 @@ class HookManager(ExtensionPoints):
         matcher: Matcher | dict[str, Any] | None = None,
         command: list[str] | str | None = None,
         executor: Executor | None = None,
+        before: Sequence[str] | None = None,
+        after: Sequence[str] | None = None,
     ) -> str:
         """Register ``callback`` for a lifecycle event or a dotted extension point; return its id.
 
         Lifecycle hooks must be async callables taking one HookContext (a sync one raises
         TypeError); extension-point handlers may be sync or async. ``executor`` is what runs
         the hook (by default the callable's, see executor_for); its ``run`` is ``callback``.
+        ``before``/``after`` name hooks of this event's chain (own, inherited, shared) this one
+        must run ahead of / behind, whatever their priority; a name not in the chain, or a
+        constraint that makes a cycle, is a ValueError.
         """
         key = _key(event)
         _check_registration(key, callback, timeout, priority, mode, fail_closed)
+        ahead, behind = check_names(before, "before"), check_names(after, "after")
         compiled = None
         if matcher is not None:
             from ._matcher import Matcher as _M
@@ -226,11 +261,35 @@ class HookManager(ExtensionPoints):
             mode=mode,
             matcher=compiled,
             command=command,
+            before=ahead,
+            after=behind,
         )
         self._hooks.setdefault(key, []).append(hook)
         self._by_id[hook_id] = hook
         _bump()
+        try:
+            self._check_order(key, hook)
+        except ValueError:
+            self._drop(hook)
+            raise
         return hook_id
+
+    def _check_order(self, key: HookEvent | str, hook: _Hook) -> None:
+        """The names ``hook`` is ordered against are in its chain, and no cycle results."""
+        chain = self._base_chain(key)
+        names = {h.name for h in chain if h is not hook}
+        for field, wanted in (("before", hook.before), ("after", hook.after)):
+            unknown = [n for n in wanted if n not in names]
+            if unknown:
+                known = ", ".join(sorted(map(repr, names))) or "none"
+                raise ValueError(
+                    f"hook {hook.name!r}: {field} names {', '.join(map(repr, unknown))}, which no "
+                    f"hook of {key}'s chain is called (declare it first); hooks there: {known}"
+                )
+        try:
+            ordered(chain)
+        except OrderError as exc:
+            raise ValueError(f"hook {hook.name!r} cannot be registered: {exc}") from None
 
     def register_config(
         self, config: HookConfig, *, source: str = "config", owner: object | None = None
@@ -255,6 +314,8 @@ class HookManager(ExtensionPoints):
             matcher=config.matcher,
             command=getattr(config, "command", None),
             executor=executor,
+            before=config.before or None,
+            after=config.after or None,
         )
 
     def on(
@@ -270,6 +331,8 @@ class HookManager(ExtensionPoints):
         name: str | None = None,
         mode: str = "sync",
         matcher: Matcher | dict[str, Any] | None = None,
+        before: Sequence[str] | None = None,
+        after: Sequence[str] | None = None,
     ) -> Callable[[F], F]:
         """Decorator form of :meth:`register`; returns the function unchanged."""
 
@@ -286,6 +349,8 @@ class HookManager(ExtensionPoints):
                 name=name,
                 mode=mode,
                 matcher=matcher,
+                before=before,
+                after=after,
             )
             return fn
 
