@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ._copy import copy_payload
 from ._events import HookEvent
-from ._recording import DispatchRecord, RunRecord, TracedRun, changes
+from ._recording import DispatchRecord, RunRecord, TracedRun, changes, provenance
 from ._records import HookRun
 
 if TYPE_CHECKING:
@@ -108,12 +108,13 @@ class HistoryRecorder:
     ) -> None:
         """One background (async) hook run."""
         duration = time.perf_counter() - started
-        changed = changes(before, ctx.data) if outcome == "passed" else None
+        after = copy_payload(ctx.data)  # what the hook left, out of reach of what it runs on
+        changed = changes(before, after) if outcome == "passed" else None
         if changed is not None:
             outcome = "applied"
         run = RunRecord(hook, outcome, error, time.perf_counter(), duration, changed)
         if self.trace:
-            run = TracedRun(run, before, copy_payload(ctx.data))
+            run = TracedRun(run, before, after)
         self._background(manager, ctx.event, depth, dispatch_id, run)
 
     def skipped(
@@ -180,6 +181,7 @@ class HistoryRecorder:
             self._clean(getattr(run, "after", None)),
             hook.fail_closed,
             False,
+            self._clean(provenance(run.changed)),
         )
 
     def _expand(self, record: Entry) -> list[HookRun]:

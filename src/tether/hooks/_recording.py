@@ -35,6 +35,7 @@ __all__ = [
     "changes",
     "log_failure",
     "log_listener_failure",
+    "provenance",
     "redacted_trace",
 ]
 
@@ -81,6 +82,22 @@ class TracedRun(RunRecord):
         super().__init__(run.hook, run.outcome, run.error, run.ended, run.duration, run.changed)
         self.before = before
         self.after = after
+
+
+def provenance(changed: dict[str, tuple[Any, Any]] | None) -> dict[str, dict[str, Any]] | None:
+    """A run's changes as records show them: ``{key: {"before": ..., "after": ...}}`` (a key
+    added has no "before", one removed no "after")."""
+    if changed is None:
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for key, (old, new) in changed.items():
+        shown = {}
+        if old is not ABSENT:
+            shown["before"] = old
+        if new is not ABSENT:
+            shown["after"] = new
+        out[key] = shown
+    return out
 
 
 def changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[Any, Any]] | None:
@@ -182,8 +199,9 @@ class DispatchRecord:
         if not isinstance(data, dict):  # a context_factory's non-dict data (the dispatch's error)
             data = {}
         changed = changes(before, data)
-        if changed is not None:
-            self._last = copy_payload(data)
+        if changed is not None:  # the values after are kept from a copy no hook can reach
+            last = self._last = copy_payload(data)
+            changed = {k: (old, last.get(k, ABSENT)) for k, (old, _) in changed.items()}
         run = RunRecord(hook, outcome, error, ended, ended - started, changed)
         if self.trace:
             run = TracedRun(run, before, self._last)

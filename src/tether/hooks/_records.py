@@ -25,6 +25,9 @@ class HookRun:
     event); None in a record stored before runs said so. ``duration_ms`` is the hook's own,
     measured with ``time.perf_counter``; ``duration_shared`` is kept for the readers of older
     records (it said a duration was a share of a chain's) and is always False now.
+    ``changes`` says who rewrote what: each top-level key the hook changed, with its value
+    ``before`` and ``after`` (a key it added has no ``before``, one it removed no ``after``),
+    redacted as the rest of the record; None when it changed nothing (or was not recorded so).
     """
 
     recorded_at: float
@@ -44,6 +47,7 @@ class HookRun:
     data_after: dict[str, Any] | None = None
     required: bool | None = None
     duration_shared: bool = False
+    changes: dict[str, dict[str, Any]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         from datetime import UTC, datetime
