@@ -289,6 +289,12 @@ def hooks_runs(
     interval: Annotated[
         float, typer.Option(help="Seconds between polls with --follow.", min=0.05)
     ] = 1.0,
+    show_changes: Annotated[
+        bool,
+        typer.Option(
+            "--show-changes", help="Show what each run changed: key, value before and after."
+        ),
+    ] = False,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
     as_json: JsonFlag = False,
@@ -309,6 +315,7 @@ def hooks_runs(
             follow=follow,
             interval=interval,
             as_json=as_json,
+            show_changes=show_changes,
         )
     )
 
