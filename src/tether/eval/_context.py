@@ -342,7 +342,11 @@ async def dispatch(
 
 
 async def _call(method: Callable[[RunContext], Awaitable[Any]], ctx: RunContext) -> None:
+    """The hook's call; one that swallows its cancellation at the deadline is closed (as the
+    engine closes such a hook), so no hook outlives its dispatch."""
+    from ..agent._loop import _bounded
+
     try:
-        await method(ctx)
+        await _bounded(method(ctx))
     except SystemExit as exc:  # a hook's sys.exit() is its failure, never the runner's exit
         raise PluginError(f"called sys.exit({exc.code!r})") from None

@@ -97,7 +97,7 @@ def load_runs(folder: str | os.PathLike[str]) -> list[RunRecord]:
         artifacts: dict[str, Path] = {}
         for other in by_dir[path.parent]:
             name = other.name
-            if name.startswith(f"{stem}.") and name != score_path.name:
+            if name.startswith(f"{stem}.") and name not in (path.name, score_path.name):
                 artifacts[name[len(stem) + 1 : -len(".json")]] = other
         records.append(
             RunRecord(path, trace, score if isinstance(score, dict) else None, artifacts)

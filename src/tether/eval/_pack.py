@@ -491,6 +491,9 @@ def resolve_scorer(name: str, base: Path | None = None) -> Scorer:
 def pack_json_schema() -> dict[str, Any]:
     """The JSON Schema of pack files, generated from the models."""
     schema: dict[str, Any] = Pack.model_json_schema(by_alias=True)
+    # A turn may be written as its prompt alone.
+    turns = schema["$defs"]["Scenario"]["properties"]["turns"]
+    turns["items"] = {"anyOf": [{"type": "string", "minLength": 1}, turns["items"]]}
     return schema
 
 
