@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from _cli_support import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eval" / "pack.yaml"

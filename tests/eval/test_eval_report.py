@@ -8,7 +8,6 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from conftest import PackFactory
-
 from tether.eval import is_trace_file, junit_xml, load_pack, load_runs, report_folder, run_pack
 from tether.testing import FakeLLM
 
