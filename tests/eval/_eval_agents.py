@@ -42,3 +42,16 @@ async def async_plain() -> ProcessConfig:
 
 def not_a_config() -> str:
     return "nope"
+
+
+def priority_scorer(trace: dict[str, object], options: dict[str, object]) -> tuple[bool, str]:
+    """A Python scorer (``module:callable``): the last reply names the wanted priority."""
+    turns = trace["turns"]
+    assert isinstance(turns, list)
+    reply = str(turns[-1]["reply"])
+    want = str(options.get("priority", "P1"))
+    return want in reply, f"wanted {want} in {reply!r}"
+
+
+async def broken_scorer(trace: dict[str, object], options: dict[str, object]) -> bool:
+    raise RuntimeError("scorer bug")
