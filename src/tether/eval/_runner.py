@@ -413,6 +413,7 @@ class _ScenarioSession:
         self.waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.last_event: str | None = None
         self.fake_reply = ""
+        self.tee: _TurnRecords
 
     @classmethod
     async def provision(cls, pack: LoadedPack, fake: FakeModelServer | None) -> _ScenarioSession:
@@ -432,6 +433,7 @@ class _ScenarioSession:
             config = config.model_copy(update={"model": model})
         process = AgentProcess(name, config)
         session = cls(process, dict(config.context.initial_state or {}))
+        session.tee = _TurnRecords(process)
         process.hooks.register(
             HookEvent.TASK_COMPLETED,
             session._observe,
@@ -522,7 +524,7 @@ class _ScenarioSession:
             event = TriggerEvent(f"eval-{scenario.id}", "eval", turn.prompt)
             waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
             self.waiting[event.event_id] = waiter
-            since = time.time()
+            self.tee.take()  # (what came between turns is not this turn's)
             started = time.perf_counter()
             dead_before = len(process.dead_letters)
             error: str | None = None
@@ -549,7 +551,7 @@ class _ScenarioSession:
                     "reply": _reply(transcript) if outcome == "success" else None,
                     "tool_calls": _tool_calls(transcript or []),
                     "duration_ms": round(duration, 3),
-                    "hook_runs": self._hook_runs(since),
+                    "hook_runs": self._hook_runs(),
                 }
             )
             if done is None:
@@ -581,9 +583,47 @@ class _ScenarioSession:
         except TimeoutError:
             return None
 
-    def _hook_runs(self, since: float) -> list[dict[str, Any]]:
-        runs = self.process.history.runs(since=since)
+    def _hook_runs(self) -> list[dict[str, Any]]:
+        runs = self.tee.take()
         return [run.as_dict() for run in runs if run.hook_name != OBSERVER]
+
+
+class _TurnRecords:
+    """The process's hook-run recorder, also keeping the raw records of the current turn.
+
+    Everything still goes to the process's own history; the turn's records are expanded into
+    HookRuns (redacted as history is) when the turn ends, so a turn costs what it recorded,
+    not a walk of the whole history ring.
+    """
+
+    def __init__(self, process: AgentProcess) -> None:
+        self._inner = process.hooks.recorder
+        self._process = process
+        self._pending: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        process.hooks.recorder = self
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name not in ("add", "ran", "skipped", "dropped"):
+            return attr
+
+        def record(*args: Any, **kwargs: Any) -> Any:
+            self._pending.append((name, args, kwargs))
+            return attr(*args, **kwargs)
+
+        return record
+
+    def take(self) -> list[Any]:
+        """The hook runs recorded since the last take, oldest first."""
+        from ..hooks._history import HistoryRecorder
+
+        pending, self._pending = self._pending, []
+        scratch = HistoryRecorder(
+            self._process.name, size=max(len(pending), 1), redact=self._process.redactor.text
+        )
+        for name, args, kwargs in pending:
+            getattr(scratch, name)(*args, **kwargs)
+        return scratch.runs()
 
 
 def _reply(transcript: list[dict[str, Any]] | None) -> str | None:
