@@ -2,15 +2,16 @@
 
 Run: ``.venv/bin/python bench/eval.py``
 
-Every row is measured in this one run. "FakeLLM" rows serve the model from the same FakeLLM (a
-real OpenAI-compatible server on 127.0.0.1: each model turn is one HTTP request); "scripted"
-rows use the in-process ScriptedModel, which leaves the machinery alone. A "process" row is
-the baseline: the same 300 turns injected into one AgentProcess, each awaited (no harness: no
-reset, trace, score or files). An "eval" row runs the pack with ``run_pack``: 100 runs of one
-3-turn scenario, each reset, traced, scored and written (trace + score files) to a temporary
-runs folder; "+ debrief" adds the built-in debrief hook on every run (``TETHER_DEBRIEF_ON=all``:
-one more model turn per run, and an artifact). "overhead" is per turn, beside the baseline of
-the same model.
+Every row is measured in this one run. "FakeLLM" rows serve the model from the same FakeLLM
+(a real OpenAI-compatible server on 127.0.0.1: each model turn is one HTTP request);
+"scripted" rows use the in-process ScriptedModel, which leaves the machinery alone. A
+"process" row is the baseline: the same 300 turns injected into one AgentProcess, each
+awaited (no harness: no trace, score or files; the conversation is emptied every 3 turns, as
+the harness's reset does, so requests are the same size). An "eval" row runs the pack with
+``run_pack``: 100 runs of one 3-turn scenario, each reset, traced, scored and written (trace
+and score files) to a temporary runs folder; "+ debrief" adds the built-in debrief hook on
+every run (``TETHER_DEBRIEF_ON=all``: one more model turn per run, and an artifact).
+"overhead" is per turn, beside the baseline of the same model.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ async def baseline(llm: FakeLLM | None) -> float:
     loop = asyncio.get_running_loop()
     started = time.perf_counter()
     for i in range(RUNS * TURNS):
+        if i % TURNS == 0:  # the conversation of one run at a time, as the harness has it
+            process.context.conversation.drop_last(len(process.context.conversation))
         event = TriggerEvent("bench", "eval", f"turn {i}")
         done[event.event_id] = loop.create_future()
         waiter = done[event.event_id]
