@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from _eval_support import PackFactory
 
-from conftest import PackFactory
 from tether.eval import load_pack, load_runs, resolve_hooks, run_pack
 from tether.testing import FakeLLM
 

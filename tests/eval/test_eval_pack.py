@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from _eval_support import PackFactory
 
-from conftest import PackFactory
 from tether.eval import PackError, load_pack, pack_json_schema
 from tether.eval._pack import render_pack_schema, shipped_pack_schema
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _eval_support import PackFactory
 
-from conftest import PackFactory
 from tether import Plugin, PluginError
 from tether.eval import RunContext, available_hooks, load_pack, load_runs, run_pack
 from tether.testing import FakeLLM

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _eval_support import PackFactory
 
-from conftest import PackFactory
 from tether.eval import RunContext, StateProbeHook, load_pack, load_runs, run_pack
 from tether.testing import FakeLLM
 

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from conftest import PackFactory
+from _eval_support import PackFactory
+
 from tether.eval import is_trace_file, junit_xml, load_pack, load_runs, report_folder, run_pack
 from tether.testing import FakeLLM
 

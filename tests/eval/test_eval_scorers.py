@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _eval_support import PackFactory
 
-from conftest import PackFactory
 from tether.eval import load_pack, load_runs, run_pack
 from tether.testing import FakeLLM
 
