@@ -275,15 +275,22 @@ class _Runner:
             )
         finally:
             await session.teardown()
-        self.finish_scope(scope, "scenario", scenario.id)
+        self.finish_scope(scope, "scenario", scenario.id, session.redact)
         self.tell(Progress("scenario_end", scenario.id, total))
         return result
 
-    def finish_scope(self, scope: Scope, kind: str, scenario_id: str | None) -> None:
+    def finish_scope(
+        self,
+        scope: Scope,
+        kind: str,
+        scenario_id: str | None,
+        redact: Callable[[Any], Any] = lambda value: value,
+    ) -> None:
         """Keep a scenario's or the pack's warnings; write its hook artifacts at the root."""
         if scope.warnings:
-            self.result.warnings[scenario_id or "pack"] = list(scope.warnings)
-            for warning in scope.warnings:
+            warnings = [redact(w) for w in scope.warnings]
+            self.result.warnings[scenario_id or "pack"] = warnings
+            for warning in warnings:
                 logger.warning("%s (%s)", warning, scenario_id or f"pack {self.pack.name}")
         if self.folder is None:
             return
@@ -293,7 +300,8 @@ class _Runner:
                 parts.append(scenario_id)
             if label:
                 parts.append(label)
-            write_json(self.folder / (".".join(parts) + ".pack.json"), _stamped(payload, calls))
+            stamped = _stamped(payload, calls)
+            write_json(self.folder / (".".join(parts) + ".pack.json"), redact(stamped))
 
     # -- one run -----------------------------------------------------------------------------
 
@@ -371,7 +379,7 @@ class _Runner:
         )
         written = json.loads(frozen)
         written["worker_warnings"] = [session.redact_text(w) for w in scope.warnings]
-        for warning in scope.warnings:
+        for warning in written["worker_warnings"]:
             logger.warning("%s (run %s of %s)", warning, run_id[:8], scenario.id)
         if self.folder is not None:
             stem = run_stem(started_at, run_id)
