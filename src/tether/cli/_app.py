@@ -15,6 +15,8 @@ from typing import Annotated, Any
 import click
 import typer
 
+from ._eval import eval_app
+
 __all__ = ["app", "main"]
 
 app = typer.Typer(
@@ -35,6 +37,7 @@ runtime_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(runtime_app, name="runtime")
+app.add_typer(eval_app, name="eval")
 
 
 class _State:
