@@ -55,9 +55,8 @@ def bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        # Inherited by each accepted connection: uvicorn writes an answer's headers and body
-        # separately, and with Nagle's algorithm the body would wait for the client's delayed
-        # ACK (~40 ms per JSON answer on Linux).
+        # Accepted connections inherit it: uvicorn writes a response's head and body apart,
+        # and with Nagle on the body waits for the client's delayed ACK (~40 ms a request).
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host, port))
     except OSError as exc:
