@@ -21,6 +21,7 @@ from ..hooks._hook import _resume
 from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
+from ._observer import Note, Observer
 from ._tools import Tool, ToolArgumentsError, as_tool
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ class AgentLoop:
         process_id: str = "",
         max_turns: int = 10,
         tool_timeout: float = 120.0,
+        observer: Observer | None = None,
     ) -> None:
         self.model = model
         self.instructions = instructions
@@ -100,6 +102,8 @@ class AgentLoop:
         self.process_id = process_id
         self.max_turns = max_turns
         self.tool_timeout = tool_timeout
+        #: Told of each model call and tool call (telemetry); None: nothing is called.
+        self.observer = observer
 
     def add_tool(self, fn: Tool | Callable[..., Awaitable[Any]]) -> Tool:
         t = as_tool(fn)
@@ -146,7 +150,7 @@ class AgentLoop:
         denials = 0
         for turn in range(1, self.max_turns + 1):
             try:
-                reply = await model.complete(messages, specs)
+                reply = await self._complete(model, messages, specs)
             except Exception as exc:
                 raise RunError(f"model error: {exc}") from exc
             if not isinstance(reply, ModelReply):  # a model object of the caller's, misbehaving
@@ -163,7 +167,7 @@ class AgentLoop:
                 return RunResult(answer, turn, calls_made, messages, denials)
             messages.append(_assistant_message(reply.content, reply.tool_calls))
             for call in reply.tool_calls:
-                text, counted, denied = await self._call_tool(call, tools, calls_made, event_id)
+                text, counted, denied = await self._observed_call(call, tools, calls_made, event_id)
                 calls_made += counted
                 denials += denied
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
@@ -200,6 +204,31 @@ class AgentLoop:
         reply = call.result()
         return reply.content or ""
 
+    async def _complete(
+        self, model: Model, messages: list[dict[str, Any]], specs: list[dict[str, Any]] | None
+    ) -> ModelReply:
+        observer = self.observer
+        if observer is None:
+            return await model.complete(messages, specs)
+        with observer.model_call(self.process_id, str(getattr(model, "name", model))) as note:
+            try:
+                reply = await model.complete(messages, specs)
+            except Exception as exc:
+                note.outcome, note.error = "error", self.redactor.text(f"{exc}")
+                raise
+            if isinstance(reply, ModelReply):
+                note.usage = _usage(reply)
+            return reply
+
+    async def _observed_call(
+        self, call: ToolCall, tools: dict[str, Tool], calls_made: int, event_id: str | None
+    ) -> tuple[str, int, int]:
+        observer = self.observer
+        if observer is None:
+            return await self._call_tool(call, tools, calls_made, event_id)
+        with observer.tool_call(self.process_id, call.name, call.id) as note:
+            return await self._call_tool(call, tools, calls_made, event_id, note)
+
     async def _deny(
         self, kind: str, tool_name: str | None, request_id: str | None, reason: str, **extra: Any
     ) -> None:
@@ -213,16 +242,26 @@ class AgentLoop:
         await self.emit(HookEvent.PERMISSION_DENIED, data)
 
     async def _call_tool(
-        self, call: ToolCall, tools: dict[str, Tool], calls_made: int, event_id: str | None
+        self,
+        call: ToolCall,
+        tools: dict[str, Tool],
+        calls_made: int,
+        event_id: str | None,
+        note: Note | None = None,
     ) -> tuple[str, int, int]:
-        """Run one tool call; return (text for the model, calls counted, denials)."""
+        """Run one tool call; return (text for the model, calls counted, denials).
+
+        ``note`` (observed calls) gets the outcome: ok, error, timed_out or refused."""
+        note = note if note is not None else Note()
         t = tools.get(call.name)
         if t is None:
             names = ", ".join(sorted(tools)) or "none"
+            note.outcome, note.error = "error", "unknown tool"
             return f"error: unknown tool {call.name!r}; available tools: {names}", 0, 0
         try:
             args = t.parse_arguments(call.arguments)
         except ToolArgumentsError as exc:
+            note.outcome, note.error = "error", "invalid arguments"
             return f"error: invalid arguments for {call.name}: {exc}", 0, 0
         if self.budget is not None:
             denial = self.budget.check_tool_call(calls_made)
@@ -237,10 +276,12 @@ class AgentLoop:
                     limit_value=denial.limit_value,
                     current_value=denial.current_value,
                 )
+                note.outcome, note.error = "refused", denial.reason
                 return f"refused: {denial.reason}", 0, 1
         if self.approval is not None and self.approval.needs_approval(call.name):
             refusal = await self._approve(call.name, args, event_id)
             if refusal is not None:
+                note.outcome, note.error = "refused", self.redactor.text(refusal)
                 return f"refused: {refusal}", 1, 1
         deadline = asyncio.timeout(self.tool_timeout)
         try:
@@ -248,9 +289,12 @@ class AgentLoop:
                 value = await _bounded(t.fn(**args))
         except TimeoutError as exc:
             if not deadline.expired():  # the tool's own TimeoutError (an upstream call's)
+                note.outcome, note.error = "error", type(exc).__name__
                 return self._tool_error(call.name, exc), 1, 0
+            note.outcome, note.error = "timed_out", f"timed out after {self.tool_timeout:g}s"
             return f"error: tool {call.name} timed out after {self.tool_timeout:g}s", 1, 0
         except Exception as exc:
+            note.outcome, note.error = "error", type(exc).__name__
             return self._tool_error(call.name, exc), 1, 0
         return _result_text(value), 1, 0
 
@@ -313,6 +357,19 @@ class AgentLoop:
             decided_by=decision.decided_by,
         )
         return reason
+
+
+def _usage(reply: ModelReply) -> dict[str, int]:
+    """The reply's token counts (``input``, ``output``) from an OpenAI-style ``usage``."""
+    usage = reply.raw.get("usage") if isinstance(reply.raw, dict) else None
+    if not isinstance(usage, dict):
+        return {}
+    out: dict[str, int] = {}
+    for key, name in (("prompt_tokens", "input"), ("completion_tokens", "output")):
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            out[name] = value
+    return out
 
 
 async def _bounded(awaitable: Awaitable[Any]) -> Any:

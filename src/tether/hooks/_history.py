@@ -76,6 +76,22 @@ class HistoryRecorder:
         #: Records one raw entry (see HookManager.dispatch): the ring's own append when
         #: nothing else is to be done, so a dispatch pays for a C call only.
         self.add: Callable[[Entry], None] = self._ring.append if sink is None else self._add
+        self._listeners: list[Callable[[list[HookRun]], None]] = []
+
+    def add_listener(self, listener: Callable[[list[HookRun]], None]) -> None:
+        """Call ``listener`` with the HookRuns of each dispatch (or background run) as it is
+        recorded, in the task that dispatched (telemetry parents its spans there).
+
+        The records are built at once for a listener, so it costs only when one is added; a
+        listener that raises is logged and never fails the dispatch.
+        """
+        self._listeners.append(listener)
+        self.add = self._add
+
+    def remove_listener(self, listener: Callable[[list[HookRun]], None]) -> None:
+        """Stop calling ``listener`` (a listener not added: nothing happens)."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
 
     # -- recording (hot path: store, do not build) -------------------------------------------
 
@@ -83,6 +99,13 @@ class HistoryRecorder:
         self._ring.append(entry)
         if self._sink is not None:
             self._queue(entry)
+        if self._listeners:
+            runs = self._expand(entry)
+            for listener in list(self._listeners):  # a listener may remove itself
+                try:
+                    listener(runs)
+                except Exception:
+                    logger.exception("a hook-run listener failed")
 
     def _queue(self, entry: Entry) -> None:
         """Batch an entry for the sink: written when BATCH are pending or FLUSH_INTERVAL later."""
