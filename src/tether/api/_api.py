@@ -331,6 +331,14 @@ class OrchestrationAPI:
         if spec.open_mode.allow_host_triggers:  # the agent could pick host paths itself
             paths.append("open_mode.allow_host_triggers")
         self._check_paths([f"config.{path}" for path in paths])
+        if spec.base_url is not None and not self.allow_command_deploys:
+            # The host's model key (OPENAI_API_KEY) would be sent wherever the client says.
+            raise APIError(
+                403,
+                "BASE_URL_NOT_ALLOWED",
+                "config.base_url sends the host's model API key to the given URL; over the API "
+                "that needs allow_command_deploys=True (or set base_url in a manifest on the host)",
+            )
         try:
             process_config = spec_to_process_config(spec)
         except ValidationError as exc:

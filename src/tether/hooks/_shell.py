@@ -77,6 +77,8 @@ class ShellHookResult:
     data: dict[str, Any] | None = None
     log: str | None = None
     raw: str = ""
+    #: What the program wrote to stderr (it never changes the answer; ``hooks test`` shows it).
+    stderr: str = ""
 
 
 ShellHookResult.__module__ = "tether"
@@ -301,7 +303,9 @@ class ShellHook:
             raise CommandHookError(
                 f"hook command {name!r} wrote stdout that is not {self.encoding}: {exc}"
             ) from None
-        return self.parse(raw)
+        result = self.parse(raw)
+        result.stderr = done.stderr.decode(self.encoding, errors="replace")
+        return result
 
     def parse(self, raw: str) -> ShellHookResult:
         """Interpret a program's stdout (empty: success, nothing changed)."""

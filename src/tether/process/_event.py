@@ -16,18 +16,26 @@ __all__ = [
     "TriggerEvent",
     "check_traceparent",
     "current_event_id",
+    "current_process",
     "render_prompt",
 ]
 
-#: The id of the event the running task accepts (task_created) or works on (its attempt);
-#: hooks and tasks started meanwhile inherit it.
-CURRENT_EVENT: ContextVar[str | None] = ContextVar("tether_current_event", default=None)
+#: The process and the id of the event the running task accepts (task_created) or works on
+#: (its attempt); hooks and tasks started meanwhile inherit it.
+CURRENT_EVENT: ContextVar[tuple[str, str] | None] = ContextVar("tether_current_event", default=None)
 
 
 def current_event_id() -> str | None:
     """The id of the event being accepted or run by the calling task (None outside one):
     a hook-run listener uses it to tie runs to their event (the dashboard's timeline)."""
-    return CURRENT_EVENT.get()
+    current = CURRENT_EVENT.get()
+    return current[1] if current is not None else None
+
+
+def current_process() -> str | None:
+    """The name of the process whose event the calling task accepts or runs (or None)."""
+    current = CURRENT_EVENT.get()
+    return current[0] if current is not None else None
 
 
 _TRACEPARENT = re.compile(

@@ -278,6 +278,7 @@ class AgentProcess(
                         model,
                         timeout=self.config.model_timeout,
                         max_retries=self.config.model_max_retries,
+                        base_url=self.config.base_url,
                     )
                 else:
                     self._model = resolve_model(model)
@@ -461,7 +462,7 @@ class AgentProcess(
             "trigger_type": event.trigger_type,
         }
         observer = self.observer
-        token = CURRENT_EVENT.set(event.event_id)
+        token = CURRENT_EVENT.set((self.name, event.event_id))
         try:
             if observer is None:
                 return await self._emit(HookEvent.TASK_CREATED, data)
@@ -611,7 +612,7 @@ class AgentProcess(
         )
 
     async def _handle(self, event: TriggerEvent, attempt: int) -> None:
-        token = CURRENT_EVENT.set(event.event_id)
+        token = CURRENT_EVENT.set((self.name, event.event_id))
         try:
             await self._observed_attempt(event, attempt)
         finally:
