@@ -297,9 +297,13 @@ def fake_llm(
 ) -> None:
     """Serve FakeLLM, a scripted OpenAI-compatible model, until Ctrl-C (for trying tether
     without a model account: 'tether run agent.agent --base-url <printed URL>')."""
-    from ..testing._main import serve_fake_llm
-
-    raise typer.Exit(serve_fake_llm(host=host, port=port, reply=reply))
+    # The CLI never imports the test helpers: this process becomes ``python -m
+    # tether.testing`` (no shell; its signals and exit status are the command's own).
+    argv = [sys.executable, "-m", "tether.testing", "--host", host, "--port", str(port)]
+    if reply is not None:
+        argv += ["--reply", reply]
+    sys.stdout.flush()
+    os.execv(sys.executable, argv)
 
 
 @app.command()

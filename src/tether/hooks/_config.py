@@ -98,7 +98,11 @@ class HookConfig(BaseModel):
     secrets: masked in every JSON dump, and never shown by a validation error.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=False)
+    # defer_build: the validator is built when the first hook is declared, not when the name
+    # is imported (pydantic's schema build and its plugin scan of every installed package).
+    model_config = ConfigDict(
+        extra="forbid", arbitrary_types_allowed=True, frozen=False, defer_build=True
+    )
 
     event: str = Field(description="A HookEvent value, for example 'user_prompt_submit'")
     command: str | list[str] | None = Field(
