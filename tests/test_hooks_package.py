@@ -189,6 +189,7 @@ PUBLIC = [
     "ShellHook",
     "ShellHookResult",
     "SpawnRefusedError",
+    "Telemetry",
     "Tool",
     "TriggerEvent",
     "WebhookClashError",
