@@ -42,6 +42,7 @@ from pydantic_core import PydanticCustomError
 from ._manifest_yaml import Loc, line_of, path_of, read_yaml, resolve, yaml_type
 from .agent import BudgetConfig, ContextConfig, GuardrailConfig
 from .approval import ApprovalPolicy
+from .hooks._command import CommandHookConfig
 from .hooks._config import HookConfig, SecretText
 from .process import (
     FileWatchTrigger,
@@ -114,7 +115,7 @@ class ManifestError(ValueError):
 # -- the models ------------------------------------------------------------------------------
 
 
-class ManifestHook(HookConfig):
+class ManifestHook(CommandHookConfig):
     """A hook in a manifest: a HookConfig that runs a ``command`` (never a callback)."""
 
     command: str | list[str] = Field(

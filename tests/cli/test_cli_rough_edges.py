@@ -19,7 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from _cli_support import cli_in_thread, free_port
+from _cli_support import cli_in_thread
+from _net_support import free_port
 from tether import AgentRuntime, EventTrigger, HookEvent, HookManager, ProcessConfig
 from tether.api import OrchestrationAPI
 from tether.models import ScriptedModel

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from _cli_support import free_port
+from _net_support import free_port
 from tether.cli._run import _serve
 
 CLI = [sys.executable, "-m", "tether.cli"]

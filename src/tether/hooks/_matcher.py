@@ -5,30 +5,14 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Any, Final
 
-from ._events import HookEvent
+from ._events import EVENTS, HookEvent
 
 __all__ = ["MATCHER_FIELDS", "Matcher"]
 
-_TRIGGER = ("trigger_type", "trigger_id")
-_TOOL = ("tool_name", "server")
-
-#: Which matcher fields each lifecycle event supports (the data key each one reads).
+#: Which matcher fields each lifecycle event supports (the data key each one reads), from the
+#: event table.
 MATCHER_FIELDS: Final[dict[HookEvent, tuple[str, ...]]] = {
-    HookEvent.SESSION_START: (),
-    HookEvent.SESSION_END: (),
-    HookEvent.USER_PROMPT_SUBMIT: _TRIGGER,
-    HookEvent.PERMISSION_REQUEST: ("tool_name",),
-    HookEvent.PERMISSION_DENIED: ("tool_name", "kind", "trigger_type"),
-    HookEvent.SUBAGENT_START: (),
-    HookEvent.SUBAGENT_STOP: (),
-    HookEvent.PRE_COMPACT: (),
-    HookEvent.POST_COMPACT: (),
-    HookEvent.FILE_CHANGED: ("path", "trigger_id"),
-    HookEvent.CONFIG_CHANGE: (),
-    HookEvent.TASK_CREATED: _TRIGGER,
-    HookEvent.TASK_COMPLETED: _TRIGGER,
-    HookEvent.PRE_TOOL_USE: _TOOL,
-    HookEvent.POST_TOOL_USE: _TOOL,
+    event: spec.matchable for event, spec in EVENTS.items()
 }
 
 

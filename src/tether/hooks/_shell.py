@@ -24,7 +24,7 @@ from ._spawn import UNKNOWN_EXIT, run_program
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
-    from ._config import HookConfig
+    from ._command import CommandHookConfig
 
 __all__ = ["SAFE_ENV_VARS", "ShellHook", "ShellHookResult"]
 
@@ -165,9 +165,8 @@ class ShellHook:
                 raise ValueError(f"command {command!r} names no program")
 
     @classmethod
-    def from_config(cls, config: HookConfig) -> ShellHook:
+    def from_config(cls, config: CommandHookConfig) -> ShellHook:
         """The ShellHook a HookConfig with a ``command`` describes."""
-        assert config.command is not None
         return cls(
             config.command,
             timeout=config.timeout if config.timeout is not None else 5.0,

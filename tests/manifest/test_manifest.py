@@ -62,7 +62,9 @@ def test_the_step_4_manifest_loads_into_a_process_config(tmp_path: Path) -> None
     assert isinstance(trigger, WebhookTrigger)
     assert (trigger.webhook_path, trigger.webhook_port) == ("/tickets", 9782)
     gate, notify = config.hooks
-    assert type(gate) is HookConfig
+    # A plain HookConfig of the command kind (not the manifest's own class).
+    assert isinstance(gate, HookConfig)
+    assert (type(gate).__name__, gate.kind) == ("CommandHookConfig", "command")
     assert (gate.event, gate.command, gate.timeout, gate.fail_closed) == (
         "user_prompt_submit",
         ["python3", "hooks/gate.py"],
@@ -451,7 +453,7 @@ def test_every_problem_is_reported_at_once_in_file_order(tmp_path: Path) -> None
 def test_the_shipped_json_schema_is_the_generated_one() -> None:
     """If this fails, regenerate: tether schema > src/tether/manifest_schema.json"""
     assert shipped_json_schema() == manifest_json_schema()
-    path = Path(__file__).parent.parent / "src" / "tether" / "manifest_schema.json"
+    path = Path(__file__).parents[2] / "src" / "tether" / "manifest_schema.json"
     assert path.read_text() == render_json_schema()
 
 

@@ -75,11 +75,8 @@ async def test_a_payload_that_is_not_an_object_is_rendered_as_text() -> None:
 
 
 @pytest.fixture
-async def llm(monkeypatch: pytest.MonkeyPatch) -> Any:
-    async with FakeLLM(port=0) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
-        yield server
+def llm(openai_env: FakeLLM) -> FakeLLM:
+    return openai_env
 
 
 def openai_process(**config: Any) -> AgentProcess:

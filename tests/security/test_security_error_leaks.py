@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from _cli_support import free_port
+from _net_support import free_port
 from _process_support import Escapes, escaping, eventually, ticket
 from tether import (
     AgentProcess,

@@ -214,7 +214,7 @@ async def test_a_non_zero_exit_without_fail_closed_is_an_error_not_a_block() -> 
     assert not result.blocked
     assert result.reason is None
     assert [(i, type(e)) for i, e in result.errors] == [(hook_id, CommandHookError)]
-    assert "code 2" in str(result.errors[0][1])
+    assert "exited 2" in str(result.errors[0][1])
     assert ran == ["later"]
 
 

@@ -274,7 +274,7 @@ async def test_a_fail_closed_command_config_that_exits_non_zero_blocks() -> None
     assert result.blocked
     assert result.reason is not None
     assert result.reason.startswith("hook failed (fail_closed)")
-    assert "code 3" in result.reason
+    assert "exited 3" in result.reason
 
 
 async def test_a_command_configs_env_passthrough_and_env_reach_the_program(

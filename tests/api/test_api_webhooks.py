@@ -11,17 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
+from _net_support import free_port
 from tether import AgentRuntime, OrchestrationAPI
 from tether.api import SIGNATURE_HEADER, WebhookServer, sign_webhook
 
 SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage support tickets."}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def webhook(path: str, port: int, **extra: Any) -> dict[str, Any]:

@@ -317,15 +317,15 @@ async def test_a_misspelled_entry_point_plugin_named_in_a_manifest_is_refused(
     assert "triage" not in runtime
 
 
-# -- the README ----------------------------------------------------------------------------------
+# -- the docs ------------------------------------------------------------------------------------
 
 
-def test_the_plugin_example_in_the_readme_runs() -> None:
+def test_the_plugin_example_in_the_docs_runs() -> None:
     import re
     import subprocess
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Plugins and extension points", 1)[1]
+    doc = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
+    section = doc.read_text(encoding="utf-8").split("# Plugins and extension points", 1)[1]
     found = re.search(r"```python\n(.*?)```", section, re.S)
     assert found is not None
     done = subprocess.run(

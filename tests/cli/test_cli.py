@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from _cli_support import Done, free_port, run_cli
+from _cli_support import Done, run_cli
+from _net_support import free_port
 from tether import AgentRuntime, OrchestrationAPI
 from tether.cli import main
 from tether.cli._run import _serve
@@ -546,7 +547,7 @@ def test_hooks_test_refuses_an_unknown_event() -> None:
 
 # -- the example agent -------------------------------------------------------------------------
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_the_example_agent_validates_and_runs_with_its_hook_programs(

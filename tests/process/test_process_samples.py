@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -30,11 +29,9 @@ from tether.testing import FakeLLM
 
 
 @pytest.fixture
-async def llm(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeLLM]:
-    async with FakeLLM(port=0, reply="Done.") as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
-        yield server
+def llm(openai_env: FakeLLM) -> FakeLLM:
+    openai_env.reply = "Done."
+    return openai_env
 
 
 async def test_the_opening_sample_refuses_a_password_prompt_and_rewrites_the_others(

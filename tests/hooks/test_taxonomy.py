@@ -1,4 +1,4 @@
-"""The event taxonomy: 13 events with family, blocking, matcher fields and JSON Schemas, checked
+"""The event taxonomy: 15 events with family, blocking, matcher fields and JSON Schemas, checked
 against the data a running process really dispatches for each event."""
 
 from __future__ import annotations
@@ -29,7 +29,17 @@ from tether.hooks._matcher import MATCHER_FIELDS
 from tether.hooks._taxonomy import describe_events
 from tether.models import ScriptedModel
 
-FAMILIES = {"session", "prompt", "permission", "subagent", "context", "trigger", "config", "task"}
+FAMILIES = {
+    "session",
+    "prompt",
+    "permission",
+    "subagent",
+    "context",
+    "trigger",
+    "config",
+    "task",
+    "tool",
+}
 TYPES = {"string", "integer", "number", "boolean", "object", "array", "null"}
 KEYWORDS = {
     "type",
@@ -143,9 +153,9 @@ def by_event() -> dict[str, dict[str, Any]]:
     return {entry["event"]: entry for entry in describe_events()}
 
 
-def test_the_taxonomy_lists_the_13_events_once_each_in_their_order() -> None:
+def test_the_taxonomy_lists_the_15_events_once_each_in_their_order() -> None:
     assert [entry["event"] for entry in describe_events()] == [e.value for e in HookEvent]
-    assert len(describe_events()) == 13
+    assert len(describe_events()) == 15
 
 
 def test_blockable_events_are_exactly_the_blockable_set_and_say_what_a_block_does() -> None:
@@ -164,7 +174,7 @@ def test_the_events_filter_by_blockable(blockable: bool) -> None:
     names = {entry["event"] for entry in describe_events(blockable=blockable)}
     expected = {e.value for e in HookEvent if (e in BLOCKABLE_EVENTS) is blockable}
     assert names == expected
-    assert len(names) == (6 if blockable else 7)
+    assert len(names) == (7 if blockable else 8)
 
 
 def test_every_event_belongs_to_a_known_family() -> None:
@@ -173,6 +183,7 @@ def test_every_event_belongs_to_a_known_family() -> None:
     assert families["session_start"] == families["session_end"] == "session"
     assert families["task_created"] == families["task_completed"] == "task"
     assert families["pre_compact"] == families["post_compact"] == "context"
+    assert families["pre_tool_use"] == families["post_tool_use"] == "tool"
 
 
 @pytest.mark.parametrize("event", [e.value for e in HookEvent])
@@ -185,13 +196,14 @@ def test_payload_and_patch_schemas_are_valid_json_schema_objects(event: str) -> 
     assert json.loads(json.dumps(entry)) == entry
 
 
-def test_only_the_prompt_of_user_prompt_submit_is_a_change_the_process_uses() -> None:
+def test_only_the_changes_the_process_reads_back_are_in_a_patch_schema() -> None:
+    used = {
+        "user_prompt_submit": {"prompt": {"type": "string"}},
+        "pre_tool_use": {"arguments": {"type": "object"}},
+        "post_tool_use": {"result": {"type": "string"}},
+    }
     for name, entry in by_event().items():
-        patch = entry["patch_schema"]
-        if name == "user_prompt_submit":
-            assert patch["properties"] == {"prompt": {"type": "string"}}
-        else:
-            assert patch["properties"] == {}, name
+        assert entry["patch_schema"]["properties"] == used.get(name, {}), name
 
 
 @pytest.mark.parametrize("event", list(HookEvent))

@@ -47,11 +47,9 @@ async def lookup_order(order: str) -> str:
 
 
 @pytest.fixture
-async def llm(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeLLM]:
-    async with FakeLLM(port=0, reply="The lookup tool answered 502.") as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
-        yield server
+def llm(openai_env: FakeLLM) -> FakeLLM:
+    openai_env.reply = "The lookup tool answered 502."
+    return openai_env
 
 
 def make_process(*plugins: Any, **config: Any) -> AgentProcess:

@@ -10,7 +10,6 @@ import asyncio
 import json
 import sys
 import textwrap
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +34,9 @@ from tether.testing import FakeLLM
 
 
 @pytest.fixture
-async def llm(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeLLM]:
-    async with FakeLLM(port=0, reply="Done.") as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
-        yield server
+def llm(openai_env: FakeLLM) -> FakeLLM:
+    openai_env.reply = "Done."
+    return openai_env
 
 
 def ticket(text: str) -> TriggerEvent:

@@ -13,7 +13,7 @@ import yaml
 from tether import load_manifest
 from tether.manifest import manifest_json_schema
 
-EXAMPLE = Path(__file__).parent.parent / "examples" / "triage.agent"
+EXAMPLE = Path(__file__).parents[2] / "examples" / "triage.agent"
 TYPED = ("integer", "number", "boolean")
 
 

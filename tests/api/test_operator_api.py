@@ -4,12 +4,12 @@ never a 500; the token is checked where the API is made."""
 from __future__ import annotations
 
 import json
-import socket
 from typing import Any
 
 import httpx
 import pytest
 
+from _net_support import free_port
 from tether import AgentRuntime
 from tether.api import APIConfigError, OrchestrationAPI
 
@@ -19,13 +19,6 @@ HOOKED: dict[str, Any] = {
     "hooks": [{"event": "user_prompt_submit", "command": "true"}],
 }
 JSON = {"Content-Type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def error_of(response: httpx.Response) -> tuple[int, str, str]:

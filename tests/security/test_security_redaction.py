@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from _net_support import free_port
 from _process_support import eventually
 from conftest import ScriptFactory
 from tether import AgentRuntime, HookContext, HookEvent, TriggerEvent
@@ -41,13 +41,6 @@ def _debug_logs(caplog: pytest.LogCaptureFixture) -> None:
 def db_bytes(tmp_path: Path) -> bytes:
     """Every byte SQLite wrote: the database, its WAL and shared-memory files."""
     return b"".join(p.read_bytes() for p in sorted(tmp_path.glob("tether.db*")))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def test_a_declared_secret_sent_as_a_payload_key_is_redacted_everywhere(

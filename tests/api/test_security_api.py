@@ -6,24 +6,17 @@ Everything goes over real HTTP to an API (and webhook listener) served on 127.0.
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from _net_support import free_port
 from tether import AgentProcess, AgentRuntime, HookManager, OrchestrationAPI, Plugin, PluginError
 from tether.api import SIGNATURE_HEADER, sign_webhook
 from tether.hooks._plugin import register_plugin
 from tether.store._artifacts import DirArtifacts
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture
