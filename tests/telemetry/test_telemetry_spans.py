@@ -7,6 +7,7 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import pytest
 
 from _process_support import eventually
 from _telemetry_support import by_name
@@ -21,12 +22,46 @@ from tether import (
     TriggerEvent,
 )
 from tether.models import OpenAIModel
+from tether.telemetry import Telemetry
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from tether import AgentRuntime
     from tether.testing import FakeLLM
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def telemetry(exporter: InMemorySpanExporter) -> Telemetry:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from tether.telemetry import Telemetry
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return Telemetry.with_provider(provider, metrics=True)
+
+
+@pytest.fixture
+async def observed(telemetry: Telemetry) -> AsyncIterator[AgentRuntime]:
+    """A started runtime whose processes report to ``telemetry``."""
+    from tether import AgentRuntime, HookManager
+
+    runtime = AgentRuntime(hooks=HookManager(), telemetry=telemetry)
+    await runtime.start_all()
+    yield runtime
+    await runtime.stop_all()
+
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_SPAN = "00f067aa0ba902b7"

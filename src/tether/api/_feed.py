@@ -25,13 +25,15 @@ __all__ = ["HookFeed"]
 
 #: Runs a stream holds before it loses the oldest.
 STREAM_BUFFER: Final = 1000
-#: Events whose hook runs are kept for their timeline, per process; and runs per event.
+#: Events whose hook runs are kept for their timeline, per process; and dispatches per event.
 EVENTS_KEPT: Final = 200
-RUNS_PER_EVENT: Final = 500
+ENTRIES_PER_EVENT: Final = 500
 #: Seconds between keep-alive comments on an idle stream.
 HEARTBEAT: Final = 15.0
 
 Filters = dict[str, str]
+#: Builds the runs of one recorded dispatch (see HistoryRecorder.add_listener, lazy).
+Later = Callable[[], "list[HookRun]"]
 
 
 class _Stream:
@@ -56,8 +58,10 @@ class HookFeed:
     def __init__(self, runtime: AgentRuntime) -> None:
         self.runtime = runtime
         self._streams: set[_Stream] = set()
-        self._listeners: dict[str, tuple[AgentProcess, Callable[[list[HookRun]], None]]] = {}
-        self._events: dict[str, OrderedDict[str, list[dict[str, Any]]]] = {}
+        self._listeners: dict[str, tuple[AgentProcess, Callable[[Later], None]]] = {}
+        #: process -> event id -> its hook runs (the last EVENTS_KEPT events, in the order
+        #: they were first seen).
+        self._events: dict[str, OrderedDict[str, list[Later]]] = {}
         self._closed = asyncio.Event()
 
     # -- attaching ---------------------------------------------------------------------------
@@ -89,39 +93,43 @@ class HookFeed:
         if process.name in self._listeners:
             return
 
-        def listener(runs: list[HookRun]) -> None:
-            self._recorded(process.name, runs)
+        def listener(later: Later) -> None:
+            self._recorded(process.name, later)
 
-        process.history.add_listener(listener)
+        process.history.add_listener(listener, lazy=True)
         self._listeners[process.name] = (process, listener)
 
     # -- recording ---------------------------------------------------------------------------
 
-    def _recorded(self, name: str, runs: list[HookRun]) -> None:
+    def _recorded(self, name: str, later: Later) -> None:
+        # On the dispatch path: keep how to build the records; build them when read (or at
+        # once for the open streams).
         event_id = current_event_id()
-        for run in runs:
-            view = run.as_dict()
-            view.pop("data_before", None)
-            view.pop("data_after", None)
-            view["event_id"] = event_id
-            if event_id is not None:
-                kept = self._events.setdefault(name, OrderedDict())
-                timeline = kept.setdefault(event_id, [])
-                kept.move_to_end(event_id)
-                if len(timeline) < RUNS_PER_EVENT:
-                    timeline.append(view)
-                while len(kept) > EVENTS_KEPT:
+        if event_id is not None:
+            kept = self._events.setdefault(name, OrderedDict())
+            timeline = kept.get(event_id)
+            if timeline is None:
+                timeline = kept[event_id] = []
+                if len(kept) > EVENTS_KEPT:
                     kept.popitem(last=False)
+            if len(timeline) < ENTRIES_PER_EVENT:
+                timeline.append(later)
+        if self._streams:
+            views = [_view(run, event_id) for run in later()]
             for stream in list(self._streams):
-                stream.offer(view)
+                for view in views:
+                    stream.offer(view)
 
     def timeline(self, name: str, event_id: str) -> list[dict[str, Any]]:
         """The hook runs recorded for ``event_id`` of process ``name`` (oldest first)."""
         kept = self._events.get(name)
-        return list(kept.get(event_id, [])) if kept is not None else []
+        entries = kept.get(event_id, []) if kept is not None else []
+        runs = [run for later in entries for run in later()]
+        runs.sort(key=lambda run: run.recorded_at)
+        return [_view(run, event_id) for run in runs]
 
     def events(self, name: str) -> list[str]:
-        """The ids of the events with a timeline kept, newest last."""
+        """The ids of the events with a timeline kept, the newest last."""
         return list(self._events.get(name) or ())
 
     # -- streaming ---------------------------------------------------------------------------
@@ -152,6 +160,15 @@ class HookFeed:
         finally:
             closed.cancel()
             self._streams.discard(stream)
+
+
+def _view(run: HookRun, event_id: str | None) -> dict[str, Any]:
+    """A run as the history answers it (without the data snapshots), with its event's id."""
+    view = run.as_dict()
+    view.pop("data_before", None)
+    view.pop("data_after", None)
+    view["event_id"] = event_id
+    return view
 
 
 def _event(name: str, data: dict[str, Any]) -> bytes:

@@ -7,6 +7,7 @@ HookRun only when someone reads it or the batch is flushed (on a later loop iter
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections import deque
@@ -76,22 +77,22 @@ class HistoryRecorder:
         #: Records one raw entry (see HookManager.dispatch): the ring's own append when
         #: nothing else is to be done, so a dispatch pays for a C call only.
         self.add: Callable[[Entry], None] = self._ring.append if sink is None else self._add
-        self._listeners: list[Callable[[list[HookRun]], None]] = []
+        self._listeners: list[tuple[Callable[..., None], bool]] = []
 
-    def add_listener(self, listener: Callable[[list[HookRun]], None]) -> None:
+    def add_listener(self, listener: Callable[..., None], *, lazy: bool = False) -> None:
         """Call ``listener`` with the HookRuns of each dispatch (or background run) as it is
         recorded, in the task that dispatched (telemetry parents its spans there).
 
-        The records are built at once for a listener, so it costs only when one is added; a
-        listener that raises is logged and never fails the dispatch.
+        The records are built at once for a listener; with ``lazy`` it gets a function that
+        builds them instead, to call when (and if) it needs them. A listener that raises is
+        logged and never fails the dispatch.
         """
-        self._listeners.append(listener)
+        self._listeners.append((listener, lazy))
         self.add = self._add
 
-    def remove_listener(self, listener: Callable[[list[HookRun]], None]) -> None:
+    def remove_listener(self, listener: Callable[..., None]) -> None:
         """Stop calling ``listener`` (a listener not added: nothing happens)."""
-        if listener in self._listeners:
-            self._listeners.remove(listener)
+        self._listeners = [entry for entry in self._listeners if entry[0] != listener]
 
     # -- recording (hot path: store, do not build) -------------------------------------------
 
@@ -100,10 +101,14 @@ class HistoryRecorder:
         if self._sink is not None:
             self._queue(entry)
         if self._listeners:
-            runs = self._expand(entry)
-            for listener in list(self._listeners):  # a listener may remove itself
+            runs: list[HookRun] | None = None
+            for listener, lazy in list(self._listeners):  # a listener may remove itself
                 try:
-                    listener(runs)
+                    if lazy:
+                        listener(functools.partial(self._expand, entry))
+                    else:
+                        runs = self._expand(entry) if runs is None else runs
+                        listener(runs)
                 except Exception:
                     logger.exception("a hook-run listener failed")
 

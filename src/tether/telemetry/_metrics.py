@@ -76,6 +76,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._label = _Bounded(max_label_values)
         self._sources: list[Callable[[], Iterable[Status]]] = []
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         r = self.registry
         self.hook_runs = Counter(
             "tether_hook_runs",
@@ -136,6 +137,15 @@ class Metrics:
             registry=r,
         )
         self.registry.register(_ProcessCollector(self))
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, kept: a hook run's counter is found in a dict, not
+        rebuilt under the client's lock each time (the label values are bounded)."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def label(self, name: str, value: object) -> str:
         """``value`` as a label value of ``name`` (bounded: see MAX_LABEL_VALUES)."""

@@ -217,9 +217,9 @@ class Telemetry:
             name = m.label("process", process)
             for run in runs:
                 kind = kinds.get(run.hook_id, "callback")
-                m.hook_runs.labels(name, run.event, run.outcome, kind).inc()
+                m.child(m.hook_runs, name, run.event, run.outcome, kind).inc()
                 if run.outcome not in ("skipped", "dropped"):
-                    m.hook_duration.labels(run.event, kind).observe(run.duration_ms / 1e3)
+                    m.child(m.hook_duration, run.event, kind).observe(run.duration_ms / 1e3)
 
     def dead_lettered(self, process: str, reason: str) -> None:
         if self.metrics is not None:
