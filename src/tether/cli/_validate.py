@@ -6,6 +6,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 
@@ -24,7 +25,6 @@ def validate_files(files: list[Path], *, as_json: bool = False) -> int:
 
     if as_json:
         return _validate_json(files)
-
     out = console()
     err = console(stderr=True)
     bad = 0
@@ -41,12 +41,21 @@ def validate_files(files: list[Path], *, as_json: bool = False) -> int:
             finally:
                 for warning in caught:
                     err.print(f"[yellow]warning[/]: {escape(str(warning.message))}")
+        loaded, problems = _loaded(manifest)
+        if problems:
+            bad += 1
+            for problem in problems:
+                err.print(f"[red]error[/]: {escape(str(file))}: {escape(problem)}")
+            continue
         triggers = len(manifest.triggers)
         hooks = len(manifest.hooks)
         out.print(
             f"[green]ok[/]     {escape(str(file))} ([bold]{escape(manifest.name)}[/]: "
-            f"{triggers} trigger{'s' * (triggers != 1)}, {hooks} hook{'s' * (hooks != 1)})"
+            f"{triggers} trigger{'s' * (triggers != 1)}, {hooks} hook{'s' * (hooks != 1)}"
+            f"{_more(manifest.tools, 'tool')}{_more(loaded, 'Claude Code hook')})"
         )
+        for line in loaded:
+            out.print(f"         {escape(line)}")
     if len(files) > 1:
         verdict = f"{len(files) - bad} of {len(files)} manifests are valid"
         (err if bad else out).print(verdict)
@@ -54,12 +63,40 @@ def validate_files(files: list[Path], *, as_json: bool = False) -> int:
     return 1 if bad else 0
 
 
+def _more(items: list[Any], what: str) -> str:
+    return f", {len(items)} {what}{'s' * (len(items) != 1)}" if items else ""
+
+
+def _loaded(manifest: Any) -> tuple[list[str], list[str]]:
+    """What the manifest's tools and Claude Code hook files load: a line per Claude Code
+    hook, and a problem per tool that cannot be imported."""
+    from ..agent._tools import import_tool
+    from ..hooks import HookEvent
+    from ..hooks._claude_code import TETHER_TO_CLAUDE
+    from ..hooks._claude_settings import claude_code_hooks
+
+    problems: list[str] = []
+    for i, path in enumerate(manifest.tools):
+        try:
+            import_tool(path)
+        except ValueError as exc:
+            problems.append(f"tools[{i}]: {exc}")
+    lines: list[str] = []
+    for i, path in enumerate(manifest.claude_code_hooks):
+        for hook in claude_code_hooks(path):  # (load_manifest has read each file already)
+            claude = hook._claude_event or TETHER_TO_CLAUDE[HookEvent(hook.event)]
+            matcher = f" matcher {hook.matcher}" if hook.matcher else ""
+            command = " ".join(hook.command) if isinstance(hook.command, list) else hook.command
+            lines.append(f"claude_code_hooks[{i}]: {claude} -> {hook.event}{matcher}: {command}")
+    return lines, problems
+
+
 def _validate_json(files: list[Path]) -> int:
     from ..manifest import ManifestError, load_manifest
 
     reports = []
     for file in files:
-        report: dict[str, object] = {"file": str(file), "ok": True, "errors": [], "warnings": []}
+        report: dict[str, Any] = {"file": str(file), "ok": True, "errors": [], "warnings": []}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -71,10 +108,18 @@ def _validate_json(files: list[Path]) -> int:
                     for issue in exc.errors
                 ]
             else:
+                loaded, problems = _loaded(manifest)
+                if problems:
+                    report["ok"] = False
+                    report["errors"] = [
+                        {"path": problem.partition(": ")[0], "line": None, "message": problem}
+                        for problem in problems
+                    ]
                 report.update(
                     name=manifest.name,
                     triggers=len(manifest.triggers),
                     hooks=len(manifest.hooks),
+                    claude_code_hooks=loaded,
                 )
             report["warnings"] = [str(w.message) for w in caught]
         reports.append(report)

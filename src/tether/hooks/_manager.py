@@ -410,6 +410,7 @@ class HookManager(ExtensionPoints):
                         command=h.command,
                         owner=getattr(h.owner, "name", None) if h.owner is not None else None,
                         executor_kind=h.executor.kind,
+                        protocol=getattr(h.executor, "protocol", None),
                     )
                 )
         return out
@@ -486,6 +487,7 @@ class HookManager(ExtensionPoints):
                 empty = _new(DispatchResult)
                 empty.fired = 0
                 empty.blocked = False
+                empty.blocked_by = None
                 empty.reason = None
                 empty.errors = []
                 empty.data = payload  # a copy of its own, as with hooks
@@ -563,6 +565,7 @@ class HookManager(ExtensionPoints):
             suspended = False
             _depth[0] = depth + 1  # put back when the loop ends, however it ends
         blocked = False
+        blocker: _Hook | None = None
         reason: str | None = None
         errors: list[tuple[_Hook, BaseException]] | None = None
         background: list[_Hook] | None = None
@@ -634,6 +637,7 @@ class HookManager(ExtensionPoints):
                         if not exc.reason:  # a refusal always says why, as a command hook's does
                             exc = _unexplained(hook)
                         blocked = True
+                        blocker = hook
                         reason = exc.reason
                         if marks is not None:  # the record keeps the reason: a block's "why"
                             marks.append(("o", "blocked", exc))
@@ -659,6 +663,7 @@ class HookManager(ExtensionPoints):
                     _detach(ctx)  # what the hook may still hold no longer reaches the data
                     if hook.fail_closed and ev in BLOCKABLE_EVENTS:
                         blocked = True
+                        blocker = hook
                         reason = f"hook failed (fail_closed): {str(exc) or type(exc).__name__}"
                 if ctx.data is not watched:  # replaced (a non-dict is undone), or tracing
                     if marks is None:
@@ -686,6 +691,7 @@ class HookManager(ExtensionPoints):
         # in errors.
         result.fired = fired if errors is None else fired - len({id(h) for h, _ in errors})
         result.blocked = blocked
+        result.blocked_by = None if blocker is None else blocker.name
         result.reason = reason
         result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]
         result.runs = []

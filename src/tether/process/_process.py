@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -28,10 +29,12 @@ from ..agent import (
     RunResult,
     Tool,
     as_tool,
+    permission_denied,
     scan,
     scan_payload,
 )
-from ..hooks import DispatchResult, HookEvent, HookManager
+from ..agent._observer import Note
+from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
 from ..hooks._hook import CLOSING, closing
 from ..hooks._secrets import CommandSecrets
 from ._changes import ConfigChanges
@@ -57,7 +60,7 @@ from ._supervise import Supervision, describe, is_fatal
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
-    from ..agent._observer import Note, Observer
+    from ..agent._observer import Observer
     from ..hooks import HookRun
     from ..models import Model
     from ..store import Journal
@@ -68,6 +71,23 @@ logger = logging.getLogger("tether.process")
 
 #: Run transcripts kept for plugins (converse) after a task completes.
 TRANSCRIPTS_KEPT: Final = 100
+
+
+def tools_of(declared: list[Any]) -> list[Tool]:
+    """The Tools a configuration declares; an import path is imported now, and one that
+    cannot be is a ValueError naming the entry and what is wrong."""
+    from ..agent._tools import import_tool
+
+    tools: list[Tool] = []
+    for index, entry in enumerate(declared):
+        if isinstance(entry, str):
+            try:
+                tools.append(import_tool(entry))
+            except ValueError as exc:
+                raise ValueError(f"tools[{index}]: {exc}") from None
+        else:
+            tools.append(as_tool(entry))
+    return tools
 
 
 class AgentProcess(
@@ -142,7 +162,7 @@ class AgentProcess(
         self._triggers: list[tuple[str, TriggerConfig]] = [
             (t.id or f"{t.type}-{i}", t) for i, t in enumerate(self.config.triggers)
         ]
-        self._tools: list[Tool] = [as_tool(fn) for fn in self.config.tools]
+        self._tools: list[Tool] = tools_of(self.config.tools)
         self._budget = BudgetTracker(self.config.budget) if self.config.budget else None
         self._model: Model | None = None
         self._loop: AgentLoop | None = None
@@ -231,14 +251,32 @@ class AgentProcess(
             self._dispatching.discard(task)
 
     def _emit_worker(
-        self, event: HookEvent, data: dict[str, Any]
+        self,
+        event: HookEvent,
+        data: dict[str, Any],
+        *,
+        context_factory: Callable[..., HookContext] | None = None,
     ) -> Coroutine[Any, Any, DispatchResult]:
         """``_emit`` for code that only runs inside a worker, which ``_busy`` already marks.
 
         A plain function handing back the dispatch to await: one coroutine less per event.
+        ``context_factory`` builds the hooks' context (the agent loop's, for a tool call).
         """
         data = self.redactor.declared.value(data)
-        return self.hooks.dispatch(event, data, process_id=self.name, metadata=self._metadata)
+        return self.hooks.dispatch(
+            event,
+            data,
+            process_id=self.name,
+            metadata=self._metadata,
+            context_factory=context_factory,
+        )
+
+    def _session_end(self, reason: str) -> Awaitable[DispatchResult]:
+        """session_end (to await), fired at a stop and when a crash is supervised: its
+        documented keys only (a crash's error is in status()["last_error"])."""
+        return self._emit(
+            HookEvent.SESSION_END, {"reason": reason, "invocation_count": self.invocation_count}
+        )
 
     def _guard_self_await(self, what: str) -> None:
         task = asyncio.current_task()
@@ -403,10 +441,7 @@ class AgentProcess(
         self.state = ProcessState.STOPPING
         try:
             if not was_failed:
-                await self._emit(
-                    HookEvent.SESSION_END,
-                    {"reason": reason, "invocation_count": self.invocation_count},
-                )
+                await self._session_end(reason)
         finally:  # a session_end hook raising what the engine does not isolate still stops it
             await self._teardown(ProcessState.STOPPED, restarting=reason == "restart")
 
@@ -456,29 +491,29 @@ class AgentProcess(
         return event.event_id
 
     async def _task_created(self, event: TriggerEvent) -> DispatchResult:
-        data = {
-            "event_id": event.event_id,
-            "trigger_id": event.trigger_id,
-            "trigger_type": event.trigger_type,
-        }
         observer = self.observer
+        accepting = (
+            contextlib.nullcontext(Note())
+            if observer is None
+            else observer.accepted(
+                self.name, event.event_id, event.trigger_id, event.trigger_type, event.traceparent
+            )
+        )
         token = CURRENT_EVENT.set((self.name, event.event_id))
         try:
-            if observer is None:
-                return await self._emit(HookEvent.TASK_CREATED, data)
-            return await self._observed_task_created(event, data, observer)
+            with accepting as note:
+                gate = await self._emit(
+                    HookEvent.TASK_CREATED,
+                    {
+                        "event_id": event.event_id,
+                        "trigger_id": event.trigger_id,
+                        "trigger_type": event.trigger_type,
+                    },
+                )
+                if gate.blocked:
+                    note.outcome, note.error = "blocked", self.redactor.text(gate.reason or "")
         finally:
             CURRENT_EVENT.reset(token)
-
-    async def _observed_task_created(
-        self, event: TriggerEvent, data: dict[str, Any], observer: Observer
-    ) -> DispatchResult:
-        with observer.accepted(
-            self.name, event.event_id, event.trigger_id, event.trigger_type, event.traceparent
-        ) as note:
-            gate = await self._emit(HookEvent.TASK_CREATED, data)
-            if gate.blocked:
-                note.outcome, note.error = "blocked", self.redactor.text(gate.reason or "")
         if note.traceparent is not None and event.traceparent is None:
             event.traceparent = note.traceparent  # its attempts join the trace it began
         return gate
@@ -671,36 +706,30 @@ class AgentProcess(
         denial = await scanning if scanning is not None else scan_payload(rails, event.payload)
         self._go_on()
         if denial is not None:
-            await self._emit_worker(
-                HookEvent.PERMISSION_DENIED,
-                {
-                    "kind": "guardrail",
-                    "tool_name": None,
-                    "request_id": None,
-                    "reason": denial.reason,
-                    "decided_by": denial.decided_by,
-                    "event_id": event.event_id,
-                    "trigger_type": event.trigger_type,
-                },
+            await permission_denied(
+                self._emit_worker,
+                "guardrail",
+                None,
+                denial.reason,
+                denial.decided_by,
+                event_id=event.event_id,
+                trigger_type=event.trigger_type,
             )
             await self._refuse(event, attempt, started, "guardrail refused", denial.reason)
             return
         if self._budget is not None:
             over = self._budget.check_run()
             if over is not None:
-                await self._emit_worker(
-                    HookEvent.PERMISSION_DENIED,
-                    {
-                        "kind": "budget",
-                        "tool_name": None,
-                        "request_id": None,
-                        "reason": over.reason,
-                        "decided_by": "budget",
-                        "limit_name": over.limit_name,
-                        "limit_value": over.limit_value,
-                        "current_value": over.current_value,
-                        "event_id": event.event_id,
-                    },
+                await permission_denied(
+                    self._emit_worker,
+                    "budget",
+                    None,
+                    over.reason,
+                    "budget",
+                    limit_name=over.limit_name,
+                    limit_value=over.limit_value,
+                    current_value=over.current_value,
+                    event_id=event.event_id,
                 )
                 await self._refuse(event, attempt, started, "budget exceeded", over.reason)
                 return
