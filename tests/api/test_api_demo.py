@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,9 @@ def test_the_demo_runs_end_to_end_and_shows_events_refusals_and_dead_letters(
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     out = done.stdout
+    # where the dashboard and the metrics are
+    assert re.search(r"^dashboard http://127\.0\.0\.1:\d+/ ", out, re.M)
+    assert re.search(r"^metrics http://127\.0\.0\.1:\d+/metrics ", out, re.M)
     # the signed webhook refuses unsigned requests
     assert "unsigned request -> HTTP 401 SIGNATURE_REQUIRED" in out
     # events fire live

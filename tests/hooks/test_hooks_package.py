@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
     {"store"},
     {"models"},
     {"_redact", "approval", "agent"},  # the agent loop and what it needs; no queues, no processes
+    {"telemetry"},  # spans and metrics: handed to processes as an observer, never imported
     {"plugins", "process"},  # processes know nothing of HTTP
     {"manifest", "_manifest_yaml", "runtime"},
     {"eval"},  # the eval harness: drives processes from manifests; no HTTP
@@ -201,6 +202,7 @@ PUBLIC = [
     "ShellHook",
     "ShellHookResult",
     "SpawnRefusedError",
+    "Telemetry",
     "Tool",
     "TriggerEvent",
     "WebhookClashError",

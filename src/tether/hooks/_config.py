@@ -117,8 +117,14 @@ class HookConfig(BaseModel):
     secrets: masked in every JSON dump, and never shown by a validation error.
     """
 
+    # defer_build: the validators are built at the first declaration, not when the name is
+    # imported (pydantic's schema build, and its scan of every installed package's plugins).
     model_config = ConfigDict(
-        extra="forbid", arbitrary_types_allowed=True, frozen=False, title="HookConfig"
+        extra="forbid",
+        arbitrary_types_allowed=True,
+        frozen=False,
+        title="HookConfig",
+        defer_build=True,
     )
 
     #: The executor kind this class declares (HookInfo.executor_kind) and the field whose
