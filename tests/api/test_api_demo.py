@@ -41,9 +41,11 @@ def test_the_demo_runs_end_to_end_and_shows_events_refusals_and_dead_letters(
     assert out.count("    task_completed      ") == 8
     # a prompt rewritten, one refused and why
     assert "hook hooks/redact_pii.py on user_prompt_submit: applied: prompt rewritten" in out
+    # the persistent policy hook (one co-process for every ticket) appends the house rule
+    assert out.count("hook hooks/policy_server.py on user_prompt_submit: applied") == 7
     assert "model received: 'ticket: Customer [email] (card [card]) cannot check out'" in out
     assert (
-        "hook hooks/route_passwords.py on user_prompt_submit: blocked: password resets go to "
+        "hook hooks/policy_server.py on user_prompt_submit: blocked: password resets go to "
         "the identity team" in out
     )
     # the tool call denied by the Python policy hook, the one within policy approved
