@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"models"},
     {"_redact", "approval", "agent"},  # the agent loop and what it needs; no queues, no processes
     {"plugins", "process"},  # processes know nothing of HTTP
-    {"manifest", "_manifest_yaml", "runtime"},
+    {"manifest", "_manifest_yaml", "runtime", "cluster"},
     {"api"},
     {"cli"},
 ]

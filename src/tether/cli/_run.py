@@ -11,6 +11,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,17 @@ if TYPE_CHECKING:
     from ..process import AgentProcess
     from ..runtime import AgentRuntime
 
-__all__ = ["check_plugins", "run_file", "serve_files"]
+__all__ = ["ClusterOptions", "check_plugins", "run_file", "serve_files"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterOptions:
+    """``tether serve --cluster``: the Redis URL, this host's name, the key prefix, the TTL."""
+
+    url: str
+    host: str | None = None
+    prefix: str = "tether"
+    lease_ttl: float = 10.0
 
 
 def _console() -> Console:
@@ -228,11 +239,13 @@ def serve_files(
     allow_command_deploys: bool,
     quiet: bool,
     plugins: list[str] | None = None,
+    cluster: ClusterOptions | None = None,
 ) -> int:
     """Serve a runtime with the processes of ``files``; return the exit status.
 
     ``plugins`` are activated on the processes of ``files`` (processes deployed later over
-    the API name their own).
+    the API name their own). With ``cluster``, this host joins a cluster on Redis: it runs the
+    processes whose lease it takes (see ``tether.cluster``).
     """
     with _quiet_logs():
         return asyncio.run(
@@ -244,6 +257,7 @@ def serve_files(
                 allow_command_deploys=allow_command_deploys,
                 quiet=quiet,
                 plugins=plugins or [],
+                cluster=cluster,
             )
         )
 
@@ -259,6 +273,7 @@ async def _serve(
     plugins: list[str] | None = None,
     stop: asyncio.Event | None = None,
     ready: Callable[[str], object] | None = None,
+    cluster: ClusterOptions | None = None,
 ) -> int:
     from ..api import OrchestrationAPI
     from ..hooks import HookManager
@@ -284,10 +299,29 @@ async def _serve(
             manifest = manifest.model_copy(
                 update={"plugins": _with_plugins(manifest.plugins, plugins)}
             )
-        await runtime.add_spec(manifest)
+        if cluster is None:
+            await runtime.add_spec(manifest)
+        else:
+            from ..cluster import cluster_config
+            from ..manifest import manifest_to_process_config
+
+            config = cluster_config(manifest_to_process_config(manifest), cluster.lease_ttl)
+            await runtime.add_process(manifest.name, config)
     api = OrchestrationAPI(
         runtime, host=host, port=port, token=token, allow_command_deploys=allow_command_deploys
     )
+    node = None
+    if cluster is not None:
+        from ..cluster import ClusterNode
+
+        node = ClusterNode(
+            runtime,
+            cluster.url,
+            host=cluster.host,
+            prefix=cluster.prefix,
+            lease_ttl=cluster.lease_ttl,
+        )
+        node.local_app, node.api_token = api.app, token
     stop = stop if stop is not None else asyncio.Event()
     with _stop_on_signals(stop):
         try:
@@ -307,13 +341,22 @@ async def _serve(
                         f"  plugins  {escape(process.name)}: "
                         f"{escape(', '.join(process.plugins.names))}"
                     )
-            await runtime.start_all()
+            if node is None:
+                await runtime.start_all()
+            else:
+                await node.start()
+                console.print(
+                    f"  cluster: host {escape(node.host)} on {escape(node.url)}"
+                    f" (lease TTL {node.ttl:g}s)"
+                )
             console.print("[dim]Ctrl-C stops the runtime[/]")
             if ready is not None:
                 ready(api.url)
             await stop.wait()
         finally:
             await api.stop()
+            if node is not None and runtime.cluster is node:
+                await node.stop()  # hands its processes over: their events stay in Redis
             await runtime.stop_all()
             _summary(console, runtime)
     return 0

@@ -1,0 +1,99 @@
+"""The Redis Streams queue backend, in one runtime on a real Redis: delivery, acknowledgement,
+attempts, retries and dead letters as on one host, the fencing of a lost lease."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from _process_support import FailingModel, Recorder, eventually
+from tether import AgentRuntime, HookEvent, ProcessConfig, TriggerEvent
+from tether.cluster import ClusterNode, cluster_config
+from tether.models import OpenAIModel
+from tether.testing import FakeLLM
+
+TTL = 2.0
+
+
+def seq(prompt: str) -> int:
+    """The ``n`` of the event a prompt was rendered from."""
+    found = re.search(r"^n: (\d+)$", prompt, re.M)
+    assert found is not None, prompt
+    return int(found[1])
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[Redis]:
+    client = Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    await client.aclose()
+
+
+def config(llm: FakeLLM | None = None, **fields: Any) -> ProcessConfig:
+    model: Any = (
+        FailingModel() if llm is None else OpenAIModel("fake", base_url=llm.base_url, api_key="k")
+    )
+    return cluster_config(ProcessConfig(model=model, **fields), TTL)
+
+
+async def node_with(
+    redis_url: str, prefix: str, processes: dict[str, ProcessConfig], host: str = "h1"
+) -> tuple[AgentRuntime, ClusterNode]:
+    runtime = AgentRuntime()
+    for name, cfg in processes.items():
+        await runtime.add_process(name, cfg)
+    node = ClusterNode(runtime, redis_url, host=host, prefix=prefix, lease_ttl=TTL)
+    await node.start()
+    return runtime, node
+
+
+async def test_injected_events_run_once_each_and_leave_the_stream_empty(
+    redis_url: str, prefix: str, redis: Redis, llm: FakeLLM
+) -> None:
+    runtime, node = await node_with(redis_url, prefix, {"triage": config(llm, concurrency=2)})
+    try:
+        process = runtime.get("triage")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_START)
+        await eventually(lambda: "triage" in node.held, timeout=10, what="the lease")
+        for i in range(20):
+            await process.inject(TriggerEvent("t", "manual", {"n": i}))
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 20, timeout=20)
+        assert sorted(seq(p) for p in llm.prompts) == list(range(20))
+        await eventually(lambda: not node._queues["triage"]._writes, what="the acks")
+        assert await redis.xlen(f"{prefix}:q:triage") == 0
+        pending = await redis.xpending(f"{prefix}:q:triage", "tether")
+        assert pending["pending"] == 0
+        assert await redis.hlen(f"{prefix}:attempts:triage") == 0
+    finally:
+        await node.stop()
+    assert await redis.get(f"{prefix}:lease:triage") is None  # released on the way out
+
+
+async def test_a_failing_event_is_retried_then_dead_lettered_in_redis_with_its_attempts(
+    redis_url: str, prefix: str, redis: Redis
+) -> None:
+    cfg = config(max_retries=2, retry_backoff=0.01, restart={"max_consecutive_failures": 100})
+    runtime, node = await node_with(redis_url, prefix, {"flaky": cfg})
+    try:
+        process = runtime.get("flaky")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+        await eventually(lambda: "flaky" in node.held, timeout=10, what="the lease")
+        event_id = await process.inject(TriggerEvent("t", "manual", {"n": 1}))
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 3, timeout=10)
+        assert rec.outcomes() == ["retrying", "retrying", "failed"]
+        await eventually(lambda: not node._queues["flaky"]._writes, what="the dead letter")
+        raw = await redis.hget(f"{prefix}:dead:flaky", event_id)
+        assert raw is not None
+        letter = json.loads(raw)
+        assert (letter["reason"], letter["attempts"]) == ("process failed", 3)
+        assert await redis.xlen(f"{prefix}:q:flaky") == 0
+        assert [d["event_id"] for d in process.dead_letters] == [event_id]
+    finally:
+        await node.stop()
