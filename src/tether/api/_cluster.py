@@ -5,6 +5,8 @@ In front of the routes when the runtime is in a cluster (``runtime.cluster``):
 * ``GET /processes`` lists every process of the cluster with the host it runs on;
 * ``GET /processes/{name}/hooks/runs`` reads the process's hook-run history from Redis (it is
   kept there, capped, whichever host ran the hooks);
+* ``POST /processes/{name}/inject`` is served here: task_created hooks run on this host (every
+  host has the same hooks), then the event goes to the process's stream, wherever it runs;
 * ``POST /processes/{name}/start`` lets the cluster run a process an operator stopped;
 * any other request about a process another host holds is forwarded to that host through
   Redis (not host-to-host HTTP) and served there by its own API, with its own rules;
@@ -69,6 +71,8 @@ class ClusterRouter:
         headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
         if FORWARDED in headers:
             return None
+        if rest == "/inject" and method == "POST":
+            return None  # task_created runs here, then the event goes to the stream
         if rest == "/hooks/runs" and method == "GET":
             return await self._runs(node, name, scope)
         if rest == "/start" and method == "POST" and name not in node.held:

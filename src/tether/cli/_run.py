@@ -314,6 +314,14 @@ async def _serve(
     if cluster is not None:
         from ..cluster import ClusterNode
 
+        # What the cluster does (takeovers, leases lost) is for the operator to see.
+        shown = logging.StreamHandler()
+        shown.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        cluster_log = logging.getLogger("tether.cluster")
+        cluster_log.addHandler(shown)
+        cluster_log.setLevel(logging.INFO)
+        cluster_log.propagate = False
+
         node = ClusterNode(
             runtime,
             cluster.url,

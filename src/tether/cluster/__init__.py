@@ -3,8 +3,9 @@
 from ._node import ClusterError as ClusterError
 from ._node import ClusterNode as ClusterNode
 from ._node import cluster_config as cluster_config
+from ._node import rendezvous as rendezvous
 
-__all__ = ["ClusterError", "ClusterNode", "cluster_config"]
+__all__ = ["ClusterError", "ClusterNode", "cluster_config", "rendezvous"]
 
 ClusterNode.__module__ = "tether"
 ClusterError.__module__ = "tether"

@@ -7,9 +7,10 @@ holding its lease (``{prefix}:lease:{p}``: a fencing token and the host, with a 
   over the live hosts, so each host prefers about as many), by any host once it has been free
   for a whole TTL; a holder hands a process over to its preferred host once that host has been
   live for two ticks, so a cluster that starts one host at a time ends up spread.
-* Renewal: every ``ttl / 5`` s. A holder that could not renew for ``ttl / 2`` s (a partition, a
-  stalled Redis) stops its copy on its own, before the TTL runs out and another host may start
-  one; so does a holder whose write found the token changed (a fenced write).
+* Renewal: every ``ttl / 5`` s, from a thread of its own (a busy event loop delays none). A
+  holder that could not renew for ``ttl / 2`` s (a partition, a stalled Redis) stops its copy
+  on its own, before the TTL runs out and another host may start one; so does a holder whose
+  write found the token changed (a fenced write).
 * Takeover: the next holder claims what the stream holds pending (see ``StreamQueue.claim``)
   and starts the process; its session_start's ``recovered`` says what was reclaimed.
 * A process stopped by an operator (the API or CLI, on any host) stays stopped cluster-wide
@@ -25,13 +26,14 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from ..process import ProcessState
-from ..store._redis import FENCED, Keys, Scripts, connect
+from ..store._redis import FENCED, RENEW, Keys, Scripts, connect
 
 if TYPE_CHECKING:
     from ..hooks._records import HookRun
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
     from ..process._stream_queue import StreamQueue
     from ..runtime import AgentRuntime
 
-__all__ = ["ClusterError", "ClusterNode", "cluster_config"]
+__all__ = ["ClusterError", "ClusterNode", "cluster_config", "rendezvous"]
 
 logger = logging.getLogger("tether.cluster")
 
@@ -49,6 +51,12 @@ HISTORY_KEPT: Final = 10_000
 FORWARD_TIMEOUT: Final = 30.0
 #: Seconds a reply waits in Redis for the host that asked.
 _REPLY_TTL: Final = 60
+
+
+def rendezvous(name: str, hosts: list[str]) -> str:
+    """The host of ``hosts`` that prefers process ``name`` most (rendezvous hashing: each
+    host prefers about as many processes, and a host joining or leaving moves only its own)."""
+    return max(hosts, key=lambda h: hashlib.sha256(f"{name}\0{h}".encode()).digest())
 
 
 class ClusterError(RuntimeError):
@@ -67,10 +75,69 @@ def cluster_config(config: ProcessConfig, ttl: float) -> ProcessConfig:
     return config.model_copy(update=update)
 
 
+class _Renewer(threading.Thread):
+    """Renews the leases a node holds, every ``tick`` s, from a thread of its own with a
+    client of its own: a busy event loop (runs, hooks, a slow import) delays no renewal.
+
+    It also watches them: a lease not renewed for ttl/2 s (Redis unreachable) or found taken
+    (fenced) is reported to the node's loop, which stops the copy at once."""
+
+    def __init__(self, node: ClusterNode, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(name=f"cluster-{node.host}-renew", daemon=True)
+        self.node = node
+        self.loop = loop
+        self._halt = threading.Event()
+        self._told: set[str] = set()
+
+    def halt(self) -> None:
+        self._halt.set()
+
+    def run(self) -> None:
+        from redis import Redis
+        from redis.exceptions import RedisError
+
+        node = self.node
+        client = Redis.from_url(
+            node.url, socket_timeout=node.ttl / 5, socket_connect_timeout=node.ttl / 5
+        )
+        renew = client.register_script(RENEW)
+        ttl_ms = int(node.ttl * 1000)
+        try:
+            while not self._halt.wait(node.tick):
+                for name, held in list(node.held.items()):
+                    sent = time.monotonic()
+                    try:
+                        answer = renew(keys=[node.keys.lease(name)], args=[held.token, ttl_ms])
+                    except (RedisError, OSError) as exc:
+                        if sent - held.renewed >= node.ttl / 2:
+                            self._tell(
+                                name,
+                                held,
+                                f"its lease was not renewed for {node.ttl / 2:g}s ({exc})",
+                            )
+                        continue
+                    if answer == FENCED:
+                        self._tell(name, held, "its lease was taken (fenced)")
+                    else:
+                        held.renewed = sent
+                for name, held in list(node.held.items()):  # also when a call hangs
+                    if time.monotonic() - held.renewed >= node.ttl / 2:
+                        self._tell(name, held, f"its lease was not renewed for {node.ttl / 2:g}s")
+        finally:
+            client.close()
+
+    def _tell(self, name: str, held: _Held, why: str) -> None:
+        key = f"{name}:{held.token}"
+        if key not in self._told:
+            self._told.add(key)
+            with contextlib.suppress(RuntimeError):  # the loop closed: nothing runs anyway
+                self.loop.call_soon_threadsafe(self.node._lost, name, why)
+
+
 @dataclass(slots=True)
 class _Held:
     token: str
-    renewed: float  # loop time the last successful renewal was sent
+    renewed: float  # time.monotonic() the last successful renewal was sent
     acquired_at: float = field(default_factory=time.time)
 
 
@@ -103,9 +170,11 @@ class ClusterNode:
         self.keys = Keys(prefix)
         self.ttl = lease_ttl
         self.visibility = visibility if visibility is not None else lease_ttl * 3
-        self.client: Any = connect(url, timeout=lease_ttl / 4)  # replies typed loosely
+        # Generous socket timeouts (a loaded host must not fail its calls): what bounds the
+        # life of a copy whose lease cannot be renewed is the watchdog, not these.
+        self.client: Any = connect(url, timeout=max(2.0, lease_ttl / 2))  # replies typed loosely
         #: For the reads that block waiting for entries (a longer socket timeout).
-        self.reader: Any = connect(url, timeout=max(1.0, lease_ttl / 4) + 1.0)
+        self.reader: Any = connect(url, timeout=max(2.0, lease_ttl / 2) + 1.0)
         self.scripts = Scripts(self.client)
         #: The ASGI app forwarded requests are served by (the control API sets it).
         self.local_app: Any = None
@@ -120,6 +189,7 @@ class ClusterNode:
         self._changes: set[asyncio.Task[None]] = set()
         self._history: dict[str, list[dict[str, Any]]] = {}
         self._stopped = False
+        self._renewer: _Renewer | None = None
 
     def __repr__(self) -> str:
         return f"<ClusterNode {self.host} holds={sorted(self.held)}>"
@@ -139,6 +209,7 @@ class ClusterNode:
             await self.client.ping()
         except Exception as exc:
             raise ClusterError(f"cannot reach the cluster's Redis at {self.url}: {exc}") from exc
+        await self._warm_up()
         self.runtime.cluster = self
         for process in self.runtime:
             queue = StreamQueue(
@@ -159,15 +230,30 @@ class ClusterNode:
             self._record_history(process)
         await self._heartbeat()
         loop = asyncio.get_running_loop()
+        self._renewer = _Renewer(self, loop)
+        self._renewer.start()
         self._tasks = [
             loop.create_task(self._place(), name=f"cluster-{self.host}-place"),
-            loop.create_task(self._watch(), name=f"cluster-{self.host}-watch"),
             loop.create_task(self._serve_requests(), name=f"cluster-{self.host}-requests"),
         ]
+
+    async def _warm_up(self) -> None:
+        """Import what the processes' first runs import, in a thread, before taking a lease:
+        an import blocks the event loop the leases are renewed from (the OpenAI SDK takes
+        seconds on a loaded host), and a copy whose loop stalls past ttl/2 is stopped."""
+        import importlib
+
+        if any(
+            isinstance(p.config.model, str) and p.config.model.startswith("openai:")
+            for p in self.runtime
+        ):
+            await asyncio.to_thread(importlib.import_module, "openai")
 
     async def stop(self) -> None:
         """Leave: hand every process over (stopped here, leases released), stop the loops."""
         self._stopped = True
+        if self._renewer is not None:
+            self._renewer.halt()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -214,8 +300,8 @@ class ClusterNode:
         self._live = live if self.host in live else sorted([*live, self.host])
 
     def preferred(self, name: str) -> str:
-        """The live host that should run process ``name`` (rendezvous hashing)."""
-        return max(self._live, key=lambda h: hashlib.sha256(f"{name}\0{h}".encode()).digest())
+        """The live host that should run process ``name`` (see ``rendezvous``)."""
+        return rendezvous(name, self._live)
 
     async def _round(self) -> None:
         loop = asyncio.get_running_loop()
@@ -227,22 +313,18 @@ class ClusterNode:
             if held is not None:
                 if process.state == ProcessState.STOPPED:  # an operator stopped it here
                     await self.client.set(self.keys.desired(name), "stopped")
+                    self._queues[name].accepting = False
                     self._change(self._give_up(name, lost=False, reason="stopped"))
                     continue
-                sent = loop.time()
-                answer = await self.scripts.renew(
-                    keys=[self.keys.lease(name)], args=[held.token, int(self.ttl * 1000)]
-                )
-                if answer == FENCED:
-                    self._change(self._give_up(name, lost=True, reason="lease lost"))
-                    continue
-                held.renewed = sent
                 preferred = self.preferred(name)
                 if preferred != self.host and self._seen.get(preferred, 0) >= 2:
                     self._change(self._give_up(name, lost=False, reason="handed over"))
+                    continue
                 await self._publish(process, held)
                 continue
-            if await self.client.get(self.keys.desired(name)) == "stopped":
+            stopped = await self.client.get(self.keys.desired(name)) == "stopped"
+            self._queues[name].accepting = not stopped
+            if stopped:
                 continue
             if await self.client.exists(self.keys.lease(name)):
                 self._free_since.pop(name, None)
@@ -250,7 +332,7 @@ class ClusterNode:
             free_since = self._free_since.setdefault(name, loop.time())
             if self.preferred(name) != self.host and loop.time() - free_since < self.ttl:
                 continue
-            sent = loop.time()
+            sent = time.monotonic()
             token = await self.scripts.acquire(
                 keys=[self.keys.lease(name), self.keys.fence(name)],
                 args=[self.host, int(self.ttl * 1000)],
@@ -320,27 +402,20 @@ class ClusterNode:
         finally:
             self._leaving.discard(name)
 
+    def _lost(self, name: str, why: str) -> None:
+        """The lease of ``name`` is gone, or may be soon (called in the event loop)."""
+        held = self.held.get(name)
+        if held is None or name in self._leaving or self._stopped:
+            return
+        logger.error("cluster host %s stops %s: %s", self.host, name, why)
+        self._queues[name].fence()  # at once: no acknowledgement from here on
+        self._change(self._give_up(name, lost=True, reason="lease lost"))
+
     def _fenced_callback(self, name: str) -> Any:
         def fenced() -> None:
-            if name in self.held and not self._stopped:
-                self._change(self._give_up(name, lost=True, reason="lease lost"))
+            self._lost(name, "a write found its lease taken (fenced)")
 
         return fenced
-
-    async def _watch(self) -> None:
-        """Stop a copy whose lease could not be renewed for ttl/2 s (Redis unreachable)."""
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(self.ttl / 20)
-            for name, held in list(self.held.items()):
-                if loop.time() - held.renewed >= self.ttl / 2 and name not in self._leaving:
-                    logger.error(
-                        "cluster host %s could not renew the lease of %s for %gs: stopping it",
-                        self.host,
-                        name,
-                        self.ttl / 2,
-                    )
-                    self._change(self._give_up(name, lost=True, reason="lease lost"))
 
     async def _publish(self, process: AgentProcess, held: _Held) -> None:
         status = process.redactor.value(process.status())
@@ -381,6 +456,9 @@ class ClusterNode:
     async def start_process(self, name: str) -> None:
         """Let the cluster run ``name`` again (after an operator's stop)."""
         await self.client.delete(self.keys.desired(name))
+        queue = self._queues.get(name)
+        if queue is not None:
+            queue.accepting = True
 
     async def forward(
         self, host: str, method: str, path: str, query: str, body: bytes

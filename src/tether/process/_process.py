@@ -433,7 +433,7 @@ class AgentProcess(
         """Queue an event (after task_created); return its id. Never drops: see dead_letters."""
         if not isinstance(event, TriggerEvent):
             raise TypeError(f"inject() takes a TriggerEvent, got {type(event).__name__}")
-        if not accepts_events(self.state, restarting=self._supervisor is not None):
+        if not self._accepts():
             self._dead(event, "process stopped", f"process is {self.state.value}", 0)
             return event.event_id
         try:
@@ -451,7 +451,7 @@ class AgentProcess(
         if gate.blocked:
             self._dead(event, "blocked by hook", gate.reason, 0)
             return event.event_id
-        if not accepts_events(self.state, restarting=self._supervisor is not None):
+        if not self._accepts():
             self._dead(event, "process stopped", "the process stopped during task_created", 0)
             return event.event_id
         if self._stream is not None:  # the stream's holder reads it (here or on another host)
@@ -465,6 +465,13 @@ class AgentProcess(
             return event.event_id
         self._enqueue(event, 0, accepting=True)
         return event.event_id
+
+    def _accepts(self) -> bool:
+        """Whether inject() takes events now. A clustered process takes them on every host
+        while the cluster runs it (wherever that is), not only on the host holding it."""
+        if self._stream is not None:
+            return self._stream.accepting
+        return accepts_events(self.state, restarting=self._supervisor is not None)
 
     def _enqueue(self, event: TriggerEvent, attempts: int, *, accepting: bool = False) -> bool:
         """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered.

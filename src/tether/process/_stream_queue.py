@@ -69,6 +69,9 @@ class StreamQueue(MemoryQueue):
         self.redact: Callable[[dict[str, Any]], dict[str, Any]] = lambda value: value
         #: Set by the process: dead-letters an event (claim() finds some out of attempts).
         self.dead_letter: Callable[[TriggerEvent, str, str, int], None] | None = None
+        #: Whether inject() adds events: the cluster runs the process (not stopped by an
+        #: operator). The cluster keeps it up to date on every host.
+        self.accepting = True
         self._entries: dict[str, str] = {}  # event id -> stream entry id, while held here
         self._leaving = False
         #: Events whose dead letter a leaving stop made: they stay in the stream.

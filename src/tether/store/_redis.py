@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["FENCED", "GROUP", "Keys", "Scripts", "connect"]
+__all__ = ["FENCED", "GROUP", "RENEW", "Keys", "Scripts", "connect"]
 
 #: The consumer group every host reads a process's stream with.
 GROUP: Final = "tether"
@@ -109,8 +109,8 @@ local token = n .. ':' .. ARGV[1]
 redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
 return token
 """
-# KEYS: lease. ARGV: token, ttl ms.
-_RENEW: Final = """
+# KEYS: lease. ARGV: token, ttl ms. (Public: the node's renewal thread registers it itself.)
+RENEW: Final = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
@@ -163,7 +163,7 @@ class Scripts:
 
     def __init__(self, client: Redis) -> None:
         self.acquire: Any = client.register_script(_ACQUIRE)
-        self.renew: Any = client.register_script(_RENEW)
+        self.renew: Any = client.register_script(RENEW)
         self.release: Any = client.register_script(_RELEASE)
         self.ack: Any = client.register_script(_ACK)
         self.dead: Any = client.register_script(_DEAD)
