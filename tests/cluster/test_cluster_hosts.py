@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from tether.cluster import rendezvous
 from tether.testing import FakeLLM
 
-TTL = 3.0
+TTL = 2.0
 
 
 def seq(prompt: str) -> int:
@@ -80,7 +80,9 @@ async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
                 placed = await holders(redis, prefix, names)
                 return None not in placed.values() and len(set(placed.values())) == 3
 
+            marks = {"started": time.monotonic()}
             await wait_for(spread, 30, "every process placed, on all three hosts")
+            marks["spread"] = time.monotonic()
             async with httpx.AsyncClient(timeout=30) as http:
                 sem = asyncio.Semaphore(16)
 
@@ -95,6 +97,7 @@ async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
                     assert answer.json()["status"] == "queued"
 
                 await asyncio.gather(*(inject(i) for i in range(1000)))
+                marks["injected"] = time.monotonic()
                 # Every host lists every process, with the host it runs on.
                 listed = (await http.get(f"{hosts[0].url}/api/v1/processes")).json()
                 placed = await holders(redis, prefix, names)
@@ -108,6 +111,7 @@ async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
             moved = [name for name, host in placed.items() if host == victim.name]
             victim.kill()
             killed_at = time.time()
+            marks["killed"] = time.monotonic()
             await victim.child.wait()  # type: ignore[union-attr]
             # What was delivered to the victim and not acknowledged: in flight at the kill.
             in_flight: set[int] = set()
@@ -132,9 +136,13 @@ async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
                         return False
                 return len({seq(p) for p in llm.prompts}) >= 1000
 
+            marks["taken over"] = time.monotonic()
             await wait_for(all_done, 90, "every event run")
+            marks["done"] = time.monotonic()
         finally:
             await asyncio.gather(*(h.stop() for h in hosts))
+    marks["stopped"] = time.monotonic()
+    print({k: round(v - marks["started"], 1) for k, v in marks.items()})
     counts: dict[int, int] = {}
     for prompt in llm.prompts:
         counts[seq(prompt)] = counts.get(seq(prompt), 0) + 1
@@ -192,13 +200,13 @@ async def test_a_host_cut_off_from_redis_stops_its_copy_before_another_host_star
             await wait_for(a_holds, 20, "the first host holding the process")
             await b.start(manifests, redis_url=redis_url, model_url=llm_b.base_url, **common)
             async with httpx.AsyncClient(timeout=30) as http:
-                for i in range(200):  # through the second host: it adds them to the stream
+                for i in range(40):  # through the second host: it adds them to the stream
                     answer = await http.post(
                         f"{b.url}/api/v1/processes/solo/inject", json={"payload": {"n": i}}
                     )
                     assert answer.status_code == 202, answer.text
             deadline = time.monotonic() + 30
-            while len(llm_a.prompts) < 20 and time.monotonic() < deadline:
+            while len(llm_a.prompts) < 10 and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             assert llm_a.prompts, "the first host ran nothing"
             last_a = time.time()
@@ -242,9 +250,10 @@ async def test_a_host_cut_off_from_redis_stops_its_copy_before_another_host_star
 
             async def all_done() -> bool:
                 got = {seq(p) for p in llm_a.prompts + llm_b.prompts}
-                return len(got) >= 200 and not await redis.xlen(f"{prefix}:q:solo")
+                return len(got) >= 40 and not await redis.xlen(f"{prefix}:q:solo")
 
             await wait_for(all_done, 60, "every event run")
         finally:
             await proxy.cut()
+            a.kill()  # cut off: nothing of it is left in Redis to hand over
             await asyncio.gather(a.stop(), b.stop())

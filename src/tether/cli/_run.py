@@ -333,6 +333,8 @@ async def _serve(
     stop = stop if stop is not None else asyncio.Event()
     with _stop_on_signals(stop):
         try:
+            if node is not None:  # before the API answers: its processes' events go to Redis
+                await node.start()
             await api.start()
             console.print(f"[bold]tether serve[/]: control API on {api.url}/api/v1")
             if token is None:
@@ -352,7 +354,6 @@ async def _serve(
             if node is None:
                 await runtime.start_all()
             else:
-                await node.start()
                 console.print(
                     f"  cluster: host {escape(node.host)} on {escape(node.url)}"
                     f" (lease TTL {node.ttl:g}s)"

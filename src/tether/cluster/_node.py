@@ -362,8 +362,10 @@ class ClusterNode:
                 recovered["events"],
             )
             await process.start(_restart=process.state == ProcessState.STOPPED)
-            if name in self.held and process.state == ProcessState.RUNNING:
+            held = self.held.get(name)
+            if held is not None and process.state == ProcessState.RUNNING:
                 queue.start_reading()
+                await self._publish(process, held)
         except Exception as exc:
             logger.error("cluster host %s could not start %s: %s", self.host, name, exc)
             if name in self.held:
@@ -446,10 +448,11 @@ class ClusterNode:
             if raw is not None and holder is not None:
                 summary = json.loads(raw)
                 summary["host"] = holder
-            else:
+            else:  # this host's idle copy, and what the cluster says of it
                 summary = process.redactor.value(process.status())
                 desired = await self.client.get(self.keys.desired(name))
-                summary.update(host=holder, state="stopped" if desired else "waiting")
+                state = "starting" if holder else "stopped" if desired else "waiting"
+                summary.update(host=holder, state=state)
             out.append(summary)
         return out
 
