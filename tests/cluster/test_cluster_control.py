@@ -90,7 +90,8 @@ async def test_an_event_injected_on_another_host_runs_where_the_process_runs(
     hosts: tuple[Host, Host], llm: FakeLLM
 ) -> None:
     owner, other = hosts
-    assert other.http is not None and owner.node is not None
+    assert other.http is not None
+    assert owner.node is not None
     answer = await other.http.post("/processes/alpha/inject", json={"payload": {"n": 7}})
     assert answer.status_code == 202
     event_id = answer.json()["event_id"]
@@ -105,7 +106,8 @@ async def test_a_hook_disabled_through_another_host_is_disabled_where_the_proces
     hosts: tuple[Host, Host],
 ) -> None:
     owner, other = hosts
-    assert owner.http is not None and other.http is not None
+    assert owner.http is not None
+    assert other.http is not None
     answer = await other.http.post("/processes/alpha/hooks/audit/disable")
     assert answer.status_code == 200, answer.text
     assert answer.json()["enabled"] is False
@@ -116,7 +118,9 @@ async def test_a_hook_disabled_through_another_host_is_disabled_where_the_proces
 
 async def test_hook_runs_are_read_from_redis_on_any_host(hosts: tuple[Host, Host]) -> None:
     owner, other = hosts
-    assert owner.http is not None and other.http is not None and owner.node is not None
+    assert owner.http is not None
+    assert other.http is not None
+    assert owner.node is not None
     await owner.http.post("/processes/alpha/inject", json={"payload": {"n": 1}})
     runs: list[dict[str, Any]] = []
 
@@ -132,7 +136,8 @@ async def test_hook_runs_are_read_from_redis_on_any_host(hosts: tuple[Host, Host
         if await read():
             break
         await owner.node._flush_history("alpha")
-    assert runs and runs[-1]["event"] == "task_created"
+    assert runs
+    assert runs[-1]["event"] == "task_created"
     assert runs[-1]["process"] == "alpha"
 
 
@@ -140,7 +145,9 @@ async def test_a_process_stopped_through_another_host_stays_stopped_until_starte
     hosts: tuple[Host, Host], llm: FakeLLM
 ) -> None:
     owner, other = hosts
-    assert other.http is not None and owner.node is not None and other.node is not None
+    assert other.http is not None
+    assert owner.node is not None
+    assert other.node is not None
     answer = await other.http.post("/processes/alpha/stop")
     assert answer.status_code == 200, answer.text
     await eventually(lambda: "alpha" not in owner.node.held, timeout=10, what="the stop")
