@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from _cli_support import cli_in_thread
 from _process_support import eventually
 from tether import AgentRuntime, HookConfig, OrchestrationAPI, ProcessConfig
 from tether.cluster import ClusterNode, cluster_config, rendezvous
@@ -84,6 +85,18 @@ async def test_every_host_lists_every_process_with_the_host_it_runs_on(
     assert [(p["name"], p["host"], p["state"]) for p in listed["processes"]] == [
         ("alpha", owner.name, "running")
     ]
+
+
+async def test_tether_ps_on_any_host_shows_the_host_of_each_process(
+    hosts: tuple[Host, Host], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owner, other = hosts
+    assert other.api is not None
+    done = await cli_in_thread(capsys, monkeypatch)("ps", "--url", other.api.url)
+    assert done.returncode == 0, done.stderr
+    header, row = done.stdout.splitlines()[:2]
+    assert header.split()[:3] == ["NAME", "HOST", "STATE"]
+    assert row.split()[:3] == ["alpha", owner.name, "running"]
 
 
 async def test_an_event_injected_on_another_host_runs_where_the_process_runs(
