@@ -151,6 +151,8 @@ PUBLIC = [
     "ApprovalRequest",
     "BLOCKABLE_EVENTS",
     "BudgetConfig",
+    "ClusterError",
+    "ClusterNode",
     "CommandHookError",
     "ContextConfig",
     "CronTrigger",

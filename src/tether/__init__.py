@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from .process import SpawnRefusedError as SpawnRefusedError
     from .process import TriggerEvent as TriggerEvent
     from .process import WebhookTrigger as WebhookTrigger
+    from .cluster import ClusterError as ClusterError
+    from .cluster import ClusterNode as ClusterNode
     from .runtime import AgentRuntime as AgentRuntime
     from .runtime import ProcessExistsError as ProcessExistsError
     from .runtime import WebhookClashError as WebhookClashError
@@ -73,6 +75,8 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "HookConfig": "tether.hooks._config",
     "AgentRuntime": "tether.runtime",
+    "ClusterError": "tether.cluster",
+    "ClusterNode": "tether.cluster",
     "ProcessExistsError": "tether.runtime",
     "WebhookClashError": "tether.runtime",
     "OrchestrationAPI": "tether.api",
@@ -117,6 +121,8 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRequest",
     "BudgetConfig",
+    "ClusterError",
+    "ClusterNode",
     "CommandHookError",
     "ContextConfig",
     "CronTrigger",

@@ -97,3 +97,91 @@ async def test_a_failing_event_is_retried_then_dead_lettered_in_redis_with_its_a
         assert [d["event_id"] for d in process.dead_letters] == [event_id]
     finally:
         await node.stop()
+
+
+async def left_by_a_dead_host(redis: Redis, prefix: str, process: str, attempts: int) -> str:
+    """What a host killed mid-run leaves: an entry read by its consumer ("ghost"), not
+    acknowledged, with ``attempts`` attempts started; no lease. Returns the event id."""
+    stream = f"{prefix}:q:{process}"
+    await redis.xgroup_create(stream, "tether", id="0", mkstream=True)
+    event = TriggerEvent("t", "manual", {"n": 1})
+    entry = await redis.xadd(stream, {"event": json.dumps(event.to_dict()), "attempts": 0})
+    await redis.xreadgroup("tether", "ghost", {stream: ">"}, count=1)
+    await redis.hset(f"{prefix}:attempts:{process}", entry, attempts)
+    return event.event_id
+
+
+async def test_an_entry_whose_host_died_during_its_last_attempt_is_dead_lettered_at_takeover(
+    redis_url: str, prefix: str, redis: Redis
+) -> None:
+    event_id = await left_by_a_dead_host(redis, prefix, "flaky", attempts=3)
+    runtime = AgentRuntime()
+    process = await runtime.add_process("flaky", config(max_retries=2))
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.TASK_COMPLETED)
+    node = ClusterNode(runtime, redis_url, host="h1", prefix=prefix, lease_ttl=TTL)
+    await node.start()
+    try:
+        await eventually(lambda: rec.of(HookEvent.SESSION_START), timeout=10, what="the start")
+        recovered = rec.of(HookEvent.SESSION_START)[0]["recovered"]
+        assert recovered == {
+            "source": "redis",
+            "events": 0,
+            "event_ids": [],
+            "dead_letters": 1,
+            "from_hosts": ["ghost"],
+            "fencing_token": 1,
+        }
+        [letter] = process.dead_letters
+        assert letter["reason"] == "process failed"
+        assert "went away while attempt 3 ran" in letter["error"]
+        await eventually(lambda: not node._queues["flaky"]._writes, what="the dead letter")
+        assert (
+            json.loads(await redis.hget(f"{prefix}:dead:flaky", event_id) or "{}")["attempts"] == 3
+        )
+        assert await redis.xlen(f"{prefix}:q:flaky") == 0
+        assert rec.of(HookEvent.TASK_COMPLETED) == []  # it did not run again
+    finally:
+        await node.stop()
+
+
+async def test_an_entry_whose_host_died_with_retries_left_goes_on_counting_its_attempts(
+    redis_url: str, prefix: str, redis: Redis
+) -> None:
+    event_id = await left_by_a_dead_host(redis, prefix, "flaky", attempts=1)
+    runtime = AgentRuntime()
+    cfg = config(max_retries=2, retry_backoff=0.01, restart={"max_consecutive_failures": 100})
+    process = await runtime.add_process("flaky", cfg)
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.TASK_COMPLETED)
+    node = ClusterNode(runtime, redis_url, host="h1", prefix=prefix, lease_ttl=TTL)
+    await node.start()
+    try:
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 2, timeout=10)
+        assert rec.of(HookEvent.SESSION_START)[0]["recovered"]["event_ids"] == [event_id]
+        # Attempts 2 and 3 (the first ran on the dead host): as journal recovery counts.
+        assert rec.outcomes() == ["retrying", "failed"]
+        assert [d["attempts"] for d in process.dead_letters] == [3]
+    finally:
+        await node.stop()
+
+
+async def test_redelivered_dead_letters_leave_redis_and_run_again(
+    redis_url: str, prefix: str, redis: Redis, llm: FakeLLM
+) -> None:
+    runtime, node = await node_with(redis_url, prefix, {"triage": config(llm, max_retries=0)})
+    try:
+        process = runtime.get("triage")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+        await eventually(lambda: "triage" in node.held, timeout=10, what="the lease")
+        llm.errors = [400]  # the first request is refused (not retried): that run fails
+        event_id = await process.inject(TriggerEvent("t", "manual", {"n": 5}))
+        await eventually(lambda: rec.outcomes() == ["failed"], timeout=10)
+        await eventually(lambda: not node._queues["triage"]._writes, what="the dead letter")
+        assert await redis.hexists(f"{prefix}:dead:triage", event_id)
+        assert await process.redeliver_dead_letters() == 1
+        await eventually(lambda: rec.outcomes() == ["failed", "success"], timeout=10)
+        await eventually(lambda: not node._queues["triage"]._writes, what="the removal")
+        assert not await redis.hexists(f"{prefix}:dead:triage", event_id)
+        assert process.dead_letters == []
+    finally:
+        await node.stop()

@@ -352,8 +352,9 @@ class ClusterNode:
         queue = self._queues[process.name]
         name = process.name
         try:
-            recovered = await queue.claim(token, process.config.max_retries)
+            # Redis's dead letters first: claim() may add one (an entry out of attempts).
             process.dead_letters[:] = await queue.dead_letters()
+            recovered = await queue.claim(token, process.config.max_retries)
             logger.warning(
                 "cluster host %s runs %s (fencing token %s; reclaimed %d events)",
                 self.host,
