@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from .approval import ApprovalDecision as ApprovalDecision
     from .approval import ApprovalPolicy as ApprovalPolicy
     from .approval import ApprovalRequest as ApprovalRequest
+    from .cluster import ClusterError as ClusterError
+    from .cluster import ClusterNode as ClusterNode
     from .hooks._claude_settings import ClaudeCodeHooksError as ClaudeCodeHooksError
     from .hooks._claude_settings import claude_code_hooks as claude_code_hooks
     from .hooks._config import HookConfig as HookConfig
@@ -65,8 +67,6 @@ if TYPE_CHECKING:
     from .process import SpawnRefusedError as SpawnRefusedError
     from .process import TriggerEvent as TriggerEvent
     from .process import WebhookTrigger as WebhookTrigger
-    from .cluster import ClusterError as ClusterError
-    from .cluster import ClusterNode as ClusterNode
     from .runtime import AgentRuntime as AgentRuntime
     from .runtime import ProcessExistsError as ProcessExistsError
     from .runtime import WebhookClashError as WebhookClashError

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from _cli_support import run_cli
 
+from _cli_support import run_cli
 from tether.cluster import ClusterNode
 from tether.store._redis import Keys
 
