@@ -148,7 +148,7 @@ async def test_hook_runs_are_read_from_redis_on_any_host(hosts: tuple[Host, Host
     for _ in range(100):
         if await read():
             break
-        await owner.node._flush_history("alpha")
+        await owner.node.flush_history("alpha")
     assert runs
     assert runs[-1]["event"] == "task_created"
     assert runs[-1]["process"] == "alpha"

@@ -3,6 +3,7 @@ attempts, retries and dead letters as on one host, the fencing of a lost lease."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -65,7 +66,11 @@ async def test_injected_events_run_once_each_and_leave_the_stream_empty(
             await process.inject(TriggerEvent("t", "manual", {"n": i}))
         await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 20, timeout=20)
         assert sorted(seq(p) for p in llm.prompts) == list(range(20))
-        await eventually(lambda: not node._queues["triage"]._writes, what="the acks")
+        for _ in range(500):  # each acknowledgement is written after its task_completed
+            if not await redis.xlen(f"{prefix}:q:triage"):
+                break
+            await asyncio.sleep(0.01)
+        await node.queue("triage").drain(5)
         assert await redis.xlen(f"{prefix}:q:triage") == 0
         pending = await redis.xpending(f"{prefix}:q:triage", "tether")
         assert pending["pending"] == 0
@@ -88,7 +93,7 @@ async def test_a_failing_event_is_retried_then_dead_lettered_in_redis_with_its_a
         event_id = await process.inject(TriggerEvent("t", "manual", {"n": 1}))
         await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 3, timeout=10)
         assert rec.outcomes() == ["retrying", "retrying", "failed"]
-        await eventually(lambda: not node._queues["flaky"]._writes, what="the dead letter")
+        await node.queue("flaky").drain(5)
         raw = await redis.hget(f"{prefix}:dead:flaky", event_id)
         assert raw is not None
         letter = json.loads(raw)
@@ -134,7 +139,7 @@ async def test_an_entry_whose_host_died_during_its_last_attempt_is_dead_lettered
         [letter] = process.dead_letters
         assert letter["reason"] == "process failed"
         assert "went away while attempt 3 ran" in letter["error"]
-        await eventually(lambda: not node._queues["flaky"]._writes, what="the dead letter")
+        await node.queue("flaky").drain(5)
         assert (
             json.loads(await redis.hget(f"{prefix}:dead:flaky", event_id) or "{}")["attempts"] == 3
         )
@@ -176,11 +181,11 @@ async def test_redelivered_dead_letters_leave_redis_and_run_again(
         llm.errors = [400]  # the first request is refused (not retried): that run fails
         event_id = await process.inject(TriggerEvent("t", "manual", {"n": 5}))
         await eventually(lambda: rec.outcomes() == ["failed"], timeout=10)
-        await eventually(lambda: not node._queues["triage"]._writes, what="the dead letter")
+        await node.queue("triage").drain(5)
         assert await redis.hexists(f"{prefix}:dead:triage", event_id)
         assert await process.redeliver_dead_letters() == 1
         await eventually(lambda: rec.outcomes() == ["failed", "success"], timeout=10)
-        await eventually(lambda: not node._queues["triage"]._writes, what="the removal")
+        await node.queue("triage").drain(5)
         assert not await redis.hexists(f"{prefix}:dead:triage", event_id)
         assert process.dead_letters == []
     finally:

@@ -549,6 +549,14 @@ class ClusterNode:
         process.history = HistoryRecorder(process.name, redact=process.redactor.text, sink=sink)
         process.hooks.recorder = process.history
 
+    def queue(self, name: str) -> StreamQueue:
+        """The stream queue of process ``name`` on this host (KeyError if none)."""
+        return self._queues[name]
+
+    async def flush_history(self, name: str) -> None:
+        """Write the hook runs recorded here for ``name`` to its Redis stream now."""
+        await self._flush_history(name)
+
     async def _flush_history(self, name: str) -> None:
         process = self.runtime.get(name)
         if process is not None:
