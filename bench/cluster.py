@@ -3,9 +3,11 @@
 Run: ``.venv/bin/python bench/cluster.py`` (Redis on 127.0.0.1:6379, or ``TETHER_REDIS_URL``).
 
 Every row is measured in this one run. Each host is a real ``tether serve`` OS process on
-loopback; the model is a FakeLLM (in this process) answering after 50 ms. Six processes with
-concurrency 4 each; EVENTS events are injected over the hosts' control APIs (round robin, 32
-at a time) and the clock stops when the FakeLLM has answered every one of them. The first row
+loopback; the model is a FakeLLM in an OS process of its own, answering after 50 ms. Six
+processes with concurrency 4 each; EVENTS events are injected over the hosts' control APIs
+(round robin, 32 at a time) and the clock stops when every one has run: the hosts' APIs say
+so for the in-memory queue, the emptied streams (entries are deleted when acknowledged) for
+the cluster. The first row
 is one host without ``--cluster`` (the in-memory queue); the others run ``--cluster`` with
 1, 2 and 3 hosts (the Redis Streams queue, leases, history in Redis). On a machine with fewer
 cores than hosts the rows measure CPU sharing as much as the cluster: read them beside the
@@ -25,8 +27,6 @@ import uuid
 from pathlib import Path
 
 import httpx
-
-from tether.testing import FakeLLM
 
 EVENTS = 600
 PROCESSES = [f"bench{i}" for i in range(6)]
@@ -106,7 +106,53 @@ async def clean(prefix: str) -> None:
         await client.aclose()
 
 
-async def row(folder: Path, llm: FakeLLM, hosts: int, cluster: bool) -> float:
+FAKE_LLM = """
+import asyncio
+from tether.testing import FakeLLM
+
+async def main():
+    async with FakeLLM(port=0, latency=%r) as llm:
+        print(llm.base_url, flush=True)
+        await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+async def start_llm() -> tuple[asyncio.subprocess.Process, str]:
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", FAKE_LLM % LATENCY, stdout=asyncio.subprocess.PIPE
+    )
+    assert child.stdout is not None
+    line = await asyncio.wait_for(child.stdout.readline(), 30)
+    return child, line.decode().strip()
+
+
+async def finished(http: httpx.AsyncClient, urls: list[str], prefix: str | None, runs: int) -> None:
+    """Wait until ``runs`` runs are done: every stream empty (cluster), or the hosts' APIs
+    counting them (in memory)."""
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(REDIS_URL)
+    try:
+        while True:
+            if prefix is not None:
+                if not any([await client.xlen(f"{prefix}:q:{p}") for p in PROCESSES]):
+                    return
+            else:
+                done = 0
+                for url in urls:
+                    listed = (await http.get(f"{url}/api/v1/processes")).json()["processes"]
+                    busy = any(p["queue_size"] or p["in_flight"] for p in listed)
+                    done += 0 if busy else sum(p["invocation_count"] for p in listed)
+                if done >= runs:
+                    return
+            await asyncio.sleep(0.02)
+    finally:
+        await client.aclose()
+
+
+async def row(folder: Path, model_url: str, hosts: int, cluster: bool) -> float:
     """Events per second of one configuration."""
     files = manifests(folder)
     prefix = f"tether-bench-{uuid.uuid4().hex[:8]}"
@@ -118,36 +164,32 @@ async def row(folder: Path, llm: FakeLLM, hosts: int, cluster: bool) -> float:
                 *("--cluster-prefix", prefix, "--lease-ttl", f"{TTL}"),
             ]
             options = options if cluster else []
-            children.append(await start_host(folder, f"h{i}", files, llm.base_url, options))
+            children.append(await start_host(folder, f"h{i}", files, model_url, options))
         if cluster:
             await placed(prefix, hosts)
-        llm.requests.clear()
-        llm.prompts.clear()
+        urls = [url for _, url in children]
+        watched = prefix if cluster else None
         async with httpx.AsyncClient(timeout=60) as http:
-            # One warm-up event per process (first model call: the SDK's connection).
+            # One warm-up event per process (its first model call opens the connection).
             for i, name in enumerate(PROCESSES):
                 await http.post(
-                    f"{children[i % hosts][1]}/api/v1/processes/{name}/inject",
+                    f"{urls[i % hosts]}/api/v1/processes/{name}/inject",
                     json={"payload": {"n": -1}},
                 )
-            while len(llm.prompts) < len(PROCESSES):
-                await asyncio.sleep(0.01)
-            llm.prompts.clear()
+            await finished(http, urls, watched, len(PROCESSES))
             gate = asyncio.Semaphore(32)
 
             async def inject(i: int) -> None:
-                url = children[i % hosts][1]
                 async with gate:
                     answer = await http.post(
-                        f"{url}/api/v1/processes/{PROCESSES[i % 6]}/inject",
+                        f"{urls[i % hosts]}/api/v1/processes/{PROCESSES[i % 6]}/inject",
                         json={"payload": {"n": i}},
                     )
                     answer.raise_for_status()
 
             started = time.perf_counter()
             await asyncio.gather(*(inject(i) for i in range(EVENTS)))
-            while len(llm.prompts) < EVENTS:
-                await asyncio.sleep(0.005)
+            await finished(http, urls, watched, len(PROCESSES) + EVENTS)
             return EVENTS / (time.perf_counter() - started)
     finally:
         for child, _ in children:
@@ -167,12 +209,16 @@ async def main() -> None:
         (f"{n} host{'s' if n > 1 else ''}, Redis Streams", n, True) for n in (1, 2, 3)
     ]
     results = []
-    async with FakeLLM(port=0, latency=LATENCY) as llm:
+    llm, model_url = await start_llm()
+    try:
         with tempfile.TemporaryDirectory() as tmp:
             for label, hosts, cluster in rows:
-                rate = await row(Path(tmp), llm, hosts, cluster)
+                rate = await row(Path(tmp), model_url, hosts, cluster)
                 results.append((label, rate))
                 print(f"  measured: {label}: {rate:.0f} events/s", flush=True)
+    finally:
+        llm.send_signal(signal.SIGTERM)
+        await llm.wait()
     base = results[0][1]
     print(
         f"\n{EVENTS} events, {len(PROCESSES)} processes x concurrency 4, FakeLLM latency "

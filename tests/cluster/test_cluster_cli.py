@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from _cli_support import run_cli
+from _net_support import free_port
 from tether.cluster import ClusterNode
 from tether.store._redis import Keys
 
@@ -32,3 +33,12 @@ def test_a_node_refuses_a_host_name_with_a_colon() -> None:
 
     with pytest.raises(ValueError, match="'a:b'"):
         ClusterNode(AgentRuntime(), "redis://127.0.0.1:6379", host="a:b")
+
+
+def test_serve_with_an_unreachable_redis_fails_naming_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    done = run_cli(capsys, "serve", "--port", "0", "--cluster", url)
+    assert done.returncode == 1
+    assert f"cannot reach the cluster's Redis at {url}" in done.stderr

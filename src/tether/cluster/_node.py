@@ -507,6 +507,10 @@ class ClusterNode:
                 await asyncio.sleep(self.tick)
                 continue
             for _, entries in reply or []:
+                taken = [entry_id for entry_id, _ in entries]
+                if taken:  # a request body may carry a secret: kept in Redis no longer
+                    with contextlib.suppress(Exception):
+                        await self.client.xdel(key, *taken)
                 for entry_id, fields in entries:
                     last = entry_id
                     if self.local_app is None:
@@ -531,8 +535,10 @@ class ClusterNode:
             status = 500
             body = json.dumps({"error": {"code": "CLUSTER_ERROR", "message": f"{exc}"}})
         key = self.keys.reply(fields["id"])
-        await self.client.rpush(key, json.dumps({"status": status, "body": body}))
-        await self.client.expire(key, _REPLY_TTL)
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.rpush(key, json.dumps({"status": status, "body": body}))
+            pipe.expire(key, _REPLY_TTL)
+            await pipe.execute()
 
     # -- hook-run history ----------------------------------------------------------------------
 
