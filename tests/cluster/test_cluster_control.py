@@ -152,6 +152,16 @@ async def test_hook_runs_are_read_from_redis_on_any_host(hosts: tuple[Host, Host
     assert runs
     assert runs[-1]["event"] == "task_created"
     assert runs[-1]["process"] == "alpha"
+    since = runs[-1]["recorded_at"]
+    later = await other.http.get("/processes/alpha/hooks/runs", params={"since": since})
+    assert runs[-1] in later.json()["runs"]
+    future = await other.http.get(
+        "/processes/alpha/hooks/runs", params={"since": "2999-01-01T00:00:00"}
+    )
+    assert future.json()["runs"] == []
+    bad = await other.http.get("/processes/alpha/hooks/runs", params={"since": "soon"})
+    assert bad.status_code == 422
+    assert "since" in bad.json()["error"]["message"]
 
 
 async def test_a_process_stopped_through_another_host_stays_stopped_until_started(

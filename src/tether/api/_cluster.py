@@ -3,7 +3,7 @@
 In front of the routes when the runtime is in a cluster (``runtime.cluster``):
 
 * ``GET /processes`` lists every process of the cluster with the host it runs on;
-* ``GET /processes/{name}/hooks/runs`` reads the process's hook-run history from Redis (it is
+* ``GET /processes/{name}/hooks/runs`` (event, outcome, hook, since, last) reads the process's hook-run history from Redis (it is
   kept there, capped, whichever host ran the hooks);
 * ``POST /processes/{name}/inject`` is served here: task_created hooks run on this host (every
   host has the same hooks), then the event goes to the process's stream, wherever it runs;
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from starlette.responses import JSONResponse, Response
@@ -104,7 +105,7 @@ class ClusterRouter:
         from urllib.parse import parse_qs
 
         params = {k: v[-1] for k, v in parse_qs(scope["query_string"].decode()).items()}
-        allowed = {"event", "outcome", "hook", "last"}
+        allowed = {"event", "outcome", "hook", "last", "since"}
         unknown = sorted(set(params) - allowed)
         if unknown:
             raise APIError(
@@ -121,8 +122,11 @@ class ClusterRouter:
                 raise APIError(
                     422, "VALIDATION_ERROR", f"last must be an integer, got {params['last']!r}"
                 ) from None
+        since = _when(params["since"]) if "since" in params else None
         runs: list[dict[str, Any]] = []
         for run in await node.hook_runs(name):
+            if since is not None and _when(f"{run.get('recorded_at')}") < since:
+                continue
             if params.get("event") not in (None, run.get("event")):
                 continue
             if params.get("outcome") not in (None, run.get("outcome")):
@@ -137,6 +141,17 @@ class ClusterRouter:
         shown = process.redactor.value(runs) if process is not None else runs
         body = {"name": name, "runs": shown}
         return Response(json.dumps(body, default=str), media_type="application/json")
+
+
+def _when(text: str) -> datetime:
+    """An ISO time (UTC when it has no offset); 422 naming ``since`` otherwise."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise APIError(
+            422, "VALIDATION_ERROR", f"since must be an ISO time, got {text[:40]!r}"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 async def _read(receive: Receive) -> bytes:
