@@ -13,7 +13,7 @@ import asyncio
 import gc
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from tether import HookConfig, HookContext, HookEvent, HookManager
 from tether.agent import AgentContext, AgentLoop
@@ -55,10 +55,10 @@ def callbacks() -> HookManager:
     return hooks
 
 
-def commands(protocol: str) -> HookManager:
+def commands(protocol: Literal["tether", "claude-code"]) -> HookManager:
     hooks = HookManager()
     for event in ("pre_tool_use", "post_tool_use"):
-        hooks.register_config(HookConfig(event=event, command=[PROGRAM], protocol=protocol))  # type: ignore[arg-type]
+        hooks.register_config(HookConfig(event=event, command=[PROGRAM], protocol=protocol))
     return hooks
 
 

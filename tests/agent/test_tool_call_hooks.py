@@ -601,3 +601,37 @@ async def test_a_refusal_quoting_a_declared_secret_reaches_the_model_redacted() 
         await run_task(process, rec)
     assert "tok-9f8e7d6c5b" not in tool_results(model)[0]
     assert "tok-9f8e7d6c5b" not in rec.of(HookEvent.PERMISSION_DENIED)[0]["reason"]
+
+
+async def test_an_invalid_rewrite_is_in_the_dispatch_results_errors_and_the_data_stands() -> None:
+    from tether import HookManager
+    from tether.agent import InvalidArgumentsRewrite, ToolCallContext, as_tool
+
+    tool = as_tool(lookup_tool([]))
+    hooks = HookManager()
+
+    async def breaks_it(ctx: HookContext) -> None:
+        ctx.set("arguments", {"order_id": "x"})
+
+    async def later(ctx: HookContext) -> None:
+        ctx.set("seen_by_later", dict(ctx.get("arguments")))
+
+    hooks.register(HookEvent.PRE_TOOL_USE, breaks_it, priority=1)
+    hooks.register(HookEvent.PRE_TOOL_USE, later)
+    data = {
+        "tool_name": "lookup_order",
+        "arguments": {"order_id": 1, "verbose": False},
+        "call_id": "c1",
+        "event_id": None,
+        "server": None,
+    }
+    result = await hooks.dispatch(
+        HookEvent.PRE_TOOL_USE,
+        data,
+        context_factory=lambda *a: ToolCallContext(*a, tool=tool),
+    )
+    [(_, error)] = result.errors
+    assert isinstance(error, InvalidArgumentsRewrite)
+    assert result.fired == 1  # the hook that erred is not counted
+    assert result.data["arguments"] == {"order_id": 1, "verbose": False}
+    assert result.data["seen_by_later"] == {"order_id": 1, "verbose": False}

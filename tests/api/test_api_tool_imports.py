@@ -68,3 +68,22 @@ async def test_a_claude_code_hooks_file_that_cannot_be_read_answers_422(
     error = r.json()["error"]
     assert error["message"].startswith("config.claude_code_hooks: ")
     assert "cannot read" in error["message"]
+
+
+async def test_the_catalog_says_which_command_hooks_speak_claude_codes_protocol(
+    client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    file = tmp_path / "hooks.json"
+    file.write_text(
+        json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}})
+    )
+    config = {
+        "claude_code_hooks": [str(file)],
+        "hooks": [{"event": "task_completed", "command": ["true"], "name": "plain"}],
+    }
+    assert (await create(client, config)).status_code == 201
+    entries = (await client.get("/hooks/catalog", params={"process": "shop"})).json()["hooks"]
+    assert {(h["name"], h["source"], h["protocol"]) for h in entries} == {
+        ("x", "claude-code", "claude-code"),
+        ("plain", "config", "tether"),
+    }

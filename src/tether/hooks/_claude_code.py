@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ._context import HookContext
 from ._errors import CommandHookError, HookBlocked
@@ -161,6 +161,8 @@ def claude_input(ctx: HookContext, hook_event_name: str, cwd: str) -> dict[str, 
 
 class ClaudeCodeHook(ShellHook):
     """A command hook speaking Claude Code's hook protocol (see the module docstring)."""
+
+    protocol: ClassVar[str] = "claude-code"
 
     def __init__(
         self,

@@ -101,7 +101,9 @@ class HookInfo:
 
     ``timeout`` is the one the hook was declared with (or the default it got): for a command
     hook, the program's own, not the engine's bound (which allows a backstop past it).
-    ``executor_kind`` says what runs the hook: one of EXECUTOR_KINDS (hooks/_kinds.py).
+    ``executor_kind`` says what runs the hook: one of EXECUTOR_KINDS (hooks/_kinds.py);
+    ``protocol``, for a command hook, what its program reads and answers ("tether" or
+    "claude-code"; None for other kinds).
     """
 
     hook_id: str
@@ -120,6 +122,7 @@ class HookInfo:
     command: list[str] | str | None
     owner: str | None
     executor_kind: str
+    protocol: str | None = None
 
 
 #: Notes in a dispatch's marks (see HookManager.dispatch): a matcher skipped the hook.

@@ -410,6 +410,7 @@ class HookManager(ExtensionPoints):
                         command=h.command,
                         owner=getattr(h.owner, "name", None) if h.owner is not None else None,
                         executor_kind=h.executor.kind,
+                        protocol=getattr(h.executor, "protocol", None),
                     )
                 )
         return out

@@ -14,7 +14,7 @@ import shlex
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ._context import HookContext
 from ._errors import CommandHookError, CommandHookTimeoutError, HookBlocked
@@ -104,6 +104,9 @@ def _secret_value(value: str | SecretStr) -> str:
 
 class ShellHook:
     """An external program run as a hook; ``callback`` registers it with a HookManager."""
+
+    #: What the program reads and answers (HookInfo.protocol): tether's envelope.
+    protocol: ClassVar[str] = "tether"
 
     def __init__(
         self,
