@@ -3,8 +3,8 @@
 In front of the routes when the runtime is in a cluster (``runtime.cluster``):
 
 * ``GET /processes`` lists every process of the cluster with the host it runs on;
-* ``GET /processes/{name}/hooks/runs`` (event, outcome, hook, since, last) reads the process's hook-run history from Redis (it is
-  kept there, capped, whichever host ran the hooks);
+* ``GET /processes/{name}/hooks/runs`` (event, outcome, hook, since, last) reads the
+  process's hook-run history from Redis (kept there, capped, whichever host ran the hooks);
 * ``POST /processes/{name}/inject`` is served here: task_created hooks run on this host (every
   host has the same hooks), then the event goes to the process's stream, wherever it runs;
 * ``POST /processes/{name}/start`` lets the cluster run a process an operator stopped;
