@@ -85,3 +85,21 @@ def openai_env(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
     monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
     return llm
+
+
+@pytest.fixture
+async def redis_url() -> str:
+    """A Redis that answers (see _redis_support): skips without one, fails under
+    TETHER_REQUIRE_REDIS=1."""
+    from _redis_support import require_redis
+
+    return await require_redis()
+
+
+@pytest.fixture
+async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
+    """A Redis key prefix of this test's own; its keys are deleted after the test."""
+    from _redis_support import key_prefix
+
+    async with key_prefix(redis_url) as name:
+        yield name

@@ -30,7 +30,7 @@ class Host:
         self.api: OrchestrationAPI | None = None
         self.http: httpx.AsyncClient | None = None
 
-    async def start(self, redis_url: str, prefix: str, llm: FakeLLM) -> Host:
+    async def start(self, redis_url: str, redis_prefix: str, llm: FakeLLM) -> Host:
         async def audit(ctx: Any) -> None:
             self.seen.append(ctx.data["event_id"])
 
@@ -40,7 +40,7 @@ class Host:
         await self.runtime.add_process("alpha", config)
         self.api = OrchestrationAPI(self.runtime, port=0, webhooks=False)
         self.node = ClusterNode(
-            self.runtime, redis_url, host=self.name, prefix=prefix, lease_ttl=TTL
+            self.runtime, redis_url, host=self.name, prefix=redis_prefix, lease_ttl=TTL
         )
         self.node.local_app = self.api.app
         await self.node.start()
@@ -59,12 +59,14 @@ class Host:
 
 
 @pytest.fixture
-async def hosts(redis_url: str, prefix: str, llm: FakeLLM) -> AsyncIterator[tuple[Host, Host]]:
+async def hosts(
+    redis_url: str, redis_prefix: str, llm: FakeLLM
+) -> AsyncIterator[tuple[Host, Host]]:
     """(the host running "alpha", the other one), both started."""
     first, second = Host("east"), Host("west")
     try:
-        await first.start(redis_url, prefix, llm)
-        await second.start(redis_url, prefix, llm)
+        await first.start(redis_url, redis_prefix, llm)
+        await second.start(redis_url, redis_prefix, llm)
         owner = first if rendezvous("alpha", ["east", "west"]) == "east" else second
         other = second if owner is first else first
         assert owner.node is not None

@@ -34,10 +34,10 @@ async def redis(redis_url: str) -> AsyncIterator[Redis]:
     await client.aclose()
 
 
-async def holders(redis: Redis, prefix: str, names: list[str]) -> dict[str, str | None]:
+async def holders(redis: Redis, redis_prefix: str, names: list[str]) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for name in names:
-        token = await redis.get(f"{prefix}:lease:{name}")
+        token = await redis.get(f"{redis_prefix}:lease:{name}")
         out[name] = token.split(":", 1)[1] if token else None
     return out
 
@@ -54,7 +54,7 @@ async def wait_for(condition: object, timeout: float, what: str) -> None:
 
 
 async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
-    tmp_path: Path, redis_url: str, prefix: str, redis: Redis
+    tmp_path: Path, redis_url: str, redis_prefix: str, redis: Redis
 ) -> None:
     names = [f"agent{i}" for i in range(6)]
     manifests = write_manifests(tmp_path, names, concurrency=4)
@@ -67,7 +67,7 @@ async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
                     h.start(
                         manifests,
                         redis_url=redis_url,
-                        prefix=prefix,
+                        prefix=redis_prefix,
                         ttl=TTL,
                         model_url=llm.base_url,
                         hook_log=log,
@@ -77,7 +77,7 @@ async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
             )
 
             async def spread() -> bool:
-                placed = await holders(redis, prefix, names)
+                placed = await holders(redis, redis_prefix, names)
                 return None not in placed.values() and len(set(placed.values())) == 3
 
             marks = {"started": time.monotonic()}
@@ -100,13 +100,13 @@ async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
                 marks["injected"] = time.monotonic()
                 # Every host lists every process, with the host it runs on.
                 listed = (await http.get(f"{hosts[0].url}/api/v1/processes")).json()
-                placed = await holders(redis, prefix, names)
+                placed = await holders(redis, redis_prefix, names)
                 assert {p["name"]: p["host"] for p in listed["processes"]} == placed
 
             deadline = time.monotonic() + 60
             while len(llm.prompts) < 300 and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
-            placed = await holders(redis, prefix, names)
+            placed = await holders(redis, redis_prefix, names)
             victim = max(hosts, key=lambda h: list(placed.values()).count(h.name))
             moved = [name for name, host in placed.items() if host == victim.name]
             victim.kill()
@@ -116,7 +116,7 @@ async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
             # What was delivered to the victim and not acknowledged: in flight at the kill.
             in_flight: set[int] = set()
             for name in moved:
-                stream = f"{prefix}:q:{name}"
+                stream = f"{redis_prefix}:q:{name}"
                 rows = await redis.xpending_range(stream, "tether", "-", "+", 10_000, victim.name)
                 for row in rows:
                     for _, fields in await redis.xrange(
@@ -125,14 +125,14 @@ async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
                         in_flight.add(json.loads(fields["event"])["payload"]["n"])
 
             async def taken_over() -> bool:
-                now = await holders(redis, prefix, moved)
+                now = await holders(redis, redis_prefix, moved)
                 return all(h not in (None, victim.name) for h in now.values())
 
             await wait_for(taken_over, TTL + 10, "the victim's processes on survivors")
 
             async def all_done() -> bool:
                 for name in names:
-                    if await redis.xlen(f"{prefix}:q:{name}"):
+                    if await redis.xlen(f"{redis_prefix}:q:{name}"):
                         return False
                 return len({seq(p) for p in llm.prompts}) >= 1000
 
@@ -155,7 +155,7 @@ async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
     assert lost == []
     assert set(duplicated) <= in_flight, "only the entries in flight at the kill run twice"
     for name in names:
-        assert await redis.hlen(f"{prefix}:dead:{name}") == 0
+        assert await redis.hlen(f"{redis_prefix}:dead:{name}") == 0
     # Every process of the victim started again on a survivor within TTL + 5 s, and its
     # session_start said what it reclaimed.
     starts = [
@@ -175,7 +175,7 @@ async def test_a_thousand_events_over_three_hosts_survive_a_host_killed_mid_run(
 
 
 async def test_a_host_cut_off_from_redis_stops_its_copy_before_another_host_starts_one(
-    tmp_path: Path, redis_url: str, prefix: str, redis: Redis
+    tmp_path: Path, redis_url: str, redis_prefix: str, redis: Redis
 ) -> None:
     # Host names such that the first host (behind the proxy) is the one the process prefers:
     # it keeps the process until it is cut off.
@@ -191,11 +191,11 @@ async def test_a_host_cut_off_from_redis_stops_its_copy_before_another_host_star
     a, b = Host(tmp_path, a_name), Host(tmp_path, b_name)
     async with FakeLLM(port=0, latency=0.05) as llm_a, FakeLLM(port=0, latency=0.05) as llm_b:
         try:
-            common = {"prefix": prefix, "ttl": TTL, "hook_log": log}
+            common = {"prefix": redis_prefix, "ttl": TTL, "hook_log": log}
             await a.start(manifests, redis_url=proxy.url, model_url=llm_a.base_url, **common)
 
             async def a_holds() -> bool:
-                return (await holders(redis, prefix, ["solo"]))["solo"] == a_name
+                return (await holders(redis, redis_prefix, ["solo"]))["solo"] == a_name
 
             await wait_for(a_holds, 20, "the first host holding the process")
             await b.start(manifests, redis_url=redis_url, model_url=llm_b.base_url, **common)
@@ -250,7 +250,7 @@ async def test_a_host_cut_off_from_redis_stops_its_copy_before_another_host_star
 
             async def all_done() -> bool:
                 got = {seq(p) for p in llm_a.prompts + llm_b.prompts}
-                return len(got) >= 40 and not await redis.xlen(f"{prefix}:q:solo")
+                return len(got) >= 40 and not await redis.xlen(f"{redis_prefix}:q:solo")
 
             await wait_for(all_done, 60, "every event run")
         finally:

@@ -43,20 +43,20 @@ def config(llm: FakeLLM | None = None, **fields: Any) -> ProcessConfig:
 
 
 async def node_with(
-    redis_url: str, prefix: str, processes: dict[str, ProcessConfig], host: str = "h1"
+    redis_url: str, redis_prefix: str, processes: dict[str, ProcessConfig], host: str = "h1"
 ) -> tuple[AgentRuntime, ClusterNode]:
     runtime = AgentRuntime()
     for name, cfg in processes.items():
         await runtime.add_process(name, cfg)
-    node = ClusterNode(runtime, redis_url, host=host, prefix=prefix, lease_ttl=TTL)
+    node = ClusterNode(runtime, redis_url, host=host, prefix=redis_prefix, lease_ttl=TTL)
     await node.start()
     return runtime, node
 
 
 async def test_injected_events_run_once_each_and_leave_the_stream_empty(
-    redis_url: str, prefix: str, redis: Redis, llm: FakeLLM
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM
 ) -> None:
-    runtime, node = await node_with(redis_url, prefix, {"triage": config(llm, concurrency=2)})
+    runtime, node = await node_with(redis_url, redis_prefix, {"triage": config(llm, concurrency=2)})
     try:
         process = runtime.get("triage")
         assert process is not None
@@ -67,24 +67,24 @@ async def test_injected_events_run_once_each_and_leave_the_stream_empty(
         await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 20, timeout=20)
         assert sorted(seq(p) for p in llm.prompts) == list(range(20))
         for _ in range(500):  # each acknowledgement is written after its task_completed
-            if not await redis.xlen(f"{prefix}:q:triage"):
+            if not await redis.xlen(f"{redis_prefix}:q:triage"):
                 break
             await asyncio.sleep(0.01)
         await node.queue("triage").drain(5)
-        assert await redis.xlen(f"{prefix}:q:triage") == 0
-        pending = await redis.xpending(f"{prefix}:q:triage", "tether")
+        assert await redis.xlen(f"{redis_prefix}:q:triage") == 0
+        pending = await redis.xpending(f"{redis_prefix}:q:triage", "tether")
         assert pending["pending"] == 0
-        assert await redis.hlen(f"{prefix}:attempts:triage") == 0
+        assert await redis.hlen(f"{redis_prefix}:attempts:triage") == 0
     finally:
         await node.stop()
-    assert await redis.get(f"{prefix}:lease:triage") is None  # released on the way out
+    assert await redis.get(f"{redis_prefix}:lease:triage") is None  # released on the way out
 
 
 async def test_a_failing_event_is_retried_then_dead_lettered_in_redis_with_its_attempts(
-    redis_url: str, prefix: str, redis: Redis
+    redis_url: str, redis_prefix: str, redis: Redis
 ) -> None:
     cfg = config(max_retries=2, retry_backoff=0.01, restart={"max_consecutive_failures": 100})
-    runtime, node = await node_with(redis_url, prefix, {"flaky": cfg})
+    runtime, node = await node_with(redis_url, redis_prefix, {"flaky": cfg})
     try:
         process = runtime.get("flaky")
         assert process is not None
@@ -94,36 +94,36 @@ async def test_a_failing_event_is_retried_then_dead_lettered_in_redis_with_its_a
         await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 3, timeout=10)
         assert rec.outcomes() == ["retrying", "retrying", "failed"]
         await node.queue("flaky").drain(5)
-        raw = await redis.hget(f"{prefix}:dead:flaky", event_id)
+        raw = await redis.hget(f"{redis_prefix}:dead:flaky", event_id)
         assert raw is not None
         letter = json.loads(raw)
         assert (letter["reason"], letter["attempts"]) == ("process failed", 3)
-        assert await redis.xlen(f"{prefix}:q:flaky") == 0
+        assert await redis.xlen(f"{redis_prefix}:q:flaky") == 0
         assert [d["event_id"] for d in process.dead_letters] == [event_id]
     finally:
         await node.stop()
 
 
-async def left_by_a_dead_host(redis: Redis, prefix: str, process: str, attempts: int) -> str:
+async def left_by_a_dead_host(redis: Redis, redis_prefix: str, process: str, attempts: int) -> str:
     """What a host killed mid-run leaves: an entry read by its consumer ("ghost"), not
     acknowledged, with ``attempts`` attempts started; no lease. Returns the event id."""
-    stream = f"{prefix}:q:{process}"
+    stream = f"{redis_prefix}:q:{process}"
     await redis.xgroup_create(stream, "tether", id="0", mkstream=True)
     event = TriggerEvent("t", "manual", {"n": 1})
     entry = await redis.xadd(stream, {"event": json.dumps(event.to_dict()), "attempts": 0})
     await redis.xreadgroup("tether", "ghost", {stream: ">"}, count=1)
-    await redis.hset(f"{prefix}:attempts:{process}", entry, attempts)
+    await redis.hset(f"{redis_prefix}:attempts:{process}", entry, attempts)
     return event.event_id
 
 
 async def test_an_entry_whose_host_died_during_its_last_attempt_is_dead_lettered_at_takeover(
-    redis_url: str, prefix: str, redis: Redis
+    redis_url: str, redis_prefix: str, redis: Redis
 ) -> None:
-    event_id = await left_by_a_dead_host(redis, prefix, "flaky", attempts=3)
+    event_id = await left_by_a_dead_host(redis, redis_prefix, "flaky", attempts=3)
     runtime = AgentRuntime()
     process = await runtime.add_process("flaky", config(max_retries=2))
     rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.TASK_COMPLETED)
-    node = ClusterNode(runtime, redis_url, host="h1", prefix=prefix, lease_ttl=TTL)
+    node = ClusterNode(runtime, redis_url, host="h1", prefix=redis_prefix, lease_ttl=TTL)
     await node.start()
     try:
         await eventually(lambda: rec.of(HookEvent.SESSION_START), timeout=10, what="the start")
@@ -141,23 +141,24 @@ async def test_an_entry_whose_host_died_during_its_last_attempt_is_dead_lettered
         assert "went away while attempt 3 ran" in letter["error"]
         await node.queue("flaky").drain(5)
         assert (
-            json.loads(await redis.hget(f"{prefix}:dead:flaky", event_id) or "{}")["attempts"] == 3
+            json.loads(await redis.hget(f"{redis_prefix}:dead:flaky", event_id) or "{}")["attempts"]
+            == 3
         )
-        assert await redis.xlen(f"{prefix}:q:flaky") == 0
+        assert await redis.xlen(f"{redis_prefix}:q:flaky") == 0
         assert rec.of(HookEvent.TASK_COMPLETED) == []  # it did not run again
     finally:
         await node.stop()
 
 
 async def test_an_entry_whose_host_died_with_retries_left_goes_on_counting_its_attempts(
-    redis_url: str, prefix: str, redis: Redis
+    redis_url: str, redis_prefix: str, redis: Redis
 ) -> None:
-    event_id = await left_by_a_dead_host(redis, prefix, "flaky", attempts=1)
+    event_id = await left_by_a_dead_host(redis, redis_prefix, "flaky", attempts=1)
     runtime = AgentRuntime()
     cfg = config(max_retries=2, retry_backoff=0.01, restart={"max_consecutive_failures": 100})
     process = await runtime.add_process("flaky", cfg)
     rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.TASK_COMPLETED)
-    node = ClusterNode(runtime, redis_url, host="h1", prefix=prefix, lease_ttl=TTL)
+    node = ClusterNode(runtime, redis_url, host="h1", prefix=redis_prefix, lease_ttl=TTL)
     await node.start()
     try:
         await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 2, timeout=10)
@@ -170,9 +171,9 @@ async def test_an_entry_whose_host_died_with_retries_left_goes_on_counting_its_a
 
 
 async def test_redelivered_dead_letters_leave_redis_and_run_again(
-    redis_url: str, prefix: str, redis: Redis, llm: FakeLLM
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM
 ) -> None:
-    runtime, node = await node_with(redis_url, prefix, {"triage": config(llm, max_retries=0)})
+    runtime, node = await node_with(redis_url, redis_prefix, {"triage": config(llm, max_retries=0)})
     try:
         process = runtime.get("triage")
         assert process is not None
@@ -182,11 +183,11 @@ async def test_redelivered_dead_letters_leave_redis_and_run_again(
         event_id = await process.inject(TriggerEvent("t", "manual", {"n": 5}))
         await eventually(lambda: rec.outcomes() == ["failed"], timeout=10)
         await node.queue("triage").drain(5)
-        assert await redis.hexists(f"{prefix}:dead:triage", event_id)
+        assert await redis.hexists(f"{redis_prefix}:dead:triage", event_id)
         assert await process.redeliver_dead_letters() == 1
         await eventually(lambda: rec.outcomes() == ["failed", "success"], timeout=10)
         await node.queue("triage").drain(5)
-        assert not await redis.hexists(f"{prefix}:dead:triage", event_id)
+        assert not await redis.hexists(f"{redis_prefix}:dead:triage", event_id)
         assert process.dead_letters == []
     finally:
         await node.stop()

@@ -1,16 +1,19 @@
-"""Fixtures of the cluster tests: a real Redis (127.0.0.1:6379 unless TETHER_REDIS_URL says
-otherwise) and a key prefix of each test's own, whose keys are deleted after it.
+"""The Redis of the cluster tests (127.0.0.1:6379 unless TETHER_REDIS_URL says otherwise),
+behind the ``redis_url`` and ``redis_prefix`` fixtures of ``tests/conftest.py``.
 
-Without Redis these tests skip, saying why; under TETHER_REQUIRE_REDIS=1 (CI) they fail.
+Without Redis those tests skip, saying why; under TETHER_REQUIRE_REDIS=1 (CI) they fail.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator
 
 import pytest
+
+__all__ = ["REDIS_URL", "key_prefix", "require_redis"]
 
 REDIS_URL = os.environ.get("TETHER_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -30,8 +33,7 @@ async def _reachable(url: str) -> str | None:
     return None
 
 
-@pytest.fixture
-async def redis_url() -> str:
+async def require_redis() -> str:
     """The URL of a Redis that answers; skips (or fails under TETHER_REQUIRE_REDIS=1)."""
     problem = await _reachable(REDIS_URL)
     if problem is not None:
@@ -41,9 +43,9 @@ async def redis_url() -> str:
     return REDIS_URL
 
 
-@pytest.fixture
-async def prefix(redis_url: str) -> AsyncIterator[str]:
-    """A key prefix no other test uses; its keys are deleted after the test."""
+@contextlib.asynccontextmanager
+async def key_prefix(redis_url: str) -> AsyncIterator[str]:
+    """A key prefix no other test uses; its keys are deleted on the way out."""
     from redis.asyncio import Redis
 
     name = f"tether-test-{uuid.uuid4().hex[:12]}"
