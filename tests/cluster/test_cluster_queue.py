@@ -13,7 +13,7 @@ import pytest
 from redis.asyncio import Redis
 
 from _process_support import FailingModel, Recorder, eventually
-from tether import AgentRuntime, HookEvent, ProcessConfig, TriggerEvent
+from tether import AgentRuntime, HookConfig, HookEvent, ProcessConfig, ProcessState, TriggerEvent
 from tether.cluster import ClusterNode, cluster_config
 from tether.models import OpenAIModel
 from tether.testing import FakeLLM
@@ -189,5 +189,36 @@ async def test_redelivered_dead_letters_leave_redis_and_run_again(
         await node.queue("triage").drain(5)
         assert not await redis.hexists(f"{redis_prefix}:dead:triage", event_id)
         assert process.dead_letters == []
+    finally:
+        await node.stop()
+
+
+async def test_a_holder_whose_lease_was_taken_stops_its_copy_then_takes_it_back_once_free(
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM
+) -> None:
+    """The fencing path in one host: the renewal finds another token, the copy stops
+    (session_end "lease lost"); once the lease is free again this host takes it back with a
+    new token, and a slow session_start is not taken for an operator's stop."""
+
+    async def slow(ctx: Any) -> None:
+        await asyncio.sleep(1.0)  # longer than a placement round (ttl / 5)
+
+    hooks = [HookConfig(event="session_start", callback=slow)]
+    runtime, node = await node_with(redis_url, redis_prefix, {"solo": config(llm, hooks=hooks)})
+    try:
+        process = runtime.get("solo")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.SESSION_END, HookEvent.SESSION_START)
+        await eventually(lambda: process.state == ProcessState.RUNNING, timeout=10)
+        # Another host's lease (as if this one had been paused past its TTL).
+        await redis.set(f"{redis_prefix}:lease:solo", "999:elsewhere", px=1500)
+        await eventually(lambda: bool(rec.of(HookEvent.SESSION_END)), timeout=5)
+        assert rec.of(HookEvent.SESSION_END)[0]["reason"] == "lease lost"
+        await eventually(lambda: len(rec.of(HookEvent.SESSION_START)) == 2, timeout=15)
+        await eventually(lambda: process.state == ProcessState.RUNNING, timeout=5)
+        assert "solo" in node.held
+        assert await redis.get(f"{redis_prefix}:desired:solo") is None
+        token = await redis.get(f"{redis_prefix}:lease:solo")
+        assert token == "2:h1"  # a new fencing token
     finally:
         await node.stop()

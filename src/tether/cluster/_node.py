@@ -104,7 +104,7 @@ class _Renewer(threading.Thread):
         ttl_ms = int(node.ttl * 1000)
         try:
             while not self._halt.wait(node.tick):
-                for name, held in list(node.held.items()):
+                for name, held in self._held():
                     sent = time.monotonic()
                     try:
                         answer = renew(keys=[node.keys.lease(name)], args=[held.token, ttl_ms])
@@ -120,11 +120,19 @@ class _Renewer(threading.Thread):
                         self._tell(name, held, "its lease was taken (fenced)")
                     else:
                         held.renewed = sent
-                for name, held in list(node.held.items()):  # also when a call hangs
+                for name, held in self._held():  # also when a call hangs
                     if time.monotonic() - held.renewed >= node.ttl / 2:
                         self._tell(name, held, f"its lease was not renewed for {node.ttl / 2:g}s")
         finally:
             client.close()
+
+    def _held(self) -> list[tuple[str, _Held]]:
+        """A copy of the node's leases (the loop may change them meanwhile: copied again)."""
+        while True:
+            try:
+                return list(self.node.held.items())
+            except RuntimeError:  # changed size while copied
+                continue
 
     def _tell(self, name: str, held: _Held, why: str) -> None:
         key = f"{name}:{held.token}"
@@ -182,6 +190,7 @@ class ClusterNode:
         self.held: dict[str, _Held] = {}
         self._queues: dict[str, StreamQueue] = {}
         self._leaving: set[str] = set()  # processes this node is stopping itself
+        self._taking: set[str] = set()  # processes this node is claiming and starting
         self._free_since: dict[str, float] = {}
         self._seen: dict[str, int] = {}  # host -> ticks seen live in a row
         self._live: list[str] = [self.host]
@@ -307,7 +316,7 @@ class ClusterNode:
         loop = asyncio.get_running_loop()
         for process in self.runtime:
             name = process.name
-            if name not in self._queues or name in self._leaving:
+            if name not in self._queues or name in self._leaving or name in self._taking:
                 continue
             held = self.held.get(name)
             if held is not None:
@@ -351,6 +360,7 @@ class ClusterNode:
         """Claim the stream's pending entries, then start the process here."""
         queue = self._queues[process.name]
         name = process.name
+        self._taking.add(name)  # (its state says nothing of an operator until it started)
         try:
             # Redis's dead letters first: claim() may add one (an entry out of attempts).
             process.dead_letters[:] = await queue.dead_letters()
@@ -371,6 +381,8 @@ class ClusterNode:
             logger.error("cluster host %s could not start %s: %s", self.host, name, exc)
             if name in self.held:
                 await self._give_up(name, lost=False, reason="start failed")
+        finally:
+            self._taking.discard(name)
 
     async def _give_up(self, name: str, *, lost: bool, reason: str) -> None:
         """Stop this host's copy of ``name``; release the lease unless it is lost already.
