@@ -88,6 +88,18 @@ def openai_env(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
 
 
 @pytest.fixture
+def write_pack(tmp_path: Path) -> Callable[..., Path]:
+    """Write a scenario pack (``text`` dedented) into tmp_path; return its path (tests/eval)."""
+
+    def write(text: str, name: str = "pack.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
 async def redis_url() -> str:
     """A Redis that answers (see _redis_support): skips without one, fails under
     TETHER_REQUIRE_REDIS=1."""

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from .runtime import AgentRuntime as AgentRuntime
     from .runtime import ProcessExistsError as ProcessExistsError
     from .runtime import WebhookClashError as WebhookClashError
+    from .telemetry import Telemetry as Telemetry
 
 __version__ = "0.1.0"
 
@@ -113,6 +114,7 @@ _LAZY: dict[str, str] = {
     "ApprovalPolicy": "tether.approval",
     "ApprovalDecision": "tether.approval",
     "ApprovalRequest": "tether.approval",
+    "Telemetry": "tether.telemetry",
 }
 
 __all__ = [
@@ -164,6 +166,7 @@ __all__ = [
     "ShellHook",
     "ShellHookResult",
     "SpawnRefusedError",
+    "Telemetry",
     "Tool",
     "TriggerEvent",
     "WebhookClashError",

@@ -57,7 +57,7 @@ from .process import (
     TriggerConfig,
     WebhookTrigger,
 )
-from .process._config import check_mission
+from .process._config import check_base_url, check_mission
 from .process._mcp import McpServers, repr_args
 from .process._state import validate_name
 
@@ -183,6 +183,7 @@ class ProcessSpec(BaseModel):
     model: str = Field(default="openai:gpt-5-mini", description="'openai:<name>' or 'scripted'")
     model_timeout: float = _same("model_timeout")
     model_max_retries: int = _same("model_max_retries")
+    base_url: str | None = _same("base_url")
     instructions: str = _same("instructions")
     mission: str | None = _same("mission")
     triggers: list[TriggerConfig] = _same("triggers")
@@ -249,6 +250,11 @@ class ProcessSpec(BaseModel):
     @classmethod
     def _mission(cls, value: str | None) -> str | None:
         return check_mission(value)
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        return check_base_url(value)
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         return repr_args(super().__repr_args__())
@@ -728,9 +734,13 @@ def _message(err: Any, root: type[BaseModel]) -> str:
     kind = err["type"]
     loc = tuple(err["loc"])
     if kind == "extra_forbidden":
+        import difflib
+
         allowed = _allowed_keys(root, loc[:-1])
         tail = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
-        return f"unknown key {loc[-1]!r}{tail}"
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.7)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown key {loc[-1]!r}{hint}{tail}"
     if kind == "missing":
         return f"missing required key {loc[-1]!r}"
     if kind == "union_tag_invalid":

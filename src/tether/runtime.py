@@ -25,6 +25,7 @@ from .process import AgentProcess, ProcessConfig, ProcessError, TriggerEvent, We
 if TYPE_CHECKING:
     from .cluster import ClusterNode
     from .manifest import AgentManifest
+    from .telemetry import Telemetry
 
 __all__ = ["AgentRuntime", "ProcessExistsError", "WebhookClashError", "WebhookRoute"]
 
@@ -67,8 +68,14 @@ class AgentRuntime:
     Iterating yields the processes in the order they were added.
     """
 
-    def __init__(self, hooks: HookManager | None = None) -> None:
+    def __init__(
+        self, hooks: HookManager | None = None, *, telemetry: Telemetry | None = None
+    ) -> None:
         self.hooks = hooks if hooks is not None else HookManager()
+        #: Observes every process added (spans, metrics: see tether.telemetry); None: off.
+        self.telemetry = telemetry
+        if telemetry is not None:
+            telemetry.watch(lambda: [p.status() for p in self])
         self._processes: dict[str, AgentProcess] = {}
         self._listeners: list[Listener] = []
         #: value -> name of the secrets of the processes removed: an error raised after (a
@@ -114,6 +121,11 @@ class AgentRuntime:
         self._listeners.append(listener)
         return listener
 
+    def off_change(self, listener: Listener) -> None:
+        """Stop calling ``listener`` (one not added: nothing happens)."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     async def _notify(self, change: str, process: AgentProcess) -> None:
         # A listener's failure is logged: the process is already added (or removed) by now.
         for listener in list(self._listeners):
@@ -143,6 +155,8 @@ class AgentRuntime:
             config = ProcessConfig.model_validate(config)
         config = config if config is not None else ProcessConfig()
         process = AgentProcess(name, config, hooks=self.hooks)
+        if self.telemetry is not None:
+            process.observe(self.telemetry)
         self.check_webhooks(process.webhook_triggers, owner=name)
         # No await between the check above and this line: a concurrent add cannot slip in.
         self._processes[name] = process

@@ -53,6 +53,7 @@ from ._http import (
     parse_json,
     read_body,
 )
+from ._observe import ObservabilityEndpoints
 from ._server import AppServer
 from ._views import dead_letter_view, process_detail, process_summary
 from ._webhooks import WebhookServer
@@ -88,6 +89,10 @@ class InjectEvent(_Strict):
     payload: Any = Field(default_factory=dict, description="The event's JSON payload")
     trigger_id: str = Field(default="api", min_length=1, max_length=200)
     trigger_type: str = Field(default="manual", min_length=1, max_length=100)
+    traceparent: str | None = Field(
+        default=None,
+        description="W3C trace context of the caller: the event's spans are its children",
+    )
 
 
 class Redeliver(_Strict):
@@ -103,6 +108,10 @@ class OrchestrationAPI:
     the runtime and its processes alone. ``port=0`` picks a free port (see ``port`` after
     start). With ``allow_command_deploys=False`` a deployed config may not run programs on
     this host (command hooks, stdio MCP servers, open-mode tool creation): 403.
+
+    ``GET /metrics`` (Prometheus) needs the token like the rest; ``open_metrics=True`` serves
+    it without one to clients on this machine (a local Prometheus agent). The dashboard is at
+    ``/`` (see _observe).
     """
 
     def __init__(
@@ -115,6 +124,7 @@ class OrchestrationAPI:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY,
         webhooks: bool = True,
+        open_metrics: bool = False,
     ) -> None:
         if not isinstance(runtime, AgentRuntime):
             raise TypeError(f"runtime must be an AgentRuntime, got {type(runtime).__name__}")
@@ -136,6 +146,8 @@ class OrchestrationAPI:
         self.token = token
         self.allow_command_deploys = allow_command_deploys
         self.max_body_bytes = max_body_bytes
+        self.open_metrics = open_metrics
+        self.observe = ObservabilityEndpoints(self)
         self.webhooks: WebhookServer | None = (
             WebhookServer(runtime, max_body_bytes=max_body_bytes) if webhooks else None
         )
@@ -171,9 +183,11 @@ class OrchestrationAPI:
             )
         if self.webhooks is not None:
             await self.webhooks.start()
+        self.observe.feed.start()
         try:
             await self._server.start()
         except BaseException:
+            self.observe.feed.close()
             if self.webhooks is not None:
                 await self.webhooks.stop()
             raise
@@ -181,6 +195,7 @@ class OrchestrationAPI:
 
     async def stop(self) -> None:
         """Stop serving the API and the webhooks; the processes keep running."""
+        self.observe.feed.close()  # ends the live streams, which would hold the stop up
         await self._server.stop()
         if self.webhooks is not None:
             await self.webhooks.stop()
@@ -201,6 +216,10 @@ class OrchestrationAPI:
 
         hooks = HookEndpoints(self)
         changes = ConfigEndpoints(self)
+        observe = self.observe
+
+        def page(path: str, handler: Handler) -> Route:
+            return Route(path, _endpoint(handler, self.runtime.redact), methods=["GET"])
 
         routes = [
             route("/health", self._health, "GET"),
@@ -227,6 +246,13 @@ class OrchestrationAPI:
             route("/processes/{name}/hooks/{selector:path}/disable", hooks.disable, "POST"),
             route("/processes/{name}/hooks/{selector:path}/enable", hooks.enable, "POST"),
             route("/processes/{name}/tasks/{task_id}/artifacts", hooks.artifacts, "GET"),
+            route("/processes/{name}/tasks", observe.tasks, "GET"),
+            route("/processes/{name}/tasks/{task_id}/timeline", observe.timeline, "GET"),
+            route("/hooks/runs/stream", observe.stream, "GET"),
+            route("/events", observe.publish, "POST"),
+            page("/metrics", observe.metrics),
+            page("/", observe.index),
+            page("/dashboard/{file}", observe.asset),
         ]
         return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
 
@@ -307,6 +333,14 @@ class OrchestrationAPI:
         if spec.open_mode.allow_host_triggers:  # the agent could pick host paths itself
             paths.append("open_mode.allow_host_triggers")
         self._check_paths([f"config.{path}" for path in paths])
+        if spec.base_url is not None and not self.allow_command_deploys:
+            # The host's model key (OPENAI_API_KEY) would be sent wherever the client says.
+            raise APIError(
+                403,
+                "BASE_URL_NOT_ALLOWED",
+                "config.base_url sends the host's model API key to the given URL; over the API "
+                "that needs allow_command_deploys=True (or set base_url in a manifest on the host)",
+            )
         try:
             process_config = spec_to_process_config(spec)
         except ValidationError as exc:
@@ -370,7 +404,9 @@ class OrchestrationAPI:
         data = await self._body(request, optional=True)
         try:
             body = InjectEvent.model_validate(data)
-            event = TriggerEvent(body.trigger_id, body.trigger_type, body.payload)
+            event = TriggerEvent(
+                body.trigger_id, body.trigger_type, body.payload, traceparent=body.traceparent
+            )
         except ValidationError as exc:
             raise _invalid(exc, InjectEvent) from None
         except InvalidEventError as exc:
@@ -530,7 +566,7 @@ class _Guard:
 
     def _check(self, scope: Scope, headers: dict[str, str]) -> None:
         token = self.api.token
-        if token is not None:
+        if token is not None and not self._open(scope):
             check_bearer(headers.get("authorization"), token)
         else:
             host = hostname(headers.get("host", ""))
@@ -550,6 +586,22 @@ class _Guard:
                     "UNSUPPORTED_MEDIA_TYPE",
                     f"send the body as application/json, not {kind or 'no content type'}",
                 )
+
+    def _open(self, scope: Scope) -> bool:
+        """Served without the token: the dashboard's files (no data in them), and /metrics to a
+        client on this machine when the operator said so (open_metrics)."""
+        path = scope["path"]
+        if scope["method"] not in ("GET", "HEAD"):
+            return False
+        if path == "/" or path.startswith("/dashboard/"):
+            return True
+        client = scope.get("client")
+        return (
+            path == "/metrics"
+            and self.api.open_metrics
+            and client is not None
+            and is_loopback(str(client[0]))
+        )
 
 
 def _has_body(headers: dict[str, str]) -> bool:

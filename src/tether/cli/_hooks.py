@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ._client import _request
+from ._console import console
 
 __all__ = [
     "dry_run",
@@ -47,7 +48,7 @@ _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def _console() -> Console:
-    return Console(soft_wrap=True, highlight=False)
+    return console()
 
 
 def _table(*columns: str) -> Table:
@@ -113,19 +114,18 @@ def parse_since(text: str | None) -> str | None:
 # -- events and the catalog --------------------------------------------------------------------
 
 
-def show_events(
-    url: str,
-    token: str | None,
-    *,
-    blockable: bool | None,
-    as_json: bool,
-    family: str | None = None,
-) -> int:
-    params = {"blockable": None if blockable is None else str(blockable).lower(), "family": family}
-    events = _request("GET", url, token, "/hooks/events", params=params)["events"]
-    console = _console()
+def show_events(*, blockable: bool | None, as_json: bool, family: str | None = None) -> int:
+    """The event table, read here: no server is needed."""
+    from ..hooks._taxonomy import FAMILIES, describe_events
+
+    if family is not None and family not in FAMILIES:
+        raise click.UsageError(
+            f"--family {family!r} is not a family; families: {', '.join(FAMILIES)}"
+        )
+    events = describe_events(blockable=blockable, family=family)
+    out = _console()
     if as_json:
-        _print_json(console, events)
+        _print_json(out, events)
         return 0
     table = _table("EVENT", "FAMILY", "BLOCKABLE", "MATCHERS", "WHAT A BLOCK DOES")
     for e in events:
@@ -136,7 +136,7 @@ def show_events(
             escape(", ".join(e["matcher_fields"]) or "-"),
             escape(e["block_effect"] or "-"),
         )
-    console.print(table)
+    out.print(table)
     return 0
 
 
@@ -208,7 +208,30 @@ _RUN_COLUMNS: Final = ("TIME", "EVENT", "HOOK", "ID", "SOURCE", "MODE", "OUTCOME
 _WIDTHS: Final = (12, 18, 28, 9, 9, 5, 9, 8)
 
 
-def _run_cells(run: dict[str, Any]) -> list[str]:
+def _changes(run: dict[str, Any], width: int = 60) -> str:
+    """A run's changes (``--show-changes``): ``key: before -> after`` for each key it changed."""
+    parts = []
+    for key, change in (run.get("changes") or {}).items():
+        before = _short(change["before"], width) if "before" in change else "(absent)"
+        after = _short(change["after"], width) if "after" in change else "(removed)"
+        parts.append(f"{key}: {before} -> {after}")
+    return "; ".join(parts)
+
+
+def _short(value: Any, width: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = repr(text) if isinstance(value, str) else text
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _run_cells(run: dict[str, Any], show_changes: bool = False) -> list[str]:
+    cells = _plain_cells(run)
+    if show_changes:
+        cells.append(_changes(run))
+    return cells
+
+
+def _plain_cells(run: dict[str, Any]) -> list[str]:
     return [
         _clock(run["recorded_at"]),
         run["event"],
@@ -252,6 +275,7 @@ def show_runs(
     follow: bool,
     interval: float,
     as_json: bool,
+    show_changes: bool = False,
 ) -> int:
     path = f"/processes/{_name(name)}/hooks/runs"
     filters = {"event": event, "outcome": outcome, "hook": hook}
@@ -266,15 +290,25 @@ def show_runs(
         elif not runs:
             console.print(f"no hook runs recorded for {escape(name)}")
         else:
-            table = _table(*_RUN_COLUMNS)
+            table = _table(*_RUN_COLUMNS, *(("CHANGES",) if show_changes else ()))
             for run in runs:
-                cells = [escape(c) for c in _run_cells(run)]
+                cells = [escape(c) for c in _run_cells(run, show_changes)]
                 cells[6] = _outcome(run["outcome"])
                 table.add_row(*cells)
             console.print(table)
         return 0
     return _follow(
-        console, url, token, path, filters, since, runs, interval, as_json, primed=last is not None
+        console,
+        url,
+        token,
+        path,
+        filters,
+        since,
+        runs,
+        interval,
+        as_json,
+        primed=last is not None,
+        show_changes=show_changes,
     )
 
 
@@ -290,6 +324,7 @@ def _follow(
     as_json: bool,
     *,
     primed: bool = False,
+    show_changes: bool = False,
 ) -> int:
     """Print runs as they are recorded until Ctrl-C (then exit 0).
 
@@ -317,11 +352,12 @@ def _follow(
             if as_json:
                 console.print(json.dumps(run), markup=False)
             else:
-                console.print(_line(_run_cells(run), run["outcome"]))
+                console.print(_line(_run_cells(run, show_changes), run["outcome"]))
 
     try:
         if not as_json:
-            console.print(f"[bold]{_line(list(_RUN_COLUMNS))}[/]")
+            columns = [*_RUN_COLUMNS, *(("CHANGES",) if show_changes else ())]
+            console.print(f"[bold]{_line(columns)}[/]")
         show(first)
         if primed:
             # Runs recorded since the first answer (newer than its newest) are still shown.

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from ..api import WebhookServer
     from ..process import AgentProcess
     from ..runtime import AgentRuntime
+    from ..telemetry import Telemetry
+    from ._logs import LogSetup
 
 __all__ = ["ClusterOptions", "check_plugins", "run_file", "serve_files"]
 
@@ -38,6 +40,36 @@ class ClusterOptions:
 
 def _console() -> Console:
     return Console(soft_wrap=True, highlight=False)
+
+
+@contextlib.contextmanager
+def _logs(level: str | None, log_format: str) -> Iterator[LogSetup | None]:
+    """``--log-level``/``--log-format``: tether's logs on stderr (redacted once the runtime
+    exists: see LogSetup); without them, as before: none (see _quiet_logs)."""
+    from ._logs import logging_to_stderr
+
+    if level is None and log_format == "json":
+        level = "info"
+    if level is None:
+        with _quiet_logs():
+            yield None
+        return
+    with logging_to_stderr(level, log_format) as setup:
+        yield setup
+
+
+def _telemetry(*, metrics: bool) -> Telemetry | None:
+    """Spans when the OTEL_* variables ask for them; metrics (``metrics``) when
+    prometheus_client is installed; None when neither."""
+    from ..telemetry import Telemetry
+
+    telemetry = Telemetry.from_env(metrics=None if metrics else False)
+    return telemetry if telemetry.tracing is not None or telemetry.metrics is not None else None
+
+
+async def _shutdown(telemetry: Telemetry | None) -> None:
+    if telemetry is not None:  # the last spans go out (in a thread: it waits for the export)
+        await asyncio.to_thread(telemetry.shutdown)
 
 
 @contextlib.contextmanager
@@ -149,11 +181,25 @@ def run_file(
     until_idle: bool,
     answers: bool,
     plugins: list[str] | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    log_level: str | None = None,
+    log_format: str = "text",
 ) -> int:
-    """Run the agent of ``file``; return the exit status."""
-    with _quiet_logs():
+    """Run the agent of ``file``; return the exit status: with ``until_idle``, 1 when an
+    event was dead-lettered."""
+    with _logs(log_level, log_format) as logs:
         return asyncio.run(
-            _run(file, payloads, until_idle=until_idle, answers=answers, plugins=plugins or [])
+            _run(
+                file,
+                payloads,
+                until_idle=until_idle,
+                answers=answers,
+                plugins=plugins or [],
+                model=model,
+                base_url=base_url,
+                logs=logs,
+            )
         )
 
 
@@ -165,6 +211,9 @@ async def _run(
     answers: bool,
     plugins: list[str] | None = None,
     stop: asyncio.Event | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    logs: LogSetup | None = None,
 ) -> int:
     from ..hooks import HookManager
     from ..manifest import load_manifest, manifest_to_process_config
@@ -175,9 +224,15 @@ async def _run(
     manifest = load_manifest(file)
     if plugins:
         manifest = manifest.model_copy(update={"plugins": _with_plugins(manifest.plugins, plugins)})
+    overrides = {k: v for k, v in (("model", model), ("base_url", base_url)) if v is not None}
+    if overrides:
+        manifest = manifest.model_copy(update=_checked_overrides(overrides))
     config = manifest_to_process_config(manifest)
     console = _console()
-    runtime = AgentRuntime(hooks=HookManager())
+    telemetry = _telemetry(metrics=False)  # no API here to serve metrics from
+    runtime = AgentRuntime(hooks=HookManager(), telemetry=telemetry)
+    if logs is not None:
+        logs.redact = runtime.redact
     printer = LivePrinter(console, answers=answers)
     printer.attach_runtime(runtime)
     process = await runtime.add_process(manifest.name, config)
@@ -212,9 +267,30 @@ async def _run(
             if webhooks is not None:
                 await webhooks.stop()
             await runtime.stop_all()
+            await _shutdown(telemetry)
             printer.check_dead_letters()
             _summary(console, runtime)
+    if until_idle and process.dead_letters:
+        return 1  # what was asked for did not all happen (see --help)
     return 0
+
+
+def _checked_overrides(overrides: dict[str, str]) -> dict[str, str]:
+    """``--model``/``--base-url``, checked as the manifest's own fields are (a usage error
+    naming the option)."""
+    import click
+    from pydantic import ValidationError
+
+    from ..manifest import ProcessSpec
+
+    try:
+        checked = ProcessSpec.model_validate(overrides)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        option = "--" + str(error["loc"][0]).replace("_", "-")
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise click.UsageError(f"{option}: {message}") from None
+    return {key: getattr(checked, key) for key in overrides}
 
 
 async def _idle_or(process: AgentProcess, stop: asyncio.Event) -> None:
@@ -240,6 +316,9 @@ def serve_files(
     quiet: bool,
     plugins: list[str] | None = None,
     cluster: ClusterOptions | None = None,
+    open_metrics: bool = False,
+    log_level: str | None = None,
+    log_format: str = "text",
 ) -> int:
     """Serve a runtime with the processes of ``files``; return the exit status.
 
@@ -247,7 +326,7 @@ def serve_files(
     the API name their own). With ``cluster``, this host joins a cluster on Redis: it runs the
     processes whose lease it takes (see ``tether.cluster``).
     """
-    with _quiet_logs():
+    with _logs(log_level, log_format) as logs:
         return asyncio.run(
             _serve(
                 files,
@@ -258,6 +337,8 @@ def serve_files(
                 quiet=quiet,
                 plugins=plugins or [],
                 cluster=cluster,
+                open_metrics=open_metrics,
+                logs=logs,
             )
         )
 
@@ -274,6 +355,8 @@ async def _serve(
     stop: asyncio.Event | None = None,
     ready: Callable[[str], object] | None = None,
     cluster: ClusterOptions | None = None,
+    open_metrics: bool = False,
+    logs: LogSetup | None = None,
 ) -> int:
     from ..api import OrchestrationAPI
     from ..hooks import HookManager
@@ -291,7 +374,10 @@ async def _serve(
     if problems:
         raise ExceptionGroup("manifests with problems", problems)
     console = _console()
-    runtime = AgentRuntime(hooks=HookManager())
+    telemetry = _telemetry(metrics=True)
+    runtime = AgentRuntime(hooks=HookManager(), telemetry=telemetry)
+    if logs is not None:
+        logs.redact = runtime.redact
     if not quiet:
         LivePrinter(console).attach_runtime(runtime)
     for manifest in manifests:
@@ -308,19 +394,27 @@ async def _serve(
             config = cluster_config(manifest_to_process_config(manifest), cluster.lease_ttl)
             await runtime.add_process(manifest.name, config)
     api = OrchestrationAPI(
-        runtime, host=host, port=port, token=token, allow_command_deploys=allow_command_deploys
+        runtime,
+        host=host,
+        port=port,
+        token=token,
+        allow_command_deploys=allow_command_deploys,
+        open_metrics=open_metrics,
     )
     node = None
     if cluster is not None:
         from ..cluster import ClusterNode
 
-        # What the cluster does (takeovers, leases lost) is for the operator to see.
-        shown = logging.StreamHandler()
-        shown.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-        cluster_log = logging.getLogger("tether.cluster")
-        cluster_log.addHandler(shown)
-        cluster_log.setLevel(logging.INFO)
-        cluster_log.propagate = False
+        if logs is None:  # (--log-level shows them its own way)
+            # What the cluster does (takeovers, leases lost) is for the operator to see.
+            handler = logging.StreamHandler()
+            handler.setFormatter(
+                logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s")
+            )
+            cluster_log = logging.getLogger("tether.cluster")
+            cluster_log.addHandler(handler)
+            cluster_log.setLevel(logging.INFO)
+            cluster_log.propagate = False
 
         node = ClusterNode(
             runtime,
@@ -337,6 +431,12 @@ async def _serve(
                 await node.start()
             await api.start()
             console.print(f"[bold]tether serve[/]: control API on {api.url}/api/v1")
+            console.print(f"  dashboard  {api.url}/")
+            if telemetry is not None and telemetry.metrics is not None:
+                shown = " (open to this machine)" if open_metrics else ""
+                console.print(f"  metrics    {api.url}/metrics{shown}")
+            if telemetry is not None and telemetry.tracing is not None:
+                console.print("  traces     exported over OTLP/HTTP (OTEL_* variables)")
             if token is None:
                 console.print("  no token: only requests from this machine are served")
             if allow_command_deploys:
@@ -367,5 +467,6 @@ async def _serve(
             if node is not None and runtime.cluster is node:
                 await node.stop()  # hands its processes over: their events stay in Redis
             await runtime.stop_all()
+            await _shutdown(telemetry)
             _summary(console, runtime)
     return 0

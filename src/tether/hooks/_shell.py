@@ -77,6 +77,8 @@ class ShellHookResult:
     data: dict[str, Any] | None = None
     log: str | None = None
     raw: str = ""
+    #: What the program wrote to stderr (it never changes the answer; ``hooks test`` shows it).
+    stderr: str = ""
 
 
 ShellHookResult.__module__ = "tether"
@@ -275,7 +277,9 @@ class ShellHook:
             raise CommandHookError(
                 f"hook command {name!r} wrote stdout that is not {self.encoding}: {exc}"
             ) from None
-        return self.parse(raw)
+        result = self.parse(raw)
+        result.stderr = done.stderr.decode(self.encoding, errors="replace")
+        return result
 
     async def spawn(self, ctx: HookContext, stdin: str) -> Completed:
         """Run the program for ``ctx`` with ``stdin``; return what it did (returncode, stdout,

@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -32,6 +33,7 @@ from ..agent import (
     scan,
     scan_payload,
 )
+from ..agent._observer import Note
 from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
 from ..hooks._hook import CLOSING, closing
 from ..hooks._secrets import CommandSecrets
@@ -47,7 +49,7 @@ from ._config import (
 from ._config_secrets import config_secrets, resolve_secrets
 from ._dead_letters import DeadLetters
 from ._errors import ProcessStateError
-from ._event import TriggerEvent, render_prompt
+from ._event import CURRENT_EVENT, TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
 from ._journaling import JournalWrites
 from ._mcp import check_entries
@@ -60,6 +62,8 @@ from ._supervise import Supervision, describe, is_fatal
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
+    from ..agent._observer import Observer
+    from ..hooks import HookRun
     from ..models import Model
     from ..store import Journal
     from ._stream_queue import StreamQueue
@@ -207,9 +211,27 @@ class AgentProcess(
         self.plugins = PluginManager(self)
         for plugin in self.config.plugins:
             self.plugins.add(plugin)
+        #: Told of each task, run, model call, tool call and hook run (see observe()).
+        self.observer: Observer | None = None
+        #: The note of each task attempt under way, while an observer is set.
+        self._task_notes: dict[str, Note] = {}
 
     def __repr__(self) -> str:
         return f"AgentProcess({self.name!r}, state={self.state.value!r})"
+
+    def observe(self, observer: Observer) -> None:
+        """Report this process's tasks, runs, model and tool calls and hook runs to
+        ``observer`` (telemetry: see tether.telemetry). One observer at a time."""
+        if self.observer is not None:
+            raise ProcessStateError(f"process {self.name!r} already has an observer")
+        self.observer = observer
+
+        def hook_runs(runs: list[HookRun]) -> None:
+            observer.hook_runs(self.name, self.hooks, runs)
+
+        self.history.add_listener(hook_runs)
+        if self._loop is not None:
+            self._loop.observer = observer
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -300,6 +322,7 @@ class AgentProcess(
                         model,
                         timeout=self.config.model_timeout,
                         max_retries=self.config.model_max_retries,
+                        base_url=self.config.base_url,
                     )
                 else:
                     self._model = resolve_model(model)
@@ -316,6 +339,7 @@ class AgentProcess(
                 process_id=self.name,
                 max_turns=self.config.max_turns,
                 tool_timeout=self.config.tool_timeout,
+                observer=self.observer,
             )
             self._install_builtin_tools(self._loop)
             if self._journal is not None and not self._journal.claim():
@@ -477,14 +501,7 @@ class AgentProcess(
             self._dead(event, "process stopped", f"process is {self.state.value}", 0)
             return event.event_id
         try:
-            gate = await self._emit(
-                HookEvent.TASK_CREATED,
-                {
-                    "event_id": event.event_id,
-                    "trigger_id": event.trigger_id,
-                    "trigger_type": event.trigger_type,
-                },
-            )
+            gate = await self._task_created(event)
         except BaseException as exc:  # what the engine does not isolate: raise, keep the event
             self._not_queued(event, "task_created", exc)
             raise
@@ -512,6 +529,34 @@ class AgentProcess(
         if self._stream is not None:
             return self._stream.accepting
         return accepts_events(self.state, restarting=self._supervisor is not None)
+
+    async def _task_created(self, event: TriggerEvent) -> DispatchResult:
+        observer = self.observer
+        accepting = (
+            contextlib.nullcontext(Note())
+            if observer is None
+            else observer.accepted(
+                self.name, event.event_id, event.trigger_id, event.trigger_type, event.traceparent
+            )
+        )
+        token = CURRENT_EVENT.set((self.name, event.event_id))
+        try:
+            with accepting as note:
+                gate = await self._emit(
+                    HookEvent.TASK_CREATED,
+                    {
+                        "event_id": event.event_id,
+                        "trigger_id": event.trigger_id,
+                        "trigger_type": event.trigger_type,
+                    },
+                )
+                if gate.blocked:
+                    note.outcome, note.error = "blocked", self.redactor.text(gate.reason or "")
+        finally:
+            CURRENT_EVENT.reset(token)
+        if note.traceparent is not None and event.traceparent is None:
+            event.traceparent = note.traceparent  # its attempts join the trace it began
+        return gate
 
     def _enqueue(self, event: TriggerEvent, attempts: int, *, accepting: bool = False) -> bool:
         """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered.
@@ -616,6 +661,10 @@ class AgentProcess(
         *,
         worker: bool = False,
     ) -> Awaitable[DispatchResult]:  # task_completed, to await (no coroutine of its own)
+        if self._task_notes:
+            note = self._task_notes.get(event.event_id)
+            if note is not None:
+                note.outcome, note.error = outcome, error
         dispatch = (self._emit_worker if worker else self._emit)(
             HookEvent.TASK_COMPLETED,
             {
@@ -641,6 +690,31 @@ class AgentProcess(
         )
 
     async def _handle(self, event: TriggerEvent, attempt: int) -> None:
+        token = CURRENT_EVENT.set((self.name, event.event_id))
+        try:
+            await self._observed_attempt(event, attempt)
+        finally:
+            CURRENT_EVENT.reset(token)
+
+    async def _observed_attempt(self, event: TriggerEvent, attempt: int) -> None:
+        observer = self.observer
+        if observer is None:
+            return await self._attempt(event, attempt)
+        with observer.task(
+            self.name,
+            event.event_id,
+            event.trigger_id,
+            event.trigger_type,
+            attempt,
+            event.traceparent,
+        ) as note:
+            self._task_notes[event.event_id] = note
+            try:
+                await self._attempt(event, attempt)
+            finally:
+                self._task_notes.pop(event.event_id, None)
+
+    async def _attempt(self, event: TriggerEvent, attempt: int) -> None:
         started = time.perf_counter()
         if self._journal is not None:  # a failed write: see _journaling (at-least-once)
             self._journal_write(event.event_id, self._journal.running, event.event_id, attempt)
@@ -707,7 +781,7 @@ class AgentProcess(
         self.invocation_count += 1
         assert self._loop is not None
         try:
-            await self._run(prompt, event)
+            await self._observed_run(prompt, event)
         except Exception as exc:
             await self._failed(event, attempt, started, exc)
             return
@@ -720,6 +794,19 @@ class AgentProcess(
         await self._complete(
             event, "success", (time.perf_counter() - started) * 1e3, None, worker=True
         )
+
+    async def _observed_run(self, prompt: str, event: TriggerEvent) -> RunResult:
+        observer = self.observer
+        if observer is None:
+            return await self._run(prompt, event)
+        with observer.run(self.name, event.event_id) as note:
+            try:
+                result = await self._run(prompt, event)
+            except Exception as exc:
+                note.outcome, note.error = "error", self.redactor.text(f"{exc}")
+                raise
+            note.attributes.update(turns=result.turns, tool_calls=result.tool_calls)
+            return result
 
     def _run(self, prompt: str, event: TriggerEvent) -> Awaitable[RunResult]:
         """One run (to await), with the extension points for its model and extra tools."""
