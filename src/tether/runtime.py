@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._redact import Redactor, redacted_trace
 from .hooks import HookManager
+from .hooks._resources import close_resources
 from .process import AgentProcess, ProcessConfig, ProcessError, TriggerEvent, WebhookTrigger
 
 if TYPE_CHECKING:
@@ -213,7 +214,8 @@ class AgentRuntime:
             await process.start()
 
     async def stop_all(self) -> None:
-        """Stop every process, concurrently, and release their model clients.
+        """Stop every process, concurrently, and release their model clients (and what the
+        shared hooks hold open).
 
         Every process is stopped and closed even when the stop of another raises; the first
         such error is raised once all are done.
@@ -223,6 +225,9 @@ class AgentRuntime:
         processes = list(self._processes.values())
         stopped = await asyncio.gather(*(p.stop() for p in processes), return_exceptions=True)
         closed = await asyncio.gather(*(p.aclose() for p in processes), return_exceptions=True)
+        # What the shared hooks' executors hold open (HTTP connections, persistent programs);
+        # they reopen on the next event.
+        await close_resources(self.hooks)
         errors = [e for e in (*stopped, *closed) if isinstance(e, BaseException)]
         for error in errors[1:]:
             logger.error("stopping the runtime: %s", self.redact(f"{error}"))

@@ -19,7 +19,7 @@ SRC = Path(tether.__file__).resolve().parent
 #: Layers, bottom to top. A module may import from its own layer and the layers below it only.
 #: Each entry names the top-level modules or packages under ``tether`` that form the layer.
 LAYERS: list[set[str]] = [
-    {"hooks", "_json"},  # the engine: knows nothing of the rest of tether
+    {"hooks", "_json", "hookserver"},  # the engine (and the co-process helper): nothing above
     {"store"},
     {"models"},
     {"_redact", "approval", "agent"},  # the agent loop and what it needs; no queues, no processes
@@ -178,12 +178,16 @@ PUBLIC = [
     "HookManager",
     "HookRun",
     "HookTimeoutError",
+    "HttpHook",
+    "HttpHookError",
+    "HttpHookTimeoutError",
     "InvalidEventError",
     "ManifestError",
     "McpServerConfig",
     "NothingToRollBackError",
     "OpenModeConfig",
     "OrchestrationAPI",
+    "PersistentHook",
     "Plugin",
     "PluginContext",
     "PluginError",
@@ -193,6 +197,8 @@ PUBLIC = [
     "ProcessExistsError",
     "ProcessState",
     "ProcessStateError",
+    "PromptHook",
+    "PromptHookError",
     "RestartPolicy",
     "SAFE_ENV_VARS",
     "ShellHook",

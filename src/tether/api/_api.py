@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -41,7 +41,15 @@ from ..process._state import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
 from ._changes import ConfigEndpoints
 from ._cluster import ClusterRouter
-from ._deploy import code_only_fields, command_uses, commands_message, host_paths
+from ._deploy import (
+    check_hook_hosts,
+    code_only_fields,
+    command_uses,
+    commands_message,
+    hook_hosts_message,
+    host_paths,
+    url_hooks_refused,
+)
 from ._errors import PASSED_ON, APIConfigError, APIError, error_response
 from ._hooks import HookEndpoints
 from ._http import (
@@ -107,7 +115,9 @@ class OrchestrationAPI:
     ``start()`` returns once the API accepts connections; ``stop()`` stops serving but leaves
     the runtime and its processes alone. ``port=0`` picks a free port (see ``port`` after
     start). With ``allow_command_deploys=False`` a deployed config may not run programs on
-    this host (command hooks, stdio MCP servers, open-mode tool creation): 403.
+    this host (command hooks, stdio MCP servers, open-mode tool creation): 403. A deployed URL
+    hook may only name a host listed in ``allowed_hook_hosts`` (names, addresses or ``*``
+    patterns, each optionally with ``:port``): 403 HOOK_HOST_NOT_ALLOWED otherwise.
 
     ``GET /metrics`` (Prometheus) needs the token like the rest; ``open_metrics=True`` serves
     it without one to clients on this machine (a local Prometheus agent). The dashboard is at
@@ -124,6 +134,7 @@ class OrchestrationAPI:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY,
         webhooks: bool = True,
+        allowed_hook_hosts: Sequence[str] = (),
         open_metrics: bool = False,
     ) -> None:
         if not isinstance(runtime, AgentRuntime):
@@ -145,6 +156,10 @@ class OrchestrationAPI:
         self.host = host
         self.token = token
         self.allow_command_deploys = allow_command_deploys
+        try:
+            self.allowed_hook_hosts = check_hook_hosts(allowed_hook_hosts)
+        except (TypeError, ValueError) as exc:
+            raise APIConfigError(str(exc)) from None
         self.max_body_bytes = max_body_bytes
         self.open_metrics = open_metrics
         self.observe = ObservabilityEndpoints(self)
@@ -329,6 +344,10 @@ class OrchestrationAPI:
         uses = command_uses(spec)
         if uses and not self.allow_command_deploys:
             raise APIError(403, "COMMANDS_NOT_ALLOWED", commands_message(uses))
+        refused = url_hooks_refused(spec.hooks, self.allowed_hook_hosts)
+        if refused:
+            message = hook_hosts_message(refused, self.allowed_hook_hosts)
+            raise APIError(403, "HOOK_HOST_NOT_ALLOWED", message)
         paths = host_paths(spec.triggers, spec.journal_path, spec.artifacts_dir)
         if spec.open_mode.allow_host_triggers:  # the agent could pick host paths itself
             paths.append("open_mode.allow_host_triggers")

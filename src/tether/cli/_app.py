@@ -192,6 +192,14 @@ def serve(
             help="Let API clients deploy command hooks, stdio MCP servers and tool creation.",
         ),
     ] = False,
+    allow_hook_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-hook-host",
+            help="A host API clients may deploy URL hooks to (repeatable; '*' patterns and "
+            ":port allowed).",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print events.")] = False,
     plugin: PluginOption = None,
     cluster: Annotated[
@@ -252,6 +260,7 @@ def serve(
             quiet=quiet,
             plugins=plugins,
             cluster=options,
+            allowed_hook_hosts=allow_hook_host or [],
             open_metrics=open_metrics,
             log_level=log_level.value if log_level is not None else None,
             log_format=log_format.value,

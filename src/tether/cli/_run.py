@@ -316,6 +316,7 @@ def serve_files(
     quiet: bool,
     plugins: list[str] | None = None,
     cluster: ClusterOptions | None = None,
+    allowed_hook_hosts: list[str] | None = None,
     open_metrics: bool = False,
     log_level: str | None = None,
     log_format: str = "text",
@@ -337,6 +338,7 @@ def serve_files(
                 quiet=quiet,
                 plugins=plugins or [],
                 cluster=cluster,
+                allowed_hook_hosts=allowed_hook_hosts or [],
                 open_metrics=open_metrics,
                 logs=logs,
             )
@@ -352,6 +354,7 @@ async def _serve(
     allow_command_deploys: bool,
     quiet: bool,
     plugins: list[str] | None = None,
+    allowed_hook_hosts: list[str] | None = None,
     stop: asyncio.Event | None = None,
     ready: Callable[[str], object] | None = None,
     cluster: ClusterOptions | None = None,
@@ -399,6 +402,7 @@ async def _serve(
         port=port,
         token=token,
         allow_command_deploys=allow_command_deploys,
+        allowed_hook_hosts=allowed_hook_hosts or [],
         open_metrics=open_metrics,
     )
     node = None
@@ -442,6 +446,10 @@ async def _serve(
             if allow_command_deploys:
                 console.print(
                     "  [yellow]command deploys are allowed[/]: API clients can run programs here"
+                )
+            if api.allowed_hook_hosts:
+                console.print(
+                    f"  URL hooks may be deployed to: {escape(', '.join(api.allowed_hook_hosts))}"
                 )
             _describe_webhooks(console, api.webhooks)
             for process in runtime:

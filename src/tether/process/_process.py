@@ -18,6 +18,7 @@ import contextlib
 import logging
 import time
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Final
 
@@ -36,6 +37,7 @@ from ..agent import (
 from ..agent._observer import Note
 from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
 from ..hooks._hook import CLOSING, closing
+from ..hooks._prompt import DEFAULT_MODELS
 from ..hooks._secrets import CommandSecrets
 from ._changes import ConfigChanges
 from ._config import (
@@ -114,6 +116,10 @@ class AgentProcess(
         self._metadata: Final = {"process_name": self.name, "process_id": self.process_id}
         self.parent = parent
         self.hooks = HookManager(default_timeout=self.config.hook_timeout)
+        # Prompt hooks that name no model ask this process's (made when it starts). Weakly:
+        # the table is keyed by the manager, which the process holds.
+        me = weakref.ref(self)
+        DEFAULT_MODELS[self.hooks] = lambda: p._model if (p := me()) is not None else None
         for hook in self.config.hooks:
             self.hooks.register_config(hook, source=hook._source or "config")
         if parent is not None:
