@@ -22,9 +22,11 @@ class Emitted:
         self.hooks = HookManager()
         self.events: list[tuple[HookEvent, dict[str, Any]]] = []
 
-    async def __call__(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult:
+    async def __call__(
+        self, event: HookEvent, data: dict[str, Any], **options: Any
+    ) -> DispatchResult:
         self.events.append((event, data))
-        return await self.hooks.dispatch(event, data, process_id="loop")
+        return await self.hooks.dispatch(event, data, process_id="loop", **options)
 
     def of(self, event: HookEvent) -> list[dict[str, Any]]:
         return [d for e, d in self.events if e is event]

@@ -232,6 +232,14 @@ async def test_secrets_never_appear_in_answers(
             {"open_mode": {"allow_tool_creation": True}},
             "open_mode.allow_tool_creation, which lets the agent create tools",
         ),
+        (
+            {"tools": ["_tool_support:lookup_order"]},
+            "tools[0], a tool imported by path (_tool_support:lookup_order), code run on the host",
+        ),
+        (
+            {"claude_code_hooks": [".claude/settings.json"]},
+            "claude_code_hooks[0], a file of Claude Code command hooks",
+        ),
     ],
 )
 async def test_configs_that_run_programs_answer_403(
@@ -285,7 +293,7 @@ async def test_command_deploys_can_be_allowed(runtime: AgentRuntime) -> None:
         ({"hooks": [{"event": "task_created", "callback": "mod.fn"}]}, "config.hooks[0].callback"),
         ({"approval": {"tools": ["x"], "handler": "mod.fn"}}, "config.approval.handler"),
         ({"guardrails": {"scanners": ["mod.fn"]}}, "config.guardrails.scanners"),
-        ({"tools": ["mod.fn"]}, "config.tools"),
+        ({"tools": [{"fn": "mod.fn"}]}, "config.tools[0]"),
     ],
 )
 async def test_python_objects_cannot_be_sent_and_answer_422_naming_the_field(

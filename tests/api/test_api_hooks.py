@@ -230,6 +230,7 @@ async def test_the_catalog_lists_every_resolved_hook_of_every_process(
         "source": "config",
         "mode": "sync",
         "executor_kind": "command",
+        "protocol": "tether",
         "priority": 5,
         "order": 0,
         "timeout": 5.0,  # the command's default, as declared: the engine's backstop is not shown

@@ -576,3 +576,43 @@ def test_the_example_agent_validates_and_runs_with_its_hook_programs(
     assert "redact_pii.py: applied (prompt rewritten)" in done.stdout
     assert "prompt='ticket: [email] cannot check out" in done.stdout
     assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 2
+
+
+def test_hooks_test_explains_a_refused_tool_call(hooks_test: Any) -> None:
+    result = hooks_test("pre_tool_use", 'print(\'{"block": true, "reason": "not rm"}\')\n')
+    assert result.returncode == 0
+    assert "BLOCKED (not rm): the tool is not run" in result.stdout
+
+
+def test_hooks_test_explains_rewritten_tool_arguments(hooks_test: Any) -> None:
+    program = (
+        "import json, sys\n"
+        "data = json.load(sys.stdin)['data']\n"
+        "data['arguments'] = {'order_id': 2}\n"
+        "print(json.dumps({'data': data}))\n"
+    )
+    result = hooks_test("pre_tool_use", program)
+    assert result.returncode == 0
+    assert "data replaced; changed: arguments" in result.stdout
+    assert "the tool runs with the rewritten arguments" in result.stdout
+
+
+def test_hooks_test_runs_a_claude_code_hook_with_its_input_and_rules(hooks_test: Any) -> None:
+    program = (
+        "import json, sys\n"
+        "event = json.load(sys.stdin)\n"
+        "print(event['hook_event_name'] + ' ' + event['tool_name'], file=sys.stderr)\n"
+        "sys.exit(2)\n"
+    )
+    result = hooks_test("pre_tool_use", program, "--protocol", "claude-code")
+    assert result.returncode == 0, result.stderr
+    assert "protocol claude-code (PreToolUse)" in result.stdout
+    assert '"hook_event_name": "PreToolUse"' in result.stdout
+    assert "BLOCKED (PreToolUse " in result.stdout
+    assert "the tool is not run" in result.stdout
+
+
+def test_hooks_test_refuses_an_unknown_protocol(hooks_test: Any) -> None:
+    result = hooks_test("pre_tool_use", "pass\n", "--protocol", "cursor")
+    assert result.returncode == 2
+    assert "--protocol must be 'tether' or 'claude-code'" in result.stderr

@@ -199,7 +199,11 @@ def test_payload_and_patch_schemas_are_valid_json_schema_objects(event: str) -> 
 def test_only_the_changes_the_process_reads_back_are_in_a_patch_schema() -> None:
     used = {
         "user_prompt_submit": {"prompt": {"type": "string"}},
-        "pre_tool_use": {"arguments": {"type": "object"}},
+        "pre_tool_use": {
+            "arguments": {"type": "object"},
+            "require_approval": {"type": "boolean"},
+            "additional_context": {"type": "string"},
+        },
         "post_tool_use": {"result": {"type": "string"}},
     }
     for name, entry in by_event().items():

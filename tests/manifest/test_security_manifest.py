@@ -51,8 +51,8 @@ async def test_a_variable_in_a_string_command_stays_one_argument(
     )
     process = await runtime.add_manifest(str(folder / "a.agent"))
     await process.inject(ticket())
-    await eventually(lambda: out.exists(), what="the hook's run")
+    # The run record exists once the program has ended (the file may exist before it is written).
+    await eventually(lambda: process.hook_runs(), what="the hook's run")
+    assert [run.outcome for run in process.hook_runs()] == ["passed"]
     assert json.loads(out.read_text()) == [f"--arg={HOSTILE.format(p=pwned)}", "two words"]
     assert not any(p.name.startswith("pwned") for p in os.scandir(tmp_path))
-    await eventually(lambda: process.hook_runs(), what="the run record")
-    assert [run.outcome for run in process.hook_runs()] == ["passed"]

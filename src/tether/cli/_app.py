@@ -15,6 +15,8 @@ from typing import Annotated, Any
 import click
 import typer
 
+from ._eval import eval_app
+
 __all__ = ["app", "main"]
 
 app = typer.Typer(
@@ -35,6 +37,7 @@ runtime_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(runtime_app, name="runtime")
+app.add_typer(eval_app, name="eval")
 
 
 class _State:
@@ -195,10 +198,15 @@ def hooks_test(
     ] = None,
     cwd: Annotated[str | None, typer.Option(help="Working directory of the program.")] = None,
     process: Annotated[str, typer.Option(help="The process name the hook sees.")] = "test",
+    protocol: Annotated[
+        str, typer.Option(help="'tether' (the default) or 'claude-code' (a Claude Code hook).")
+    ] = "tether",
 ) -> None:
     """Run one command hook against a sample event and explain its answer."""
     from ._hooktest import test_hook
 
+    if protocol not in ("tether", "claude-code"):
+        raise click.UsageError(f"--protocol must be 'tether' or 'claude-code', got {protocol!r}")
     merged = _json_option("--data", data) if data is not None else None
     if merged is not None and not isinstance(merged, dict):
         raise click.UsageError("--data must be a JSON object")
@@ -212,6 +220,7 @@ def hooks_test(
             env_passthrough=env_passthrough or [],
             cwd=cwd,
             process=process,
+            protocol=protocol,
         )
     )
 

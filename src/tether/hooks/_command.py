@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 
 from ._config import MAX_OUTPUT_LIMIT, HookConfig, SecretText, not_a_bool
 from ._executor import CommandExecutor
@@ -37,6 +37,16 @@ class CommandHookConfig(HookConfig):
     max_output_bytes: int = Field(
         default=65536, gt=0, le=MAX_OUTPUT_LIMIT, description="Largest stdout accepted"
     )
+    protocol: Literal["tether", "claude-code"] = Field(
+        default="tether",
+        description="What the program reads and answers: tether's envelope, or Claude Code's "
+        "hook input and answer rules (see docs/tool-hooks.md)",
+    )
+    #: The Claude Code event a hook loaded from a Claude Code settings file was declared for
+    #: (its ``hook_event_name``), when several map onto one tether event; set by the loader.
+    _claude_event: str | None = PrivateAttr(default=None)
+    #: The plugin folder of a hook loaded from a plugin's hooks.json (CLAUDE_PLUGIN_ROOT).
+    _plugin_root: str | None = PrivateAttr(default=None)
 
     @field_validator("max_output_bytes", mode="before")
     @classmethod
@@ -60,7 +70,13 @@ class CommandHookConfig(HookConfig):
         return value
 
     def executor(self, manager: HookManager) -> Executor:
-        shell = ShellHook.from_config(self)
+        shell: ShellHook
+        if self.protocol == "claude-code":
+            from ._claude_code import ClaudeCodeHook
+
+            shell = ClaudeCodeHook.from_config(self)
+        else:
+            shell = ShellHook.from_config(self)
         # The manager's redactor may be set after registration: look it up at log time.
         shell.redact = lambda text: manager.redact(text) if manager.redact is not None else text
         return CommandExecutor(shell)

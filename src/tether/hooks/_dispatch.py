@@ -89,6 +89,7 @@ class Chain:
     __slots__ = (
         "background",
         "blocked",
+        "blocked_by",
         "errors",
         "event",
         "fired",
@@ -105,6 +106,7 @@ class Chain:
         self.recording = recording
         self.fired = 0
         self.blocked = False
+        self.blocked_by: str | None = None  # the name of the hook that blocked
         self.reason: str | None = None
         self.errors: list[tuple[_Hook, BaseException]] = []
         self.background: list[_Hook] = []
@@ -178,6 +180,7 @@ class Chain:
         if not exc.reason:  # a refusal always says why, as a command hook's does
             exc = _unexplained(hook)
         self.blocked = True
+        self.blocked_by = hook.name
         self.reason = exc.reason
         return "blocked", exc
 
@@ -214,4 +217,5 @@ class Chain:
         detach(ctx)
         if hook.fail_closed and self.event in BLOCKABLE_EVENTS and not self.blocked:
             self.blocked = True
+            self.blocked_by = hook.name
             self.reason = f"hook failed (fail_closed): {str(error) or type(error).__name__}"

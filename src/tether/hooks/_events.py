@@ -318,12 +318,20 @@ _SPECS: Final = (
         _obj(dict(_TOOL_CALL)),
         dict(_TOOL_SAMPLE),
         matchable=_MATCH_TOOL,
-        patch=_patch(
-            "arguments",
-            _OBJECT,
-            "Changed arguments replace the call's, validated again against the tool's schema; "
-            "nothing else is used.",
-        ),
+        patch={
+            "type": "object",
+            "properties": {
+                "arguments": _OBJECT,
+                "require_approval": {"type": "boolean"},
+                "additional_context": _S,
+            },
+            "additionalProperties": True,
+            "description": "Changed arguments replace the call's, validated again against the "
+            "tool's schema (an invalid rewrite is the hook's error; the original arguments "
+            "stand); require_approval true sends the call to the approval gate even when the "
+            "policy does not list the tool (denied when no handler is configured); "
+            "additional_context is added after the result the model reads.",
+        },
         shown=("tool_name", "server", "arguments"),
     ),
     EventSpec(

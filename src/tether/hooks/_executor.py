@@ -101,6 +101,11 @@ class CommandExecutor:
         return self.shell.timeout
 
     @property
+    def protocol(self) -> str:
+        """What the program reads and answers: "tether" or "claude-code"."""
+        return self.shell.protocol
+
+    @property
     def name(self) -> str:
         """Its command line, the hook's name when it is given none."""
         return self.shell.display_name

@@ -94,6 +94,8 @@ class DispatchResult:
     errors: list[tuple[str, BaseException]] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     runs: list[HookRun] = field(default_factory=list)
+    #: The name of the hook that blocked (by refusing, or failing while fail_closed).
+    blocked_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +115,9 @@ class HookInfo:
 
     ``timeout`` is the one the hook was declared with (or the default it got): for a command
     hook, the program's own, not the engine's bound (which allows a backstop past it).
-    ``executor_kind`` says what runs the hook: one of EXECUTOR_KINDS (hooks/_kinds.py).
+    ``executor_kind`` says what runs the hook: one of EXECUTOR_KINDS (hooks/_kinds.py);
+    ``protocol``, for a command hook, what its program reads and answers ("tether" or
+    "claude-code"; None for other kinds).
     """
 
     hook_id: str
@@ -132,6 +136,7 @@ class HookInfo:
     command: list[str] | str | None
     owner: str | None
     executor_kind: str
+    protocol: str | None = None
 
 
 def run_prefix() -> str:

@@ -460,6 +460,7 @@ class HookManager(ExtensionPoints):
                         command=h.command,
                         owner=getattr(h.owner, "name", None) if h.owner is not None else None,
                         executor_kind=h.executor.kind,
+                        protocol=getattr(h.executor, "protocol", None),
                     )
                 )
         return out
@@ -542,7 +543,13 @@ class HookManager(ExtensionPoints):
         failed = len({id(h) for h, _ in chain.errors}) if chain.errors else 0
         errors = [(h.hook_id, e) for h, e in chain.errors] if chain.errors else []
         result = DispatchResult(
-            chain.fired - failed, chain.blocked, chain.reason, errors, copy_payload(ctx.data), []
+            chain.fired - failed,
+            chain.blocked,
+            chain.reason,
+            errors,
+            copy_payload(ctx.data),
+            [],
+            blocked_by=chain.blocked_by,
         )
         if chain.errors or chain.background or chain.blocked:
             await self._after(chain, hooks, ctx, depth, recording, data or {}, dry_run)

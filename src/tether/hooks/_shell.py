@@ -14,12 +14,12 @@ import shlex
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ._context import HookContext
 from ._errors import CommandHookError, CommandHookTimeoutError, HookBlocked
 from ._hook import _bump
-from ._spawn import UNKNOWN_EXIT, run_program
+from ._spawn import UNKNOWN_EXIT, Completed, run_program
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
@@ -104,6 +104,9 @@ def _secret_value(value: str | SecretStr) -> str:
 
 class ShellHook:
     """An external program run as a hook; ``callback`` registers it with a HookManager."""
+
+    #: What the program reads and answers (HookInfo.protocol): tether's envelope.
+    protocol: ClassVar[str] = "tether"
 
     def __init__(
         self,
@@ -260,9 +263,27 @@ class ShellHook:
 
         Raises CommandHookError (a RuntimeError) for every hook error.
         """
+        done = await self.spawn(ctx, json.dumps(ctx.envelope(), default=str))
+        name = self.display_name
+        if done.returncode != 0:
+            stderr = done.stderr.decode(self.encoding, errors="replace").strip()
+            said = f": {stderr[:STDERR_IN_MESSAGE]}" if stderr else " (nothing on stderr)"
+            raise CommandHookError(f"hook command {name!r} exited {done.returncode}{said}")
+        try:
+            raw = done.stdout.decode(self.encoding)
+        except UnicodeDecodeError as exc:
+            raise CommandHookError(
+                f"hook command {name!r} wrote stdout that is not {self.encoding}: {exc}"
+            ) from None
+        return self.parse(raw)
+
+    async def spawn(self, ctx: HookContext, stdin: str) -> Completed:
+        """Run the program for ``ctx`` with ``stdin``; return what it did (returncode, stdout,
+        stderr). Raises CommandHookError when it could not start, timed out, overflowed or
+        its exit status is unknown; the exit status itself is the caller's to read."""
         env = self.build_env(ctx)
         executable = self._executable(env)
-        payload = json.dumps(ctx.envelope(), default=str).encode(self.encoding)
+        payload = stdin.encode(self.encoding)
         name = self.display_name
         try:
             done = await run_program(
@@ -290,17 +311,7 @@ class ShellHook:
                 f"hook command {name!r} ended but its exit status could not be read "
                 "(was it reaped by someone else, e.g. with SIGCHLD ignored?)"
             )
-        if done.returncode != 0:
-            stderr = done.stderr.decode(self.encoding, errors="replace").strip()
-            said = f": {stderr[:STDERR_IN_MESSAGE]}" if stderr else " (nothing on stderr)"
-            raise CommandHookError(f"hook command {name!r} exited {done.returncode}{said}")
-        try:
-            raw = done.stdout.decode(self.encoding)
-        except UnicodeDecodeError as exc:
-            raise CommandHookError(
-                f"hook command {name!r} wrote stdout that is not {self.encoding}: {exc}"
-            ) from None
-        return self.parse(raw)
+        return done
 
     def parse(self, raw: str) -> ShellHookResult:
         """Interpret a program's stdout (empty: success, nothing changed)."""
@@ -344,7 +355,7 @@ class ShellHook:
             # A refusal always says why, so a dead letter never carries an empty error.
             raise HookBlocked(result.reason or NO_REASON)
         if result.data is not None:
-            ctx.data = result.data
+            ctx.replace(result.data)
 
 
 ShellHook.__module__ = "tether"
