@@ -45,6 +45,7 @@ from tether import (  # noqa: E402
     HookEvent,
     HookManager,
     OrchestrationAPI,
+    Telemetry,
     load_manifest,
     manifest_to_process_config,
 )
@@ -209,7 +210,8 @@ async def main() -> None:
     narrator = Narrator()
     shared = HookManager()
     narrator.attach(shared)
-    runtime = AgentRuntime(hooks=shared)
+    # Metrics for GET /metrics when prometheus_client is installed; traces when OTEL_* ask.
+    runtime = AgentRuntime(hooks=shared, telemetry=Telemetry.from_env())
     process = await runtime.add_process(manifest.name, config)
     policy.register(process.hooks)
     api = OrchestrationAPI(runtime, port=0)
@@ -220,6 +222,8 @@ async def main() -> None:
     try:
         await api.start()
         console.print(f"[bold]control API[/] {api.url}/api/v1 (loopback, no token)")
+        console.print(f"[bold]dashboard[/] {api.url}/ (processes, live hook runs, dead letters)")
+        console.print(f"[bold]metrics[/] {api.url}/metrics (Prometheus)")
         webhook = f"http://127.0.0.1:{webhook_port}/tickets"
         console.print(f"[bold]webhook[/] {webhook} (HMAC-signed)\n")
         await runtime.start_all()

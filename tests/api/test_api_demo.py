@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,9 @@ def test_the_demo_runs_end_to_end_and_shows_events_refusals_and_dead_letters(
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     out = done.stdout
+    # where the dashboard and the metrics are
+    assert re.search(r"^dashboard http://127\.0\.0\.1:\d+/ ", out, re.M)
+    assert re.search(r"^metrics http://127\.0\.0\.1:\d+/metrics ", out, re.M)
     # the signed webhook refuses unsigned requests
     assert "unsigned request -> HTTP 401 SIGNATURE_REQUIRED" in out
     # events fire live
@@ -37,9 +41,11 @@ def test_the_demo_runs_end_to_end_and_shows_events_refusals_and_dead_letters(
     assert out.count("    task_completed      ") == 8
     # a prompt rewritten, one refused and why
     assert "hook hooks/redact_pii.py on user_prompt_submit: applied: prompt rewritten" in out
+    # the persistent policy hook (one co-process for every ticket) appends the house rule
+    assert out.count("hook hooks/policy_server.py on user_prompt_submit: applied") == 7
     assert "model received: 'ticket: Customer [email] (card [card]) cannot check out'" in out
     assert (
-        "hook hooks/route_passwords.py on user_prompt_submit: blocked: password resets go to "
+        "hook hooks/policy_server.py on user_prompt_submit: blocked: password resets go to "
         "the identity team" in out
     )
     # the tool call denied by the Python policy hook, the one within policy approved

@@ -54,7 +54,7 @@ def _op(
         op["responses"]["400"] = _ERROR
     if body is not None:
         op["requestBody"] = {
-            "required": body in ("CreateProcess", "ConfigChange", "DryRunRequest", "RewindRequest"),
+            "required": body in _REQUIRED_BODIES,
             "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{body}"}}},
         }
         op["responses"]["400"] = _ERROR
@@ -63,6 +63,28 @@ def _op(
     for status in errors:
         op["responses"][status] = _ERROR
     op["responses"]["401"] = _ERROR
+    return op
+
+
+_REQUIRED_BODIES = (
+    "CreateProcess",
+    "ConfigChange",
+    "DryRunRequest",
+    "RewindRequest",
+    "PublishEvent",
+)
+
+
+def _text(summary: str, media: str, *, public: bool = False) -> dict[str, Any]:
+    """An operation answering ``media`` (not JSON); ``public``: served without the token."""
+    op: dict[str, Any] = {
+        "summary": summary,
+        "responses": {"200": {"description": "OK", "content": {media: {}}}},
+    }
+    if public:
+        op["security"] = []
+    else:
+        op["responses"]["401"] = _ERROR
     return op
 
 
@@ -77,8 +99,17 @@ def openapi_document() -> dict[str, Any]:
     from ._api import CreateProcess, InjectEvent, Redeliver
     from ._changes import ConfigChange, RewindRequest
     from ._hooks import MAX_LAST, MODES, SOURCES, DryRunRequest
+    from ._observe import PublishEvent
 
-    models = (CreateProcess, InjectEvent, Redeliver, ConfigChange, RewindRequest, DryRunRequest)
+    models = (
+        CreateProcess,
+        InjectEvent,
+        Redeliver,
+        ConfigChange,
+        RewindRequest,
+        DryRunRequest,
+        PublishEvent,
+    )
     _, defs = models_json_schema(
         [(m, "validation") for m in models], ref_template="#/components/schemas/{model}"
     )
@@ -292,6 +323,76 @@ def openapi_document() -> dict[str, Any]:
                     "Enable hooks again by id or tag",
                     path=(_path("selector", _SELECTOR),),
                 )
+            },
+            f"{p}/processes/{{name}}/tasks": {
+                "get": _op("The ids of the tasks whose timeline the API keeps, newest last")
+            },
+            f"{p}/processes/{{name}}/tasks/{{task_id}}/timeline": {
+                "get": _op(
+                    "A task's timeline: its hook runs (as in the run history, with event_id), "
+                    "the roles of its run's messages (and tool-call counts; never their text) "
+                    "and its dead letters. Kept for the last events the API saw",
+                    path=(_path("task_id", "The task's event id"),),
+                )
+            },
+            f"{p}/hooks/runs/stream": {
+                "get": {
+                    **_op(
+                        "Live hook runs as server-sent events: 'hook_run' (a run as in the "
+                        "history, with event_id) and 'lost' ({count}: runs dropped because the "
+                        "client fell behind); ': keep-alive' comments when idle",
+                        name=False,
+                        query=(
+                            _query("process", "Only this process"),
+                            _query("event", "Only this event", {"enum": events}),
+                            _query("outcome", "Only this outcome", {"enum": list(OUTCOMES)}),
+                            _query("hook_name", "Only the runs of hooks of this name"),
+                        ),
+                    ),
+                    "responses": {
+                        "200": {"description": "OK", "content": {"text/event-stream": {}}},
+                        "400": _ERROR,
+                        "401": _ERROR,
+                    },
+                }
+            },
+            f"{p}/events": {
+                "post": _op(
+                    "Publish a runtime event: every process with an event trigger of this "
+                    "event_type gets one event (answers their ids)",
+                    ok="202",
+                    body="PublishEvent",
+                    name=False,
+                )
+            },
+            "/metrics": {
+                "get": {
+                    **_text(
+                        "Prometheus metrics (text format); the token is needed unless the "
+                        "operator serves them open to this machine (open_metrics)",
+                        "text/plain",
+                    ),
+                    "responses": {
+                        "200": {"description": "OK", "content": {"text/plain": {}}},
+                        "401": _ERROR,
+                        "503": _ERROR,
+                    },
+                }
+            },
+            "/": {
+                "get": _text(
+                    "The dashboard (a page with no data of its own)", "text/html", public=True
+                )
+            },
+            "/dashboard/{file}": {
+                "get": {
+                    **_text("The dashboard's files", "text/plain", public=True),
+                    "parameters": [_path("file", "index.html, app.js or app.css")],
+                    "responses": {
+                        "200": {"description": "OK", "content": {"text/plain": {}}},
+                        "404": _ERROR,
+                    },
+                }
             },
             f"{p}/processes/{{name}}/tasks/{{task_id}}/artifacts": {
                 "get": _op(

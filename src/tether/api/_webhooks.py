@@ -14,6 +14,7 @@ request answers 202 with the event id; the JSON body becomes the event's payload
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -24,7 +25,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from .._redact import redacted_trace
-from ..process import AgentProcess, InvalidEventError, ProcessState
+from ..process import AgentProcess, InvalidEventError, ProcessState, TriggerEvent
+from ..process._event import check_traceparent
 from ..runtime import AgentRuntime
 from ._errors import PASSED_ON, APIError, error_response
 from ._http import DEFAULT_MAX_BODY, foreign_origin, is_loopback, parse_json, read_body
@@ -178,7 +180,13 @@ class WebhookServer:
                 503, "PROCESS_NOT_RUNNING", f"process {process.name!r} is {process.state.value}"
             )
         try:
-            event_id = await process.fire(route.trigger_id, "webhook", payload)
+            event = TriggerEvent(route.trigger_id, "webhook", payload)
+            # A sender's W3C trace context continues in the event's spans; one that is not
+            # valid is ignored, as the W3C recommendation has a receiver do.
+            sent = request.headers.get("traceparent", "").strip().lower()
+            with contextlib.suppress(InvalidEventError):
+                event.traceparent = check_traceparent(sent or None)
+            event_id = await process.inject(event)
         except InvalidEventError as exc:
             raise APIError(422, "INVALID_EVENT", str(exc)) from None
         answer: dict[str, Any] = {
