@@ -18,11 +18,12 @@ import asyncio
 import json
 import re
 import weakref
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ..hooks import HookBlocked, HookContext, ShellHookResult
 from ..hooks._errors import PromptHookError
+from ..hooks._executor import HookObjectExecutor
 from ..hooks._prompt import BUILDERS, DEFAULT_MODELS
 from ..models import Model, ModelError
 
@@ -198,29 +199,13 @@ def _decision_of(answer: Any) -> tuple[str | None, str]:
 PromptHook.__module__ = "tether"
 
 
-class PromptExecutor:
+class PromptExecutor(HookObjectExecutor):
     """Runs a PromptHook: the model call is bounded by the hook's own timeout, the engine's
     bound allows ``backstop`` seconds more."""
 
-    __slots__ = ("hook",)
-    kind: Final[str] = "prompt"
-    backstop: Final[float] = 1.0
-
-    def __init__(self, hook: PromptHook) -> None:
-        self.hook = hook
-
-    @property
-    def run(self) -> Callable[[HookContext], Awaitable[None]]:
-        return self.hook.callback
-
-    @property
-    def timeout(self) -> float:
-        return self.hook.timeout
-
-    @property
-    def name(self) -> str:
-        """The start of its policy, the hook's name when it is given none."""
-        return self.hook.display_name
+    __slots__ = ()
+    kind: ClassVar[str] = "prompt"
+    backstop: ClassVar[float] = 1.0
 
 
 def build_executor(config: PromptHookConfig, manager: HookManager) -> PromptExecutor:

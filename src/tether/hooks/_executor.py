@@ -14,7 +14,7 @@ see docs/executors.md.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, runtime_checkable
 
 from ._shell import ShellHook
 
@@ -26,6 +26,7 @@ __all__ = [
     "CallbackExecutor",
     "CommandExecutor",
     "Executor",
+    "HookObjectExecutor",
     "PluginExecutor",
     "executor_for",
 ]
@@ -82,38 +83,52 @@ class PluginExecutor(CallbackExecutor):
     kind: Final[str] = "plugin"  # type: ignore[misc]
 
 
-class CommandExecutor:
-    """A program run once per event (ShellHook): JSON envelope on stdin, answer on stdout."""
+class HookObjectExecutor:
+    """Runs a hook object that bounds itself (a ShellHook, HttpHook, PersistentHook,
+    PromptHook): ``run`` is its callback and ``timeout`` its own timeout; its catalog name,
+    protocol and secrets are the object's. A kind is a subclass naming ``kind`` and
+    ``backstop`` (the seconds the engine's bound allows past the object's own)."""
 
-    __slots__ = ("shell",)
-    kind: Final[str] = "command"
-    backstop: Final[float] = COMMAND_BACKSTOP
+    __slots__ = ("hook",)
+    kind: ClassVar[str]
+    backstop: ClassVar[float]
 
-    def __init__(self, shell: ShellHook) -> None:
-        self.shell = shell
+    def __init__(self, hook: Any) -> None:
+        self.hook = hook
 
     @property
     def run(self) -> Callable[[HookContext], Awaitable[Any]]:
-        return self.shell.callback
+        callback: Callable[[HookContext], Awaitable[Any]] = self.hook.callback
+        return callback
 
     @property
     def timeout(self) -> float:
-        return self.shell.timeout
-
-    @property
-    def protocol(self) -> str:
-        """What the program reads and answers: "tether" or "claude-code"."""
-        return self.shell.protocol
+        return float(self.hook.timeout)
 
     @property
     def name(self) -> str:
-        """Its command line, the hook's name when it is given none."""
-        return self.shell.display_name
+        """Its command line, URL or policy: the hook's name when it is given none."""
+        return str(self.hook.display_name)
+
+    @property
+    def protocol(self) -> str | None:
+        """What its program or service reads and answers ("tether" or "claude-code"; None for
+        a hook object that speaks to neither)."""
+        return getattr(self.hook, "protocol", None)
 
     def secrets(self) -> list[tuple[str, str]]:
-        """(variable, value) of each value it hands its program that may be a credential
-        (see ShellHook.secrets): a redactor takes them out of what is recorded and logged."""
-        return self.shell.secrets()
+        """(variable, value) of each value it hands its hook that may be a credential (see
+        ShellHook.secrets): a redactor takes them out of what is recorded and logged."""
+        found = getattr(self.hook, "secrets", None)
+        return list(found()) if found is not None else []
+
+
+class CommandExecutor(HookObjectExecutor):
+    """A program run once per event (ShellHook): JSON envelope on stdin, answer on stdout."""
+
+    __slots__ = ()
+    kind: ClassVar[str] = "command"
+    backstop: ClassVar[float] = COMMAND_BACKSTOP
 
 
 def executor_for(fn: Callable[..., Any], owner: object | None) -> Executor:

@@ -24,13 +24,14 @@ import re
 import socket
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 from urllib.parse import urlsplit
 
 from ._context import HookContext
 from ._errors import CommandHookError, HttpHookError, HttpHookTimeoutError
 from ._events import HookEvent
+from ._executor import HookObjectExecutor
 from ._hook import _bump
 from ._shell import (
     MAX_OUTPUT_LIMIT,
@@ -430,38 +431,13 @@ HttpClients.__module__ = "tether"
 # -- the executor kind -------------------------------------------------------------------------
 
 
-class HttpExecutor:
+class HttpExecutor(HookObjectExecutor):
     """Runs an HttpHook: the request is bounded by the hook's own timeout, the engine's bound
     allows ``backstop`` seconds more."""
 
-    __slots__ = ("hook",)
-    kind: Final[str] = "url"
-    backstop: Final[float] = 1.0
-
-    def __init__(self, hook: HttpHook) -> None:
-        self.hook = hook
-
-    @property
-    def run(self) -> Callable[[HookContext], Awaitable[None]]:
-        return self.hook.callback
-
-    @property
-    def timeout(self) -> float:
-        return self.hook.timeout
-
-    @property
-    def name(self) -> str:
-        """Its URL (without a query), the hook's name when it is given none."""
-        return self.hook.display_name
-
-    @property
-    def protocol(self) -> str:
-        """What the service reads and answers ("tether" or "claude-code")."""
-        return self.hook.protocol
-
-    def secrets(self) -> list[tuple[str, str]]:
-        """Its header values and signing secret (see HttpHook.secrets), for the redactor."""
-        return self.hook.secrets()
+    __slots__ = ()
+    kind: ClassVar[str] = "url"
+    backstop: ClassVar[float] = 1.0
 
 
 _POOLS: weakref.WeakKeyDictionary[object, HttpClients] = weakref.WeakKeyDictionary()

@@ -31,11 +31,12 @@ import logging
 import os
 import signal
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ._context import HookContext
 from ._errors import CommandHookError, CommandHookTimeoutError
+from ._executor import HookObjectExecutor
 from ._shell import STDERR_IN_MESSAGE, ShellHook, ShellHookResult, answer_of, apply_answer
 
 if TYPE_CHECKING:
@@ -205,6 +206,9 @@ class PersistentHook:
     minimal environment; ``env`` values may be ``${VAR}`` references, resolved when the
     program starts). ``timeout`` bounds each event; ``max_output_bytes`` each answer line.
     """
+
+    #: What the program reads and answers (HookInfo.protocol): tether's JSON lines.
+    protocol: ClassVar[str] = "tether"
 
     def __init__(
         self,
@@ -431,35 +435,10 @@ class PersistentHook:
 PersistentHook.__module__ = "tether"
 
 
-class PersistentExecutor:
+class PersistentExecutor(HookObjectExecutor):
     """Runs a PersistentHook: each event is bounded by the hook's own timeout (the program is
     killed at it), the engine's bound allows ``backstop`` seconds more."""
 
-    __slots__ = ("hook",)
-    kind: Final[str] = "persistent"
-    backstop: Final[float] = 5.0
-
-    def __init__(self, hook: PersistentHook) -> None:
-        self.hook = hook
-
-    @property
-    def run(self) -> Callable[[HookContext], Awaitable[None]]:
-        return self.hook.callback
-
-    @property
-    def timeout(self) -> float:
-        return self.hook.timeout
-
-    @property
-    def name(self) -> str:
-        """Its command line, the hook's name when it is given none."""
-        return self.hook.display_name
-
-    @property
-    def protocol(self) -> str:
-        """What the program reads and answers: tether's JSON lines."""
-        return "tether"
-
-    def secrets(self) -> list[tuple[str, str]]:
-        """What its program is handed that may be a credential (see ShellHook.secrets)."""
-        return self.hook.secrets()
+    __slots__ = ()
+    kind: ClassVar[str] = "persistent"
+    backstop: ClassVar[float] = 5.0
