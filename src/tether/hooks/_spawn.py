@@ -3,6 +3,13 @@
 The program runs in a process group of its own. When it must go (timeout, output overflow,
 cancellation) the whole group gets SIGTERM and, after a short grace, SIGKILL, so no grandchild
 outlives its hook; the direct child is always reaped (no zombie) and every pipe is closed.
+
+A descendant may leave the group (``setsid cmd &``). On Linux the runtime is made a child
+subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so such a process, orphaned when the hook's
+program exits, becomes the runtime's child instead of init's; each program gets a
+``TETHER_HOOK_RUN`` marker in its environment, and at the hook's end every descendant of the
+program, and every adopted orphan carrying its marker, is signalled with the group (SIGTERM,
+then SIGKILL) and reaped. Elsewhere only the process group is guaranteed.
 """
 
 from __future__ import annotations
@@ -10,8 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
+import select
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,6 +41,152 @@ _HAS_PIDFD: Final = hasattr(os, "pidfd_open")
 _FD_DIR: Final = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
 #: The exit code reported when the program's status could not be read (reaped elsewhere).
 UNKNOWN_EXIT: Final = -(2**16)
+#: The environment variable that marks every process a hook program starts (its run's token).
+RUN_MARKER: Final = "TETHER_HOOK_RUN"
+_PR_SET_CHILD_SUBREAPER: Final = 36
+_LINUX: Final = sys.platform.startswith("linux") and _HAS_PIDFD and os.path.isdir("/proc/self")
+
+
+class _Subreaper:
+    """Whether this process adopts its descendants' orphans (set once, on the first spawn)."""
+
+    tried = False
+    active = False
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux); True if it is one. Idempotent."""
+    if not _Subreaper.tried:
+        _Subreaper.tried = True
+        if _LINUX:
+            import ctypes
+
+            try:
+                libc = ctypes.CDLL(None, use_errno=True)
+                _Subreaper.active = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
+                _Subreaper.active = False
+    return _Subreaper.active
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (of every thread of it), from /proc."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
+                found.extend(int(part) for part in f.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def _carries(pid: int, marker: bytes) -> bool:
+    """Whether the process ``pid`` was started with ``marker`` (``NAME=token``) in its env."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = f.read()
+    except OSError:
+        return False
+    return environ.startswith(marker + b"\0") or (b"\0" + marker + b"\0") in environ
+
+
+def hook_descendants(program: int, marker: bytes) -> list[int]:
+    """Every live process of one hook run but ``program`` itself: ``program``'s descendants,
+    and the orphans this (subreaper) process adopted that carry ``marker``, with theirs."""
+    if not _LINUX:
+        return []
+    me = os.getpid()
+    roots = [pid for pid in _children(me) if pid == program or _carries(pid, marker)]
+    found: list[int] = []
+    seen = {me}
+    while roots:
+        pid = roots.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        if pid != program:
+            found.append(pid)
+        roots.extend(_children(pid))
+    return found
+
+
+class _Stray:
+    """A descendant that left the hook's process group: signalled through a pidfd (no pid
+    reuse can redirect a signal), and reaped here once it is this process's child."""
+
+    __slots__ = ("pid", "pidfd")
+
+    def __init__(self, pid: int, pidfd: int) -> None:
+        self.pid = pid
+        self.pidfd = pidfd
+
+    @classmethod
+    def open(cls, pid: int) -> _Stray | None:
+        try:
+            return cls(pid, os.pidfd_open(pid))
+        except OSError:  # gone already
+            return None
+
+    def exited(self) -> bool:
+        readable, _, _ = select.select([self.pidfd], [], [], 0)
+        return bool(readable)
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(self.pidfd, sig)
+
+    def reap(self) -> bool:
+        """True once it is dead and reaped (here, or by a parent of its own)."""
+        try:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            # Not our child: a parent of its own (also killed, soon gone) still holds it, or
+            # it was reaped already. Done only once it has exited and is no zombie of ours.
+            if not self.exited():
+                return False
+            return not _is_zombie_child(self.pid)
+        return pid != 0
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.pidfd)
+
+
+def _is_zombie_child(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] == b"Z" and int(fields[1]) == os.getpid()
+
+
+#: Killed strays not reaped yet (their parent was still dying): retried at every hook's end.
+_UNREAPED: list[_Stray] = []
+
+
+def _reap_strays() -> None:
+    kept = []
+    for stray in _UNREAPED:
+        if stray.reap():
+            stray.close()
+        else:
+            kept.append(stray)
+    _UNREAPED[:] = kept
+
+
+async def _settle_strays(deadline: float) -> None:
+    """Reap the killed strays, waiting (up to ``deadline``, loop time) for them to die."""
+    loop = asyncio.get_running_loop()
+    _reap_strays()
+    while _UNREAPED and loop.time() < deadline:
+        await asyncio.sleep(0.01)
+        _reap_strays()
 
 
 @dataclass(slots=True)
@@ -65,9 +221,12 @@ class _Child:
         stderr_fd: int,
         stdin_data: bytes,
         max_stdout: int,
+        marker: bytes = b"",
     ) -> None:
         self.loop = loop
         self.pid = pid
+        self.marker = marker
+        self.strays: dict[int, _Stray] = {}
         self.returncode: int | None = None
         self.exited: asyncio.Future[int] = loop.create_future()
         self.eof: asyncio.Future[None] = loop.create_future()
@@ -197,20 +356,43 @@ class _Child:
         self.returncode = code
         if not self.exited.done():
             self.exited.set_result(code)
-        # Anything left in the group now is a grandchild: it must not outlive the hook.
-        if _signal_group(self.pid, signal.SIGTERM):
+        # Anything left in the group, or marked as this run's, is a grandchild: it must not
+        # outlive the hook.
+        self._find_strays()
+        if _signal_group(self.pid, signal.SIGTERM) | self._signal_strays(signal.SIGTERM):
             self._schedule_kill()
 
     # -- termination -----------------------------------------------------------------------
 
     def terminate(self) -> None:
-        """SIGTERM the whole group now, SIGKILL it after KILL_GRACE."""
+        """SIGTERM the whole group (and every stray) now, SIGKILL it after KILL_GRACE."""
+        self._find_strays()  # before the group dies: its members' children are still theirs
         _signal_group(self.pid, signal.SIGTERM)
+        self._signal_strays(signal.SIGTERM)
         self._schedule_kill()
+
+    def _find_strays(self) -> None:
+        for pid in hook_descendants(self.pid, self.marker):
+            if pid not in self.strays and (stray := _Stray.open(pid)) is not None:
+                self.strays[pid] = stray
+
+    def _signal_strays(self, sig: int) -> bool:
+        """Signal every stray still alive; whether there was one."""
+        alive = False
+        for stray in self.strays.values():
+            if not stray.exited():
+                stray.signal(sig)
+                alive = True
+        return alive
+
+    def _kill_all(self) -> None:
+        _signal_group(self.pid, signal.SIGKILL)
+        self._find_strays()
+        self._signal_strays(signal.SIGKILL)
 
     def _schedule_kill(self) -> None:
         if self._kill_handle is None:
-            self._kill_handle = self.loop.call_later(KILL_GRACE, _signal_group, self.pid, 9)
+            self._kill_handle = self.loop.call_later(KILL_GRACE, self._kill_all)
 
     async def settle_group(self) -> None:
         """Give what is left of a SIGTERMed group the rest of KILL_GRACE to exit.
@@ -220,7 +402,7 @@ class _Child:
         """
         handle = self._kill_handle
         while handle is not None and self.loop.time() < handle.when():
-            if not _signal_group(self.pid, 0):
+            if not _signal_group(self.pid, 0) and all(s.exited() for s in self.strays.values()):
                 return
             await asyncio.sleep(0.02)
 
@@ -237,9 +419,13 @@ class _Child:
             # coroutine was closed while cancelled); a pending kill means the group was sent
             # SIGTERM. A SIGKILL left to a loop timer would never come if the loop closes next,
             # and a program (or grandchild) ignoring SIGTERM would live on.
-            _signal_group(self.pid, signal.SIGKILL)
+            self._kill_all()
             if self._kill_handle is not None:
                 self._kill_handle.cancel()
+        # Every stray was signalled; it is reaped here (or soon, at a later hook's end).
+        _UNREAPED.extend(self.strays.values())
+        self.strays = {}
+        _reap_strays()
 
     def _close_fd(self, fd: int) -> None:
         if fd in self._fds:
@@ -330,6 +516,11 @@ async def run_program(
 ) -> Completed:
     """Run one program to completion (or to its timeout); raise OSError if it cannot start."""
     loop = asyncio.get_running_loop()
+    marker = b""
+    if become_subreaper():
+        token = secrets.token_hex(8)
+        env = {**env, RUN_MARKER: token}
+        marker = f"{RUN_MARKER}={token}".encode()
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = os.pipe()
     stderr_r, stderr_w = os.pipe()
@@ -342,7 +533,7 @@ async def run_program(
     finally:
         for fd in (stdin_r, stdout_w, stderr_w):
             os.close(fd)
-    child = _Child(loop, pid, stdin_w, stdout_r, stderr_r, stdin, max_stdout)
+    child = _Child(loop, pid, stdin_w, stdout_r, stderr_r, stdin, max_stdout, marker)
     timed_out = False
     held_open = False
     try:
@@ -367,6 +558,8 @@ async def run_program(
         await child.settle_group()
     finally:
         child.close()
+    if _UNREAPED:
+        await _settle_strays(loop.time() + REAP_GRACE)
     return Completed(
         returncode=child.returncode,
         stdout=bytes(child.stdout),
