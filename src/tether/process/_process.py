@@ -437,14 +437,21 @@ class AgentProcess(
         if not accepts_events(self.state, restarting=self._supervisor is not None):
             self._dead(event, "process stopped", "the process stopped during task_created", 0)
             return event.event_id
-        self._enqueue(event, 0, accepting=True)
+        if self._journal is not None and not self._queue.full():
+            # Waited for (off the loop, see _journaling): it raises, and the event is refused.
+            stored = self.redactor.declared.value(event.to_dict())
+            await self._journal_accept(self._journal.queued, stored, 0)
+            if not accepts_events(self.state, restarting=self._supervisor is not None):
+                self._dead(event, "process stopped", "the process stopped while journaling", 0)
+                return event.event_id
+        self._enqueue(event, 0, journaled=True)
         return event.event_id
 
-    def _enqueue(self, event: TriggerEvent, attempts: int, *, accepting: bool = False) -> bool:
+    def _enqueue(self, event: TriggerEvent, attempts: int, *, journaled: bool = False) -> bool:
         """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered.
 
-        ``accepting`` (inject): the journal write raises, and the event is not queued. A
-        retry's or recovery's event is queued even if the write fails (see _journaling)."""
+        ``journaled`` (inject): its ``queued`` write was made already. A retry's or
+        recovery's event is queued even if the write fails (see _journaling)."""
         if self._queue.full():
             self._dead(
                 event,
@@ -453,12 +460,9 @@ class AgentProcess(
                 attempts,
             )
             return False
-        if self._journal is not None:
+        if self._journal is not None and not journaled:
             stored = self.redactor.declared.value(event.to_dict())
-            if accepting:
-                self._journal.queued(stored, attempts)
-            else:
-                self._journal_write(event.event_id, self._journal.queued, stored, attempts)
+            self._journal_write(event.event_id, self._journal.queued, stored, attempts)
         self._queue.put_nowait((event, attempts))
         return True
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..store import Journal
     from ._config import ProcessConfig
     from ._event import TriggerEvent
+    from ._journaling import JournalWriter
     from ._process import AgentProcess
     from ._triggers import TriggerRunner
 
@@ -55,6 +56,7 @@ class Stopping:
         children: dict[str, AgentProcess]
         _model: Model | None
         _journal: Journal | None
+        _journal_writer: JournalWriter
         _stopping: bool
         _running_loop: asyncio.AbstractEventLoop | None
         _runners: dict[str, TriggerRunner]
@@ -122,6 +124,8 @@ class Stopping:
         finally:
             self.state = final_state
             self._running_loop = None
+            # Its queued writes done (or given up: at-least-once), the writer thread ends.
+            await self._journal_writer.close()
             journal = self._journal
             if journal is not None and final_state == ProcessState.STOPPED and not restarting:
                 journal.release()  # the next process of this name may start and recover
