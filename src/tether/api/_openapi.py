@@ -1,9 +1,15 @@
-"""The OpenAPI 3.1 document of the control API (``GET /api/v1/openapi.json``)."""
+"""The OpenAPI 3.1 document of the control API (``GET /api/v1/openapi.json``).
+
+It says what the server does, no more: bearer security (and its 401) only when the API has a
+token; each parameter's pattern, length or enum as the server checks it, so that a value the
+document allows is never refused as malformed (see NAME_PATTERN, TASK_ID_PATTERN).
+"""
 
 from __future__ import annotations
 
+import copy
 import functools
-from typing import Any
+from typing import Any, Final
 
 from pydantic.json_schema import models_json_schema
 
@@ -11,13 +17,24 @@ __all__ = ["openapi_document"]
 
 _ERROR = {"$ref": "#/components/responses/Error"}
 _SELECTOR = "A hook id or a tag; a tag may contain '/' (sent as is or as %2F)"
+#: A process name as ``validate_name`` takes it: a letter or digit, then letters, digits, '_',
+#: '-' and '.' (never two dots in a row), at most 64 characters.
+NAME_PATTERN: Final = r"^[A-Za-z0-9](?:\.?[A-Za-z0-9_-])*\.?$"
+NAME_SCHEMA: Final = {"type": "string", "pattern": NAME_PATTERN, "minLength": 1, "maxLength": 64}
+#: A task id as the artifact stores take it: letters, digits, '_', '-' and '.' (never two dots
+#: in a row, not only dots), at most 200 characters.
+TASK_ID_PATTERN: Final = r"^\.?(?:[A-Za-z0-9_-]\.?)+$"
+#: A dotted extension-point name: a dot inside, none at either end, no space.
+_DOTTED: Final = r"^[^ .][^ ]*\.[^ ]*[^ .]$"
 
 
-def _path(name: str, description: str | None = None) -> dict[str, Any]:
+def _path(
+    name: str, description: str | None = None, schema: dict[str, Any] | None = None
+) -> dict[str, Any]:
     param: dict[str, Any] = {"name": name, "in": "path", "required": True}
     if description:
         param["description"] = description
-    param["schema"] = {"type": "string"}
+    param["schema"] = schema or {"type": "string"}
     return param
 
 
@@ -45,7 +62,7 @@ def _op(
         "summary": summary,
         "responses": {ok: {"description": "OK", "content": {"application/json": {}}}},
     }
-    params = ([_path("name")] if name else []) + list(path) + list(query)
+    params = ([_path("name", schema=NAME_SCHEMA)] if name else []) + list(path) + list(query)
     if params:
         op["parameters"] = params
     if name or path:
@@ -62,13 +79,28 @@ def _op(
         op["responses"]["422"] = _ERROR
     for status in errors:
         op["responses"][status] = _ERROR
-    op["responses"]["401"] = _ERROR
     return op
 
 
+def openapi_document(*, secured: bool = True) -> dict[str, Any]:
+    """The document of an API with a token (``secured``) or without one.
+
+    With a token every operation declares bearer security and its 401; without one, neither:
+    such an API refuses no request for want of a token (it serves loopback only).
+    """
+    document = copy.deepcopy(_document())
+    if secured:
+        document["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        document["security"] = [{"bearer": []}]
+        for operations in document["paths"].values():
+            for operation in operations.values():
+                operation["responses"]["401"] = _ERROR
+    return document
+
+
 @functools.cache
-def openapi_document() -> dict[str, Any]:
-    """The document (built once)."""
+def _document() -> dict[str, Any]:
+    """The document without security (built once)."""
     from .. import __version__
     from ..hooks import HookEvent
     from ..hooks._hook import EXECUTOR_KINDS
@@ -132,9 +164,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
-        "security": [{"bearer": []}],
         "paths": {
             f"{p}/health": {"get": _op("Runtime health", name=False)},
             f"{p}/openapi.json": {"get": _op("This document", name=False)},
@@ -221,14 +251,16 @@ def openapi_document() -> dict[str, Any]:
                     "command (never env values), metadata (tag and owner as strings)",
                     name=False,
                     query=(
-                        _query("process", "Only this process"),
+                        _query("process", "Only this process (404 if there is none)", NAME_SCHEMA),
                         _query(
                             "event",
                             "Only this lifecycle event (or dotted extension point)",
+                            {"anyOf": [{"enum": events}, {"type": "string", "pattern": _DOTTED}]},
                         ),
                         _query("source", "Only hooks from", {"enum": list(SOURCES)}),
                         _query("mode", "Only sync or async hooks", {"enum": list(MODES)}),
                     ),
+                    errors=("404",),
                 )
             },
             f"{p}/processes/{{name}}/hooks/runs": {
@@ -246,7 +278,7 @@ def openapi_document() -> dict[str, Any]:
                             "hook",
                             "Only this hook: its id (a hook of the running runtime: ids are "
                             "numbered afresh at each start) or its name (any run)",
-                            {"type": "string", "minLength": 1},
+                            {"type": "string", "minLength": 1, "pattern": r"\S"},
                         ),
                         _query(
                             "since",
@@ -295,7 +327,13 @@ def openapi_document() -> dict[str, Any]:
             f"{p}/processes/{{name}}/tasks/{{task_id}}/artifacts": {
                 "get": _op(
                     "The artifacts plugins emitted for a task, and the task's plugin warnings",
-                    path=(_path("task_id", "The task's event id"),),
+                    path=(
+                        _path(
+                            "task_id",
+                            "The task's event id",
+                            {"type": "string", "pattern": TASK_ID_PATTERN, "maxLength": 200},
+                        ),
+                    ),
                     errors=("400",),
                 )
             },
