@@ -85,23 +85,53 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _carries(pid: int, marker: bytes) -> bool:
-    """Whether the process ``pid`` was started with ``marker`` (``NAME=token``) in its env."""
+def _carries(pid: int, marker: bytes) -> bool | None:
+    """Whether the process ``pid`` was started with ``marker`` (``NAME=token``) in its env;
+    None when that cannot be told now: its environment reads empty while it is no zombie (in
+    the middle of an exec, the new one is not in place yet)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             environ = f.read()
     except OSError:
         return False
+    if not environ:
+        return None if _state(pid) not in (None, b"Z", b"X") else False
     return environ.startswith(marker + b"\0") or (b"\0" + marker + b"\0") in environ
 
 
-def hook_descendants(program: int, marker: bytes) -> list[int]:
-    """Every live process of one hook run but ``program`` itself: ``program``'s descendants,
-    and the orphans this (subreaper) process adopted that carry ``marker``, with theirs."""
+def _state(pid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _group(pid: int) -> int | None:
+    """The process group of ``pid`` (a zombie keeps its own), None if there is no such one."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def hook_descendants(program: int, marker: bytes) -> tuple[list[int], bool]:
+    """Every process of one hook run but ``program`` itself: ``program``'s descendants, and
+    the orphans this (subreaper) process adopted that carry ``marker`` or are still in the
+    program's process group (a zombie has no environment left to read), with theirs; and
+    whether a child of this process could not be told apart (see ``_carries``): look again."""
     if not _LINUX:
-        return []
+        return [], False
     me = os.getpid()
-    roots = [pid for pid in _children(me) if pid == program or _carries(pid, marker)]
+    roots = []
+    unsure = False
+    for pid in _children(me):
+        carries = _carries(pid, marker)
+        if pid == program or carries or _group(pid) == program:
+            roots.append(pid)
+        elif carries is None:
+            unsure = True
     found: list[int] = []
     seen = {me}
     while roots:
@@ -112,25 +142,27 @@ def hook_descendants(program: int, marker: bytes) -> list[int]:
         if pid != program:
             found.append(pid)
         roots.extend(_children(pid))
-    return found
+    return found, unsure
 
 
 class _Stray:
     """A descendant that left the hook's process group: signalled through a pidfd (no pid
     reuse can redirect a signal), and reaped here once it is this process's child."""
 
-    __slots__ = ("pid", "pidfd")
+    __slots__ = ("pid", "pidfd", "started")
 
-    def __init__(self, pid: int, pidfd: int) -> None:
+    def __init__(self, pid: int, pidfd: int, started: int | None) -> None:
         self.pid = pid
         self.pidfd = pidfd
+        self.started = started
 
     @classmethod
     def open(cls, pid: int) -> _Stray | None:
         try:
-            return cls(pid, os.pidfd_open(pid))
+            pidfd = os.pidfd_open(pid)
         except OSError:  # gone already
             return None
+        return cls(pid, pidfd, _start_time(pid))
 
     def exited(self) -> bool:
         readable, _, _ = select.select([self.pidfd], [], [], 0)
@@ -145,11 +177,11 @@ class _Stray:
         try:
             pid, _ = os.waitpid(self.pid, os.WNOHANG)
         except ChildProcessError:
-            # Not our child: a parent of its own (also killed, soon gone) still holds it, or
-            # it was reaped already. Done only once it has exited and is no zombie of ours.
-            if not self.exited():
-                return False
-            return not _is_zombie_child(self.pid)
+            # Not our child (yet): a parent of its own (also killed, soon gone) still holds it,
+            # alive or a zombie, and it comes to us when that parent dies. Done only once it is
+            # gone, or its pid names another process now.
+            started = _start_time(self.pid)
+            return started is None or started != self.started
         return pid != 0
 
     def close(self) -> None:
@@ -157,15 +189,18 @@ class _Stray:
             os.close(self.pidfd)
 
 
-def _is_zombie_child(pid: int) -> bool:
+def _start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), None if there is no such process."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return False
-    return fields[0] == b"Z" and int(fields[1]) == os.getpid()
+        return int(fields[19])  # field 22 of stat; fields[0] is field 3 (the state)
+    except (OSError, IndexError, ValueError):
+        return None
 
 
+#: How many looks a last sweep makes while a child of this process cannot be told apart.
+_UNSURE_LOOKS: Final = 5
 #: Killed strays not reaped yet (their parent was still dying): retried at every hook's end.
 _UNREAPED: list[_Stray] = []
 
@@ -180,13 +215,27 @@ def _reap_strays() -> None:
     _UNREAPED[:] = kept
 
 
-async def _settle_strays(deadline: float) -> None:
-    """Reap the killed strays, waiting (up to ``deadline``, loop time) for them to die."""
+async def _settle_strays(program: int, marker: bytes, deadline: float) -> None:
+    """Reap the killed strays, waiting (up to ``deadline``, loop time) for them to die, and
+    kill the run's processes that turn up meanwhile: one forked by a stray just before it
+    died, or caught between fork and exec by the first look."""
     loop = asyncio.get_running_loop()
-    _reap_strays()
-    while _UNREAPED and loop.time() < deadline:
-        await asyncio.sleep(0.01)
+    quiet = 0
+    looks = 0
+    while loop.time() < deadline:
+        found, unsure = hook_descendants(program, marker)
+        late = [s for pid in found if (s := _Stray.open(pid)) is not None]
+        for stray in late:
+            stray.signal(signal.SIGKILL)
+        _UNREAPED.extend(late)
         _reap_strays()
+        looks += 1
+        quiet = 0 if late or _UNREAPED else quiet + 1
+        # Two looks in a row found nothing left; a child that could not be told apart (in
+        # an exec) gets a few more: an exec takes microseconds, not these 10 ms steps.
+        if quiet >= 2 and (not unsure or looks >= _UNSURE_LOOKS):
+            return
+        await asyncio.sleep(0.01)
 
 
 @dataclass(slots=True)
@@ -227,6 +276,8 @@ class _Child:
         self.pid = pid
         self.marker = marker
         self.strays: dict[int, _Stray] = {}
+        #: Whether a process of this run left its process group (then a last sweep is made).
+        self.escaped = False
         self.returncode: int | None = None
         self.exited: asyncio.Future[int] = loop.create_future()
         self.eof: asyncio.Future[None] = loop.create_future()
@@ -372,7 +423,9 @@ class _Child:
         self._schedule_kill()
 
     def _find_strays(self) -> None:
-        for pid in hook_descendants(self.pid, self.marker):
+        found, unsure = hook_descendants(self.pid, self.marker)
+        self.escaped = self.escaped or unsure
+        for pid in found:
             if pid not in self.strays and (stray := _Stray.open(pid)) is not None:
                 self.strays[pid] = stray
 
@@ -423,6 +476,7 @@ class _Child:
             if self._kill_handle is not None:
                 self._kill_handle.cancel()
         # Every stray was signalled; it is reaped here (or soon, at a later hook's end).
+        self.escaped = self.escaped or bool(self.strays)
         _UNREAPED.extend(self.strays.values())
         self.strays = {}
         _reap_strays()
@@ -558,8 +612,8 @@ async def run_program(
         await child.settle_group()
     finally:
         child.close()
-    if _UNREAPED:
-        await _settle_strays(loop.time() + REAP_GRACE)
+    if child.escaped or _UNREAPED:
+        await _settle_strays(pid, marker, loop.time() + REAP_GRACE)
     return Completed(
         returncode=child.returncode,
         stdout=bytes(child.stdout),
