@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(PY) bench/history.py
 	$(PY) bench/process.py
 	$(PY) bench/extension_points.py
+	$(PY) bench/tools.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -101,7 +101,7 @@ async def time_processes(processes: list[AgentProcess], batches: int = REPEATS) 
 async def time_loop(batches: int = REPEATS) -> float:
     """Best µs/event of AgentLoop.run on the same prompts, emit doing nothing."""
 
-    async def emit(event: HookEvent, data: dict[str, Any]) -> DispatchResult:
+    async def emit(event: HookEvent, data: dict[str, Any], **options: Any) -> DispatchResult:
         return DispatchResult(data=data)
 
     loop = AgentLoop(

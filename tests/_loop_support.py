@@ -12,9 +12,9 @@ from tether.hooks import DispatchResult, HookEvent, HookManager
 KEY = "sk-review-0123456789"
 
 
-async def emit(event: HookEvent, data: dict[str, Any]) -> DispatchResult:
+async def emit(event: HookEvent, data: dict[str, Any], **options: Any) -> DispatchResult:
     """Dispatch to an empty manager: the events fire, nothing is hooked."""
-    return await HookManager().dispatch(event, data, process_id="review")
+    return await HookManager().dispatch(event, data, process_id="review", **options)
 
 
 def make_loop(model: Any, *tools: Any, **options: Any) -> AgentLoop:

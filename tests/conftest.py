@@ -75,3 +75,13 @@ async def llm() -> AsyncIterator[FakeLLM]:
     async with FakeLLM(port=0) as server:
         server.retry_after = 0.01
         yield server
+
+
+@pytest.fixture
+def openai_env(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
+    """The ``llm`` FakeLLM, named in OPENAI_BASE_URL (with a dummy key) so that processes with
+    an ``openai:`` model reach it; its retry-after is left at FakeLLM's default."""
+    llm.retry_after = None
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
+    return llm

@@ -1,52 +1,20 @@
 """The tutorial's steps 1, 2, 3 and 5 run as scripts and print what the tutorial says.
 
 Each script is run with this interpreter as a subprocess, one after another: they all serve
-their fake model on the tutorial's port 8781. Something else on the machine may hold that
-port for a moment (another run of the tutorial), so a step waits for it, boundedly.
+their fake model on the tutorial's port 8781, each in a network namespace of its own where the
+host allows it (see _tutorial_support).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
-TUTORIAL = Path(__file__).parent / "tutorial"
-PORT = 8781
-IN_USE = "Address already in use"
+from _tutorial_support import run_step as run
 
 
-def port_is_free() -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", PORT))
-        except OSError:
-            return False
-    return True
-
-
-def run_step(script: str, *, patience: float = 60.0) -> list[str]:
-    deadline = time.monotonic() + patience
-    while True:
-        while not port_is_free() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        done = subprocess.run(
-            [sys.executable, script],
-            cwd=TUTORIAL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if done.returncode == 0 or IN_USE not in done.stderr or time.monotonic() > deadline:
-            break
-    assert done.returncode == 0, f"{script} exited {done.returncode}:\n{done.stderr}"
-    return done.stdout.splitlines()
+def run_step(script: str) -> list[str]:
+    return run(script, port=8781).stdout.splitlines()
 
 
 def test_step_1_hooks_tour_prints_the_events_of_one_ticket_in_order() -> None:

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from .approval import ApprovalDecision as ApprovalDecision
     from .approval import ApprovalPolicy as ApprovalPolicy
     from .approval import ApprovalRequest as ApprovalRequest
+    from .hooks._claude_settings import ClaudeCodeHooksError as ClaudeCodeHooksError
+    from .hooks._claude_settings import claude_code_hooks as claude_code_hooks
     from .hooks._config import HookConfig as HookConfig
     from .manifest import AgentManifest as AgentManifest
     from .manifest import ManifestError as ManifestError
@@ -72,6 +74,8 @@ __version__ = "0.1.0"
 # Public name -> module that defines it; loaded on first attribute access.
 _LAZY: dict[str, str] = {
     "HookConfig": "tether.hooks._config",
+    "ClaudeCodeHooksError": "tether.hooks._claude_settings",
+    "claude_code_hooks": "tether.hooks._claude_settings",
     "AgentRuntime": "tether.runtime",
     "ProcessExistsError": "tether.runtime",
     "WebhookClashError": "tether.runtime",
@@ -117,6 +121,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRequest",
     "BudgetConfig",
+    "ClaudeCodeHooksError",
     "CommandHookError",
     "ContextConfig",
     "CronTrigger",
@@ -158,6 +163,7 @@ __all__ = [
     "WebhookClashError",
     "WebhookTrigger",
     "available_plugins",
+    "claude_code_hooks",
     "hook_options",
     "implements",
     "load_manifest",

@@ -4,7 +4,9 @@
 ``manifest_to_process_config(manifest)`` turns that into a :class:`~tether.ProcessConfig`.
 
 What a manifest may hold is what can be written down safely as data: hooks run a ``command``
-(Python callbacks, tools, approval handlers and guardrail scanners are registered in code).
+(Python callbacks, approval handlers and guardrail scanners are registered in code); tools
+are named by import path (``package.module:function``) and imported when the process is
+created; ``claude_code_hooks`` names Claude Code settings files whose hooks the process runs.
 ``${VAR}`` and ``${VAR:-default}`` are replaced from the environment when the file is loaded,
 everywhere except the ``secrets:`` section; ``$${VAR}`` stands for a literal ``${VAR}``. The
 built-in ``${TETHER_MANIFEST_DIR}`` is the folder of the manifest file, and relative paths in
@@ -28,9 +30,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from types import UnionType
-from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin
+from typing import Annotated, Any, Final, Literal, NamedTuple, Union, get_args, get_origin
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -43,7 +46,9 @@ from pydantic_core import PydanticCustomError
 
 from ._manifest_yaml import Loc, line_of, path_of, read_yaml, resolve, yaml_type
 from .agent import BudgetConfig, ContextConfig, GuardrailConfig
+from .agent._tools import check_import_path
 from .approval import ApprovalPolicy
+from .hooks._command import CommandHookConfig
 from .hooks._config import HookConfig, SecretText
 from .process import (
     FileWatchTrigger,
@@ -81,9 +86,7 @@ CALLBACK_MESSAGE: Final = (
     "a manifest hook runs a 'command'; Python callbacks are registered in code (process.hooks)"
 )
 #: Keys that hold Python objects in a ProcessConfig: registered in code, never written as data.
-CODE_ONLY: Final[dict[str, str]] = {
-    "tools": "tools are Python functions registered in code (ProcessConfig.tools)",
-}
+CODE_ONLY: Final[dict[str, str]] = {}
 _TAGGED_LISTS: Final = frozenset({"triggers"})
 
 
@@ -129,7 +132,7 @@ def _clip(message: str) -> str:
 # -- the models ------------------------------------------------------------------------------
 
 
-class ManifestHook(HookConfig):
+class ManifestHook(CommandHookConfig):
     """A hook in a manifest: a HookConfig that runs a ``command`` (never a callback)."""
 
     command: str | list[str] = Field(
@@ -208,6 +211,16 @@ class ProcessSpec(BaseModel):
     execution_mode: Literal["strict", "open"] = _same("execution_mode")
     open_mode: OpenModeConfig = _same("open_mode")
     mcp_servers: McpServers = _same("mcp_servers")
+    tools: list[Annotated[str, AfterValidator(check_import_path)]] = Field(
+        default_factory=list,
+        description="Python tools by import path, 'package.module:function' (an async function "
+        "or a Tool), imported when the process is created",
+    )
+    claude_code_hooks: list[str] = Field(
+        default_factory=list,
+        description="Claude Code settings.json or plugin hooks/hooks.json files whose hooks "
+        "this process runs (relative paths: from the manifest's folder)",
+    )
     secrets: dict[str, SecretText] = Field(
         default_factory=dict,
         description="Secret values, redacted everywhere; ${VAR} is NOT resolved here",
@@ -433,7 +446,28 @@ def _parse(
         raise ManifestError(issues, source)
     if base_dir is not None:
         manifest = _rebase(manifest, Path(base_dir))
+    issues = [  # read once the paths are the manifest folder's
+        ManifestIssue(path_of(loc), line_of(lines, loc), message)
+        for loc, message in claude_code_problems(manifest.claude_code_hooks)
+    ]
+    if issues:
+        raise ManifestError(issues, source)
     return manifest
+
+
+def claude_code_problems(paths: list[str]) -> list[tuple[tuple[str | int, ...], str]]:
+    """The Claude Code hook files that cannot be read or mapped, each with its problem."""
+    if not paths:
+        return []
+    from .hooks._claude_settings import ClaudeCodeHooksError, claude_code_hooks
+
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    for i, path in enumerate(paths):
+        try:
+            claude_code_hooks(path)
+        except ClaudeCodeHooksError as exc:
+            problems.append((("claude_code_hooks", i), str(exc)))
+    return problems
 
 
 def manifest_to_process_config(manifest: ProcessSpec) -> ProcessConfig:
@@ -455,6 +489,11 @@ def spec_to_process_config(spec: ProcessSpec, *, hook_source: str = "config") ->
         hook = HookConfig.model_validate(declared.model_dump(exclude={"callback"}))
         hook._source = hook_source
         hooks.append(hook)
+    if spec.claude_code_hooks:
+        from .hooks._claude_settings import claude_code_hooks
+
+        for path in spec.claude_code_hooks:  # ClaudeCodeHooksError (a ValueError) names it
+            hooks += claude_code_hooks(path)
     values["hooks"] = hooks
     values["plugins"] = list(spec.plugins)
     if spec.approval is not None:
@@ -577,6 +616,7 @@ def _rebase(manifest: AgentManifest, base: Path) -> AgentManifest:
         "hooks": [
             h.model_copy(update={"cwd": absolute(h.cwd)}) if h.cwd else h for h in manifest.hooks
         ],
+        "claude_code_hooks": [absolute(p) or p for p in manifest.claude_code_hooks],
         "triggers": [
             t.model_copy(update={"watch_path": absolute(t.watch_path)})
             if isinstance(t, FileWatchTrigger)

@@ -13,6 +13,9 @@ from ._guardrails import scan_payload as scan_payload
 from ._loop import AgentLoop as AgentLoop
 from ._loop import RunError as RunError
 from ._loop import RunResult as RunResult
+from ._tool_hooks import InvalidArgumentsRewrite as InvalidArgumentsRewrite
+from ._tool_hooks import ToolCallContext as ToolCallContext
+from ._tool_hooks import permission_denied as permission_denied
 from ._tools import Tool as Tool
 from ._tools import ToolArgumentsError as ToolArgumentsError
 from ._tools import as_tool as as_tool
@@ -28,11 +31,14 @@ __all__ = [
     "ConversationBuffer",
     "GuardrailConfig",
     "GuardrailDenial",
+    "InvalidArgumentsRewrite",
     "RunError",
     "RunResult",
     "Tool",
     "ToolArgumentsError",
+    "ToolCallContext",
     "as_tool",
+    "permission_denied",
     "scan",
     "tool",
 ]

@@ -21,6 +21,7 @@ from ..hooks._hook import _resume
 from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
+from ._tool_hooks import permission_denied, post_tool_use, pre_tool_use
 from ._tools import Tool, ToolArgumentsError, as_tool
 
 if TYPE_CHECKING:
@@ -30,7 +31,9 @@ __all__ = ["AgentLoop", "RunError", "RunResult"]
 
 logger = logging.getLogger("tether.agent")
 
-Emit = Callable[[HookEvent, dict[str, Any]], Awaitable[DispatchResult]]
+#: Dispatches an event for the loop: ``emit(event, data, **options)``, the options (such as
+#: ``context_factory``) passed on to HookManager.dispatch.
+Emit = Callable[..., Awaitable[DispatchResult]]
 
 
 class RunError(Exception):
@@ -200,22 +203,15 @@ class AgentLoop:
         reply = call.result()
         return reply.content or ""
 
-    async def _deny(
-        self, kind: str, tool_name: str | None, request_id: str | None, reason: str, **extra: Any
-    ) -> None:
-        data: dict[str, Any] = {
-            "kind": kind,
-            "tool_name": tool_name,
-            "request_id": request_id,
-            "reason": reason,
-        }
-        data.update(extra)
-        await self.emit(HookEvent.PERMISSION_DENIED, data)
-
     async def _call_tool(
         self, call: ToolCall, tools: dict[str, Tool], calls_made: int, event_id: str | None
     ) -> tuple[str, int, int]:
-        """Run one tool call; return (text for the model, calls counted, denials)."""
+        """Run one tool call; return (text for the model, calls counted, denials).
+
+        Order: parse the arguments, pre_tool_use (may refuse or rewrite), budget, approval,
+        the call, post_tool_use (may replace the result). A call refused before it runs is
+        no call for post_tool_use.
+        """
         t = tools.get(call.name)
         if t is None:
             names = ", ".join(sorted(tools)) or "none"
@@ -224,47 +220,82 @@ class AgentLoop:
             args = t.parse_arguments(call.arguments)
         except ToolArgumentsError as exc:
             return f"error: invalid arguments for {call.name}: {exc}", 0, 0
+        shown = self.redactor.declared.value
+        pre = await pre_tool_use(self.emit, shown, t, args, call.id, event_id)
+        if pre.refusal is not None:
+            reason = self.redactor.declared.text(pre.refusal)  # a hook's words: no secrets
+            await permission_denied(
+                self.emit,
+                "hook",
+                call.name,
+                reason,
+                pre.decided_by,
+                call_id=call.id,
+                event_id=event_id,
+            )
+            return f"refused: {reason}", 0, 1
+        args = pre.arguments
         if self.budget is not None:
             denial = self.budget.check_tool_call(calls_made)
             if denial is not None:
-                await self._deny(
+                await permission_denied(
+                    self.emit,
                     "budget",
                     call.name,
-                    None,
                     denial.reason,
-                    decided_by="budget",
+                    "budget",
                     limit_name=denial.limit_name,
                     limit_value=denial.limit_value,
                     current_value=denial.current_value,
                 )
                 return f"refused: {denial.reason}", 0, 1
-        if self.approval is not None and self.approval.needs_approval(call.name):
+        approval = self.approval
+        if pre.require_approval or (approval is not None and approval.needs_approval(call.name)):
             refusal = await self._approve(call.name, args, event_id)
             if refusal is not None:
                 return f"refused: {refusal}", 1, 1
+        started = time.perf_counter()
+        text, error = await self._run_tool(t, args)
+        duration_ms = (time.perf_counter() - started) * 1e3
+        text = await post_tool_use(
+            self.emit, shown, t, args, call.id, event_id, text, error, duration_ms
+        )
+        if pre.additional_context is not None:
+            text = f"{text}\n\n{pre.additional_context}"
+        return text, 1, 0
+
+    async def _run_tool(self, t: Tool, args: dict[str, Any]) -> tuple[str, str | None]:
+        """Call the tool under its timeout; return (text for the model, error text or None)."""
         deadline = asyncio.timeout(self.tool_timeout)
         try:
             async with deadline:
                 value = await _bounded(t.fn(**args))
         except TimeoutError as exc:
             if not deadline.expired():  # the tool's own TimeoutError (an upstream call's)
-                return self._tool_error(call.name, exc), 1, 0
-            return f"error: tool {call.name} timed out after {self.tool_timeout:g}s", 1, 0
+                return self._tool_error(t.name, exc)
+            error = f"tool {t.name} timed out after {self.tool_timeout:g}s"
+            return f"error: {error}", error
         except Exception as exc:
-            return self._tool_error(call.name, exc), 1, 0
-        return _result_text(value), 1, 0
+            return self._tool_error(t.name, exc)
+        return _result_text(value), None
 
-    def _tool_error(self, name: str, exc: Exception) -> str:
-        """What the model reads of an error a tool raised: declared secrets redacted."""
+    def _tool_error(self, name: str, exc: Exception) -> tuple[str, str]:
+        """What the model reads of an error a tool raised (declared secrets redacted), and
+        the error text alone."""
         logger.info("tool %s raised %s", name, self.redactor.text(repr(exc)))
         # (Learned values are redacted for records, not here.)
-        return f"error: {type(exc).__name__}: {self.redactor.declared.text(str(exc))}"
+        error = f"{type(exc).__name__}: {self.redactor.declared.text(str(exc))}"
+        return f"error: {error}", error
 
     async def _approve(
         self, tool_name: str, args: dict[str, Any], event_id: str | None
     ) -> str | None:
-        """Ask hooks, then the handler; return the refusal reason or None when approved."""
-        assert self.approval is not None
+        """Ask hooks, then the handler; return the refusal reason or None when approved.
+
+        With no approval policy (a pre_tool_use hook asked for approval) there is no handler:
+        the call is denied, the safe answer to "ask" when nobody can be asked.
+        """
+        policy = self.approval if self.approval is not None else ApprovalPolicy()
         redacted = self.redactor.value(args)
         request = ApprovalRequest(tool_name, redacted, self.process_id, event_id=event_id)
         gate = await self.emit(
@@ -273,15 +304,17 @@ class AgentLoop:
         )
         if gate.blocked:
             reason = gate.reason or "refused by a permission_request hook"
-            await self._deny("approval", tool_name, request.request_id, reason, decided_by="hook")
+            await permission_denied(
+                self.emit, "approval", tool_name, reason, "hook", request_id=request.request_id
+            )
             return reason
-        handler = self.approval.handler
+        handler = policy.handler
         decision: ApprovalDecision
         if handler is None:
             decision = ApprovalDecision(False, None, "no approval handler configured", "policy")
         else:
             started = time.monotonic()
-            deadline = asyncio.timeout(self.approval.timeout)
+            deadline = asyncio.timeout(policy.timeout)
             try:
                 async with deadline:
                     decision = await _bounded(handler(request))
@@ -305,12 +338,13 @@ class AgentLoop:
         if decision.approved:
             return None
         reason = decision.reason or "denied by the reviewer"
-        await self._deny(
+        await permission_denied(
+            self.emit,
             "approval",
             tool_name,
-            request.request_id,
             reason,
-            decided_by=decision.decided_by,
+            decision.decided_by,
+            request_id=request.request_id,
         )
         return reason
 

@@ -124,3 +124,45 @@ def as_tool(
         parameters=schema,
         _validator=model,
     )
+
+
+#: What a tool named by its import path looks like: ``package.module:function``.
+_IMPORT_PATH = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
+
+
+def check_import_path(path: str) -> str:
+    """``path`` if it has the shape ``package.module:function``; else a ValueError saying so."""
+    if not isinstance(path, str) or not _IMPORT_PATH.fullmatch(path):
+        raise ValueError(
+            f"tool {path!r} is not an import path; write 'package.module:function' "
+            "(an async function, or a Tool, importable on the runtime's host)"
+        )
+    return path
+
+
+def import_tool(path: str) -> Tool:
+    """The Tool named by ``path`` (``package.module:function``): the module is imported and
+    the attribute made a Tool (an async function's schema is inferred from its signature).
+
+    Raises ValueError naming the path and what is wrong (no such module, no such attribute,
+    not an async function).
+    """
+    import importlib
+
+    module_name, _, attribute = check_import_path(path).partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"tool {path!r}: cannot import module {module_name!r} ({exc})") from None
+    target: Any = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ValueError(
+                f"tool {path!r}: module {module_name!r} has no attribute {attribute!r}"
+            ) from None
+    try:
+        return as_tool(target)
+    except TypeError as exc:
+        raise ValueError(f"tool {path!r}: {exc}") from None

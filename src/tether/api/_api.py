@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._redact import redacted_trace
 from ..hooks import PluginError
+from ..hooks._claude_settings import ClaudeCodeHooksError
 from ..manifest import (
     ProcessSpec,
     secretish,
@@ -315,6 +316,11 @@ class OrchestrationAPI:
             process_config = spec_to_process_config(spec)
         except ValidationError as exc:
             raise _invalid(exc, ProcessSpec, prefix="config") from None
+        except ClaudeCodeHooksError as exc:  # a named file that cannot be read or mapped
+            details = [{"path": "config.claude_code_hooks", "message": str(exc)}]
+            raise APIError(
+                422, "VALIDATION_ERROR", f"config.claude_code_hooks: {exc}", details
+            ) from None
         try:
             process = await self.runtime.add_process(request_model.name, process_config)
         except ProcessExistsError as exc:

@@ -1,9 +1,11 @@
 """What a process deployed over HTTP may contain.
 
-A command hook, a stdio MCP server or open-mode tool creation runs programs on the runtime's
-host, so the API refuses them (a stdio server added by PATCH ``add_mcp_servers`` too) unless it
-was created with ``allow_command_deploys=True``. Python objects (callbacks, handlers, scanners,
-tools, plugin objects) cannot travel over HTTP at all.
+A command hook, a Claude Code hooks file, a stdio MCP server, a tool named by import path
+(``tools: ["pkg.module:function"]``, which imports code on the host) or open-mode tool creation
+runs programs on the runtime's host, so the API refuses them (a stdio server added by PATCH
+``add_mcp_servers`` too) unless it was created with ``allow_command_deploys=True``. Python
+objects (callbacks, handlers, scanners, tool functions, plugin objects) cannot travel over
+HTTP at all.
 
 Plugins named in ``plugins`` are allowed without ``allow_command_deploys``: a name only selects
 code the host's operator installed (a built-in or a ``tether.plugins`` entry point); the client
@@ -37,7 +39,8 @@ _CODE: Final[dict[str, str]] = {
     "callback": "Python callbacks cannot be sent over HTTP; register them in code (process.hooks)",
     "handler": "an approval handler is a Python function; set it in code on the runtime's host",
     "scanners": "guardrail scanners are Python functions; set them in code on the runtime's host",
-    "tools": "tools are Python functions; register them in code on the runtime's host",
+    "tools": "a tool is named by its import path, 'package.module:function' (a string); tool "
+    "functions are Python code, registered in code on the runtime's host",
     "plugins": "a plugin is activated by its name (a string); plugin objects are Python code, "
     "added in code on the runtime's host",
 }
@@ -57,8 +60,11 @@ def code_only_fields(config: dict[str, Any]) -> list[tuple[str, str]]:
     guardrails = config.get("guardrails")
     if isinstance(guardrails, dict) and "scanners" in guardrails:
         found.append(("guardrails.scanners", _CODE["scanners"]))
-    if "tools" in config:
-        found.append(("tools", _CODE["tools"]))
+    tools = config.get("tools")
+    if isinstance(tools, list):
+        for i, entry in enumerate(tools):
+            if not isinstance(entry, str):
+                found.append((f"tools[{i}]", _CODE["tools"]))
     plugins = config.get("plugins")
     if isinstance(plugins, list):
         for i, plugin in enumerate(plugins):
@@ -71,9 +77,17 @@ def command_uses(spec: ProcessSpec) -> list[str]:
     """What in ``spec`` would run a program on the host, in words, first to last."""
     uses: list[str] = []
     uses += [f"hooks[{i}] is a command hook" for i in range(len(spec.hooks))]
+    uses += [
+        f"claude_code_hooks[{i}] is a file of Claude Code command hooks"
+        for i in range(len(spec.claude_code_hooks))
+    ]
     for i, server in enumerate(spec.mcp_servers):
         if is_stdio(server):
             uses.append(f"mcp_servers[{i}] is a stdio MCP server")
+    uses += [
+        f"tools[{i}] is a tool imported by path ({path}), code run on the host"
+        for i, path in enumerate(spec.tools)
+    ]
     if spec.open_mode.allow_tool_creation:
         uses.append("open_mode.allow_tool_creation, which lets the agent create tools")
     return uses

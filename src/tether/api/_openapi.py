@@ -245,7 +245,8 @@ def _document() -> dict[str, Any]:
             f"{p}/hooks/catalog": {
                 "get": _op(
                     "Every resolved hook of every process: event, name, source, mode, "
-                    f"executor_kind ({', '.join(EXECUTOR_KINDS)}), priority, order, timeout (as "
+                    f"executor_kind ({', '.join(EXECUTOR_KINDS)}), protocol (a command's: tether "
+                    "or claude-code), priority, order, timeout (as "
                     "declared; a command hook's engine backstop is not included) and "
                     "timeout_ms, fail_closed (also as required), once, tag, matcher, enabled, "
                     "command (never env values), metadata (tag and owner as strings)",

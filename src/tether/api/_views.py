@@ -112,6 +112,7 @@ def catalog_entry(process: AgentProcess, info: HookInfo) -> dict[str, Any]:
         "source": info.source,
         "mode": info.mode,
         "executor_kind": info.executor_kind,
+        "protocol": info.protocol,
         "priority": info.priority,
         "order": info.order,
         "timeout": info.timeout,

@@ -210,10 +210,15 @@ def hooks_test(
     ] = None,
     cwd: Annotated[str | None, typer.Option(help="Working directory of the program.")] = None,
     process: Annotated[str, typer.Option(help="The process name the hook sees.")] = "test",
+    protocol: Annotated[
+        str, typer.Option(help="'tether' (the default) or 'claude-code' (a Claude Code hook).")
+    ] = "tether",
 ) -> None:
     """Run one command hook against a sample event and explain its answer."""
     from ._hooktest import test_hook
 
+    if protocol not in ("tether", "claude-code"):
+        raise click.UsageError(f"--protocol must be 'tether' or 'claude-code', got {protocol!r}")
     merged = _json_option("--data", data) if data is not None else None
     if merged is not None and not isinstance(merged, dict):
         raise click.UsageError("--data must be a JSON object")
@@ -227,6 +232,7 @@ def hooks_test(
             env_passthrough=env_passthrough or [],
             cwd=cwd,
             process=process,
+            protocol=protocol,
         )
     )
 

@@ -21,6 +21,20 @@ BLOCK_EFFECT: Final = {
     "file_changed": "the change is dropped and counted as filtered",
     "config_change": "an agent's change is not applied (operator changes always apply)",
     "task_created": "the event is dead-lettered ('blocked by hook') instead of queued",
+    "pre_tool_use": "the tool is not run: the model reads that it was refused and why, and "
+    "permission_denied fires (kind 'hook')",
+}
+
+#: What a process reads back from each event's data, and what it does with it.
+READ_BACK: Final = {
+    "user_prompt_submit": {"prompt": "the model receives the rewritten prompt"},
+    "pre_tool_use": {
+        "arguments": "the tool runs with the rewritten arguments, if its schema accepts them "
+        "(else the hook's error, and the original arguments stand)",
+        "require_approval": "the call goes to the approval gate (denied with no handler)",
+        "additional_context": "the text is added after the result the model reads",
+    },
+    "post_tool_use": {"result": "the model reads the replaced result"},
 }
 
 
@@ -45,15 +59,19 @@ def explain(
     if not changed:
         return ["passed: data returned unchanged"]
     lines.append(f"data replaced; changed: {', '.join(changed)}")
+    read = READ_BACK.get(event, {})
     if event == "user_prompt_submit" and "prompt" in changed:
         if isinstance(new_data.get("prompt"), str):
-            lines.append("the model receives the rewritten prompt")
+            lines.append(read["prompt"])
         else:
             lines.append("'prompt' is not a string: the original prompt is kept")
+    elif any(key in read for key in changed):
+        lines += [read[key] for key in changed if key in read]
     else:
         lines.append(
-            "a process reads back only the prompt of user_prompt_submit: these changes are "
-            "seen by later hooks of the same event but not used"
+            "a process reads back only the prompt of user_prompt_submit, the arguments, "
+            "require_approval and additional_context of pre_tool_use, and the result of "
+            "post_tool_use: these changes are seen by later hooks of the same event but not used"
         )
     return lines
 
@@ -68,6 +86,7 @@ def test_hook(
     env_passthrough: list[str],
     cwd: str | None,
     process: str,
+    protocol: str,
 ) -> int:
     """Run the hook once; 0 when it answered (whatever it answered), 1 on a hook error.
 
@@ -79,6 +98,7 @@ def test_hook(
 
     from .._redact import Redactor
     from ..hooks import BLOCKABLE_EVENTS, CommandHookError, HookContext, ShellHook
+    from ..hooks._claude_code import ClaudeCodeHook
     from ..hooks._events import parse_event
     from ._samples import sample_data
 
@@ -87,9 +107,14 @@ def test_hook(
     if data:
         payload.update(data)
     secret_env = {name: SecretStr(value) for name, value in env.items()}
-    hook = ShellHook(
-        command, timeout=timeout, env=secret_env, env_passthrough=env_passthrough, cwd=cwd
-    )
+    if protocol == "claude-code":
+        hook: ShellHook = ClaudeCodeHook(
+            command, timeout=timeout, env=secret_env, env_passthrough=env_passthrough, cwd=cwd
+        )
+    else:
+        hook = ShellHook(
+            command, timeout=timeout, env=secret_env, env_passthrough=env_passthrough, cwd=cwd
+        )
     redactor = Redactor(learned=lambda: tuple(hook.secrets()))
 
     def shown(text: str) -> str:
@@ -107,6 +132,8 @@ def test_hook(
         f"{'yes' if hook_event in BLOCKABLE_EVENTS else 'no'})"
     )
     out.print(f"[bold]command[/]  {shown(hook.display_name)}")
+    if isinstance(hook, ClaudeCodeHook):
+        return _claude_code(hook, ctx, payload, out, shown)
     out.print("[bold]stdin[/]")
     out.print(shown(json.dumps(ctx.envelope(), indent=2, default=str)))
     try:
@@ -137,4 +164,35 @@ def test_hook(
         if isinstance(prompt, str) and prompt != payload.get("prompt"):
             out.print("[bold]prompt[/]")
             out.print(shown(prompt))
+    return 0
+
+
+def _claude_code(hook: Any, ctx: Any, payload: dict[str, Any], out: Console, shown: Any) -> int:
+    """``hooks test --protocol claude-code``: Claude Code's input, the answer applied."""
+    from ..hooks import BLOCKABLE_EVENTS, CommandHookError, HookBlocked
+    from ..hooks._claude_code import TETHER_TO_CLAUDE, claude_input
+
+    name = TETHER_TO_CLAUDE[ctx.event]
+    out.print(f"[bold]protocol[/] claude-code ({name})")
+    out.print("[bold]stdin[/]")
+    out.print(shown(json.dumps(claude_input(ctx, name, hook._cwd()), indent=2, default=str)))
+    try:
+        asyncio.run(hook.callback(ctx))
+    except HookBlocked as exc:
+        lines = explain(ctx.event.value, payload, True, exc.reason, None)
+    except CommandHookError as exc:
+        out.print(f"[bold]answer[/]   [red]hook error[/]: {shown(str(exc))}")
+        blockable = ctx.event in BLOCKABLE_EVENTS
+        out.print(
+            "[bold]meaning[/]  a non-blocking error: logged, the action proceeds"
+            + ("; with fail_closed: true it blocks the action" if blockable else "")
+        )
+        return 1
+    else:
+        changed = ctx.data if ctx.data != payload else None
+        lines = explain(ctx.event.value, payload, False, "", changed)
+    for i, line in enumerate(lines):
+        style = "red" if line.startswith("BLOCKED") else "yellow" if "replaced" in line else ""
+        text = f"[{style}]{shown(line)}[/]" if style else shown(line)
+        out.print(f"[bold]{'meaning' if i == 0 else '':<8}[/] {text}")
     return 0

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..hooks import HookContext, HookEvent, HookRun
+from ..hooks._events import EVENTS
 
 if TYPE_CHECKING:
     from ..process import AgentProcess
@@ -27,22 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["LivePrinter"]
 
 OBSERVER: Final = "tether-cli"
+#: The keys printed for each event (the event table's ``shown``).
 _SHOWN: Final[dict[str, tuple[str, ...]]] = {
-    "session_start": ("restart", "recovered"),
-    "session_end": ("reason", "invocation_count", "error"),
-    "user_prompt_submit": ("trigger_type", "prompt"),
-    "permission_request": ("tool_name", "arguments"),
-    "permission_denied": ("kind", "tool_name", "decided_by", "reason"),
-    "subagent_start": ("process_name", "execution_mode"),
-    "subagent_stop": ("process_name", "state"),
-    "pre_compact": ("buffer_size", "max_messages"),
-    "post_compact": ("buffer_size", "dropped"),
-    "file_changed": ("path", "event_type", "trigger_id"),
-    "config_change": ("source", "change"),
-    "task_created": ("event_id", "trigger_id", "trigger_type"),
-    "task_completed": ("event_id", "outcome", "duration_ms", "error"),
-    "pre_tool_use": ("tool_name", "server", "arguments"),
-    "post_tool_use": ("tool_name", "server", "duration_ms", "error"),
+    event.value: spec.shown for event, spec in EVENTS.items()
 }
 _STYLE: Final = {
     "blocked": "bold red",

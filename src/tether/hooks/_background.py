@@ -218,7 +218,7 @@ async def _run_one(
     outcome = "passed"
     error: BaseException | None = None
     try:
-        awaitable = hook.fn(ctx)
+        awaitable = hook.executor.run(ctx)
         if isinstance(awaitable, Coroutine):
             # A dispatch made by this hook is nested one level deeper, as in the sync chain.
             awaitable = _run_at(awaitable, depth)

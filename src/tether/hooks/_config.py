@@ -1,15 +1,23 @@
-"""HookConfig: one hook declared as data (a command) or in code (a callback)."""
+"""HookConfig: one hook declared as data (a command) or in code (a callback).
+
+``HookConfig`` is a union discriminated by executor kind: the fields every hook has are
+declared here, each kind's own in its module (hooks/_command.py, hooks/_callback.py), and the
+kinds are listed in hooks/_kinds.py. ``HookConfig(...)``, ``HookConfig.model_validate(...)``
+and a ``list[HookConfig]`` field all build the class of the kind the data names (a
+``command`` makes a CommandHookConfig), each a HookConfig.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     PrivateAttr,
     SecretStr,
     ValidationError,
@@ -17,9 +25,13 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic_core import PydanticCustomError, core_schema
 
 from ._events import VALID_EVENT_VALUES, parse_event
+
+if TYPE_CHECKING:
+    from ._executor import Executor
+    from ._manager import HookManager
 
 __all__ = ["MAX_OUTPUT_LIMIT", "HookConfig", "SecretText"]
 
@@ -91,22 +103,32 @@ def _holds_env(loc: tuple[Any, ...], value: Any, kind: str) -> bool:
     return not loc or (loc[0] == "env" and isinstance(value, dict | list | tuple))
 
 
+#: Set once hooks/_kinds.py has defined every kind: HookConfig's own schema is then rebuilt as
+#: their union (the classes of the kinds derive from HookConfig, so they come after it; they
+#: are loaded on first use of HookConfig as a type or a constructor).
+_KINDS_READY = False
+
+
 class HookConfig(BaseModel):
-    """A hook declaration: exactly one of ``command`` or ``callback``.
+    """A hook declaration: exactly one of ``command`` or ``callback`` (one field per executor
+    kind, see hooks/_kinds.py); the fields below are every kind's.
 
     ``timeout`` unset means 5 s for a command and 30 s for a callback. ``env`` values are
     secrets: masked in every JSON dump, and never shown by a validation error.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=False)
+    model_config = ConfigDict(
+        extra="forbid", arbitrary_types_allowed=True, frozen=False, title="HookConfig"
+    )
+
+    #: The executor kind this class declares (HookInfo.executor_kind) and the field whose
+    #: presence selects it; set by each kind's class.
+    kind: ClassVar[str] = ""
+    key: ClassVar[str] = ""
+    #: The timeout of a hook of this kind declared without one.
+    default_timeout: ClassVar[float] = 30.0
 
     event: str = Field(description="A HookEvent value, for example 'user_prompt_submit'")
-    command: str | list[str] | None = Field(
-        default=None, description="Program and arguments (a string is split with shlex.split)"
-    )
-    callback: Callable[..., Any] | None = Field(
-        default=None, exclude=True, description="Async Python hook (code only; not serialized)"
-    )
     timeout: float | None = Field(
         default=None, gt=0, le=3600, description="Seconds the hook may run (5 command, 30 callback)"
     )
@@ -115,16 +137,6 @@ class HookConfig(BaseModel):
     tag: str | None = Field(default=None, description="Group name for remove_by_tag()")
     fail_closed: bool = Field(
         default=False, description="An error or timeout blocks the action (blockable events)"
-    )
-    cwd: str | None = Field(default=None, description="Working directory of the command")
-    env: dict[str, SecretText] = Field(
-        default_factory=dict, description="Extra variables; ${VAR} resolved when the hook runs"
-    )
-    env_passthrough: list[str] = Field(
-        default_factory=list, description="Host environment variables passed to the command"
-    )
-    max_output_bytes: int = Field(
-        default=65536, gt=0, le=MAX_OUTPUT_LIMIT, description="Largest stdout accepted"
     )
     mode: Literal["sync", "async"] = Field(
         default="sync", description="'async' runs the hook in the background after the event"
@@ -137,6 +149,73 @@ class HookConfig(BaseModel):
     #: declared it); None means "config". Set by the layer that built it, never serialized.
     _source: str | None = PrivateAttr(default=None)
 
+    def __new__(cls, *args: Any, **data: Any) -> Any:
+        # HookConfig(...) builds the class of the kind its fields name (its __init__ then
+        # validates them); a kind's class, or a class derived from one, builds itself.
+        if cls is HookConfig and data:
+            _ensure_kinds()
+            from ._kinds import kind_class
+
+            cls = kind_class(data)
+        return super().__new__(cls)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
+        if cls is HookConfig:
+            _ensure_kinds()
+        return super().model_validate(obj, **kwargs)
+
+    @classmethod
+    def model_validate_json(cls, json_data: Any, **kwargs: Any) -> Any:
+        if cls is HookConfig:
+            _ensure_kinds()
+        return super().model_validate_json(json_data, **kwargs)
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        # HookConfig as a type (a field, model_validate) is the union of the kinds: the data is
+        # validated by the class of the kind it names, so errors keep their plain locations.
+        if source is not globals().get("HookConfig"):  # a kind's class (or HookConfig's own)
+            return handler(source)
+        _ensure_kinds()
+        from ._kinds import KINDS, kind_class
+
+        def validate(data: Any) -> Any:
+            if isinstance(data, HookConfig) or not isinstance(data, dict):
+                return data  # an instance as it is; not a mapping: the union says so
+            return kind_class(data).model_validate(data)
+
+        union = core_schema.union_schema([handler.generate_schema(k) for k in KINDS.values()])
+        return core_schema.no_info_before_validator_function(validate, union)
+
+    def __getattr__(self, name: str) -> Any:
+        # A field of another kind reads as its default (a command's ``callback`` is None), as
+        # when every kind's fields were one class's.
+        try:
+            return super().__getattr__(name)  # type: ignore[misc]
+        except AttributeError:
+            from ._kinds import KINDS
+
+            for kind in KINDS.values():
+                info = kind.model_fields.get(name)
+                if info is not None and name not in type(self).model_fields:
+                    return (
+                        None if info.is_required() else info.get_default(call_default_factory=True)
+                    )
+            raise
+
+    @classmethod
+    def selects(cls, data: dict[str, Any]) -> bool:
+        """Whether ``data``, which sets this kind's ``key``, is of this kind (a refinement
+        sharing a key with another kind says when it applies)."""
+        return True
+
+    def executor(self, manager: HookManager) -> Executor:
+        """Build the executor that runs this hook in ``manager``."""
+        raise NotImplementedError  # pragma: no cover - every kind's class defines it
+
     @field_validator("event")
     @classmethod
     def _known_event(cls, value: str) -> str:
@@ -147,50 +226,13 @@ class HookConfig(BaseModel):
                 f"unknown hook event {value!r}; valid events are: {VALID_EVENT_VALUES}"
             ) from None
 
-    @field_validator("timeout", "priority", "max_output_bytes", mode="before")
+    @field_validator("timeout", "priority", mode="before")
     @classmethod
     def _not_a_bool(cls, value: Any, info: ValidationInfo) -> Any:
-        # A bool is an int to pydantic: ``timeout: yes`` would be one second (register() and
-        # ShellHook refuse a bool too).
-        if isinstance(value, bool):
-            allowed = _NUMBERS[info.field_name or ""]
-            raise ValueError(f"{info.field_name} must be {allowed}, got {value!r}")
-        return value
-
-    @field_validator("command")
-    @classmethod
-    def _non_empty_command(cls, value: str | list[str] | None) -> str | list[str] | None:
-        if value is not None and (not value or (isinstance(value, str) and not value.strip())):
-            raise ValueError("command must name a program, got an empty command")
-        if isinstance(value, str):
-            import shlex
-
-            try:
-                shlex.split(value)
-            except ValueError as exc:  # e.g. an unmatched quote
-                raise ValueError(
-                    f"command {value!r} cannot be split like a shell would: {exc}"
-                ) from None
-        return value
-
-    @field_validator("callback")
-    @classmethod
-    def _async_callback(cls, value: Any) -> Any:
-        if value is not None:
-            from ._hook import _callable_name, _is_async_callable
-
-            if not _is_async_callable(value):
-                raise TypeError(
-                    f"callback {_callable_name(value)!r} must be an async function (async def) "
-                    "or an object with an async __call__"
-                )
-        return value
+        return not_a_bool(value, info)
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> HookConfig:
-        if (self.command is None) == (self.callback is None):
-            which = "both" if self.command is not None else "neither"
-            raise ValueError(f"set exactly one of 'command' or 'callback' (got {which})")
+    def _whole(self) -> HookConfig:
         if self.mode == "async" and self.fail_closed:
             raise ValueError("mode 'async' cannot be fail_closed: a background hook cannot block")
         if self.matcher is not None:
@@ -209,4 +251,31 @@ class HookConfig(BaseModel):
             raise masked_errors(exc, _holds_env) from None
 
 
+def not_a_bool(value: Any, info: ValidationInfo) -> Any:
+    """Refuse a bool where a number goes: a bool is an int to pydantic, so ``timeout: yes``
+    would be one second (register() and ShellHook refuse a bool too)."""
+    if isinstance(value, bool):
+        allowed = _NUMBERS[info.field_name or ""]
+        raise ValueError(f"{info.field_name} must be {allowed}, got {value!r}")
+    return value
+
+
+def not_exactly_one(keys: list[str], given: list[str]) -> ValidationError:
+    """The error of a declaration naming no executor kind, or several: its input (every
+    field, ``env`` values too) is not shown."""
+    names = " or ".join(f"{k!r}" for k in keys) if len(keys) == 2 else ", ".join(map(repr, keys))
+    which = "neither" if not given else "both" if len(given) == 2 else ", ".join(given)
+    error = ValueError(f"set exactly one of {names} (got {which})")
+    return ValidationError.from_exception_data(
+        "HookConfig",
+        [{"type": "value_error", "loc": (), "input": "<not shown>", "ctx": {"error": error}}],
+    )
+
+
 HookConfig.__module__ = "tether"
+
+
+def _ensure_kinds() -> None:
+    """Load the registry of kinds (hooks/_kinds.py), which rebuilds HookConfig as their union."""
+    if not _KINDS_READY:
+        from . import _kinds  # noqa: F401

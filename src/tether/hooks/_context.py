@@ -67,6 +67,10 @@ class HookContext:
         """Shorthand for ``ctx.data[key] = value``."""
         self.data[key] = value
 
+    def replace(self, data: dict[str, Any]) -> None:
+        """Replace the whole data (what a command hook's ``data`` answer does)."""
+        self.data = data
+
     def envelope(self) -> dict[str, Any]:
         """The JSON envelope a command hook receives on stdin.
 

@@ -1,12 +1,20 @@
-"""The lifecycle events (the reference's 13 and the two tool-call events) and which of them a
-hook may refuse."""
+"""The event table: every lifecycle event declared once, as an :class:`EventSpec`.
+
+An event's spec says whether a hook may refuse it and what a refusal does, the keys of its
+payload (as a JSON Schema), what the process reads back from a hook's changes, the data fields
+a matcher may look at, its family, a sample payload and the keys a live view shows. The other
+tables (BLOCKABLE_EVENTS, the matcher fields, the taxonomy, the CLI samples and live columns)
+are derived from this one: adding an event is one ``HookEvent`` member and one spec here.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final
+from types import MappingProxyType
+from typing import Any, Final
 
-__all__ = ["BLOCKABLE_EVENTS", "HookEvent", "parse_event"]
+__all__ = ["BLOCKABLE_EVENTS", "CHANGES", "EVENTS", "EventSpec", "HookEvent", "parse_event"]
 
 
 class HookEvent(StrEnum):
@@ -31,16 +39,322 @@ class HookEvent(StrEnum):
 
 HookEvent.__module__ = "tether"
 
-BLOCKABLE_EVENTS: Final[frozenset[HookEvent]] = frozenset(
-    {
-        HookEvent.USER_PROMPT_SUBMIT,
-        HookEvent.PERMISSION_REQUEST,
-        HookEvent.SUBAGENT_START,
-        HookEvent.FILE_CHANGED,
-        HookEvent.CONFIG_CHANGE,
-        HookEvent.TASK_CREATED,
-        HookEvent.PRE_TOOL_USE,
+
+#: The patch schema of an event whose changes the process does not read back.
+_NOTHING: Final = {
+    "type": "object",
+    "properties": {},
+    "additionalProperties": True,
+    "description": "Changes to this event's data are not used by the process.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    """One lifecycle event, declared once.
+
+    ``block`` says what a refusal does (None: the event cannot be refused); ``payload`` and
+    ``patch`` are JSON Schemas of the data hooks get and of what the process reads back;
+    ``matchable`` the data fields a matcher may test; ``shown`` the keys a live view prints.
+    """
+
+    event: HookEvent
+    family: str
+    block: str | None
+    payload: dict[str, Any]
+    sample: dict[str, Any]
+    matchable: tuple[str, ...] = ()
+    patch: dict[str, Any] = field(default_factory=lambda: dict(_NOTHING))
+    shown: tuple[str, ...] = ()
+
+    @property
+    def blockable(self) -> bool:
+        return self.block is not None
+
+
+_S: Final = {"type": "string"}
+_SN: Final = {"type": ["string", "null"]}
+_I: Final = {"type": "integer"}
+_B: Final = {"type": "boolean"}
+_OBJECT: Final = {"type": "object"}
+_TRIGGER: Final = {"event_id": _S, "trigger_id": _S, "trigger_type": _S}
+_MATCH_TRIGGER: Final = ("trigger_type", "trigger_id")
+_MATCH_TOOL: Final = ("tool_name", "server")
+_EVENT_ID: Final = "0f6c1a2b3c4d4e5f8a9b0c1d2e3f4a5b"
+_REQUEST_ID: Final = "5d41402abc4b2a76b9719d911017c592"
+#: What config_change names in ``change``, as the reference lists them.
+CHANGES: Final = (
+    "instructions",
+    "tool",
+    "mcp_server",
+    "trigger_added",
+    "trigger_removed",
+    "budget",
+    "health",
+    "mission",
+    "rollback",
+    "rewind",
+)
+
+
+def _obj(
+    props: dict[str, Any], *, extra: bool = False, optional: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """An object schema: every key of ``props`` required, those of ``optional`` not."""
+    return {
+        "type": "object",
+        "properties": {**props, **(optional or {})},
+        "required": sorted(props),
+        "additionalProperties": extra,
     }
+
+
+def _patch(key: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    """A patch schema: the one key the process reads back from a hook's changes."""
+    return {
+        "type": "object",
+        "properties": {key: schema},
+        "additionalProperties": True,
+        "description": description,
+    }
+
+
+_TOOL_CALL: Final = {
+    "tool_name": _S,
+    "arguments": _OBJECT,
+    "call_id": _S,
+    "event_id": _SN,
+    "server": _SN,
+}
+_TOOL_SAMPLE: Final = {
+    "tool_name": "lookup_order",
+    "arguments": {"order_id": "A-1182"},
+    "call_id": "call_7f3a",
+    "event_id": _EVENT_ID,
+    "server": None,
+}
+_TRIGGER_SAMPLE: Final = {
+    "event_id": _EVENT_ID,
+    "trigger_id": "helpdesk",
+    "trigger_type": "webhook",
+}
+
+_SPECS: Final = (
+    EventSpec(
+        HookEvent.SESSION_START,
+        "session",
+        None,
+        _obj({"restart": _B, "recovered": {"type": ["object", "null"]}}),
+        {"restart": False, "recovered": None},
+        shown=("restart", "recovered"),
+    ),
+    EventSpec(
+        HookEvent.SESSION_END,
+        "session",
+        None,
+        _obj({"reason": {"enum": ["stop", "restart"]}, "invocation_count": _I}, extra=True),
+        {"reason": "stop", "invocation_count": 3},
+        shown=("reason", "invocation_count", "error"),
+    ),
+    EventSpec(
+        HookEvent.USER_PROMPT_SUBMIT,
+        "prompt",
+        "The run is skipped and the event dead-lettered ('blocked by hook'), "
+        "before any budget is counted.",
+        _obj({"prompt": _S, **_TRIGGER}),
+        {
+            "prompt": (
+                "ticket: Login page is down\n\n"
+                f"(event {_EVENT_ID} from trigger 'helpdesk', type webhook)"
+            ),
+            **_TRIGGER_SAMPLE,
+        },
+        matchable=_MATCH_TRIGGER,
+        patch=_patch("prompt", _S, "A changed prompt replaces the original; nothing else is used."),
+        shown=("trigger_type", "prompt"),
+    ),
+    EventSpec(
+        HookEvent.PERMISSION_REQUEST,
+        "permission",
+        "The tool call is denied without asking the approval handler.",
+        _obj({"tool_name": _S, "arguments": _OBJECT, "request_id": _S}),
+        {
+            "tool_name": "update_state",
+            "arguments": {"key": "priority", "value": "high"},
+            "request_id": _REQUEST_ID,
+        },
+        matchable=("tool_name",),
+        shown=("tool_name", "arguments"),
+    ),
+    EventSpec(
+        HookEvent.PERMISSION_DENIED,
+        "permission",
+        None,
+        _obj(
+            {
+                "kind": {"enum": ["approval", "budget", "guardrail", "hook"]},
+                "tool_name": _SN,
+                "request_id": _SN,
+                "reason": _S,
+                "decided_by": _SN,
+            },
+            extra=True,
+            # Per kind: budget (limit_*, current_value; event_id for a run), guardrail
+            # (event_id, trigger_type).
+            optional={
+                "event_id": _S,
+                "trigger_type": _S,
+                "limit_name": _S,
+                "limit_value": {"type": "number"},
+                "current_value": {"type": "number"},
+            },
+        ),
+        {
+            "kind": "approval",
+            "tool_name": "update_state",
+            "request_id": _REQUEST_ID,
+            "reason": "refund limits are set by finance, not by the agent",
+            "decided_by": "hook",
+        },
+        matchable=("tool_name", "kind", "trigger_type"),
+        shown=("kind", "tool_name", "decided_by", "reason"),
+    ),
+    EventSpec(
+        HookEvent.SUBAGENT_START,
+        "subagent",
+        "The spawn is refused.",
+        _obj({"process_name": _S, "execution_mode": _S, "trigger_count": _I}),
+        {"process_name": "triage-helper", "execution_mode": "strict", "trigger_count": 0},
+        shown=("process_name", "execution_mode"),
+    ),
+    EventSpec(
+        HookEvent.SUBAGENT_STOP,
+        "subagent",
+        None,
+        _obj({"process_name": _S, "state": _S}),
+        {"process_name": "triage-helper", "state": "stopped"},
+        shown=("process_name", "state"),
+    ),
+    EventSpec(
+        HookEvent.PRE_COMPACT,
+        "context",
+        None,
+        _obj({"buffer_size": _I, "max_messages": _I, "dropping": {"type": "array"}}),
+        {
+            "buffer_size": 51,
+            "max_messages": 50,
+            "dropping": [{"role": "user", "content": "ticket: Printer on floor 3 is jammed"}],
+        },
+        shown=("buffer_size", "max_messages"),
+    ),
+    EventSpec(
+        HookEvent.POST_COMPACT,
+        "context",
+        None,
+        _obj({"buffer_size": _I, "dropped": _I}),
+        {"buffer_size": 50, "dropped": 1},
+        shown=("buffer_size", "dropped"),
+    ),
+    EventSpec(
+        HookEvent.FILE_CHANGED,
+        "trigger",
+        "The event is dropped and counted as filtered.",
+        _obj({"path": _S, "event_type": _S, "trigger_id": _S, "event_id": _S}, extra=True),
+        {
+            "path": "/srv/inbox/ticket-1182.txt",
+            "event_type": "added",
+            "trigger_id": "inbox",
+            "event_id": _EVENT_ID,
+        },
+        matchable=("path", "trigger_id"),
+        shown=("path", "event_type", "trigger_id"),
+    ),
+    EventSpec(
+        HookEvent.CONFIG_CHANGE,
+        "config",
+        "Only for source 'agent': the agent's change is not applied. Operator changes always "
+        "apply.",
+        _obj(
+            {"source": {"enum": ["agent", "operator"]}, "change": {"enum": list(CHANGES)}},
+            extra=True,
+        ),
+        {
+            "source": "operator",
+            "change": "instructions",
+            "instructions": "You triage support tickets. Answer in one sentence.",
+        },
+        shown=("source", "change"),
+    ),
+    EventSpec(
+        HookEvent.TASK_CREATED,
+        "task",
+        "The event is dead-lettered ('blocked by hook') instead of queued.",
+        _obj(dict(_TRIGGER)),
+        dict(_TRIGGER_SAMPLE),
+        matchable=_MATCH_TRIGGER,
+        shown=("event_id", "trigger_id", "trigger_type"),
+    ),
+    EventSpec(
+        HookEvent.TASK_COMPLETED,
+        "task",
+        None,
+        _obj(
+            {
+                **_TRIGGER,
+                "outcome": {"enum": ["success", "retrying", "failed", "blocked", "dead_lettered"]},
+                "duration_ms": {"type": "number"},
+                "error": _SN,
+            }
+        ),
+        {**_TRIGGER_SAMPLE, "outcome": "success", "duration_ms": 412.5, "error": None},
+        matchable=_MATCH_TRIGGER,
+        shown=("event_id", "outcome", "duration_ms", "error"),
+    ),
+    EventSpec(
+        HookEvent.PRE_TOOL_USE,
+        "tool",
+        "The tool is not run: the model gets a result saying it was refused and why, and "
+        "permission_denied fires with kind 'hook'.",
+        _obj(dict(_TOOL_CALL)),
+        dict(_TOOL_SAMPLE),
+        matchable=_MATCH_TOOL,
+        patch={
+            "type": "object",
+            "properties": {
+                "arguments": _OBJECT,
+                "require_approval": {"type": "boolean"},
+                "additional_context": _S,
+            },
+            "additionalProperties": True,
+            "description": "Changed arguments replace the call's, validated again against the "
+            "tool's schema (an invalid rewrite is the hook's error; the original arguments "
+            "stand); require_approval true sends the call to the approval gate even when the "
+            "policy does not list the tool (denied when no handler is configured); "
+            "additional_context is added after the result the model reads.",
+        },
+        shown=("tool_name", "server", "arguments"),
+    ),
+    EventSpec(
+        HookEvent.POST_TOOL_USE,
+        "tool",
+        None,
+        _obj({**_TOOL_CALL, "result": _S, "error": _SN, "duration_ms": {"type": "number"}}),
+        {**_TOOL_SAMPLE, "result": '{"status": "shipped"}', "error": None, "duration_ms": 3.2},
+        matchable=_MATCH_TOOL,
+        patch=_patch(
+            "result", _S, "A changed result replaces what the model sees; nothing else is used."
+        ),
+        shown=("tool_name", "server", "duration_ms", "error"),
+    ),
+)
+
+#: Every event's spec, in HookEvent order (a test checks each member has exactly one).
+EVENTS: Final[MappingProxyType[HookEvent, EventSpec]] = MappingProxyType(
+    {spec.event: spec for spec in sorted(_SPECS, key=lambda s: list(HookEvent).index(s.event))}
+)
+
+BLOCKABLE_EVENTS: Final[frozenset[HookEvent]] = frozenset(
+    spec.event for spec in _SPECS if spec.blockable
 )
 
 _BY_VALUE: Final[dict[str, HookEvent]] = {e.value: e for e in HookEvent}

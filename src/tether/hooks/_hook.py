@@ -24,12 +24,11 @@ from ._events import _BY_VALUE, VALID_EVENT_VALUES, HookEvent, parse_event
 from ._records import HookRun
 
 if TYPE_CHECKING:
+    from ._executor import Executor
     from ._manager import HookManager
     from ._matcher import Matcher
 
 MAX_TIMEOUT: Final = 3600.0
-#: Extra seconds the manager allows a command hook beyond the program's own timeout.
-COMMAND_BACKSTOP: Final = 5.0
 DEFAULT_COMMAND_TIMEOUT: Final = 5.0
 DEFAULT_CALLBACK_TIMEOUT: Final = 30.0
 
@@ -81,6 +80,8 @@ class DispatchResult:
     errors: list[tuple[str, BaseException]] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     runs: list[HookRun] = field(default_factory=list)
+    #: The name of the hook that blocked (by refusing, or failing while fail_closed).
+    blocked_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +100,10 @@ class HookInfo:
     """A read-only description of one registration, for catalogs.
 
     ``timeout`` is the one the hook was declared with (or the default it got): for a command
-    hook, the program's own, not the engine's bound (which allows COMMAND_BACKSTOP past it).
-    ``executor_kind`` says what runs the hook: one of EXECUTOR_KINDS.
+    hook, the program's own, not the engine's bound (which allows a backstop past it).
+    ``executor_kind`` says what runs the hook: one of EXECUTOR_KINDS (hooks/_kinds.py);
+    ``protocol``, for a command hook, what its program reads and answers ("tether" or
+    "claude-code"; None for other kinds).
     """
 
     hook_id: str
@@ -119,24 +122,7 @@ class HookInfo:
     command: list[str] | str | None
     owner: str | None
     executor_kind: str
-
-
-#: What runs a hook: a Python callable, a program (a command hook), or a plugin's method.
-EXECUTOR_KINDS: Final = ("callback", "command", "plugin")
-
-
-def _executor(hook: _Hook, bound: float | None) -> tuple[str, float | None]:
-    """HookInfo's ``executor_kind`` and ``timeout`` of ``hook``, whose engine bound is ``bound``."""
-    from ._plugin import Plugin
-    from ._shell import ShellHook
-
-    shell = getattr(hook.fn, "__self__", None)
-    if isinstance(shell, ShellHook):
-        # The program is killed at its own timeout; the bound may add the backstop to it.
-        return "command", shell.timeout if bound is None else min(shell.timeout, bound)
-    if hook.command is not None:
-        return "command", bound
-    return ("plugin" if isinstance(hook.owner, Plugin) else "callback"), bound
+    protocol: str | None = None
 
 
 #: Notes in a dispatch's marks (see HookManager.dispatch): a matcher skipped the hook.
@@ -168,14 +154,16 @@ def _snapshot(data: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Hook:
+    """One registration: what runs (its executor), when (event, matcher, order) and how."""
+
     __slots__ = (
         "command",
         "enabled",
         "event",
+        "executor",
         "fail_closed",
         "fn",
         "hook_id",
-        "is_async_fn",
         "manager",
         "matcher",
         "mode",
@@ -190,29 +178,48 @@ class _Hook:
         "timeout",
     )
 
-    def __init__(self, **kw: Any) -> None:
-        for key, value in kw.items():
-            setattr(self, key, value)
-
-    hook_id: str
-    event: HookEvent | str
-    fn: Callable[..., Any]
-    is_async_fn: bool
-    priority: int
-    seq: int
-    once: bool
-    spent: bool
-    tag: str | None
-    timeout: float | _Unset | None
-    fail_closed: bool
-    owner: object | None
-    manager: HookManager
-    name: str
-    source: str
-    mode: str
-    matcher: Matcher | None
-    enabled: bool
-    command: list[str] | str | None
+    def __init__(
+        self,
+        *,
+        hook_id: str,
+        event: HookEvent | str,
+        fn: Callable[..., Any],
+        executor: Executor,
+        priority: int,
+        seq: int,
+        once: bool,
+        tag: str | None,
+        timeout: float | _Unset | None,
+        fail_closed: bool,
+        owner: object | None,
+        manager: HookManager,
+        name: str,
+        source: str,
+        mode: str,
+        matcher: Matcher | None,
+        command: list[str] | str | None,
+    ) -> None:
+        self.hook_id = hook_id
+        self.event = event
+        self.fn = fn
+        self.executor = executor
+        self.priority = priority
+        self.seq = seq
+        self.once = once
+        #: A once hook that has run (or been queued): overlapping dispatches skip it.
+        self.spent = False
+        self.tag = tag
+        #: The engine's bound around the executor's run (UNSET: the manager's default).
+        self.timeout = timeout
+        self.fail_closed = fail_closed
+        self.owner = owner
+        self.manager = manager
+        self.name = name
+        self.source = source
+        self.mode = mode
+        self.matcher = matcher
+        self.enabled = True
+        self.command = command
 
 
 @types.coroutine
@@ -365,3 +372,12 @@ def _key(name: HookEvent | str) -> HookEvent | str:
             f"{exc}; an extension point name is dotted, with no spaces and no leading or "
             "trailing dot (e.g. 'ticket.classify')"
         ) from None
+
+
+def __getattr__(name: str) -> Any:
+    # EXECUTOR_KINDS is the registry's (hooks/_kinds.py), which needs pydantic: loaded on use.
+    if name == "EXECUTOR_KINDS":
+        from ._kinds import EXECUTOR_KINDS
+
+        return EXECUTOR_KINDS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,11 +29,10 @@ from ._context import DRY_RUN_KEY, HookContext
 from ._copy import _IMMUTABLE_SET, _copy_value, copy_payload
 from ._errors import HookBlocked, HookTimeoutError
 from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
+from ._executor import Executor, executor_for
 from ._extension import ExtensionPoints
 from ._hook import (
     _SKIPPED,
-    COMMAND_BACKSTOP,
-    DEFAULT_CALLBACK_TIMEOUT,
     UNSET,
     DispatchResult,
     HookErrorInfo,
@@ -62,7 +61,6 @@ from ._hook import (
 )
 from ._recording import TimedOnce, _detach, _not_a_dict, _note_error, _replaced, _settle
 from ._records import HEADER, RunRecorder
-from ._shell import ShellHook
 from ._tracked import _Tracked, track
 
 if TYPE_CHECKING:
@@ -183,11 +181,13 @@ class HookManager(ExtensionPoints):
         mode: str = "sync",
         matcher: Matcher | dict[str, Any] | None = None,
         command: list[str] | str | None = None,
+        executor: Executor | None = None,
     ) -> str:
         """Register ``callback`` for a lifecycle event or a dotted extension point; return its id.
 
         Lifecycle hooks must be async callables taking one HookContext (a sync one raises
-        TypeError); extension-point handlers may be sync or async.
+        TypeError); extension-point handlers may be sync or async. ``executor`` is what runs
+        the hook (by default the callable's, see executor_for); its ``run`` is ``callback``.
         """
         key = _key(event)
         is_event = isinstance(key, HookEvent)
@@ -216,16 +216,21 @@ class HookManager(ExtensionPoints):
             from ._matcher import Matcher as _M
 
             compiled = matcher if isinstance(matcher, _M) else _M.build(key, matcher)
+        if executor is None:
+            executor = executor_for(callback, owner)
+        if timeout is UNSET and executor.timeout is not None:
+            # An executor with a timeout of its own (a command's program is killed at it): the
+            # engine allows its backstop past it (which may pass MAX_TIMEOUT, checked above).
+            timeout = executor.timeout + executor.backstop
         hook_id = f"hook-{next(_ids)}"
         hook = _Hook(
             hook_id=hook_id,
             event=key,
             fn=callback,
-            is_async_fn=is_async,
+            executor=executor,
             priority=priority,
             seq=next(_ids),
             once=once,
-            spent=False,
             tag=tag,
             timeout=timeout,
             fail_closed=fail_closed,
@@ -235,14 +240,8 @@ class HookManager(ExtensionPoints):
             source=source,
             mode=mode,
             matcher=compiled,
-            enabled=True,
             command=command,
         )
-        shell = getattr(callback, "__self__", None)
-        if timeout is UNSET and isinstance(shell, ShellHook):
-            # A ShellHook's own callback registered in code: the program is killed at its own
-            # timeout, and the manager allows the backstop past it, as for a command HookConfig.
-            hook.timeout = shell.timeout + COMMAND_BACKSTOP
         self._hooks.setdefault(key, []).append(hook)
         self._by_id[hook_id] = hook
         _bump()
@@ -251,44 +250,26 @@ class HookManager(ExtensionPoints):
     def register_config(
         self, config: HookConfig, *, source: str = "config", owner: object | None = None
     ) -> str:
-        """Register a HookConfig: a command becomes a ShellHook, a callback is used as is."""
-        if config.command is not None:
-            shell = ShellHook.from_config(config)
-            # The manager's redactor may be set after registration: look it up at log time.
-            shell.redact = lambda text: self.redact(text) if self.redact is not None else text
-            hook_id = self.register(
-                config.event,
-                shell.callback,
-                priority=config.priority,
-                once=config.once,
-                tag=config.tag,
-                timeout=shell.timeout,
-                fail_closed=config.fail_closed,
-                owner=owner,
-                name=config.name or shell.display_name,
-                source=source,
-                mode=config.mode,
-                matcher=config.matcher,
-                command=config.command,
-            )
-            # The backstop runs past the program's own timeout, which may be the largest one
-            # allowed (3600 s): it is set after register() has checked that bound.
-            self._by_id[hook_id].timeout = shell.timeout + COMMAND_BACKSTOP
-            return hook_id
-        assert config.callback is not None
+        """Register a HookConfig: its kind's executor is built and registered."""
+        executor = config.executor(self)
+        timeout: float | _Unset = UNSET  # an executor with a timeout of its own: bounded by it
+        if executor.timeout is None:
+            timeout = config.timeout if config.timeout is not None else config.default_timeout
         return self.register(
             config.event,
-            config.callback,
+            executor.run,
             priority=config.priority,
             once=config.once,
             tag=config.tag,
-            timeout=config.timeout if config.timeout is not None else DEFAULT_CALLBACK_TIMEOUT,
+            timeout=timeout,
             fail_closed=config.fail_closed,
             owner=owner,
-            name=config.name,
+            name=config.name or getattr(executor, "name", None),
             source=source,
             mode=config.mode,
             matcher=config.matcher,
+            command=getattr(config, "command", None),
+            executor=executor,
         )
 
     def on(
@@ -402,14 +383,15 @@ class HookManager(ExtensionPoints):
             for m, _ in self._chain():
                 seen.update(dict.fromkeys(m._hooks))
             keys = list(seen)
-        from ._hook import _executor
-
         sources = {id(m): role for m, role in self._chain()}
         out: list[HookInfo] = []
         for key in keys:
             for order, h in enumerate(self._resolved(key)):
                 role = sources.get(id(h.manager), "own")
-                kind, timeout = _executor(h, self._timeout_of(h))
+                timeout = bound = self._timeout_of(h)
+                own = h.executor.timeout
+                if own is not None:  # the declared one, not the engine's backstop past it
+                    timeout = own if bound is None else min(own, bound)
                 out.append(
                     HookInfo(
                         hook_id=h.hook_id,
@@ -427,7 +409,8 @@ class HookManager(ExtensionPoints):
                         matcher=h.matcher.as_dict() if h.matcher is not None else None,
                         command=h.command,
                         owner=getattr(h.owner, "name", None) if h.owner is not None else None,
-                        executor_kind=kind,
+                        executor_kind=h.executor.kind,
+                        protocol=getattr(h.executor, "protocol", None),
                     )
                 )
         return out
@@ -504,6 +487,7 @@ class HookManager(ExtensionPoints):
                 empty = _new(DispatchResult)
                 empty.fired = 0
                 empty.blocked = False
+                empty.blocked_by = None
                 empty.reason = None
                 empty.errors = []
                 empty.data = payload  # a copy of its own, as with hooks
@@ -581,6 +565,7 @@ class HookManager(ExtensionPoints):
             suspended = False
             _depth[0] = depth + 1  # put back when the loop ends, however it ends
         blocked = False
+        blocker: _Hook | None = None
         reason: str | None = None
         errors: list[tuple[_Hook, BaseException]] | None = None
         background: list[_Hook] | None = None
@@ -616,7 +601,7 @@ class HookManager(ExtensionPoints):
                         hook.manager._drop(hook)
                 fired += 1
                 try:
-                    coro = hook.fn(ctx)
+                    coro = hook.executor.run(ctx)
                     if type(coro) is not CoroutineType:  # another awaitable (or none at all)
                         coro = _awaiting(coro)  # stepped as one: no timer unless it suspends
                     # A for loop steps the coroutine: it sees the hook return without the
@@ -652,6 +637,7 @@ class HookManager(ExtensionPoints):
                         if not exc.reason:  # a refusal always says why, as a command hook's does
                             exc = _unexplained(hook)
                         blocked = True
+                        blocker = hook
                         reason = exc.reason
                         if marks is not None:  # the record keeps the reason: a block's "why"
                             marks.append(("o", "blocked", exc))
@@ -677,6 +663,7 @@ class HookManager(ExtensionPoints):
                     _detach(ctx)  # what the hook may still hold no longer reaches the data
                     if hook.fail_closed and ev in BLOCKABLE_EVENTS:
                         blocked = True
+                        blocker = hook
                         reason = f"hook failed (fail_closed): {str(exc) or type(exc).__name__}"
                 if ctx.data is not watched:  # replaced (a non-dict is undone), or tracing
                     if marks is None:
@@ -704,6 +691,7 @@ class HookManager(ExtensionPoints):
         # in errors.
         result.fired = fired if errors is None else fired - len({id(h) for h, _ in errors})
         result.blocked = blocked
+        result.blocked_by = None if blocker is None else blocker.name
         result.reason = reason
         result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]
         result.runs = []

@@ -1,34 +1,27 @@
-"""Matchers: run a hook only for events whose data matches glob patterns."""
+"""Matchers: run a hook only for events whose data matches glob patterns.
+
+A pattern is a glob (``deploy*``, matched against the whole value, case-sensitive), or, with
+the prefix ``re:``, a regular expression searched anywhere in the value (``re:^(Edit|Write)$``;
+anchor it for a whole-value match), as Claude Code's matchers are.
+"""
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatchcase
 from typing import Any, Final
 
-from ._events import HookEvent
+from ._events import EVENTS, HookEvent
 
 __all__ = ["MATCHER_FIELDS", "Matcher"]
 
-_TRIGGER = ("trigger_type", "trigger_id")
-_TOOL = ("tool_name", "server")
+#: The prefix of a pattern that is a regular expression.
+REGEX_PREFIX: Final = "re:"
 
-#: Which matcher fields each lifecycle event supports (the data key each one reads).
+#: Which matcher fields each lifecycle event supports (the data key each one reads), from the
+#: event table.
 MATCHER_FIELDS: Final[dict[HookEvent, tuple[str, ...]]] = {
-    HookEvent.SESSION_START: (),
-    HookEvent.SESSION_END: (),
-    HookEvent.USER_PROMPT_SUBMIT: _TRIGGER,
-    HookEvent.PERMISSION_REQUEST: ("tool_name",),
-    HookEvent.PERMISSION_DENIED: ("tool_name", "kind", "trigger_type"),
-    HookEvent.SUBAGENT_START: (),
-    HookEvent.SUBAGENT_STOP: (),
-    HookEvent.PRE_COMPACT: (),
-    HookEvent.POST_COMPACT: (),
-    HookEvent.FILE_CHANGED: ("path", "trigger_id"),
-    HookEvent.CONFIG_CHANGE: (),
-    HookEvent.TASK_CREATED: _TRIGGER,
-    HookEvent.TASK_COMPLETED: _TRIGGER,
-    HookEvent.PRE_TOOL_USE: _TOOL,
-    HookEvent.POST_TOOL_USE: _TOOL,
+    event: spec.matchable for event, spec in EVENTS.items()
 }
 
 
@@ -39,7 +32,7 @@ class Matcher:
 
     def __init__(self, spec: dict[str, list[str]]) -> None:
         self._spec = spec
-        self._items = tuple(spec.items())
+        self._items = tuple((key, [_compiled(p) for p in ps]) for key, ps in spec.items())
 
     @classmethod
     def build(cls, event: HookEvent | str, spec: dict[str, Any]) -> Matcher:
@@ -59,8 +52,15 @@ class Matcher:
                 raise ValueError(f"matcher.{key} must be a pattern or a non-empty list of them")
             for p in patterns:
                 # An empty pattern matches no real value: the hook would silently never run.
-                if not isinstance(p, str) or not p:
+                if not isinstance(p, str) or not p or p == REGEX_PREFIX:
                     raise ValueError(f"matcher.{key} patterns must be non-empty strings, got {p!r}")
+                if p.startswith(REGEX_PREFIX):
+                    try:
+                        re.compile(p[len(REGEX_PREFIX) :])
+                    except re.error as exc:
+                        raise ValueError(
+                            f"matcher.{key} pattern {p!r} is not a valid regular expression: {exc}"
+                        ) from None
             clean[key] = list(patterns)
         return cls(clean)
 
@@ -70,7 +70,10 @@ class Matcher:
             if value is None:
                 return False
             text = str(value)
-            if not any(fnmatchcase(text, p) for p in patterns):
+            if not any(
+                fnmatchcase(text, p) if isinstance(p, str) else p.search(text) is not None
+                for p in patterns
+            ):
                 return False
         return True
 
@@ -79,3 +82,10 @@ class Matcher:
 
     def __repr__(self) -> str:
         return f"Matcher({self._spec!r})"
+
+
+def _compiled(pattern: str) -> str | re.Pattern[str]:
+    """A glob as is; a ``re:`` pattern compiled."""
+    if pattern.startswith(REGEX_PREFIX):
+        return re.compile(pattern[len(REGEX_PREFIX) :])
+    return pattern

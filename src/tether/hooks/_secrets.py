@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._hook import _generation
-from ._shell import ShellHook
 
 if TYPE_CHECKING:
     from ._manager import HookManager
@@ -45,9 +44,10 @@ class CommandSecrets:
         size = len(known)
         for owner, _ in self._manager._chain():
             for hook in list(owner._by_id.values()):
-                shell = getattr(hook.fn, "__self__", None)
-                if isinstance(shell, ShellHook):
-                    for name, value in shell.secrets():
+                # An executor that hands its hook secrets (a command's env) lists them.
+                secrets = getattr(hook.executor, "secrets", None)
+                if secrets is not None:
+                    for name, value in secrets():
                         known.setdefault(value, name)
         if len(known) != size:
             self._answer = tuple((name, value) for value, name in known.items())

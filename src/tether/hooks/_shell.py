@@ -14,17 +14,17 @@ import shlex
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ._context import HookContext
 from ._errors import CommandHookError, CommandHookTimeoutError, HookBlocked
 from ._hook import _bump
-from ._spawn import UNKNOWN_EXIT, run_program
+from ._spawn import UNKNOWN_EXIT, Completed, run_program
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
-    from ._config import HookConfig
+    from ._command import CommandHookConfig
 
 __all__ = ["SAFE_ENV_VARS", "ShellHook", "ShellHookResult"]
 
@@ -105,6 +105,9 @@ def _secret_value(value: str | SecretStr) -> str:
 class ShellHook:
     """An external program run as a hook; ``callback`` registers it with a HookManager."""
 
+    #: What the program reads and answers (HookInfo.protocol): tether's envelope.
+    protocol: ClassVar[str] = "tether"
+
     def __init__(
         self,
         command: str | Sequence[str],
@@ -163,9 +166,8 @@ class ShellHook:
                 raise ValueError(f"command {command!r} names no program")
 
     @classmethod
-    def from_config(cls, config: HookConfig) -> ShellHook:
+    def from_config(cls, config: CommandHookConfig) -> ShellHook:
         """The ShellHook a HookConfig with a ``command`` describes."""
-        assert config.command is not None
         return cls(
             config.command,
             timeout=config.timeout if config.timeout is not None else 5.0,
@@ -261,9 +263,27 @@ class ShellHook:
 
         Raises CommandHookError (a RuntimeError) for every hook error.
         """
+        done = await self.spawn(ctx, json.dumps(ctx.envelope(), default=str))
+        name = self.display_name
+        if done.returncode != 0:
+            stderr = done.stderr.decode(self.encoding, errors="replace").strip()
+            said = f": {stderr[:STDERR_IN_MESSAGE]}" if stderr else " (nothing on stderr)"
+            raise CommandHookError(f"hook command {name!r} exited {done.returncode}{said}")
+        try:
+            raw = done.stdout.decode(self.encoding)
+        except UnicodeDecodeError as exc:
+            raise CommandHookError(
+                f"hook command {name!r} wrote stdout that is not {self.encoding}: {exc}"
+            ) from None
+        return self.parse(raw)
+
+    async def spawn(self, ctx: HookContext, stdin: str) -> Completed:
+        """Run the program for ``ctx`` with ``stdin``; return what it did (returncode, stdout,
+        stderr). Raises CommandHookError when it could not start, timed out, overflowed or
+        its exit status is unknown; the exit status itself is the caller's to read."""
         env = self.build_env(ctx)
         executable = self._executable(env)
-        payload = json.dumps(ctx.envelope(), default=str).encode(self.encoding)
+        payload = stdin.encode(self.encoding)
         name = self.display_name
         try:
             done = await run_program(
@@ -291,17 +311,7 @@ class ShellHook:
                 f"hook command {name!r} ended but its exit status could not be read "
                 "(was it reaped by someone else, e.g. with SIGCHLD ignored?)"
             )
-        if done.returncode != 0:
-            stderr = done.stderr.decode(self.encoding, errors="replace").strip()
-            said = f": {stderr[:STDERR_IN_MESSAGE]}" if stderr else " (nothing on stderr)"
-            raise CommandHookError(f"hook command {name!r} exited {done.returncode}{said}")
-        try:
-            raw = done.stdout.decode(self.encoding)
-        except UnicodeDecodeError as exc:
-            raise CommandHookError(
-                f"hook command {name!r} wrote stdout that is not {self.encoding}: {exc}"
-            ) from None
-        return self.parse(raw)
+        return done
 
     def parse(self, raw: str) -> ShellHookResult:
         """Interpret a program's stdout (empty: success, nothing changed)."""
@@ -345,7 +355,7 @@ class ShellHook:
             # A refusal always says why, so a dead letter never carries an empty error.
             raise HookBlocked(result.reason or NO_REASON)
         if result.data is not None:
-            ctx.data = result.data
+            ctx.replace(result.data)
 
 
 ShellHook.__module__ = "tether"

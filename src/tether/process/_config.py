@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from ..agent._config import BudgetConfig, ContextConfig, GuardrailConfig
+from ..agent._tools import Tool
 from ..approval import ApprovalPolicy
 from ..hooks._config import HookConfig, SecretText
 from ._config_secrets import secrets_masked
@@ -279,8 +280,11 @@ class ProcessConfig(BaseModel):
         description="A standing goal, given to the model after the instructions (at most "
         f"{MISSION_MAX_CHARS} characters)",
     )
-    tools: list[Callable[..., Any]] = Field(
-        default_factory=list, exclude=True, description="Async tool functions (code only)"
+    tools: list[Callable[..., Any] | Tool | str] = Field(
+        default_factory=list,
+        exclude=True,
+        description="Async tool functions or Tools (code), or import paths "
+        "'package.module:function' (imported when the process is created)",
     )
     hooks: list[HookConfig] = Field(default_factory=list, description="Lifecycle hooks")
     plugins: list[Any] = Field(default_factory=list, exclude=True, description="Hook plugins")
@@ -349,7 +353,15 @@ class ProcessConfig(BaseModel):
     def _tools(cls, value: list[Any]) -> list[Any]:
         import inspect
 
-        for fn in value:
+        from ..agent._tools import check_import_path
+
+        for index, fn in enumerate(value):
+            if isinstance(fn, str):
+                try:
+                    check_import_path(fn)
+                except ValueError as exc:
+                    raise ValueError(f"tools[{index}]: {exc}") from None
+                continue
             target = getattr(fn, "fn", fn)
             if not inspect.iscoroutinefunction(target):
                 name = getattr(target, "__name__", repr(target))

@@ -28,10 +28,11 @@ from ..agent import (
     RunResult,
     Tool,
     as_tool,
+    permission_denied,
     scan,
     scan_payload,
 )
-from ..hooks import DispatchResult, HookEvent, HookManager
+from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
 from ..hooks._hook import CLOSING, closing
 from ..hooks._secrets import CommandSecrets
 from ._changes import ConfigChanges
@@ -66,6 +67,23 @@ logger = logging.getLogger("tether.process")
 
 #: Run transcripts kept for plugins (converse) after a task completes.
 TRANSCRIPTS_KEPT: Final = 100
+
+
+def tools_of(declared: list[Any]) -> list[Tool]:
+    """The Tools a configuration declares; an import path is imported now, and one that
+    cannot be is a ValueError naming the entry and what is wrong."""
+    from ..agent._tools import import_tool
+
+    tools: list[Tool] = []
+    for index, entry in enumerate(declared):
+        if isinstance(entry, str):
+            try:
+                tools.append(import_tool(entry))
+            except ValueError as exc:
+                raise ValueError(f"tools[{index}]: {exc}") from None
+        else:
+            tools.append(as_tool(entry))
+    return tools
 
 
 class AgentProcess(
@@ -140,7 +158,7 @@ class AgentProcess(
         self._triggers: list[tuple[str, TriggerConfig]] = [
             (t.id or f"{t.type}-{i}", t) for i, t in enumerate(self.config.triggers)
         ]
-        self._tools: list[Tool] = [as_tool(fn) for fn in self.config.tools]
+        self._tools: list[Tool] = tools_of(self.config.tools)
         self._budget = BudgetTracker(self.config.budget) if self.config.budget else None
         self._model: Model | None = None
         self._loop: AgentLoop | None = None
@@ -211,14 +229,32 @@ class AgentProcess(
             self._dispatching.discard(task)
 
     def _emit_worker(
-        self, event: HookEvent, data: dict[str, Any]
+        self,
+        event: HookEvent,
+        data: dict[str, Any],
+        *,
+        context_factory: Callable[..., HookContext] | None = None,
     ) -> Coroutine[Any, Any, DispatchResult]:
         """``_emit`` for code that only runs inside a worker, which ``_busy`` already marks.
 
         A plain function handing back the dispatch to await: one coroutine less per event.
+        ``context_factory`` builds the hooks' context (the agent loop's, for a tool call).
         """
         data = self.redactor.declared.value(data)
-        return self.hooks.dispatch(event, data, process_id=self.name, metadata=self._metadata)
+        return self.hooks.dispatch(
+            event,
+            data,
+            process_id=self.name,
+            metadata=self._metadata,
+            context_factory=context_factory,
+        )
+
+    def _session_end(self, reason: str) -> Awaitable[DispatchResult]:
+        """session_end (to await), fired at a stop and when a crash is supervised: its
+        documented keys only (a crash's error is in status()["last_error"])."""
+        return self._emit(
+            HookEvent.SESSION_END, {"reason": reason, "invocation_count": self.invocation_count}
+        )
 
     def _guard_self_await(self, what: str) -> None:
         task = asyncio.current_task()
@@ -381,10 +417,7 @@ class AgentProcess(
         self.state = ProcessState.STOPPING
         try:
             if not was_failed:
-                await self._emit(
-                    HookEvent.SESSION_END,
-                    {"reason": reason, "invocation_count": self.invocation_count},
-                )
+                await self._session_end(reason)
         finally:  # a session_end hook raising what the engine does not isolate still stops it
             await self._teardown(ProcessState.STOPPED, restarting=reason == "restart")
 
@@ -603,36 +636,30 @@ class AgentProcess(
         denial = await scanning if scanning is not None else scan_payload(rails, event.payload)
         self._go_on()
         if denial is not None:
-            await self._emit_worker(
-                HookEvent.PERMISSION_DENIED,
-                {
-                    "kind": "guardrail",
-                    "tool_name": None,
-                    "request_id": None,
-                    "reason": denial.reason,
-                    "decided_by": denial.decided_by,
-                    "event_id": event.event_id,
-                    "trigger_type": event.trigger_type,
-                },
+            await permission_denied(
+                self._emit_worker,
+                "guardrail",
+                None,
+                denial.reason,
+                denial.decided_by,
+                event_id=event.event_id,
+                trigger_type=event.trigger_type,
             )
             await self._refuse(event, attempt, started, "guardrail refused", denial.reason)
             return
         if self._budget is not None:
             over = self._budget.check_run()
             if over is not None:
-                await self._emit_worker(
-                    HookEvent.PERMISSION_DENIED,
-                    {
-                        "kind": "budget",
-                        "tool_name": None,
-                        "request_id": None,
-                        "reason": over.reason,
-                        "decided_by": "budget",
-                        "limit_name": over.limit_name,
-                        "limit_value": over.limit_value,
-                        "current_value": over.current_value,
-                        "event_id": event.event_id,
-                    },
+                await permission_denied(
+                    self._emit_worker,
+                    "budget",
+                    None,
+                    over.reason,
+                    "budget",
+                    limit_name=over.limit_name,
+                    limit_value=over.limit_value,
+                    current_value=over.current_value,
+                    event_id=event.event_id,
                 )
                 await self._refuse(event, attempt, started, "budget exceeded", over.reason)
                 return

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..hooks import DispatchResult, HookEvent
+from ..hooks import DispatchResult
 from ._state import ProcessState
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class Supervision:
             worker: bool = False,
         ) -> Awaitable[DispatchResult]: ...
 
-        async def _emit(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult: ...
+        def _session_end(self, reason: str) -> Awaitable[DispatchResult]: ...
 
         async def _halt_workers(self) -> None: ...
 
@@ -145,14 +145,8 @@ class Supervision:
         policy = self.config.restart
         will_restart = policy.policy == "on_failure" and self._auto_restarts < policy.max_restarts
         self.state = ProcessState.FAILED
-        try:  # the documented keys only; the error is in status()["last_error"]
-            await self._emit(
-                HookEvent.SESSION_END,
-                {
-                    "reason": "restart" if will_restart else "stop",
-                    "invocation_count": self.invocation_count,
-                },
-            )
+        try:
+            await self._session_end("restart" if will_restart else "stop")
         except BaseException as exc:  # a hook raising what the engine does not isolate
             if is_fatal(exc):
                 raise

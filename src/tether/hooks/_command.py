@@ -1,0 +1,82 @@
+"""The command kind: a program run once per event (see ShellHook)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
+
+from ._config import MAX_OUTPUT_LIMIT, HookConfig, SecretText, not_a_bool
+from ._executor import CommandExecutor
+from ._shell import ShellHook
+
+if TYPE_CHECKING:
+    from ._executor import Executor
+    from ._manager import HookManager
+
+__all__ = ["CommandHookConfig"]
+
+
+class CommandHookConfig(HookConfig):
+    """A hook that runs a program: the event as JSON on stdin, its answer as JSON on stdout."""
+
+    kind: ClassVar[str] = "command"
+    key: ClassVar[str] = "command"
+    default_timeout: ClassVar[float] = 5.0
+
+    command: str | list[str] = Field(
+        description="Program and arguments (a string is split with shlex.split)"
+    )
+    cwd: str | None = Field(default=None, description="Working directory of the command")
+    env: dict[str, SecretText] = Field(
+        default_factory=dict, description="Extra variables; ${VAR} resolved when the hook runs"
+    )
+    env_passthrough: list[str] = Field(
+        default_factory=list, description="Host environment variables passed to the command"
+    )
+    max_output_bytes: int = Field(
+        default=65536, gt=0, le=MAX_OUTPUT_LIMIT, description="Largest stdout accepted"
+    )
+    protocol: Literal["tether", "claude-code"] = Field(
+        default="tether",
+        description="What the program reads and answers: tether's envelope, or Claude Code's "
+        "hook input and answer rules (see docs/tool-hooks.md)",
+    )
+    #: The Claude Code event a hook loaded from a Claude Code settings file was declared for
+    #: (its ``hook_event_name``), when several map onto one tether event; set by the loader.
+    _claude_event: str | None = PrivateAttr(default=None)
+    #: The plugin folder of a hook loaded from a plugin's hooks.json (CLAUDE_PLUGIN_ROOT).
+    _plugin_root: str | None = PrivateAttr(default=None)
+
+    @field_validator("max_output_bytes", mode="before")
+    @classmethod
+    def _bytes_not_a_bool(cls, value: Any, info: ValidationInfo) -> Any:
+        return not_a_bool(value, info)
+
+    @field_validator("command")
+    @classmethod
+    def _non_empty_command(cls, value: str | list[str]) -> str | list[str]:
+        if not value or (isinstance(value, str) and not value.strip()):
+            raise ValueError("command must name a program, got an empty command")
+        if isinstance(value, str):
+            import shlex
+
+            try:
+                shlex.split(value)
+            except ValueError as exc:  # e.g. an unmatched quote
+                raise ValueError(
+                    f"command {value!r} cannot be split like a shell would: {exc}"
+                ) from None
+        return value
+
+    def executor(self, manager: HookManager) -> Executor:
+        shell: ShellHook
+        if self.protocol == "claude-code":
+            from ._claude_code import ClaudeCodeHook
+
+            shell = ClaudeCodeHook.from_config(self)
+        else:
+            shell = ShellHook.from_config(self)
+        # The manager's redactor may be set after registration: look it up at log time.
+        shell.redact = lambda text: manager.redact(text) if manager.redact is not None else text
+        return CommandExecutor(shell)

@@ -1,0 +1,618 @@
+"""The ``tether`` command.
+
+Most commands run in this process through ``tether.cli.main`` (as the installed script does,
+exit status included); signals, tracebacks and import costs are checked in real subprocesses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _cli_support import Done, run_cli
+from _net_support import free_port
+from tether import AgentRuntime, OrchestrationAPI
+from tether.cli import main
+from tether.cli._run import _serve
+from tether.manifest import render_json_schema
+
+CLI = [sys.executable, "-m", "tether.cli"]
+ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+
+
+def tether(
+    *args: str, cwd: Path | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=ENV,
+        check=False,
+    )
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Any:
+    """Run ``tether ARGS...`` in this process; returns a Done."""
+    return functools.partial(run_cli, capsys)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+GATE = """\
+import json, sys
+event = json.load(sys.stdin)
+prompt = event["data"]["prompt"]
+if "refund" in prompt.lower():
+    print(json.dumps({"block": True, "reason": "refunds need a human"}))
+elif "@" in prompt:
+    data = dict(event["data"], prompt=prompt.replace("jane@example.com", "[email]"))
+    print(json.dumps({"data": data}))
+"""
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Path:
+    """A scripted agent with a command hook that blocks refunds and masks an email address."""
+    write(tmp_path / "gate.py", GATE)
+    return write(
+        tmp_path / "triage.agent",
+        f"""\
+        name: triage
+        model: scripted
+        instructions: You triage support tickets.
+        hooks:
+          - event: user_prompt_submit
+            command: ["{sys.executable}", "${{TETHER_MANIFEST_DIR}}/gate.py"]
+            fail_closed: true
+        """,
+    )
+
+
+# -- validate ----------------------------------------------------------------------------------
+
+
+def test_validate_accepts_good_manifests(cli: Any, agent: Path) -> None:
+    done = cli("validate", str(agent))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok", str(agent), "(triage:", "0", "triggers,", "1", "hook)"]
+
+
+def test_validate_prints_every_error_with_its_path_and_line(
+    cli: Any, tmp_path: Path, agent: Path
+) -> None:
+    bad = write(
+        tmp_path / "bad.agent",
+        """\
+        name: bad
+        entrypoint: main.py
+        triggers:
+          - {type: webhook, webhook_path: /t}
+          - type: cron
+            cron: "* * * * *"
+            cron_expression: nope
+        hooks:
+          - {event: task_created, callback: mod.fn}
+        """,
+    )
+    done = cli("validate", str(agent), str(bad))
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0].startswith(f"ok     {agent}")
+    assert done.stderr.splitlines() == [
+        f"error: {bad}:6: triggers[1].cron: unknown key 'cron'; allowed keys: id, type, "
+        "cron_expression, payload",
+        f"error: {bad}:7: triggers[1].cron_expression: cron_expression 'nope' does not parse; "
+        "expected five fields (minute hour day-of-month month day-of-week), e.g. '*/5 * * * *'",
+        f"error: {bad}:9: hooks[0]: a manifest hook runs a 'command'; Python callbacks are "
+        "registered in code (process.hooks)",
+        f"warning: {bad}:2: the top-level 'entrypoint' key is not read by the runtime and will "
+        "be an error in a future version; remove it",
+        "1 of 2 manifests are valid",
+    ]
+
+
+def test_validate_reports_bad_yaml_and_missing_files(cli: Any, tmp_path: Path) -> None:
+    broken = write(tmp_path / "broken.agent", "name: a\nhooks: [\n")
+    done = cli("validate", str(broken), str(tmp_path / "missing.agent"))
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"error: {broken}:3: not valid YAML: ")
+    assert (
+        lines[1] == f"error: {tmp_path / 'missing.agent'}: cannot read: No such file or directory"
+    )
+
+
+def test_schema_prints_the_shipped_json_schema(cli: Any) -> None:
+    done = cli("schema")
+    assert done.returncode == 0
+    assert done.stdout == render_json_schema()
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def test_errors_are_one_line_and_a_non_zero_exit(tmp_path: Path) -> None:
+    done = tether("run", str(tmp_path / "missing.agent"))
+    assert done.returncode == 1
+    assert (
+        done.stderr
+        == f"error: {tmp_path / 'missing.agent'}: cannot read: No such file or directory\n"
+    )
+    assert "Traceback" not in done.stderr
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    done = tether("--debug", "run", str(tmp_path / "missing.agent"))
+    assert done.returncode == 1
+    assert "Traceback (most recent call last)" in done.stderr
+
+
+def test_serve_refuses_a_public_host_without_a_token(cli: Any) -> None:
+    done = cli("serve", "--host", "0.0.0.0", "--port", "0")
+    assert done.returncode == 1
+    assert done.stderr.startswith(
+        "error: refusing to serve the control API on 0.0.0.0 without a token"
+    )
+    assert len(done.stderr.splitlines()) == 1
+
+
+def test_usage_errors_exit_2(cli: Any) -> None:
+    done = cli("inject", "triage", "--payload", "{nope")
+    assert done.returncode == 2
+    assert "--payload is not valid JSON" in done.stderr
+
+
+def test_the_cli_package_imports_only_typer() -> None:
+    code = (
+        "import sys, tether.cli\n"
+        "heavy = [m for m in ('starlette', 'uvicorn', 'pydantic', 'httpx', 'openai', 'yaml') "
+        "if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_help_lists_the_commands() -> None:
+    done = tether("--help")
+    assert done.returncode == 0
+    for command in ("run", "serve", "validate", "inject", "ps", "hooks", "schema"):
+        assert f"  {command} " in done.stdout
+
+
+# -- run ---------------------------------------------------------------------------------------
+
+
+def test_run_shows_events_and_hook_outcomes_as_they_happen(cli: Any, agent: Path) -> None:
+    done = cli(
+        "run",
+        str(agent),
+        "--inject",
+        '{"ticket": "Login page is down"}',
+        "--inject",
+        '{"ticket": "Please refund order 1182"}',
+        "--inject",
+        '{"ticket": "jane@example.com cannot log in"}',
+        "--until-idle",
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line[13:] for line in done.stdout.splitlines() if line[:2].isdigit()]
+    events = [line.split()[0] for line in lines]
+    assert events[0] == "session_start"
+    assert events[-1] == "session_end"
+    assert events.count("task_completed") == 3
+    out = done.stdout
+    assert "user_prompt_submit  refused" in out
+    assert "gate.py: blocked" in out
+    assert "outcome=blocked" in out
+    assert "dead letter         " in out
+    assert "blocked by hook: refunds need a human" in out
+    assert "gate.py: applied (prompt rewritten)" in out
+    assert "[email] cannot log in" in out
+    assert "triage stopped: 2 run(s), 1 dead letter(s)" in out
+
+
+async def test_run_stops_cleanly_on_sigint_firing_session_end(tmp_path: Path) -> None:
+    port = free_port()
+    agent = write(
+        tmp_path / "hooked.agent",
+        f"""\
+        name: hooked
+        model: scripted
+        triggers:
+          - {{type: webhook, webhook_path: /tickets, webhook_port: {port}}}
+          - {{type: cron, cron_expression: "0 0 1 1 *"}}
+        """,
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *CLI,
+        "run",
+        str(agent),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=ENV,
+    )
+    assert proc.stdout is not None
+    seen: list[str] = []
+    try:
+        async with asyncio.timeout(30):
+            while not any("Ctrl-C stops" in line for line in seen):
+                line = await proc.stdout.readline()
+                assert line, f"tether run ended early: {seen}"
+                seen.append(line.decode())
+        import httpx
+
+        async with httpx.AsyncClient() as client:
+            r = await client.post(f"http://127.0.0.1:{port}/tickets", json={"ticket": "hi"})
+        assert r.status_code == 202
+        await asyncio.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        async with asyncio.timeout(30):
+            out, err = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.communicate()
+    text = "".join(seen) + out.decode()
+    assert proc.returncode == 0, err.decode()
+    assert f"webhook  http://127.0.0.1:{port}/tickets -> hooked/webhook-0" in text
+    assert "trigger  cron-1 (cron) 0 0 1 1 *" in text
+    assert "task_completed      event_id=" in text
+    assert "session_end         reason=stop invocation_count=1" in text
+    assert "hooked stopped: 1 run(s), 0 dead letter(s)" in text
+
+
+@pytest.mark.parametrize("command", [["serve"], ["runtime", "start"]])
+async def test_serve_loads_manifests_and_stops_on_sigterm(agent: Path, command: list[str]) -> None:
+    """``tether runtime start`` (the reference's name) is ``tether serve``."""
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        *CLI,
+        *command,
+        str(agent),
+        "--port",
+        str(port),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=ENV,
+    )
+    assert proc.stdout is not None
+    seen: list[str] = []
+    try:
+        async with asyncio.timeout(30):
+            while not any("Ctrl-C stops" in line for line in seen):
+                line = await proc.stdout.readline()
+                assert line, f"tether serve ended early: {seen}"
+                seen.append(line.decode())
+        url = f"http://127.0.0.1:{port}"
+        ps = await asyncio.create_subprocess_exec(
+            *CLI, "ps", "--url", url, stdout=asyncio.subprocess.PIPE, env=ENV
+        )
+        ps_out, _ = await ps.communicate()
+        proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            out, err = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    assert f"control API on http://127.0.0.1:{port}/api/v1" in "".join(seen)
+    assert ps.returncode == 0
+    assert ps_out.decode().split()[:9] == [
+        "NAME",
+        "STATE",
+        "RUNS",
+        "QUEUED",
+        "DEAD",
+        "LETTERS",
+        "HOOKS",
+        "UPTIME",
+        "triage",
+    ]
+    assert "session_end" in out.decode()
+
+
+# -- inject and ps against a running API ------------------------------------------------------
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[OrchestrationAPI]:
+    runtime = AgentRuntime()
+    await runtime.start_all()
+    await runtime.add_process("triage", {"model": "scripted"})
+    api = OrchestrationAPI(runtime, port=0, token="t0ken", webhooks=False)
+    await api.start()
+    yield api
+    await api.stop()
+    await runtime.stop_all()
+
+
+async def test_inject_sends_an_event_to_a_running_api(cli: Any, api: OrchestrationAPI) -> None:
+    done = await asyncio.to_thread(
+        cli,
+        "inject",
+        "triage",
+        "--payload",
+        '{"ticket": "hi"}',
+        "--url",
+        api.url,
+        "--token",
+        "t0ken",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("event ")
+    assert done.stdout.endswith(" queued for triage\n")
+    process = api.runtime.get("triage")
+    assert process is not None
+    event_id = done.stdout.split()[1]
+    async with asyncio.timeout(10):
+        while event_id not in process.transcripts:
+            await asyncio.sleep(0.01)
+
+
+async def test_inject_reports_a_dead_lettered_event(cli: Any, api: OrchestrationAPI) -> None:
+    process = api.runtime.get("triage")
+    assert process is not None
+    await process.stop()
+    done = await asyncio.to_thread(cli, "inject", "triage", "--url", api.url, "--token", "t0ken")
+    assert done.returncode == 1
+    assert "dead-lettered by triage: process stopped" in done.stdout
+
+
+async def test_inject_and_ps_report_api_errors_in_one_line(cli: Any, api: OrchestrationAPI) -> None:
+    missing = await asyncio.to_thread(cli, "inject", "nope", "--url", api.url, "--token", "t0ken")
+    unauthorized = await asyncio.to_thread(cli, "ps", "--url", api.url)
+    unreachable = await asyncio.to_thread(cli, "ps", "--url", f"http://127.0.0.1:{free_port()}")
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        "error: PROCESS_NOT_FOUND: no process named 'nope'\n",
+    )
+    assert unauthorized.returncode == 1
+    assert unauthorized.stderr.startswith("error: UNAUTHORIZED: ")
+    assert unreachable.returncode == 1
+    assert "cannot reach the tether API" in unreachable.stderr
+    assert "is `tether serve` running?" in unreachable.stderr
+
+
+async def test_ps_lists_processes_as_a_table_or_json(cli: Any, api: OrchestrationAPI) -> None:
+    table = await asyncio.to_thread(cli, "ps", "--url", api.url, "--token", "t0ken")
+    raw = await asyncio.to_thread(cli, "ps", "--url", api.url, "--token", "t0ken", "--json")
+    assert table.returncode == 0
+    assert table.stdout.split()[:10] == [
+        "NAME",
+        "STATE",
+        "RUNS",
+        "QUEUED",
+        "DEAD",
+        "LETTERS",
+        "HOOKS",
+        "UPTIME",
+        "triage",
+        "running",
+    ]
+    [process] = json.loads(raw.stdout)
+    assert (process["name"], process["state"]) == ("triage", "running")
+
+
+async def test_ps_says_when_there_are_no_processes(cli: Any, api: OrchestrationAPI) -> None:
+    await api.runtime.remove_process("triage")
+    done = await asyncio.to_thread(cli, "ps", "--url", api.url, "--token", "t0ken")
+    assert done.stdout == "no processes\n"
+
+
+async def test_serve_runs_the_api_with_the_manifests_until_stopped(
+    agent: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stop = asyncio.Event()
+    urls: list[str] = []
+    task = asyncio.create_task(
+        _serve(
+            [agent],
+            host="127.0.0.1",
+            port=0,
+            token=None,
+            allow_command_deploys=True,
+            quiet=False,
+            stop=stop,
+            ready=urls.append,
+        )
+    )
+    async with asyncio.timeout(30):
+        while not urls and not task.done():
+            await asyncio.sleep(0.01)
+    import httpx
+
+    async with httpx.AsyncClient(base_url=f"{urls[0]}/api/v1") as client:
+        r = await client.post(
+            "/processes/triage/inject", json={"payload": {"ticket": "jane@example.com"}}
+        )
+        event_id = r.json()["event_id"]
+        async with asyncio.timeout(10):
+            while "task_completed" not in capsys.readouterr().out:
+                await asyncio.sleep(0.01)
+    stop.set()
+    assert await task == 0
+    out = capsys.readouterr().out
+    assert "session_end" in out
+    assert "triage stopped: 1 run(s), 0 dead letter(s)" in out
+    assert event_id
+
+
+async def test_serve_reports_every_bad_manifest(
+    tmp_path: Path, agent: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = write(tmp_path / "bad.agent", "name: bad\nmax_turns: many\n")
+    worse = write(tmp_path / "worse.agent", "name: [\n")
+    with pytest.raises(SystemExit) as exited:
+        await asyncio.to_thread(main, ["serve", str(agent), str(bad), str(worse)])
+    assert exited.value.code == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"error: {bad}:2: max_turns: ")
+    assert err[1].startswith(f"error: {worse}:2: not valid YAML")
+
+
+# -- hooks test --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hooks_test(cli: Any, tmp_path: Path) -> Any:
+    def run(event: str, program: str, *args: str) -> Done:
+        script = write(tmp_path / "hook.py", program)
+        return cli("hooks", "test", event, "--command", f"{sys.executable} {script}", *args)
+
+    return run
+
+
+def test_hooks_test_explains_a_block(hooks_test: Any) -> None:
+    result = hooks_test(
+        "user_prompt_submit",
+        GATE,
+        "--data",
+        '{"prompt": "Please refund order 1182"}',
+    )
+    assert result.returncode == 0
+    assert '"prompt": "Please refund order 1182"' in result.stdout  # what went to stdin
+    assert 'answer   {"block": true, "reason": "refunds need a human"}' in result.stdout
+    assert (
+        "meaning  BLOCKED (refunds need a human): the run is skipped and the event "
+        "dead-lettered ('blocked by hook'), before any budget is counted" in result.stdout
+    )
+
+
+def test_hooks_test_explains_a_rewritten_prompt(hooks_test: Any) -> None:
+    result = hooks_test(
+        "user_prompt_submit",
+        GATE,
+        "--data",
+        '{"prompt": "jane@example.com is locked out"}',
+    )
+    assert result.returncode == 0
+    assert "meaning  data replaced; changed: prompt" in result.stdout
+    assert "the model receives the rewritten prompt" in result.stdout
+    assert "[email] is locked out" in result.stdout
+
+
+def test_hooks_test_explains_silence_as_passing(hooks_test: Any) -> None:
+    result = hooks_test("task_created", "import sys; sys.stdin.read()\n")
+    assert result.returncode == 0
+    assert "answer   (no output)" in result.stdout
+    assert "meaning  passed: nothing changed" in result.stdout
+
+
+def test_hooks_test_explains_an_error_and_exits_1(hooks_test: Any) -> None:
+    result = hooks_test("user_prompt_submit", "import sys; sys.stderr.write('boom'); sys.exit(2)\n")
+    assert result.returncode == 1
+    assert "answer   hook error: hook command" in result.stdout
+    assert "exited 2: boom" in result.stdout
+    assert "with fail_closed: true it blocks the action" in result.stdout
+
+
+def test_hooks_test_explains_that_some_events_cannot_be_blocked(hooks_test: Any) -> None:
+    result = hooks_test("session_end", 'print(\'{"block": true, "reason": "no"}\')\n')
+    assert result.returncode == 0
+    assert "session_end cannot be blocked: the block is ignored" in result.stdout
+
+
+def test_hooks_test_explains_changes_that_are_not_read_back(hooks_test: Any) -> None:
+    result = hooks_test(
+        "task_completed", 'print(\'{"data": {"outcome": "failed"}, "log": "hi"}\')\n'
+    )
+    assert result.returncode == 0
+    assert "log      hi" in result.stdout
+    assert "a process reads back only the prompt of user_prompt_submit" in result.stdout
+
+
+def test_hooks_test_refuses_an_unknown_event() -> None:
+    done = tether("hooks", "test", "on_fire", "--command", "true")
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: unknown hook event 'on_fire'; valid events are: ")
+
+
+# -- the example agent -------------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_the_example_agent_validates_and_runs_with_its_hook_programs(
+    cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TRIAGE_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
+    monkeypatch.setenv("TRIAGE_MODEL", "scripted")
+    monkeypatch.setenv("TRIAGE_WEBHOOK_SECRET", "s3cret")
+    monkeypatch.setenv("TRIAGE_WEBHOOK_PORT", str(free_port()))
+    monkeypatch.setenv("TETHER_PYTHON", sys.executable)
+    manifest = str(EXAMPLES / "triage.agent")
+    checked = cli("validate", manifest)
+    assert checked.returncode == 0, checked.stderr
+    done = cli(
+        "run",
+        manifest,
+        "--inject",
+        '{"ticket": "Please reset my password"}',
+        "--inject",
+        '{"ticket": "jane@example.com cannot check out"}',
+        "--until-idle",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "route_passwords.py: blocked" in done.stdout
+    assert "blocked by hook: password resets go to the identity team" in done.stdout
+    assert "redact_pii.py: applied (prompt rewritten)" in done.stdout
+    assert "prompt='ticket: [email] cannot check out" in done.stdout
+    assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 2
+
+
+def test_hooks_test_explains_a_refused_tool_call(hooks_test: Any) -> None:
+    result = hooks_test("pre_tool_use", 'print(\'{"block": true, "reason": "not rm"}\')\n')
+    assert result.returncode == 0
+    assert "BLOCKED (not rm): the tool is not run" in result.stdout
+
+
+def test_hooks_test_explains_rewritten_tool_arguments(hooks_test: Any) -> None:
+    program = (
+        "import json, sys\n"
+        "data = json.load(sys.stdin)['data']\n"
+        "data['arguments'] = {'order_id': 2}\n"
+        "print(json.dumps({'data': data}))\n"
+    )
+    result = hooks_test("pre_tool_use", program)
+    assert result.returncode == 0
+    assert "data replaced; changed: arguments" in result.stdout
+    assert "the tool runs with the rewritten arguments" in result.stdout
+
+
+def test_hooks_test_runs_a_claude_code_hook_with_its_input_and_rules(hooks_test: Any) -> None:
+    program = (
+        "import json, sys\n"
+        "event = json.load(sys.stdin)\n"
+        "print(event['hook_event_name'] + ' ' + event['tool_name'], file=sys.stderr)\n"
+        "sys.exit(2)\n"
+    )
+    result = hooks_test("pre_tool_use", program, "--protocol", "claude-code")
+    assert result.returncode == 0, result.stderr
+    assert "protocol claude-code (PreToolUse)" in result.stdout
+    assert '"hook_event_name": "PreToolUse"' in result.stdout
+    assert "BLOCKED (PreToolUse " in result.stdout
+    assert "the tool is not run" in result.stdout
+
+
+def test_hooks_test_refuses_an_unknown_protocol(hooks_test: Any) -> None:
+    result = hooks_test("pre_tool_use", "pass\n", "--protocol", "cursor")
+    assert result.returncode == 2
+    assert "--protocol must be 'tether' or 'claude-code'" in result.stderr

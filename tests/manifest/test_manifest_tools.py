@@ -1,0 +1,174 @@
+"""Manifests name tools by import path and Claude Code hook files; both load at creation."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _manifest_support import problems, write
+from _process_support import Recorder, run_task
+from tether import (
+    AgentProcess,
+    HookEvent,
+    ProcessConfig,
+    load_manifest,
+    manifest_to_process_config,
+)
+from tether.models import ScriptedModel
+
+
+def process_of(path: Path, calls: list[tuple[str, dict[str, Any]]]) -> AgentProcess:
+    config = manifest_to_process_config(load_manifest(path, environ={}))
+    return AgentProcess("shop", config.model_copy(update={"model": ScriptedModel("Done.", calls)}))
+
+
+async def test_tools_named_by_import_path_are_offered_and_run(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """\
+        name: shop
+        model: scripted
+        tools: ["_tool_support:lookup_order", "_tool_support:search"]
+        """,
+    )
+    process = process_of(path, [("lookup_order", {"order_id": 4})])
+    model = process.config.model
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.POST_TOOL_USE)
+    async with process:
+        await run_task(process, rec)
+    offered = [t["function"]["name"] for t in model.requests[0]["tools"]]
+    assert offered == ["lookup_order", "search"]
+    [post] = rec.of(HookEvent.POST_TOOL_USE)
+    assert json.loads(post["result"]) == {"order": 4, "status": "shipped"}
+
+
+def test_a_tool_that_is_not_an_import_path_is_refused_at_load_naming_the_entry(
+    tmp_path: Path,
+) -> None:
+    found = problems(tmp_path, "name: shop\ntools: [lookup_order]\n")
+    assert found == [
+        "2: tools[0]: tool 'lookup_order' is not an import path; write "
+        "'package.module:function' (an async function, or a Tool, importable on the "
+        "runtime's host)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("no_such_package.tools:lookup", "cannot import module 'no_such_package.tools'"),
+        ("_tool_support:missing", "module '_tool_support' has no attribute 'missing'"),
+        ("_tool_support:not_async", "must be an async function"),
+    ],
+)
+def test_a_tool_that_cannot_be_imported_fails_the_process_creation_naming_it(
+    path: str, message: str
+) -> None:
+    config = ProcessConfig(model="scripted", tools=[path])
+    with pytest.raises(ValueError, match=r"^tools\[0\]: tool ") as caught:
+        AgentProcess("shop", config)
+    assert message in str(caught.value)
+    assert path in str(caught.value)
+
+
+def test_a_process_config_refuses_a_malformed_import_path_at_declaration() -> None:
+    with pytest.raises(ValueError, match=r"tools\[1\]: tool 'a b' is not an import path"):
+        ProcessConfig(tools=["_tool_support:lookup_order", "a b"])
+
+
+def claude_settings(folder: Path, hooks: dict[str, Any]) -> Path:
+    file = folder / ".claude" / "settings.json"
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(json.dumps({"hooks": hooks}))
+    return file
+
+
+async def test_claude_code_hooks_named_by_a_manifest_run_for_its_process(tmp_path: Path) -> None:
+    guard = tmp_path / "guard.py"
+    guard.write_text(
+        "import sys\nsys.stdin.read()\nprint('not today', file=sys.stderr)\nsys.exit(2)\n"
+    )
+    claude_settings(
+        tmp_path,
+        {
+            "PreToolUse": [
+                {
+                    "matcher": "lookup_order",
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": (f"{sys.executable} $CLAUDE_PROJECT_DIR/guard.py"),
+                        }
+                    ],
+                }
+            ]
+        },
+    )
+    path = write(
+        tmp_path,
+        """\
+        name: shop
+        model: scripted
+        tools: ["_tool_support:lookup_order"]
+        claude_code_hooks: [.claude/settings.json]
+        """,
+    )
+    process = process_of(path, [("lookup_order", {"order_id": 4})])
+    [hook] = process.hooks.describe(HookEvent.PRE_TOOL_USE)
+    assert hook.source == "claude-code"
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.PERMISSION_DENIED)
+    async with process:
+        await run_task(process, rec)
+    assert rec.of(HookEvent.PERMISSION_DENIED)[0]["reason"] == "not today"
+
+
+def test_a_claude_code_hooks_file_that_cannot_be_mapped_is_a_manifest_problem(
+    tmp_path: Path,
+) -> None:
+    claude_settings(tmp_path, {"Notification": [{"hooks": []}]})
+    found = problems(tmp_path, "name: shop\nclaude_code_hooks:\n  - .claude/settings.json\n")
+    assert len(found) == 1
+    assert found[0].startswith("3: claude_code_hooks[0]: ")
+    assert (
+        "hooks.Notification: Claude Code event 'Notification' has no tether counterpart"
+        in (found[0])
+    )
+
+
+def test_a_manifest_hook_may_speak_the_claude_code_protocol(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """\
+        name: shop
+        hooks:
+          - event: pre_tool_use
+            command: ["guard"]
+            protocol: claude-code
+            matcher: {tool_name: "re:^mcp__"}
+        """,
+    )
+    [hook] = manifest_to_process_config(load_manifest(path, environ={})).hooks
+    assert hook.protocol == "claude-code"
+    assert hook.matcher == {"tool_name": "re:^mcp__"}
+
+
+def test_a_manifest_refuses_an_unknown_protocol(tmp_path: Path) -> None:
+    found = problems(
+        tmp_path, "name: shop\nhooks:\n  - {event: pre_tool_use, command: x, protocol: cursor}\n"
+    )
+    assert len(found) == 1
+    assert found[0].startswith("3: hooks[0].protocol: ")
+    assert "claude-code" in found[0]
+
+
+def test_a_manifest_refuses_an_invalid_regular_expression_matcher(tmp_path: Path) -> None:
+    found = problems(
+        tmp_path,
+        "name: shop\nhooks:\n  - {event: pre_tool_use, command: x, matcher: {tool_name: 're:('}}\n",
+    )
+    assert len(found) == 1
+    assert "not a valid regular expression" in found[0]
