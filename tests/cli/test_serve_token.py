@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from _cli_support import free_port
+from _net_support import free_port
 
 CLI = [sys.executable, "-m", "tether.cli"]
 TOKEN = "s3cret-token-for-serve"

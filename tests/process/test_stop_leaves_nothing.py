@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from _cli_support import free_port
+from _net_support import free_port
 from _process_support import eventually
 from tether import AgentRuntime, HookContext, HookEvent, HookManager, OrchestrationAPI
 
