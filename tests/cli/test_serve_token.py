@@ -129,3 +129,39 @@ def test_token_and_token_file_together_are_a_usage_error(tmp_path: Path) -> None
     code, err = run_quick("--token", TOKEN, "--token-file", str(path))
     assert code == 2
     assert "give --token or --token-file, not both" in err
+
+
+class Source:
+    """A click ParameterSource as serve_token reads it (by name)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_serve_token_in_process_reads_the_file_and_warns_only_for_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import click
+
+    from tether.cli._token import TokenFileError, read_token_file, serve_token
+
+    path = tmp_path / "token"
+    path.write_text(f"  {TOKEN}  \nsecond line\n")
+    path.chmod(0o600)
+    assert serve_token(None, None, path) == TOKEN
+    assert serve_token(TOKEN, Source("ENVIRONMENT"), None) == TOKEN
+    assert capsys.readouterr().err == ""
+    assert serve_token(TOKEN, Source("COMMANDLINE"), None) == TOKEN
+    assert capsys.readouterr().err.startswith(WARNING)
+    with pytest.raises(click.UsageError, match="not both"):
+        serve_token(TOKEN, Source("COMMANDLINE"), path)
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * (64 * 1024 + 1))
+    with pytest.raises(TokenFileError, match="more than 65536 bytes"):
+        read_token_file(big)
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"\xff\xfe")
+    with pytest.raises(TokenFileError, match="not UTF-8"):
+        read_token_file(binary)
+    with pytest.raises(TokenFileError, match="not a regular file"):
+        read_token_file(tmp_path)

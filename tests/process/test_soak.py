@@ -184,7 +184,7 @@ async def test_a_journaled_process_survives_a_soak_of_chaotic_hooks(tmp_path: Pa
     # Nothing left behind: threads, children (the detached sleeps too) and descriptors.
     await eventually(lambda: threads() <= before[0], timeout=5, what="threads to end")
     await eventually(lambda: children() <= before[1], timeout=5, what="children to go")
-    assert fds() <= before[2]
+    await eventually(lambda: fds() <= before[2], timeout=5, what="descriptors to close")
 
     errors = sum(
         chaos.expected(e.value, "failed") + chaos.expected(e.value, "timed_out")

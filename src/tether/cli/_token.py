@@ -52,10 +52,11 @@ def read_token_file(path: Path) -> str:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC)
     except OSError as exc:
         raise TokenFileError(f"--token-file {path}: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise TokenFileError(f"--token-file {path}: not a regular file")
     with os.fdopen(fd, "rb") as stream:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise TokenFileError(f"--token-file {path}: not a regular file")
         data = stream.read(MAX_TOKEN_FILE_BYTES + 1)
     if len(data) > MAX_TOKEN_FILE_BYTES:
         raise TokenFileError(
