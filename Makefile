@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(PY) bench/process.py
 	$(PY) bench/extension_points.py
 	$(PY) bench/tools.py
+	$(PY) bench/mcp_tools.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

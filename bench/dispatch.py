@@ -1,10 +1,11 @@
-"""Per-hook cost of HookManager.dispatch beside awaiting the same callbacks directly.
+"""Cost of HookManager.dispatch beside awaiting the same callbacks directly, in one run.
 
 Run: ``.venv/bin/python bench/dispatch.py``. Every row is measured in this one run: the baseline
 awaits the very callbacks the manager holds, one after another, on a prepared HookContext. The
 manager has a 30 s default timeout in force, as an AgentProcess's manager does.
 
-Targets (issue 2): 0 hooks at most 1 µs per dispatch; at most 1.5 µs per hook above the baseline.
+Budgets (issue 15): a dispatch with no hook within 2 µs; at N=10 and N=100 trivial hooks, at
+most 1.5 µs per hook above awaiting the callbacks directly.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import asyncio
 import gc
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 from tether import HookContext, HookEvent, HookManager
 
 EVENT = HookEvent.USER_PROMPT_SUBMIT
 DATA = {"prompt": "What is the capital of France?", "event_id": "ev-1", "trigger_id": "t-1"}
 REPEATS = 25  # interleaved runs per row; the best of each side is kept (robust to noise)
+EMPTY_BUDGET: Final = 2.0
+PER_HOOK_BUDGET: Final = 1.5
 Hook = Callable[[HookContext], Awaitable[Any]]
 
 
@@ -76,6 +79,10 @@ async def measure(hooks: list[Hook], iterations: int) -> tuple[float, float]:
     return best_manager / iterations * 1e6, best_direct / iterations * 1e6
 
 
+def verdict(value: float, budget: float) -> str:
+    return f"{'within' if value <= budget else 'OVER'} {budget:g} µs"
+
+
 async def main() -> None:
     rows: list[tuple[str, int, float, float]] = []
     for n in (0, 1, 10, 100):
@@ -84,12 +91,20 @@ async def main() -> None:
     rows.append(("suspending", 10, *await measure(suspending_hooks(10), 2_000)))
 
     print("HookManager(default_timeout=30).dispatch vs awaiting the same callbacks directly")
-    print(f"{'hooks':<16}{'dispatch µs':>14}{'direct µs':>12}{'above µs':>12}{'µs/hook above':>16}")
+    header = f"{'hooks':<16}{'dispatch µs':>14}{'direct µs':>12}{'above µs':>12}"
+    print(f"{header}{'µs/hook above':>16}  budget")
     for kind, n, dispatch_us, direct_us in rows:
         above = dispatch_us - direct_us
-        per_hook = f"{above / n:.2f}" if n else "-"
+        per_hook = above / n if n else 0.0
+        budget = ""
+        if n == 0:
+            budget = verdict(dispatch_us, EMPTY_BUDGET)
+        elif n in (10, 100) and kind == "trivial":
+            budget = verdict(per_hook, PER_HOOK_BUDGET) + " a hook"
+        shown = f"{per_hook:.2f}" if n else "-"
         print(
-            f"{f'{n} {kind}':<16}{dispatch_us:>14.2f}{direct_us:>12.2f}{above:>12.2f}{per_hook:>16}"
+            f"{f'{n} {kind}':<16}{dispatch_us:>14.2f}{direct_us:>12.2f}{above:>12.2f}"
+            f"{shown:>16}  {budget}"
         )
 
 

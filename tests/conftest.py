@@ -85,3 +85,15 @@ def openai_env(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
     monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
     return llm
+
+
+@pytest.fixture
+def write_pack(tmp_path: Path) -> Callable[..., Path]:
+    """Write a scenario pack (``text`` dedented) into tmp_path; return its path (tests/eval)."""
+
+    def write(text: str, name: str = "pack.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return path
+
+    return write

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from .hooks._recording import redacted_trace
 
@@ -29,13 +29,29 @@ def _replace(value: str, pairs: Pairs) -> str:
     return value
 
 
+class _Counter(Protocol):
+    """A version counter: its ``value`` changes whenever what it versions may have."""
+
+    @property
+    def value(self) -> int: ...
+
+
+class _Fixed:
+    __slots__ = ()
+    value = 0
+
+
+#: The version of what never changes.
+_NEVER: Final = _Fixed()
+
+
 class Redactor:
     """Replaces every occurrence of known secret values with ``[REDACTED:<name>]``.
 
     ``secrets`` are declared (name, value) pairs, redacted whatever their length. ``learned``,
     when given, answers more pairs known only at run time (the env values of a process's
     command hooks); it must hand back the same tuple object while nothing changed. It is asked
-    at every use, or, when it has a ``version`` cell (a list whose item 0 changes whenever its
+    at every use, or, when it has a ``version`` counter (whose ``value`` changes whenever its
     answer may), only when that changed. Learned values shorter than MIN_LEARNED_LENGTH are
     not redacted.
     """
@@ -51,10 +67,10 @@ class Redactor:
         secrets = list(secrets)
         self._declared: Pairs = [(value, f"[REDACTED:{name}]") for name, value in secrets if value]
         self._learned = learned
-        self._version: list[int] | None = getattr(learned, "version", None)
+        self._version: _Counter | None = getattr(learned, "version", None)
         self._at = -1
         if learned is None:  # nothing to learn: a version that never changes, never refreshed
-            self._version, self._at = [0], 0
+            self._version, self._at = _NEVER, 0
         self._seen: tuple[tuple[str, str], ...] = ()
         self._pairs = _ordered(self._declared)
         #: Redacts the declared secrets only: for what flows back into a run (event data, the
@@ -79,7 +95,7 @@ class Redactor:
     def _current(self) -> Pairs:
         # Inlined in value(), which the process calls (on ``declared``) on every dispatch.
         version = self._version
-        if version is None or version[0] != self._at:
+        if version is None or version.value != self._at:
             self._refresh()
         return self._pairs
 
@@ -88,7 +104,7 @@ class Redactor:
         if learned is None:
             return
         if self._version is not None:
-            self._at = self._version[0]
+            self._at = self._version.value
         found = learned()
         if found is not self._seen:
             self._seen = found
@@ -109,7 +125,7 @@ class Redactor:
     def value(self, value: Any) -> Any:
         """A redacted copy of a JSON-like value (strings inside containers, keys included)."""
         version = self._version
-        if version is None or version[0] != self._at:
+        if version is None or version.value != self._at:
             self._refresh()
         pairs = self._pairs
         return _walk(value, pairs) if pairs else value

@@ -345,6 +345,7 @@ async def test_runs_come_back_with_every_field_of_the_record(
         "data_after",
         "required",
         "duration_shared",
+        "changes",
     }
     assert (blocked["hook_name"], blocked["event"], blocked["process"]) == (
         "gate",

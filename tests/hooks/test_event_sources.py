@@ -11,8 +11,8 @@ from tether import HookEvent
 
 SRC = Path(tether.__file__).parent
 #: The engine's tables (events, matchers, taxonomy) and the CLI's views name every event
-#: without firing any.
-TABLES = ("hooks", "cli")
+#: without firing any; the eval harness observes task_completed and fires nothing.
+TABLES = ("hooks", "cli", "eval")
 NAMED = re.compile(r"\bHookEvent\.([A-Z_]+)\b")
 BY_STRING = re.compile(r"\b(?:_?emit\w*|dispatch)\(\s*[\"']")
 

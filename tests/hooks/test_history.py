@@ -610,6 +610,7 @@ async def test_a_record_serializes_to_json_ready_fields() -> None:
         "data_after",
         "required",
         "duration_shared",
+        "changes",
     }
     assert datetime.fromisoformat(record["recorded_at"]).tzinfo is not None
 

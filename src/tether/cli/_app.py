@@ -15,6 +15,8 @@ from typing import Annotated, Any
 import click
 import typer
 
+from ._eval import eval_app
+
 __all__ = ["app", "main"]
 
 app = typer.Typer(
@@ -35,6 +37,7 @@ runtime_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(runtime_app, name="runtime")
+app.add_typer(eval_app, name="eval")
 
 
 class _State:
@@ -304,6 +307,12 @@ def hooks_runs(
     interval: Annotated[
         float, typer.Option(help="Seconds between polls with --follow.", min=0.05)
     ] = 1.0,
+    show_changes: Annotated[
+        bool,
+        typer.Option(
+            "--show-changes", help="Show what each run changed: key, value before and after."
+        ),
+    ] = False,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
     as_json: JsonFlag = False,
@@ -324,6 +333,7 @@ def hooks_runs(
             follow=follow,
             interval=interval,
             as_json=as_json,
+            show_changes=show_changes,
         )
     )
 

@@ -208,7 +208,30 @@ _RUN_COLUMNS: Final = ("TIME", "EVENT", "HOOK", "ID", "SOURCE", "MODE", "OUTCOME
 _WIDTHS: Final = (12, 18, 28, 9, 9, 5, 9, 8)
 
 
-def _run_cells(run: dict[str, Any]) -> list[str]:
+def _changes(run: dict[str, Any], width: int = 60) -> str:
+    """A run's changes (``--show-changes``): ``key: before -> after`` for each key it changed."""
+    parts = []
+    for key, change in (run.get("changes") or {}).items():
+        before = _short(change["before"], width) if "before" in change else "(absent)"
+        after = _short(change["after"], width) if "after" in change else "(removed)"
+        parts.append(f"{key}: {before} -> {after}")
+    return "; ".join(parts)
+
+
+def _short(value: Any, width: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = repr(text) if isinstance(value, str) else text
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _run_cells(run: dict[str, Any], show_changes: bool = False) -> list[str]:
+    cells = _plain_cells(run)
+    if show_changes:
+        cells.append(_changes(run))
+    return cells
+
+
+def _plain_cells(run: dict[str, Any]) -> list[str]:
     return [
         _clock(run["recorded_at"]),
         run["event"],
@@ -252,6 +275,7 @@ def show_runs(
     follow: bool,
     interval: float,
     as_json: bool,
+    show_changes: bool = False,
 ) -> int:
     path = f"/processes/{_name(name)}/hooks/runs"
     filters = {"event": event, "outcome": outcome, "hook": hook}
@@ -266,15 +290,25 @@ def show_runs(
         elif not runs:
             console.print(f"no hook runs recorded for {escape(name)}")
         else:
-            table = _table(*_RUN_COLUMNS)
+            table = _table(*_RUN_COLUMNS, *(("CHANGES",) if show_changes else ()))
             for run in runs:
-                cells = [escape(c) for c in _run_cells(run)]
+                cells = [escape(c) for c in _run_cells(run, show_changes)]
                 cells[6] = _outcome(run["outcome"])
                 table.add_row(*cells)
             console.print(table)
         return 0
     return _follow(
-        console, url, token, path, filters, since, runs, interval, as_json, primed=last is not None
+        console,
+        url,
+        token,
+        path,
+        filters,
+        since,
+        runs,
+        interval,
+        as_json,
+        primed=last is not None,
+        show_changes=show_changes,
     )
 
 
@@ -290,6 +324,7 @@ def _follow(
     as_json: bool,
     *,
     primed: bool = False,
+    show_changes: bool = False,
 ) -> int:
     """Print runs as they are recorded until Ctrl-C (then exit 0).
 
@@ -317,11 +352,12 @@ def _follow(
             if as_json:
                 console.print(json.dumps(run), markup=False)
             else:
-                console.print(_line(_run_cells(run), run["outcome"]))
+                console.print(_line(_run_cells(run, show_changes), run["outcome"]))
 
     try:
         if not as_json:
-            console.print(f"[bold]{_line(list(_RUN_COLUMNS))}[/]")
+            columns = [*_RUN_COLUMNS, *(("CHANGES",) if show_changes else ())]
+            console.print(f"[bold]{_line(columns)}[/]")
         show(first)
         if primed:
             # Runs recorded since the first answer (newer than its newest) are still shown.

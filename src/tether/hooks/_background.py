@@ -26,7 +26,6 @@ import logging
 import time
 import weakref
 from collections import deque
-from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Final
 
 from ._context import HookContext
@@ -210,19 +209,18 @@ async def _run_one(
     recorder: RunRecorder | None,
     dispatch_id: str,
 ) -> None:
+    from ._dispatch import call
     from ._errors import HookBlocked, HookTimeoutError
-    from ._hook import HookErrorInfo, _run_at
+    from ._hook import DEPTH, HookErrorInfo
 
     started = time.perf_counter()
     before = copy_payload(ctx.data)  # deep: a write inside a nested value is a change too
     outcome = "passed"
     error: BaseException | None = None
+    # A dispatch made by this hook is nested one level deeper, as in the sync chain.
+    token = DEPTH.set(depth + 1)
     try:
-        awaitable = hook.executor.run(ctx)
-        if isinstance(awaitable, Coroutine):
-            # A dispatch made by this hook is nested one level deeper, as in the sync chain.
-            awaitable = _run_at(awaitable, depth)
-        await manager._await_bounded(hook, awaitable)
+        await call(hook, ctx, manager._timeout_of(hook))
     except HookBlocked:
         name = _shown(manager, hook)
         logger.warning("async hook %s cannot block %s; ignored", name, ctx.event.value)
@@ -246,6 +244,8 @@ async def _run_one(
             HookErrorInfo(ctx.event.value, hook.hook_id, hook.name, ctx.process_id, exc),
             hook.manager,
         )
+    finally:
+        DEPTH.reset(token)
     if recorder is not None:
         recorder.ran(manager, hook, ctx, depth, outcome, started, error, before, dispatch_id)
 

@@ -145,6 +145,12 @@ class HookConfig(BaseModel):
         default=None, description="Run only when these data fields match glob patterns"
     )
     name: str | None = Field(default=None, description="A readable name for catalogs and history")
+    before: list[str] = Field(
+        default_factory=list, description="Names of hooks this one runs ahead of"
+    )
+    after: list[str] = Field(
+        default_factory=list, description="Names of hooks this one runs behind"
+    )
     #: Where the declaration came from, for catalogs and history ("manifest" when a manifest
     #: declared it); None means "config". Set by the layer that built it, never serialized.
     _source: str | None = PrivateAttr(default=None)
@@ -230,6 +236,14 @@ class HookConfig(BaseModel):
     @classmethod
     def _not_a_bool(cls, value: Any, info: ValidationInfo) -> Any:
         return not_a_bool(value, info)
+
+    @field_validator("before", "after")
+    @classmethod
+    def _hook_names(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        for name in value:
+            if not name.strip():
+                raise ValueError(f"{info.field_name} must hold hook names, got an empty one")
+        return value
 
     @model_validator(mode="after")
     def _whole(self) -> HookConfig:

@@ -13,6 +13,7 @@ import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable, Collection
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from ._events import HookEvent
@@ -20,10 +21,9 @@ from ._hook import (
     CLOSING,
     HookErrorInfo,
     _cancelling,
-    _Coroutine,
-    _generation,
     _Hook,
     _key,
+    generation,
 )
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class ExtensionPoints:
     def _point(self, name: str) -> tuple[_Hook, ...]:
         # Hot path (the process looks up three extension points per run): a cached chain needs
         # no name validation, since only a validated name ever enters the cache.
-        hooks = self._cache.get(name) if self._cache_gen == _generation[0] else None
+        hooks = self._cache.get(name) if self._cache_gen == generation.value else None
         if hooks is None:
             key = _key(name)
             if isinstance(key, HookEvent):
@@ -87,7 +87,7 @@ class ExtensionPoints:
                 continue
             try:
                 value = hook.fn(**kwargs)
-                if type(value) is _Coroutine:
+                if type(value) is CoroutineType:
                     # As in dispatch: step it; a timer is armed only if it suspends.
                     try:
                         pending = value.send(None)
@@ -125,7 +125,7 @@ class ExtensionPoints:
                 continue
             try:
                 value = hook.fn(**kwargs)
-                if type(value) is _Coroutine:  # stepped as in call()
+                if type(value) is CoroutineType:  # stepped as in call()
                     try:
                         pending = value.send(None)
                     except StopIteration as stop:

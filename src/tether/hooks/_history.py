@@ -1,7 +1,8 @@
 """Hook-run history: a bounded in-memory ring per process, plus batched writes to a sink.
 
-Recording sits on the dispatch hot path, so a run is kept as a plain tuple and turned into a
-HookRun only when someone reads it or the batch is flushed (on a later loop iteration).
+The ring holds each dispatch's DispatchRecord (see _recording) as the dispatch handed it over;
+its runs become HookRuns (redacted, named, with their source) only when someone reads them or
+the batch is flushed.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
-from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
-from ._events import BLOCKABLE_EVENTS as _B
+from ._copy import copy_payload
 from ._events import HookEvent
-from ._records import HEADER, HookRun
-from ._tracked import register_yaml
+from ._recording import DispatchRecord, RunRecord, TracedRun, changes, provenance
+from ._records import HookRun
 
 if TYPE_CHECKING:
     from ._context import HookContext
@@ -30,8 +30,8 @@ __all__ = ["HistoryRecorder", "filter_runs"]
 logger = logging.getLogger("tether.hooks")
 
 RING_SIZE: Final = 1000
-#: What the ring holds: a dispatch's marks (a list), or a background run (a tuple, "r" first).
-Entry = tuple[Any, ...] | list[Any]
+#: What the ring holds: one dispatch's runs, or one background run.
+Entry = DispatchRecord
 BATCH: Final = 256
 FLUSH_INTERVAL: Final = 0.5
 
@@ -61,7 +61,6 @@ class HistoryRecorder:
         sink: Callable[[list[HookRun]], None] | None = None,
         trace: bool = False,
     ) -> None:
-        register_yaml()  # hooks may yaml.safe_dump the recorded (tracked) data
         self.process = process
         self._ring: deque[Entry] = deque(maxlen=size)
         self._redact = redact
@@ -73,13 +72,11 @@ class HistoryRecorder:
         self._timer: asyncio.TimerHandle | None = None
         #: Keep each hook's data before and after (dry runs); off for ordinary history.
         self.trace = trace
-        #: Records one raw entry (see HookManager.dispatch): the ring's own append when
-        #: nothing else is to be done, so a dispatch pays for a C call only.
-        self.add: Callable[[Entry], None] = self._ring.append if sink is None else self._add
 
     # -- recording (hot path: store, do not build) -------------------------------------------
 
-    def _add(self, entry: Entry) -> None:
+    def add(self, entry: Entry) -> None:
+        """Keep one dispatch's record (and batch it for the sink, if there is one)."""
         self._ring.append(entry)
         if self._sink is not None:
             self._queue(entry)
@@ -110,49 +107,30 @@ class HistoryRecorder:
         dispatch_id: str = "",
     ) -> None:
         """One background (async) hook run."""
-        duration = (time.perf_counter() - started) * 1e3
-        if outcome == "passed" and ctx.data != before:
+        duration = time.perf_counter() - started
+        after = copy_payload(ctx.data)  # what the hook left, out of reach of what it runs on
+        changed = changes(before, after) if outcome == "passed" else None
+        if changed is not None:
             outcome = "applied"
-        after = dict(ctx.data) if self.trace else None
-        self._add(
-            (
-                "r",
-                time.time(),
-                manager,
-                hook,
-                ctx.event,
-                outcome,
-                duration,
-                error,
-                False,  # patch_applied: a background hook's changes are never used
-                dispatch_id,
-                depth,
-                before if self.trace else None,
-                after,
-            )
-        )
+        run = RunRecord(hook, outcome, error, time.perf_counter(), duration, changed)
+        if self.trace:
+            run = TracedRun(run, before, after)
+        self._background(manager, ctx.event, depth, dispatch_id, run)
 
     def skipped(
         self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
     ) -> None:
         """A background hook whose matcher did not match (it took no queue slot)."""
-        self._add(
-            (
-                "r",
-                time.time(),
-                manager,
-                hook,
-                ctx.event,
-                "skipped",
-                0.0,
-                None,
-                False,
-                dispatch_id,
-                depth,
-                None,
-                None,
-            )
-        )
+        run = RunRecord(hook, "skipped", None, time.perf_counter(), 0.0)
+        self._background(manager, ctx.event, depth, dispatch_id, run)
+
+    def _background(
+        self, manager: HookManager, event: HookEvent, depth: int, dispatch_id: str, run: RunRecord
+    ) -> None:
+        record = DispatchRecord(dispatch_id, manager, event, depth, background=True)
+        run.ended = record.started
+        record.runs.append(run)
+        self.add(record)
 
     # -- building records (off the hot path) ----------------------------------------------------
 
@@ -180,99 +158,48 @@ class HistoryRecorder:
 
         return {k: walk(v) for k, v in data.items()}
 
-    def _run(
-        self,
-        at: float,
-        manager: HookManager,
-        hook: _Hook,
-        event: HookEvent,
-        outcome: str,
-        duration: float,
-        error: BaseException | None,
-        patch: bool,
-        dispatch_id: str,
-        depth: int,
-        before: dict[str, Any] | None,
-        after: dict[str, Any] | None,
-        shared: bool = False,
-    ) -> HookRun:
+    def _run(self, record: DispatchRecord, run: RunRecord, patch: bool) -> HookRun:
         # Every free-text field is redacted: the error, the data, and the name (a command
         # hook's is its command line). The others are ids and fixed words no secret reaches.
+        hook = run.hook
+        outcome = run.outcome or ("applied" if run.changed else "passed")
         return HookRun(
-            at,
+            record.dated(run),
             hook.hook_id,
             self._text(hook.name),
-            event.value,
+            record.event.value,
             self.process,
-            _source(manager, hook),
+            _source(record.manager, hook),
             hook.mode,
             outcome,
-            duration,
-            self._error_text(error),
+            run.duration * 1e3,
+            self._error_text(run.error),
             patch,
-            dispatch_id,
-            depth,
-            self._clean(before),
-            self._clean(after),
+            record.dispatch_id,
+            record.depth,
+            self._clean(getattr(run, "before", None)),
+            self._clean(getattr(run, "after", None)),
             hook.fail_closed,
-            shared,
+            False,
+            self._clean(provenance(run.changed)),
         )
 
-    def _expand(self, entry: Entry) -> list[HookRun]:
-        """The HookRuns of one raw entry (see HookManager.dispatch)."""
-        if isinstance(entry, tuple):  # a background run: "r" and the arguments of _run
-            return [self._run(*entry[1:])]
-        from ._hook import _number, _run_id
-
-        marks = entry  # a dispatch's marks: see HookManager.dispatch
-        _, t0, manager, event, depth, hooks, snap = marks[:HEADER]
-        steps, prompt = _steps(hooks, marks, t0)
-        if not steps:
-            return []
-        did = _run_id(_number(marks))
-        prompts = event is HookEvent.USER_PROMPT_SUBMIT
-        last_hook, _, last_outcome, *_ = steps[-1]
-        ended_blocked = last_outcome == "blocked" or (
-            last_outcome in ("failed", "timed_out") and last_hook.fail_closed and event in _B
-        )
-        # A prompt change is used only if the chain ends with a prompt other than the first one
-        # (a change a later hook undid was not used).
-        # (A prompt left other than a string is one the process does not read back.)
-        final = steps[-1][5]
-        used = prompts and not ended_blocked and isinstance(final, str) and final != prompt
-        runs: list[HookRun] = []
-        prev_t = t0
-        for hook, t, outcome, error, changed, new_prompt, new_snap, shared in steps:
-            if outcome == "skipped":
-                duration = 0.0
-            else:
-                if outcome is None:
-                    outcome = "applied" if changed else "passed"
-                duration = max(0.0, t - prev_t) * 1e3  # a wall clock may step back
-            patch = used and outcome == "applied" and new_prompt != prompt
-            runs.append(
-                self._run(
-                    t,
-                    manager,
-                    hook,
-                    event,
-                    outcome,
-                    duration,
-                    error,
-                    bool(patch),
-                    did,
-                    depth,
-                    snap if outcome != "skipped" else None,
-                    new_snap if outcome != "skipped" else None,
-                    shared,
-                )
-            )
-            prev_t = t
-            if outcome != "skipped":
-                prompt = new_prompt
-                if new_snap is not None:
-                    snap = new_snap
-        return runs
+    def _expand(self, record: Entry) -> list[HookRun]:
+        """The HookRuns of one dispatch's record."""
+        used = False
+        if record.event is HookEvent.USER_PROMPT_SUBMIT and not record.background:
+            # A prompt change is used only if the chain ends with a prompt other than the one
+            # it started with (a change a later hook undid was not used), and is not blocked.
+            # (A prompt left other than a string is one the process does not read back.)
+            final = record.prompt
+            for run in record.runs:
+                if run.changed and "prompt" in run.changed and run.outcome != "skipped":
+                    final = run.changed["prompt"][1]
+            used = not record.blocked and isinstance(final, str) and final != record.prompt
+        return [
+            self._run(record, run, used and run.outcome is None and _prompt_changed(run))
+            for run in record.runs
+        ]
 
     def flush(self) -> None:
         """Hand pending records to the sink now.
@@ -307,94 +234,11 @@ class HistoryRecorder:
         return filter_runs(runs, **filters)
 
     def __len__(self) -> int:
-        runs = 0
-        for entry in self._ring:  # a dispatch: its hooks that ran or were skipped; else one run
-            if isinstance(entry, list):
-                runs += sum(1 for t in islice(entry, HEADER, None) if type(t) is float)
-            else:
-                runs += 1
-        return runs
+        return sum(len(entry.runs) for entry in self._ring)
 
 
-#: hook, end time, outcome, error, data changed, prompt after, snapshot after, time shared
-Step = list[Any]
-
-
-def _steps(hooks: tuple[_Hook, ...], marks: list[Any], t0: float) -> tuple[list[Step], Any]:
-    """Walk a dispatch's marks: the steps of the hooks that ran or were skipped, in chain
-    order; and the prompt the dispatch started with (as the first write found it; None if
-    nothing was written).
-
-    ``marks[0]`` is the dispatch's number (see _number), HEADER items in all (see
-    HookManager.dispatch) come before the hooks' marks. After them, a float ends the current
-    hook's step (0.0: its time is read later, see note_timing) and a None says it did not run;
-    the tuples before either are notes on it: ``("o", outcome, error)`` (the first one counts),
-    ``("w", prompt before, prompt after)`` a write to the data, ``("n",)`` one inside a nested
-    value, ``("k",)`` a matcher skip, ``("s", data)`` a snapshot, ``("t", time)`` the hook
-    suspended (the hooks timed later before it, and its first step, end then). A last
-    ``("e", time)`` ends the hooks timed later.
-    """
-    steps: list[Step] = []
-    origin: Any = None
-    prompt: Any = None
-    written = False
-    index = 0
-    outcome: str | None = None
-    error: BaseException | None = None
-    changed = False
-    snap: Any = None
-    later: list[Step] = []  # steps whose time is read later, in order
-    start = t0  # the last time read
-    shared = False  # the current hook's first step shared a time ("t")
-    for item in islice(marks, HEADER, None):
-        if item is None or type(item) is float:
-            if item is not None:
-                step = [hooks[index], item, outcome, error, changed, prompt, snap, shared]
-                steps.append(step)
-                if item == 0.0:
-                    later.append(step)
-                else:
-                    if later:  # read after hooks timed later: this one shares it with them
-                        step[7] = _share(later, start, item, 1) > 1
-                    start = item
-            index += 1
-            outcome, error, changed, snap, shared = None, None, False, None, False
-            continue
-        tag = item[0]
-        if tag == "w":
-            if not written:  # the steps so far ended with the prompt this write found
-                written, origin = True, item[1]
-                for step in steps:
-                    step[5] = origin
-            changed, prompt = True, item[2]
-        elif tag == "n":  # a write inside a nested dict or list
-            changed = True
-        elif tag == "o":
-            if outcome is None:
-                outcome, error = item[1], item[2]
-        elif tag == "k":
-            outcome = "skipped"
-        elif tag == "s":
-            snap = item[1]
-        else:  # "t" (the current hook is one more sharer) or "e"
-            shared = _share(later, start, item[1], tag == "t") > 1
-            start = item[1]
-    return steps, origin
-
-
-def _share(later: list[Step], start: float, end: float, more: int) -> int:
-    """Spread ``end - start`` evenly over the steps timed later and ``more`` hooks after them
-    (a skipped step takes no share); give each its end time. Returns how many shared."""
-    sharers: int = more + sum(1 for step in later if step[2] != "skipped")
-    share = (end - start) / sharers if sharers else 0.0
-    at = start
-    for step in later:
-        if step[2] != "skipped":
-            at += share
-            step[7] = sharers > 1
-        step[1] = at
-    later.clear()
-    return sharers
+def _prompt_changed(run: RunRecord) -> bool:
+    return run.changed is not None and "prompt" in run.changed
 
 
 def _recorded_at(run: HookRun) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import itertools
 import time
@@ -18,7 +19,6 @@ from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from ._copy import copy_payload
 from ._errors import HookBlocked, HookTimeoutError
 from ._events import _BY_VALUE, VALID_EVENT_VALUES, HookEvent, parse_event
 from ._records import HookRun
@@ -36,19 +36,33 @@ _ids = itertools.count(1)
 _dispatch_ids = itertools.count(1)
 #: Dispatch ids are unique across interpreters too (history outlives a process).
 _RUN_PREFIX: Final = uuid.uuid4().hex[:8]
-#: How deep the hook running now is nested in recorded dispatches (recorded with each run).
-#: A cell rather than a context variable (which costs ~0.1 us a dispatch): a recorded
-#: dispatch sets it around each step of its hooks' coroutines, which it drives itself, and
-#: puts it back before anything else can run, so it is right whenever a hook is running.
-_depth = [0]
-_new = object.__new__
-_Coroutine = types.CoroutineType
-_now = time.time
-_generation = [0]
+#: How deep the running code is nested in dispatches: a dispatch runs its hooks one deeper, so
+#: a dispatch made by a hook (or a background hook of a dispatch) records its depth. A context
+#: variable: each task sees its own, so a hook suspended in one task lends nothing to another.
+DEPTH: Final[contextvars.ContextVar[int]] = contextvars.ContextVar(
+    "tether_dispatch_depth", default=0
+)
+
+
+class _Generation:
+    """A counter every registration change bumps: caches of resolved chains (and of the
+    secrets their hooks hold) compare it with the value they were built at."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def bump(self) -> None:
+        self.value += 1
+
+
+#: Shared by every manager: a change anywhere may change any chain (inherited, shared ones).
+generation: Final = _Generation()
 
 
 def _bump() -> None:
-    _generation[0] += 1
+    generation.bump()
 
 
 class _Unset:
@@ -125,23 +139,10 @@ class HookInfo:
     protocol: str | None = None
 
 
-#: Notes in a dispatch's marks (see HookManager.dispatch): a matcher skipped the hook.
-_SKIPPED: Final = ("k",)
-
-
 def run_prefix() -> str:
     """The prefix of this interpreter's dispatch ids (hook ids, unlike them, repeat across
     interpreters: ``hook-3`` of an earlier run of the runtime was another registration)."""
     return _RUN_PREFIX
-
-
-def _number(marks: list[Any]) -> int:
-    """A recorded dispatch's number, given the first time it is wanted (a record is built, a
-    background hook is queued) rather than on every dispatch; kept in ``marks[0]``."""
-    number: int | None = marks[0]
-    if number is None:
-        number = marks[0] = next(_dispatch_ids)
-    return number
 
 
 def _run_id(number: int) -> str:
@@ -149,14 +150,12 @@ def _run_id(number: int) -> str:
     return f"{_RUN_PREFIX}-{number}" if number else ""
 
 
-def _snapshot(data: dict[str, Any]) -> dict[str, Any]:
-    return copy_payload(data)
-
-
 class _Hook:
     """One registration: what runs (its executor), when (event, matcher, order) and how."""
 
     __slots__ = (
+        "after",
+        "before",
         "command",
         "enabled",
         "event",
@@ -198,6 +197,8 @@ class _Hook:
         mode: str,
         matcher: Matcher | None,
         command: list[str] | str | None,
+        before: tuple[str, ...] = (),
+        after: tuple[str, ...] = (),
     ) -> None:
         self.hook_id = hook_id
         self.event = event
@@ -220,38 +221,36 @@ class _Hook:
         self.matcher = matcher
         self.enabled = True
         self.command = command
+        #: Names of the hooks this one runs ahead of / behind (see hooks/_order.py).
+        self.before = before
+        self.after = after
 
 
 @types.coroutine
 def _resume(
-    coro: Coroutine[Any, Any, Any], first: Any, depth: int = -1
+    coro: Coroutine[Any, Any, Any], first: Any, steps: _Steps | None = None
 ) -> Generator[Any, Any, Any]:
     """Drive a coroutine that already suspended once (yielding ``first``) to completion.
 
     A cancellation of this task is thrown into the hook; a hook that swallows it and suspends
     again is closed (or left, if it will not close), so a timeout really bounds the hook. A
     CancelledError that is not this task's (a future the hook awaited was cancelled elsewhere)
-    is the hook's own to handle.
-    With ``depth`` (a recorded dispatch's), the depth cell reads ``depth + 1`` during each
-    step of the coroutine and is put back after it.
+    is the hook's own to handle. With ``steps``, the time each step holds the loop is added up.
     """
     pending = first
-    cell = _depth
-    inner = depth + 1
-    outer = 0
+    clock = time.perf_counter
     while True:
         try:
             sent = yield pending
         except BaseException as exc:
-            if depth >= 0:
-                outer, cell[0] = cell[0], inner
+            started = clock()
             try:
                 pending = coro.throw(exc)
             except StopIteration as stop:
                 return stop.value
             finally:
-                if depth >= 0:
-                    cell[0] = outer
+                if steps is not None:
+                    steps.add(clock() - started)
             if isinstance(exc, asyncio.CancelledError) and _cancelling():
                 # A hook ignoring the GeneratorExit that closes it is left as it is: the
                 # cancellation goes on all the same.
@@ -259,34 +258,34 @@ def _resume(
                     coro.close()
                 raise
         else:
-            if depth >= 0:
-                outer, cell[0] = cell[0], inner
+            started = clock()
             try:
                 pending = coro.send(sent)
             except StopIteration as stop:
                 return stop.value
             finally:
-                if depth >= 0:
-                    cell[0] = outer
+                if steps is not None:
+                    steps.add(clock() - started)
+
+
+class _Steps:
+    """The time a hook's steps held the event loop: the longest one and their sum."""
+
+    __slots__ = ("longest", "total")
+
+    def __init__(self, first: float) -> None:
+        self.longest = self.total = first
+
+    def add(self, seconds: float) -> None:
+        self.total += seconds
+        if seconds > self.longest:
+            self.longest = seconds
 
 
 async def _awaiting(awaitable: Any) -> Any:
     """A hook's awaitable that is no coroutine (a future, a generator-based or compiled
-    coroutine) as one, for the dispatch to step like any other: no timer unless it suspends,
-    and the depth of a recorded dispatch kept while it is suspended."""
+    coroutine) as one, for the dispatch to step like any other: no timer unless it suspends."""
     return await awaitable
-
-
-async def _run_at(coro: Coroutine[Any, Any, Any], depth: int) -> Any:
-    """Await ``coro`` with the depth cell reading ``depth + 1`` during its steps."""
-    outer, _depth[0] = _depth[0], depth + 1
-    try:
-        pending = coro.send(None)
-    except StopIteration as stop:
-        return stop.value
-    finally:
-        _depth[0] = outer
-    return await _resume(coro, pending, depth)
 
 
 def _unexplained(hook: _Hook) -> HookBlocked:

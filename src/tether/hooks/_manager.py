@@ -3,16 +3,14 @@
 Invariants kept here:
 
 * Order is priority (highest first), ties in registration order; own hooks, then inherited
-  managers (transitively, depth first), then the shared manager. The resolved chain is computed
-  once and cached until any registration or chain link changes (a global generation counter).
+  managers (transitively, depth first), then the shared manager; then the hooks' before/after
+  constraints (hooks/_order.py). The resolved chain is computed once and cached until any
+  registration or chain link changes (a global generation counter).
 * A dispatch works on the snapshot it took at its start: registrations made or removed while it
   runs take effect from the next dispatch. The one exception is ``once``: a once hook is removed
   before it runs and is skipped by any overlapping dispatch that still holds it.
-* A hook that finishes without suspending costs no timer: its coroutine is stepped directly and a
-  timeout is armed only when it actually suspends.
-* No hook can leak into data it was not handed: hooks get a copy of the caller's data, the result
-  gets a copy of theirs, and after a hook's error or timeout the later hooks get a copy of the
-  data that hook (or a thread or task it left running) can no longer reach.
+* What one dispatch does is in hooks/_dispatch.py (the loop), what it keeps of its runs in
+  hooks/_recording.py, and how each hook runs in its executor (hooks/_executor.py).
 """
 
 from __future__ import annotations
@@ -20,48 +18,45 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from types import CoroutineType
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import _recording
 from ._context import DRY_RUN_KEY, HookContext
-from ._copy import _IMMUTABLE_SET, _copy_value, copy_payload
-from ._errors import HookBlocked, HookTimeoutError
-from ._events import BLOCKABLE_EVENTS, HookEvent, parse_event
+from ._copy import copy_payload
+from ._dispatch import Chain
+from ._events import HookEvent, parse_event
 from ._executor import Executor, executor_for
 from ._extension import ExtensionPoints
 from ._hook import (
-    _SKIPPED,
+    DEPTH,
     UNSET,
     DispatchResult,
     HookErrorInfo,
     HookInfo,
-    _awaiting,
     _bump,
     _callable_name,
-    _cancelling,
     _check_timeout,
-    _depth,
-    _generation,
+    _dispatch_ids,
     _Hook,
     _ids,
     _is_async_callable,
     _key,
-    _new,
-    _now,
-    _number,
     _raise_timed_out,
     _Removed,
     _resume,
-    _run_id,
-    _snapshot,
-    _unexplained,
     _Unset,
+    generation,
 )
-from ._recording import TimedOnce, _detach, _not_a_dict, _note_error, _replaced, _settle
-from ._records import HEADER, RunRecorder
-from ._tracked import _Tracked, track
+from ._order import OrderError, check_names, ordered
+from ._recording import (
+    OFF,
+    DispatchRecord,
+    _Off,
+    log_failure,
+    log_listener_failure,
+    not_a_dict,
+)
+from ._records import RunRecorder
 
 if TYPE_CHECKING:
     from ._config import HookConfig
@@ -83,18 +78,31 @@ class HookManager(ExtensionPoints):
     :meth:`share`.
     """
 
-    def __init__(self, default_timeout: float | None = None) -> None:
+    def __init__(
+        self, default_timeout: float | None = None, *, loop_block_warn: float | None = None
+    ) -> None:
         _check_timeout(default_timeout)
+        if loop_block_warn is not None and (
+            isinstance(loop_block_warn, bool)
+            or not isinstance(loop_block_warn, int | float)
+            or loop_block_warn <= 0
+        ):
+            raise ValueError(
+                "loop_block_warn must be a number of seconds > 0 (or None), "
+                f"got {loop_block_warn!r}"
+            )
         self.default_timeout = default_timeout
+        #: Seconds a hook's step may hold the event loop before a warning (None: only a hold
+        #: past the hook's timeout is reported, and that one times the hook out).
+        self.loop_block_warn = loop_block_warn
+        #: The hooks whose holding of the event loop was logged (it is logged once per hook).
+        self._held_logged: set[str] = set()
         self._hooks: dict[HookEvent | str, list[_Hook]] = {}
         self._by_id: dict[str, _Hook] = {}
         self._inherited: list[HookManager] = []
         self._shared: HookManager | None = None
         self._cache: dict[HookEvent | str, tuple[_Hook, ...]] = {}
         self._cache_gen = -1
-        #: Timing (see _recording.note_timing): the streaks of fast dispatches that make a
-        #: chain timed once (its cached tuple a TimedOnce).
-        self._streaks: dict[HookEvent | str, int] = {}
         self._error_listeners: list[Callable[[HookErrorInfo], Any]] = []
         self._deferred: set[asyncio.Task[Any]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
@@ -111,13 +119,25 @@ class HookManager(ExtensionPoints):
         if parent not in self._inherited:
             self._inherited.append(parent)
             _bump()
+            try:
+                self._check_links()
+            except OrderError as exc:
+                self._inherited.remove(parent)
+                _bump()
+                raise ValueError(f"cannot inherit {parent!r}: {exc}") from None
 
     def share(self, shared: HookManager | None) -> None:
         """Run ``shared``'s hooks after own and inherited hooks (``None`` unsets it)."""
         if shared is self:
             raise ValueError("a hook manager cannot share itself")
-        self._shared = shared
+        previous, self._shared = self._shared, shared
         _bump()
+        try:
+            self._check_links()
+        except OrderError as exc:
+            self._shared = previous
+            _bump()
+            raise ValueError(f"cannot share {shared!r}: {exc}") from None
 
     @property
     def shared(self) -> HookManager | None:
@@ -147,15 +167,29 @@ class HookManager(ExtensionPoints):
         return chain
 
     def _resolved(self, key: HookEvent | str) -> tuple[_Hook, ...]:
-        if self._cache_gen != _generation[0]:
+        if self._cache_gen != generation.value:
             self._cache.clear()
-            self._cache_gen = _generation[0]
-            self._streaks.clear()  # a changed chain is timed per hook until found fast again
+            self._cache_gen = generation.value
         found = self._cache.get(key)
         if found is None:
-            found = tuple(h for m, _ in self._chain() for h in m._sorted(key))
+            base = self._base_chain(key)
+            try:
+                found = ordered(base)
+            except OrderError as exc:  # refused where declared; only a later link can make one
+                logger.error("%s of %s; running them in priority order", exc, key)
+                found = base
             self._cache[key] = found
         return found
+
+    def _base_chain(self, key: HookEvent | str) -> tuple[_Hook, ...]:
+        """Own, inherited and shared hooks of ``key``, each manager's by priority."""
+        return tuple(h for m, _ in self._chain() for h in m._sorted(key))
+
+    def _check_links(self) -> None:
+        """After a change of inherited or shared managers: no chain has an order cycle."""
+        keys = {key for m, _ in self._chain() for key in m._hooks}
+        for key in keys:
+            ordered(self._base_chain(key))
 
     def _sorted(self, key: HookEvent | str) -> list[_Hook]:
         hooks = self._hooks.get(key)
@@ -182,35 +216,21 @@ class HookManager(ExtensionPoints):
         matcher: Matcher | dict[str, Any] | None = None,
         command: list[str] | str | None = None,
         executor: Executor | None = None,
+        before: Sequence[str] | None = None,
+        after: Sequence[str] | None = None,
     ) -> str:
         """Register ``callback`` for a lifecycle event or a dotted extension point; return its id.
 
         Lifecycle hooks must be async callables taking one HookContext (a sync one raises
         TypeError); extension-point handlers may be sync or async. ``executor`` is what runs
         the hook (by default the callable's, see executor_for); its ``run`` is ``callback``.
+        ``before``/``after`` name hooks of this event's chain (own, inherited, shared) this one
+        must run ahead of / behind, whatever their priority; a name not in the chain, or a
+        constraint that makes a cycle, is a ValueError.
         """
         key = _key(event)
-        is_event = isinstance(key, HookEvent)
-        if not callable(callback):
-            raise TypeError(f"hook callback must be callable, got {callback!r}")
-        is_async = _is_async_callable(callback)
-        if is_event and not is_async:
-            raise TypeError(
-                f"hook {_callable_name(callback)!r} for {key} must be an async function "
-                "(async def) or an object with an async __call__; sync callables are not allowed"
-            )
-        _check_timeout(timeout)
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise TypeError(f"priority must be an int, got {priority!r}")
-        if mode not in ("sync", "async"):
-            raise ValueError(f"mode must be 'sync' or 'async', got {mode!r}")
-        if mode == "async" and fail_closed:
-            raise ValueError("an async hook cannot be fail_closed: it runs after the event")
-        if fail_closed and not is_event:
-            raise ValueError(
-                f"fail_closed applies to lifecycle events; {key!r} is an extension point, "
-                "whose handlers' errors are isolated (see on_error)"
-            )
+        _check_registration(key, callback, timeout, priority, mode, fail_closed)
+        ahead, behind = check_names(before, "before"), check_names(after, "after")
         compiled = None
         if matcher is not None:
             from ._matcher import Matcher as _M
@@ -241,11 +261,35 @@ class HookManager(ExtensionPoints):
             mode=mode,
             matcher=compiled,
             command=command,
+            before=ahead,
+            after=behind,
         )
         self._hooks.setdefault(key, []).append(hook)
         self._by_id[hook_id] = hook
         _bump()
+        try:
+            self._check_order(key, hook)
+        except ValueError:
+            self._drop(hook)
+            raise
         return hook_id
+
+    def _check_order(self, key: HookEvent | str, hook: _Hook) -> None:
+        """The names ``hook`` is ordered against are in its chain, and no cycle results."""
+        chain = self._base_chain(key)
+        names = {h.name for h in chain if h is not hook}
+        for field, wanted in (("before", hook.before), ("after", hook.after)):
+            unknown = [n for n in wanted if n not in names]
+            if unknown:
+                known = ", ".join(sorted(map(repr, names))) or "none"
+                raise ValueError(
+                    f"hook {hook.name!r}: {field} names {', '.join(map(repr, unknown))}, which no "
+                    f"hook of {key}'s chain is called (declare it first); hooks there: {known}"
+                )
+        try:
+            ordered(chain)
+        except OrderError as exc:
+            raise ValueError(f"hook {hook.name!r} cannot be registered: {exc}") from None
 
     def register_config(
         self, config: HookConfig, *, source: str = "config", owner: object | None = None
@@ -270,6 +314,8 @@ class HookManager(ExtensionPoints):
             matcher=config.matcher,
             command=getattr(config, "command", None),
             executor=executor,
+            before=config.before or None,
+            after=config.after or None,
         )
 
     def on(
@@ -285,6 +331,8 @@ class HookManager(ExtensionPoints):
         name: str | None = None,
         mode: str = "sync",
         matcher: Matcher | dict[str, Any] | None = None,
+        before: Sequence[str] | None = None,
+        after: Sequence[str] | None = None,
     ) -> Callable[[F], F]:
         """Decorator form of :meth:`register`; returns the function unchanged."""
 
@@ -301,6 +349,8 @@ class HookManager(ExtensionPoints):
                 name=name,
                 mode=mode,
                 matcher=matcher,
+                before=before,
+                after=after,
             )
             return fn
 
@@ -364,7 +414,7 @@ class HookManager(ExtensionPoints):
         for hook in hooks:
             hook.enabled = enabled
         if hooks:
-            _bump()  # a changed chain: timed per hook again (see _resolved)
+            _bump()  # a changed chain
         return len(hooks)
 
     def __len__(self) -> int:
@@ -441,7 +491,7 @@ class HookManager(ExtensionPoints):
                 if inspect.isawaitable(outcome):
                     await outcome
             except Exception as exc:
-                _recording.log_listener_failure(logger, self.redact, fn, exc)
+                log_listener_failure(logger, self.redact, fn, exc)
 
     # -- dispatch --------------------------------------------------------------------------
 
@@ -462,286 +512,115 @@ class HookManager(ExtensionPoints):
         once hooks registered and runs async hooks inline (for tracing a chain).
         """
         ev = event if type(event) is HookEvent else parse_event(event)
-        # The cache check of _resolved, inlined: this is the hot path.
-        hooks = self._cache.get(ev) if self._cache_gen == _generation[0] else None
-        if hooks is None:
-            hooks = self._resolved(ev)
-        if recorder is None:
-            recorder = self.recorder
-        # Recording costs one clock reading per hook (per dispatch, for a chain timed once):
-        # marks gets the end time of each hook that ran (0.0 when its chain is timed once, None
-        # for one that did not run), preceded by notes on anything not plain about it (an
-        # outcome, a write to the data, a skip, a snapshot when tracing). The data notes its
-        # own writes into marks (see _tracked); the recorder expands marks into HookRuns off
-        # the hot path. Only ``marks`` is read when nothing records: the rest is bound below.
-        if recorder is None or not hooks:
-            if data:  # copy_payload, its all-immutable fast path inlined
-                payload = data.copy()
-                for value in payload.values():
-                    if type(value) not in _IMMUTABLE_SET:
-                        payload = copy_payload(data)
-                        break
-            else:
-                payload = {}
-            if not hooks:  # built field by field, as below: the commonest dispatch
-                empty = _new(DispatchResult)
-                empty.fired = 0
-                empty.blocked = False
-                empty.blocked_by = None
-                empty.reason = None
-                empty.errors = []
-                empty.data = payload  # a copy of its own, as with hooks
-                empty.runs = []
-                return empty
-            marks: list[Any] | None = None
-            t0 = _now()
-        else:  # recorded: the copy is made of containers that note their writes in marks
-            t0 = _now()
-            depth = _depth[0]  # one deeper from the loop on (raised there: nothing before it)
-            # marks[0]: the dispatch's number, given when wanted (_number); then the start, the
-            # manager, event, depth, chain and first snapshot (see _history); the hooks' marks.
-            marks = [None, t0, self, ev, depth, hooks, None]
-            bare = HEADER + len(hooks)  # marks' length if no hook leaves a note (see below)
-            # track(), its all-immutable fast path inlined (a call is ~0.02 us of the budget)
-            if data:
-                payload = _Tracked(data)
-                payload._marks = marks
-                for value in data.values():
-                    if type(value) not in _IMMUTABLE_SET:
-                        payload = track(data, marks)
-                        bare = -1
-                        marks[1] = t0 = _now()  # a deep copy is not the first hook's time
-                        break
-            else:
-                payload = _Tracked()
-                payload._marks = marks
+        hooks = self._resolved(ev)  # the snapshot this dispatch runs, whatever changes meanwhile
+        payload = copy_payload(data) if data else {}
+        if not hooks:
+            return DispatchResult(0, False, None, [], payload, [])
+        extra = dict(metadata) if metadata else {}
         if context_factory is None:
-            # Hot path: the context is built slot by slot, skipping the class call and
-            # HookContext.__init__ (~0.1 us of a ~1.5 us dispatch). Keep in step with
-            # HookContext.__slots__ (a test checks that every slot is set).
-            ctx = _new(HookContext)
-            ctx.event = ev
-            ctx.process_id = process_id
-            ctx.data = payload
-            ctx.metadata = dict(metadata) if metadata else {}
-            ctx._timestamp = None
-            ctx._dry_run = dry_run
-            # Runs are dated and timed on the wall clock, as tracing systems do: the context's
-            # own timestamp is the start, so recording adds one clock reading per hook only.
-            ctx._epoch = t0
+            ctx = HookContext(ev, process_id, payload, extra)
         else:
-            ctx = context_factory(ev, process_id, payload, dict(metadata) if metadata else {})
-            if marks is not None:
-                if type(ctx.data) is not _Tracked and isinstance(ctx.data, dict):  # its own
-                    ctx.data = track(ctx.data, marks)
-                marks[1] = t0 = _now()  # nor is the factory's
+            ctx = context_factory(ev, process_id, payload, extra)
         if dry_run:  # hooks can tell (ctx.dry_run; command hooks: the metadata key)
             ctx.metadata[DRY_RUN_KEY] = True
             ctx._dry_run = True
-        # After each hook, ``ctx.data is watched`` tells that it left the data it was handed
-        # (the one check per hook both paths make): a non-dict is undone and is that hook's
-        # error, a new dict is the data from then on (tracked, when recorded).
-        watched: dict[str, Any] | None
-        if marks is None:
-            depth = 0
-            watched = ctx.data
-            quick = False
-        else:
-            tracked: _Tracked
-            watched = tracked = ctx.data  # type: ignore[assignment]
-            if dry_run:
-                # Tracing (a dry run's recorder keeping each hook's data) fails the per-hook
-                # check every time: the snapshot is taken on the slow path of a new dict.
-                trace = recorder.trace  # type: ignore[union-attr]
-                if trace:
-                    watched = None
-                    marks[6] = _snapshot(tracked)
-                quick = False
-            else:
-                trace = False
-                # A chain found fast is timed once, at its end (its hooks share the time, and
-                # their records say so); any other reads the clock after each hook.
-                quick = type(hooks) is TimedOnce
-            suspended = False
-            _depth[0] = depth + 1  # put back when the loop ends, however it ends
-        blocked = False
-        blocker: _Hook | None = None
-        reason: str | None = None
-        errors: list[tuple[_Hook, BaseException]] | None = None
-        background: list[_Hook] | None = None
-        fired = 0
+        depth = DEPTH.get()
+        recording = self._recording(recorder, ev, depth, ctx)
+        chain = Chain(self, ev, recording)
+        token = DEPTH.set(depth + 1)  # what the hooks dispatch is one level deeper
         try:
-            # With a recorder, each hook's marks (after the header) end with its end time.
-            for hook in hooks:
-                if not hook.enabled:
-                    if marks is not None:
-                        marks.append(None)
-                    continue
-                if hook.mode == "async":
-                    if background is None:
-                        background = []
-                    background.append(hook)
-                    if marks is not None:
-                        marks.append(None)
-                    continue
-                # Matched against the event as dispatched, not as earlier hooks rewrote it (the
-                # process reads no matched field back): none can switch a later hook off or on.
-                if hook.matcher is not None and not hook.matcher.matches(data or {}):
-                    if marks is not None:
-                        marks.append(_SKIPPED)
-                        marks.append(0.0 if quick else _now())
-                    continue
-                if hook.once:
-                    if hook.spent:
-                        if marks is not None:
-                            marks.append(None)
-                        continue
-                    if not dry_run:
-                        hook.spent = True
-                        hook.manager._drop(hook)
-                fired += 1
-                try:
-                    coro = hook.executor.run(ctx)
-                    if type(coro) is not CoroutineType:  # another awaitable (or none at all)
-                        coro = _awaiting(coro)  # stepped as one: no timer unless it suspends
-                    # A for loop steps the coroutine: it sees the hook return without the
-                    # StopIteration a send() raises (~80 ns a hook). Its body runs only if the
-                    # hook suspended: then, and only then, its timeout is armed.
-                    for pending in coro.__await__():
-                        timeout = self._timeout_of(hook)
-                        at = -1
-                        if marks is not None:  # others may run while this hook is suspended
-                            _depth[0] = at = depth
-                            suspended = True
-                            if quick:  # it, the hooks after it and the chain: per hook
-                                quick = _recording.suspends(self, ev, marks)
-                        try:
-                            if timeout is None:
-                                await _resume(coro, pending, at)
-                            else:
-                                try:
-                                    async with asyncio.timeout(timeout) as scope:
-                                        await _resume(coro, pending, at)
-                                    if scope.expired():  # the hook swallowed its cancellation
-                                        raise TimeoutError
-                                except Exception as exc:
-                                    if scope.expired():
-                                        _raise_timed_out(hook, timeout, exc)
-                                    raise
-                        finally:
-                            if marks is not None:
-                                _depth[0] = depth + 1
-                        break
-                except HookBlocked as exc:
-                    if ev in BLOCKABLE_EVENTS:
-                        if not exc.reason:  # a refusal always says why, as a command hook's does
-                            exc = _unexplained(hook)
-                        blocked = True
-                        blocker = hook
-                        reason = exc.reason
-                        if marks is not None:  # the record keeps the reason: a block's "why"
-                            marks.append(("o", "blocked", exc))
-                    else:
-                        logger.warning(
-                            "hook %s (%s) tried to block %s, which cannot be blocked; ignored",
-                            hook.name if self.redact is None else self.redact(hook.name),
-                            hook.hook_id,
-                            ev.value,
-                        )
-                except (Exception, asyncio.CancelledError, SystemExit) as exc:  # sys.exit() too
-                    if not isinstance(exc, Exception) and _cancelling():
-                        raise  # this task is being cancelled: not a hook error to isolate
-                    if marks is not None:
-                        timed_out = isinstance(exc, HookTimeoutError) or getattr(
-                            exc, "timed_out", False
-                        )
-                        marks.append(("o", "timed_out" if timed_out else "failed", exc))
-                    self._log_failure(hook, ev.value, exc)
-                    if errors is None:
-                        errors = []
-                    errors.append((hook, exc))
-                    _detach(ctx)  # what the hook may still hold no longer reaches the data
-                    if hook.fail_closed and ev in BLOCKABLE_EVENTS:
-                        blocked = True
-                        blocker = hook
-                        reason = f"hook failed (fail_closed): {str(exc) or type(exc).__name__}"
-                if ctx.data is not watched:  # replaced (a non-dict is undone), or tracing
-                    if marks is None:
-                        watched, bad = _replaced(ctx, watched, hook)  # type: ignore[arg-type]
-                    else:
-                        tracked, bad = _settle(ctx, tracked, marks, hook, trace)
-                        watched = None if trace else tracked
-                    if bad is not None:
-                        errors = _note_error(errors, hook, bad, self, ev.value)
-                if marks is not None:  # ends the hook's notes (see _tracked); 0.0: timed later
-                    marks.append(0.0 if quick else _now())
-                if blocked:
-                    break
+            await chain.run(hooks, ctx, data or {}, dry_run)
         finally:
-            if marks is not None:
-                _depth[0] = depth
-        # What a context_factory made was no dict (the loop undoes a hook's non-dict).
-        if context_factory is not None and not isinstance(ctx.data, dict):
-            broken = _not_a_dict(hook, ctx)
+            DEPTH.reset(token)
+        if not isinstance(ctx.data, dict):  # a context_factory's data was no dict
+            broken = not_a_dict(hooks[-1], ctx)
             ctx.data = payload
-            errors = _note_error(errors, hook, broken, self, ev.value)
-        # Built field by field for the same reason as the context (a test checks every field).
-        result = _new(DispatchResult)
-        # fired counts the hooks that ran without error: one that raised or timed out is only
-        # in errors.
-        result.fired = fired if errors is None else fired - len({id(h) for h, _ in errors})
-        result.blocked = blocked
-        result.blocked_by = None if blocker is None else blocker.name
-        result.reason = reason
-        result.errors = [] if errors is None else [(h.hook_id, e) for h, e in errors]
-        result.runs = []
-        # The result's data is a plain copy (copy_payload): what a hook kept of the data, or a
-        # task it started, cannot change the result once the dispatch has returned.
-        if marks is None:  # copy_payload, inlined: one top-level copy
-            final = ctx.data.copy()
-            for key, value in final.items():
-                if type(value) not in _IMMUTABLE_SET:
-                    final[key] = _copy_value(value)
-        else:
-            # Flat data no hook wrote to (no note in marks: a chain run to its end, as a
-            # block's notes could make up for the hooks it cut off; the dispatch's own dict) is
-            # flat still: a shallow copy is a deep one. A write around the data's methods
-            # (dict.__setitem__(ctx.data, ...), ctx.data.__init__(...)) goes unnoted, uncopied.
-            untouched = len(marks) == bare and ctx.data is payload and not blocked
-            if fired or _SKIPPED in marks:  # a hook ran, or was skipped: recorded
-                if quick:  # the shared hooks' end (see _history._steps), read inline: hot path
-                    end = _now()
-                    marks.append(("e", end))
-                    if end - t0 > _recording.SLOW:  # perhaps slow: timed per hook again
-                        _recording.note_slow(self, ev, end - t0, fired)
-                elif fired > 1 and not suspended and not dry_run:
-                    _recording.note_timing(self, ev, hooks, marks, t0, fired)
-                recorder.add(marks)  # type: ignore[union-attr]
-            final = ctx.data.copy() if untouched else copy_payload(ctx.data)
-        result.data = final
-        # Async hooks run after the chain, blocked or not: an audit hook sees refusals too
-        # (a block stops the loop, so the async hooks ordered after the blocker are added here).
-        # They are queued before the error listeners are awaited, which a cancellation may cut.
-        if blocked:
-            background = [h for h in hooks if h.mode == "async" and h.enabled] or None
-        if background is not None:
+            self._log_failure(hooks[-1], ev.value, broken)
+            chain.errors.append((hooks[-1], broken))
+        recording.close(chain.blocked)
+        # A plain copy: what a hook kept of the data, or a task it started, cannot change the
+        # result once the dispatch has returned. fired counts the hooks that ran without error.
+        failed = len({id(h) for h, _ in chain.errors}) if chain.errors else 0
+        errors = [(h.hook_id, e) for h, e in chain.errors] if chain.errors else []
+        result = DispatchResult(
+            chain.fired - failed,
+            chain.blocked,
+            chain.reason,
+            errors,
+            copy_payload(ctx.data),
+            [],
+            blocked_by=chain.blocked_by,
+        )
+        if chain.errors or chain.background or chain.blocked:
+            await self._after(chain, hooks, ctx, depth, recording, data or {}, dry_run)
+        return result
+
+    def _recording(
+        self, recorder: RunRecorder | None, event: HookEvent, depth: int, ctx: HookContext
+    ) -> DispatchRecord | _Off:
+        """The record keeping of one dispatch: OFF unless a recorder is attached or given."""
+        if recorder is None:
+            recorder = self.recorder
+            if recorder is None:
+                return OFF
+        data = ctx.data if isinstance(ctx.data, dict) else {}  # a factory's non-dict: an error
+        number = next(_dispatch_ids)
+        return DispatchRecord(
+            number, self, event, depth, recorder=recorder, data=data, wall=ctx._epoch
+        )
+
+    async def _after(
+        self,
+        chain: Chain,
+        hooks: tuple[_Hook, ...],
+        ctx: HookContext,
+        depth: int,
+        recording: DispatchRecord | _Off,
+        event: dict[str, Any],
+        dry_run: bool,
+    ) -> None:
+        """After the chain: queue (or, in a dry run, run) its async hooks, then tell the error
+        listeners. Async hooks run blocked or not (an audit hook sees refusals too); a block
+        stops the loop, so those ordered after the blocker are added here. They are queued
+        before the listeners are awaited, which a cancellation may cut short."""
+        background = chain.background
+        if chain.blocked:
+            background = [h for h in hooks if h.mode == "async" and h.enabled]
+        if background:
             from ._background import run_inline, submit
 
-            run_id = _run_id(0 if marks is None else _number(marks))
+            run_id, recorder = recording.dispatch_id, recording.recorder
             if dry_run:
-                await run_inline(self, background, ctx, depth, recorder, run_id, data or {})
+                await run_inline(self, background, ctx, depth, recorder, run_id, event)
             else:
-                submit(self, background, ctx, depth, recorder, run_id, data or {})
-        if errors is not None:
-            for h, e in errors:
-                await self._report(
-                    HookErrorInfo(ev.value, h.hook_id, h.name, process_id, e), h.manager
-                )
-        return result
+                submit(self, background, ctx, depth, recorder, run_id, event)
+        for hook, error in chain.errors:
+            info = HookErrorInfo(chain.event.value, hook.hook_id, hook.name, ctx.process_id, error)
+            await self._report(info, hook.manager)
 
     def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None:
         """Log an isolated hook error; with ``redact`` set, secrets never reach the log."""
-        _recording.log_failure(logger, self.redact, hook, event, exc)
+        log_failure(logger, self.redact, hook, event, exc)
+
+    def _shown(self, hook: _Hook) -> str:
+        """A hook's name for a log line (a command's is its command line: redacted)."""
+        return hook.name if self.redact is None else self.redact(hook.name)
+
+    def _warn_blocked(self, hook: _Hook, event: str, held: float, timeout: float | None) -> None:
+        """Log, once per hook, that one of its steps held the event loop ``held`` seconds."""
+        if hook.hook_id in self._held_logged:
+            return
+        self._held_logged.add(hook.hook_id)
+        bound = f"its {timeout:g}s timeout" if timeout is not None else "no timeout"
+        logger.warning(
+            "hook %s (%s) blocked the event loop for %.3gs on %s (%s; logged once per hook): "
+            "a blocking call in an async hook cannot be interrupted, use await or a thread",
+            self._shown(hook),
+            hook.hook_id,
+            held,
+            event,
+            bound,
+        )
 
     async def _resume_bounded(
         self, hook: _Hook, coro: Coroutine[Any, Any, Any], pending: Any
@@ -766,6 +645,38 @@ class HookManager(ExtensionPoints):
 
     def __repr__(self) -> str:
         return f"HookManager(hooks={len(self)}, default_timeout={self.default_timeout})"
+
+
+def _check_registration(
+    key: HookEvent | str,
+    callback: Callable[..., Any],
+    timeout: float | _Unset | None,
+    priority: int,
+    mode: str,
+    fail_closed: bool,
+) -> None:
+    """Refuse a registration that cannot work, naming the field, the value and what is allowed."""
+    is_event = isinstance(key, HookEvent)
+    if not callable(callback):
+        raise TypeError(f"hook callback must be callable, got {callback!r}")
+    is_async = _is_async_callable(callback)
+    if is_event and not is_async:
+        raise TypeError(
+            f"hook {_callable_name(callback)!r} for {key} must be an async function "
+            "(async def) or an object with an async __call__; sync callables are not allowed"
+        )
+    _check_timeout(timeout)
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise TypeError(f"priority must be an int, got {priority!r}")
+    if mode not in ("sync", "async"):
+        raise ValueError(f"mode must be 'sync' or 'async', got {mode!r}")
+    if mode == "async" and fail_closed:
+        raise ValueError("an async hook cannot be fail_closed: it runs after the event")
+    if fail_closed and not is_event:
+        raise ValueError(
+            f"fail_closed applies to lifecycle events; {key!r} is an extension point, "
+            "whose handlers' errors are isolated (see on_error)"
+        )
 
 
 HookManager.__module__ = "tether"

@@ -277,6 +277,10 @@ class PluginContext(HookContext):
 class Plugin:
     """Base class of hook plugins: define any of ``on_<event>`` (async, taking the context).
 
+    A plugin may also define the eval harness's run-level points (``RUN_POINTS``:
+    ``on_provisioned`` ... ``on_pack_end``, async, taking a ``tether.eval.RunContext``); only
+    ``tether eval run --hook NAME`` calls them, never a process.
+
     Class attributes ``priority``, ``timeout`` and ``fail_closed`` apply to every method;
     ``hook_options`` overrides them per method.
     """
@@ -377,6 +381,16 @@ def plugin_methods(plugin: Plugin) -> dict[HookEvent, Callable[..., Any]]:
 
 
 _LIFECYCLE_METHODS: Final = tuple(f"on_{event.value}" for event in HookEvent)
+#: The run-level points of the eval harness, in the order they fire (``tether.eval`` calls
+#: them; a process never does, so registering a plugin on a process ignores them).
+RUN_POINTS: Final = (
+    "on_provisioned",
+    "on_run_start",
+    "on_run_scored",
+    "on_run_end",
+    "on_scenario_end",
+    "on_pack_end",
+)
 
 
 def _check_takes_context(plugin: Plugin, where: str, fn: Callable[..., Any]) -> None:
@@ -406,17 +420,16 @@ def _check_method_names(plugin: Plugin) -> None:
                     "the options of an on_<event> method (an extension point's priority is set "
                     "with implements(name, priority=...))"
                 )
-        if not attr.startswith("on_") or attr in _LIFECYCLE_METHODS:
+        if not attr.startswith("on_") or attr in _LIFECYCLE_METHODS or attr in RUN_POINTS:
             continue
         raw = inspect.getattr_static(plugin, attr, None)
         fn = getattr(raw, "__func__", raw)
         if not callable(fn) or hasattr(fn, "__tether_extension__"):
             continue  # data, or an extension-point handler (@implements)
-        close = difflib.get_close_matches(attr, _LIFECYCLE_METHODS, n=1, cutoff=0.6)
+        known = _LIFECYCLE_METHODS + RUN_POINTS
+        close = difflib.get_close_matches(attr, known, n=1, cutoff=0.6)
         hint = (
-            f"did you mean {close[0]}?"
-            if close
-            else f"lifecycle methods are: {', '.join(_LIFECYCLE_METHODS)}"
+            f"did you mean {close[0]}?" if close else f"lifecycle methods are: {', '.join(known)}"
         )
         raise PluginError(
             f"plugin {plugin.name!r}: {attr} is not a lifecycle method and would never run; " + hint

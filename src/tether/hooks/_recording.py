@@ -1,107 +1,240 @@
-"""What a recorded dispatch does after a hook left ``ctx.data`` other than it was handed."""
+"""What a dispatch keeps of its hook runs: one small record per run, in a DispatchRecord (OFF,
+which does nothing, when no recorder is attached).
+
+A recorded dispatch keeps a plain copy of the data as the last hook left it; after each hook
+the data is compared with it (``==``), so a change is found however it was made (a nested
+write, a write through ``dict.__setitem__``, a replaced dict). Each run is timed on its own with
+``time.perf_counter``: durations are exact, never shares of a chain's time.
+"""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Final
 
 from ._copy import copy_payload
 from ._errors import HookError
-from ._hook import _now, _snapshot
-from ._tracked import _Tracked, mute, track
+from ._hook import _run_id
 
 if TYPE_CHECKING:
     from ._context import HookContext
     from ._events import HookEvent
     from ._hook import _Hook
     from ._manager import HookManager
+    from ._records import RunRecorder
 
 __all__ = [
-    "TimedOnce",
-    "_detach",
-    "_not_a_dict",
-    "_note_error",
-    "_replaced",
-    "_settle",
+    "ABSENT",
+    "OFF",
+    "DispatchRecord",
+    "RunRecord",
+    "TracedRun",
+    "changes",
     "log_failure",
     "log_listener_failure",
-    "note_slow",
-    "note_timing",
+    "provenance",
     "redacted_trace",
-    "suspends",
 ]
 
-# -- timing ---------------------------------------------------------------------------------
-# Reading the clock after each hook costs a fifth of what a trivial hook costs to dispatch, so a
-# chain that is fast every time is timed once, at its end: its hooks share the time (their
-# records say ``duration_shared``), each share off by at most the whole, which is small.
-
-#: Recorded dispatches in a row that must find a chain fast before it is timed once.
-QUICK_AFTER: Final = 100
-#: Fast: every hook that ran finished without suspending, in under FAST seconds a hook on
-#: average.
-FAST: Final = 5e-6
-#: A chain timed once goes back to per-hook timing when a dispatch of it takes longer than
-#: twice FAST a hook, or SLOW if that is longer (the records of that dispatch are shared, as the
-#: others were): so a shared duration is off by less than that. SLOW keeps a short chain timed
-#: once through the odd pause the machine takes (an interrupt, another process scheduled).
-SLOW: Final = 100e-6
-#: The streak a chain starts from after that (and after a slow dispatch while it is still
-#: below 0): it must then be fast this many dispatches more in a row.
-DEMOTED: Final = -QUICK_AFTER
+#: A key a hook added (its value before) or removed (its value after), in RunRecord.changed.
+ABSENT: Final = object()
 
 
-class TimedOnce(tuple):  # type: ignore[type-arg]
-    """A resolved chain found fast: cached as this, it is timed once per dispatch."""
+class RunRecord:
+    """One hook run of a dispatch (or one background run).
+
+    ``outcome`` None means the hook ran without error: "applied" if it changed the data,
+    else "passed". ``ended`` is a ``perf_counter`` reading (its record dates it) and
+    ``duration`` the run's own seconds. ``changed`` maps each top-level key the hook changed to
+    its value before and after (``ABSENT`` for a key added or removed).
+    """
+
+    __slots__ = ("changed", "duration", "ended", "error", "hook", "outcome")
+
+    def __init__(
+        self,
+        hook: _Hook,
+        outcome: str | None,
+        error: BaseException | None,
+        ended: float,
+        duration: float,
+        changed: dict[str, tuple[Any, Any]] | None = None,
+    ) -> None:
+        self.hook = hook
+        self.outcome = outcome
+        self.error = error
+        self.ended = ended
+        self.duration = duration
+        self.changed = changed
+
+
+class TracedRun(RunRecord):
+    """A run of a traced dispatch (a dry run): it keeps the whole data around the hook."""
+
+    __slots__ = ("after", "before")
+
+    def __init__(
+        self, run: RunRecord, before: dict[str, Any] | None, after: dict[str, Any] | None
+    ) -> None:
+        super().__init__(run.hook, run.outcome, run.error, run.ended, run.duration, run.changed)
+        self.before = before
+        self.after = after
+
+
+def provenance(changed: dict[str, tuple[Any, Any]] | None) -> dict[str, dict[str, Any]] | None:
+    """A run's changes as records show them: ``{key: {"before": ..., "after": ...}}`` (a key
+    added has no "before", one removed no "after")."""
+    if changed is None:
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for key, (old, new) in changed.items():
+        shown = {}
+        if old is not ABSENT:
+            shown["before"] = old
+        if new is not ABSENT:
+            shown["after"] = new
+        out[key] = shown
+    return out
+
+
+def changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[Any, Any]] | None:
+    """The top-level keys whose value differs between ``before`` and ``after`` (compared with
+    ``==``: a value replaced by an equal one is no change), or None if none does."""
+    try:
+        if before == after:
+            return None
+    except Exception:  # a value whose comparison fails: looked at key by key
+        pass
+    out: dict[str, tuple[Any, Any]] = {}
+    for key in before.keys() | after.keys():
+        old, new = before.get(key, ABSENT), after.get(key, ABSENT)
+        if old is new:
+            continue
+        try:
+            same = bool(old == new)
+        except Exception:
+            same = False
+        if not same:
+            out[key] = (old, new)
+    return out or None
+
+
+class DispatchRecord:
+    """The runs of one dispatch as its recorder keeps them (or one background run), built
+    while the chain runs: ``ran`` after each hook that ran, ``skipped`` for one a matcher
+    passed over, and ``close`` once the chain has ended, which hands it to the recorder.
+
+    ``wall`` is the ``time.time()`` of the ``perf_counter`` reading ``started``: a run that
+    ended at ``ended`` is dated ``wall + ended - started``.
+    """
+
+    __slots__ = (
+        "_id",
+        "_last",
+        "background",
+        "blocked",
+        "depth",
+        "event",
+        "manager",
+        "prompt",
+        "recorder",
+        "runs",
+        "started",
+        "trace",
+        "wall",
+    )
+
+    def __init__(
+        self,
+        ident: int | str,
+        manager: HookManager,
+        event: HookEvent,
+        depth: int,
+        *,
+        recorder: RunRecorder | None = None,
+        data: dict[str, Any] | None = None,
+        wall: float | None = None,
+        background: bool = False,
+    ) -> None:
+        self._id = ident  # a dispatch's number, or the dispatch id a background run had
+        self.manager = manager
+        self.event = event
+        self.depth = depth
+        self.recorder = recorder
+        self.trace = recorder is not None and bool(recorder.trace)
+        #: The prompt the dispatch started with (what a patch of it is compared with).
+        self.prompt = None if data is None else data.get("prompt")
+        #: The data as the last hook left it (a plain copy no hook can reach); dropped at close.
+        self._last = None if data is None else copy_payload(data)
+        self.background = background
+        self.blocked = False
+        self.runs: list[RunRecord] = []
+        self.started = perf_counter()
+        self.wall = time.time() if wall is None else wall
+
+    @property
+    def dispatch_id(self) -> str:
+        """The printable id of the dispatch (unique across interpreters too)."""
+        ident = self._id
+        return ident if isinstance(ident, str) else _run_id(ident)
+
+    def dated(self, run: RunRecord) -> float:
+        """The wall-clock time ``run`` ended."""
+        return self.wall + (run.ended - self.started)
+
+    def ran(
+        self,
+        hook: _Hook,
+        outcome: str | None,
+        error: BaseException | None,
+        started: float,
+        ended: float,
+        data: dict[str, Any],
+    ) -> None:
+        before = self._last
+        assert before is not None
+        if not isinstance(data, dict):  # a context_factory's non-dict data (the dispatch's error)
+            data = {}
+        changed = changes(before, data)
+        if changed is not None:  # the values after are kept from a copy no hook can reach
+            last = self._last = copy_payload(data)
+            changed = {k: (old, last.get(k, ABSENT)) for k, (old, _) in changed.items()}
+        run = RunRecord(hook, outcome, error, ended, ended - started, changed)
+        if self.trace:
+            run = TracedRun(run, before, self._last)
+        self.runs.append(run)
+
+    def skipped(self, hook: _Hook, at: float) -> None:
+        self.runs.append(RunRecord(hook, "skipped", None, at, 0.0))
+
+    def close(self, blocked: bool) -> None:
+        self._last = None
+        if self.runs and self.recorder is not None:
+            self.blocked = blocked
+            self.recorder.add(self)
+
+
+class _Off:
+    """The record of a dispatch nothing records: every call does nothing."""
 
     __slots__ = ()
+    recorder: Final = None
+    dispatch_id: Final = ""
+
+    def ran(self, *args: Any) -> None:
+        return None
+
+    def skipped(self, hook: _Hook, at: float) -> None:
+        return None
+
+    def close(self, blocked: bool) -> None:
+        return None
 
 
-def note_timing(
-    manager: HookManager,
-    event: HookEvent,
-    hooks: tuple[_Hook, ...],
-    marks: list[Any],
-    t0: float,
-    fired: int,
-) -> None:
-    """After a dispatch timed per hook that ran several hooks, none of which suspended: count
-    it towards timing the chain once, if it was fast."""
-    last = marks[-1]
-    end = last if type(last) is float else _now()
-    streak = manager._streaks.get(event, 0)
-    if end - t0 < fired * FAST:
-        streak += 1
-        if streak >= QUICK_AFTER and manager._cache.get(event) is hooks:
-            manager._cache[event] = TimedOnce(hooks)
-    elif streak:  # slow: the streak starts again (from DEMOTED, once sent back)
-        streak = DEMOTED if streak < 0 else 0
-    manager._streaks[event] = streak
-
-
-def note_slow(manager: HookManager, event: HookEvent, elapsed: float, fired: int) -> None:
-    """A dispatch timed once took ``elapsed`` seconds, over SLOW: if that is also over twice
-    FAST a hook, the chain goes back to per-hook timing."""
-    if elapsed > 2 * FAST * fired:
-        _per_hook(manager, event)
-
-
-def suspends(manager: HookManager, event: HookEvent, marks: list[Any]) -> bool:
-    """A hook of a chain timed once suspended: the time ends the shared hooks before it (and
-    its own first step), and it, the hooks after it and the chain from now on are timed per
-    hook. Returns False, the dispatch's new ``quick``."""
-    marks.append(("t", _now()))
-    _per_hook(manager, event)
-    return False
-
-
-def _per_hook(manager: HookManager, event: HookEvent) -> None:
-    """Time ``event``'s chain per hook again (it must be found fast longer to be timed once)."""
-    cached = manager._cache.get(event)
-    if type(cached) is TimedOnce:
-        manager._cache[event] = tuple(cached)
-    manager._streaks[event] = DEMOTED
+OFF: Final = _Off()
 
 
 def log_failure(
@@ -128,73 +261,20 @@ def log_failure(
     )
 
 
-def _detach(ctx: HookContext) -> None:
+def detach(ctx: HookContext) -> None:
     """After a hook's error or timeout, the later hooks get a copy of the data the hook cannot
     reach: what it left holding the data (a thread asyncio.to_thread goes on running after the
-    hook was cancelled, a task it started) changes neither their data nor the result, and
-    recorded containers it holds note their writes no longer into the dispatch's marks.
-    (A non-dict is left to _replaced and _settle, which undo it.)"""
-    data = ctx.data
-    if isinstance(data, dict):
-        mute(data)
-        ctx.data = copy_payload(data)
+    hook was cancelled, a task it started) changes neither their data nor the result.
+    (A non-dict is left to the dispatch, which undoes it.)"""
+    if isinstance(ctx.data, dict):
+        ctx.data = copy_payload(ctx.data)
 
 
-def _not_a_dict(hook: _Hook, ctx: HookContext) -> HookError:
+def not_a_dict(hook: _Hook, ctx: HookContext) -> HookError:
     return HookError(
         f"ctx.data was left a {type(ctx.data).__name__}, not a dict, by hook {hook.name!r} "
         f"({hook.hook_id}); the change was undone"
     )
-
-
-def _note_error(
-    errors: list[tuple[_Hook, BaseException]] | None,
-    hook: _Hook,
-    error: BaseException,
-    manager: HookManager,
-    event: str,
-) -> list[tuple[_Hook, BaseException]]:
-    manager._log_failure(hook, event, error)
-    if errors is None:
-        errors = []
-    errors.append((hook, error))
-    return errors
-
-
-def _replaced(
-    ctx: HookContext, kept: dict[str, Any], hook: _Hook
-) -> tuple[dict[str, Any], HookError | None]:
-    """Unrecorded: a hook left ``ctx.data`` other than it was handed. A dict is the data from
-    then on; anything else is undone (the last dict put back) and is that hook's error."""
-    if isinstance(ctx.data, dict):
-        return ctx.data, None
-    bad = _not_a_dict(hook, ctx)
-    ctx.data = kept
-    return kept, bad
-
-
-def _settle(
-    ctx: HookContext, tracked: _Tracked, marks: list[Any], hook: _Hook, trace: bool
-) -> tuple[_Tracked, HookError | None]:
-    """After a hook left ``ctx.data`` other than the tracked dict (or when tracing): undo a
-    non-dict, track a replacement dict (a write unless it holds the same), note a snapshot."""
-    data = ctx.data
-    bad = None
-    if data is tracked:
-        pass
-    elif not isinstance(data, dict):  # not data at all: undone, a hook error
-        bad = _not_a_dict(hook, ctx)
-        marks.append(("o", "failed", bad))
-        ctx.data = tracked
-    else:  # replaced wholesale: later writes go to the new dict
-        same = data == tracked
-        before = tracked.get("prompt")
-        tracked = ctx.data = track(data, marks)
-        if not same:
-            marks.append(("w", before, tracked.get("prompt")))
-    if trace:
-        marks.append(("s", _snapshot(tracked)))
-    return tracked, bad
 
 
 def log_listener_failure(

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ._context import HookContext
     from ._hook import _Hook
     from ._manager import HookManager
+    from ._recording import DispatchRecord
 
-__all__ = ["HEADER", "OUTCOMES", "HookRun", "RunRecorder"]
+__all__ = ["OUTCOMES", "HookRun", "RunRecorder"]
 
 #: Every outcome a hook run can have.
 OUTCOMES = ("applied", "passed", "blocked", "failed", "timed_out", "skipped", "dropped")
-
-#: A recorded dispatch's marks begin with its number, start time, manager, event, depth, chain
-#: and first snapshot (None unless tracing); each hook's marks follow (see HookManager.dispatch).
-HEADER: Final = 7
 
 
 @dataclass(slots=True)
@@ -26,9 +22,12 @@ class HookRun:
     """One hook execution within a dispatch.
 
     ``required`` is the hook's ``fail_closed`` (its failure or timeout blocks a blockable
-    event); None in a record stored before runs said so. ``duration_shared``: the hook was
-    timed together with others of its dispatch (a chain found fast every time is timed once,
-    at its end) and its duration is its even share of their time.
+    event); None in a record stored before runs said so. ``duration_ms`` is the hook's own,
+    measured with ``time.perf_counter``; ``duration_shared`` is kept for the readers of older
+    records (it said a duration was a share of a chain's) and is always False now.
+    ``changes`` says who rewrote what: each top-level key the hook changed, with its value
+    ``before`` and ``after`` (a key it added has no ``before``, one it removed no ``after``),
+    redacted as the rest of the record; None when it changed nothing (or was not recorded so).
     """
 
     recorded_at: float
@@ -48,6 +47,7 @@ class HookRun:
     data_after: dict[str, Any] | None = None
     required: bool | None = None
     duration_shared: bool = False
+    changes: dict[str, dict[str, Any]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         from datetime import UTC, datetime
@@ -78,9 +78,8 @@ class RunRecorder(Protocol):
 
     trace: bool
 
-    #: Records one dispatch's raw entry: its marks list (see HookManager.dispatch and
-    #: HEADER).
-    add: Callable[[tuple[Any, ...] | list[Any]], None]
+    def add(self, record: DispatchRecord) -> None:
+        """Keep the runs of one dispatch (see hooks/_recording.py)."""
 
     def skipped(
         self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._hook import _generation
+from ._hook import generation
 
 if TYPE_CHECKING:
     from ._manager import HookManager
@@ -19,7 +19,7 @@ class CommandSecrets:
     ``manager`` runs: its own, inherited and shared ones, registered in code, from a HookConfig
     or a manifest, before or after this was made.
 
-    ``version`` is a cell whose value changes whenever the answer may have (a hook registered
+    ``version`` is a counter whose ``value`` changes whenever the answer may have (a hook registered
     or removed anywhere, a program handed a value not listed yet), so a caller need not call
     to find out. A value once found is kept, as a removed hook's runs may still be in a
     history that is read (and redacted) later. The answer is the same tuple object until a
@@ -28,7 +28,7 @@ class CommandSecrets:
 
     __slots__ = ("_answer", "_at", "_known", "_manager")
 
-    version = _generation
+    version = generation
 
     def __init__(self, manager: HookManager) -> None:
         self._manager = manager
@@ -37,9 +37,9 @@ class CommandSecrets:
         self._at = -1
 
     def __call__(self) -> Secrets:
-        if _generation[0] == self._at:
+        if generation.value == self._at:
             return self._answer
-        self._at = _generation[0]
+        self._at = generation.value
         known = self._known
         size = len(known)
         for owner, _ in self._manager._chain():

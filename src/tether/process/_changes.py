@@ -41,12 +41,13 @@ from ..hooks import DispatchResult, HookEvent
 from ._config import ProcessConfig, RestartPolicy, TriggerConfig, check_mission
 from ._config_secrets import config_secrets, server_secrets
 from ._errors import NothingToRollBackError, ProcessBusyError, ProcessStateError
-from ._mcp import McpServerConfig, server_name
+from ._mcp import McpServerConfig, is_stdio, server_name
 from ._state import ProcessState
 
 if TYPE_CHECKING:
     from .._redact import Redactor
     from ..agent import AgentLoop
+    from ._mcp_link import McpConnections
     from ._triggers import TriggerRunner
 
 __all__ = ["CONFIG_HISTORY_KEPT", "SOURCES", "AppliedChange", "ConfigChanges", "check_source"]
@@ -120,6 +121,7 @@ class ConfigChanges:
         _triggers: list[tuple[str, TriggerConfig]]
         _runners: dict[str, TriggerRunner]
         _budget: BudgetTracker | None
+        _mcp: McpConnections | None
 
         async def _emit(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult: ...
 
@@ -127,6 +129,8 @@ class ConfigChanges:
 
     def _init_changes(self) -> None:
         self._config_history: deque[AppliedChange] = deque(maxlen=CONFIG_HISTORY_KEPT)
+        # The connections to the MCP servers, made once a running process has one (_sync_mcp).
+        self._mcp = None
         # Held from a change's config_change dispatch until it has applied (and by rollback()
         # from reading the history on): changes apply one at a time, in the order they came.
         self._one_change = asyncio.Lock()
@@ -524,15 +528,63 @@ class ConfigChanges:
     def _put_mcp_servers(self, servers: list[dict[str, Any]]) -> None:
         self.config = self.config.model_copy(update={"mcp_servers": servers})
 
+    async def _sync_mcp(self) -> None:
+        """While running, connect to the declared MCP servers a connection is missing for and
+        close the connections to servers no longer declared (see _mcp_link). The SDK is only
+        imported once a running process has a server to connect to."""
+        if self.state != ProcessState.RUNNING or self._loop is None:
+            return
+        if self._mcp is None:
+            if not self.config.mcp_servers:
+                return
+            from ._mcp_link import McpConnections
+
+            self._mcp = McpConnections(self.name, self.redactor)
+        if self._mcp.is_open:
+            await self._mcp.sync(self.config.mcp_servers)
+        else:
+            await self._mcp.open(self._loop, self.config.mcp_servers, self.config.tool_timeout)
+
+    async def _close_mcp(self) -> None:
+        """Close every MCP connection (a stdio server's whole process group goes with it)."""
+        if self._mcp is not None:
+            await self._mcp.aclose()
+
+    def _mcp_status(self) -> dict[str, dict[str, Any]]:
+        """Each declared MCP server's connection: its state, tools count and last error."""
+        live = self._mcp.status() if self._mcp is not None else {}
+        shown: dict[str, dict[str, Any]] = {}
+        for entry in self.config.mcp_servers:
+            name = server_name(entry)
+            if name is not None:
+                shown[name] = live.get(name) or {
+                    "transport": "stdio" if is_stdio(entry) else entry.get("transport", "http"),
+                    "state": "disconnected",
+                    "tools": 0,
+                    "tool_names": [],
+                    "last_error": None,
+                    "connects": 0,
+                    "attempts": 0,
+                }
+        return shown
+
     def _mcp_snapshot(self) -> Saved:
         before = list(self.config.mcp_servers)
         names = [server_name(s) for s in before]
-        return (lambda: self._put_mcp_servers(before)), {"mcp_servers": names}
+
+        async def undo() -> None:
+            self._put_mcp_servers(before)
+            await self._sync_mcp()
+
+        return undo, {"mcp_servers": names}
 
     async def add_mcp_server(
         self, server: McpServerConfig | Mapping[str, Any], *, source: str = "operator"
     ) -> bool:
-        """Declare an MCP server (validated as a McpServerConfig; its name must be new)."""
+        """Declare an MCP server (validated as a McpServerConfig; its name must be new).
+
+        A running process connects to it before this returns: connected, or its first attempt
+        failed and it is retried in the background (see ``status()["mcp_servers"]``)."""
         parsed = (
             server
             if isinstance(server, McpServerConfig)
@@ -544,8 +596,9 @@ class ConfigChanges:
             if any(server_name(s) == parsed.name for s in self.config.mcp_servers):
                 raise ValueError(f"process {self.name!r} already has an MCP server {parsed.name!r}")
 
-            def apply() -> None:
+            async def apply() -> None:
                 self._put_mcp_servers([*self.config.mcp_servers, entry])
+                await self._sync_mcp()
 
             # Secret before the config_change hooks see it (the url's password is in details).
             self.redactor.declare(server_secrets(entry))
@@ -559,15 +612,19 @@ class ConfigChanges:
             return await self._change("mcp_server", source, apply, self._mcp_snapshot, details)
 
     async def remove_mcp_server(self, name: str, *, source: str = "operator") -> bool:
-        """Remove the declared MCP server ``name``; KeyError when there is none."""
+        """Remove the declared MCP server ``name``; KeyError when there is none.
+
+        A running process closes its connection (and stops its program) before this returns;
+        its tools are no longer offered."""
         check_source(source)
         async with self._serialised("mcp_server"):  # the name is checked under the lock
             if not any(server_name(s) == name for s in self.config.mcp_servers):
                 raise KeyError(f"process {self.name!r} has no MCP server {name!r}")
 
-            def apply() -> None:
+            async def apply() -> None:
                 kept = [s for s in self.config.mcp_servers if server_name(s) != name]
                 self._put_mcp_servers(kept)
+                await self._sync_mcp()
 
             details = {"action": "removed", "server_name": name}
             return await self._change("mcp_server", source, apply, self._mcp_snapshot, details)

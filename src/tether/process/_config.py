@@ -296,7 +296,7 @@ class ProcessConfig(BaseModel):
     execution_mode: Literal["strict", "open"] = Field(default="strict")
     open_mode: OpenModeConfig = Field(default_factory=OpenModeConfig)
     mcp_servers: McpServers = Field(
-        default_factory=list, description="MCP server entries (declared; see the README)"
+        default_factory=list, description="MCP servers, connected while it runs (docs/mcp.md)"
     )
     secrets: dict[str, SecretText] = Field(default_factory=dict, description="Redacted everywhere")
     max_turns: int = Field(default=10, ge=1, le=1000, description="Model turns per run")

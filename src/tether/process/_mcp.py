@@ -31,6 +31,7 @@ __all__ = [
     "MCP_TRANSPORTS",
     "McpServerConfig",
     "McpServers",
+    "check_entries",
     "is_stdio",
     "masked_entries",
     "repr_args",
@@ -129,6 +130,29 @@ class McpServerConfig(BaseModel):
         if self.url is not None:
             entry["url"] = self.url
         return entry
+
+
+def check_entries(servers: list[dict[str, Any]], owner: str) -> None:
+    """ValueError naming the entry, the field and what is wrong when an ``mcp_servers`` entry
+    is no valid McpServerConfig or reuses a name (no value is echoed: one may be a secret)."""
+    from pydantic import ValidationError
+
+    names: dict[str, int] = {}
+    for i, entry in enumerate(servers):
+        try:
+            server = McpServerConfig.model_validate(entry)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join(str(part) for part in error["loc"])
+            where = f"mcp_servers[{i}]{f'.{field}' if field else ''}"
+            reason = str(error["msg"]).removeprefix("Value error, ")
+            raise ValueError(f"{owner}: {where}: {reason}") from None
+        if server.name in names:
+            raise ValueError(
+                f"{owner}: mcp_servers[{i}].name: MCP server name {server.name!r} is already "
+                f"used by mcp_servers[{names[server.name]}]"
+            )
+        names[server.name] = i
 
 
 def server_name(entry: dict[str, Any]) -> str | None:

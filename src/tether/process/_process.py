@@ -50,6 +50,7 @@ from ._errors import ProcessStateError
 from ._event import TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
 from ._journaling import JournalWrites
+from ._mcp import check_entries
 from ._observe import HookObservability
 from ._rewind import Rewinding
 from ._state import ProcessState, accepts_events, validate_name
@@ -101,6 +102,7 @@ class AgentProcess(
     ) -> None:
         self.name = validate_name(name)
         self.config = config if config is not None else ProcessConfig()
+        check_entries(self.config.mcp_servers, f"process {self.name!r}")
         self.process_id = str(uuid.uuid4())
         # HookContext.metadata of every dispatch (the engine gives each hook its own copy).
         self._metadata: Final = {"process_name": self.name, "process_id": self.process_id}
@@ -332,6 +334,11 @@ class AgentProcess(
                 self._start_failed()
             raise
         if self.state != ProcessState.RUNNING:  # a session_start hook scheduled a stop
+            return
+        # Runs see the MCP servers' tools from the first: each has connected, or failed once
+        # (and is retried in the background), before a worker starts.
+        await self._sync_mcp()
+        if self.state != ProcessState.RUNNING:  # stopped meanwhile
             return
         self._workers = [
             asyncio.get_running_loop().create_task(self._worker(), name=f"{self.name}-worker-{i}")
@@ -813,6 +820,8 @@ class AgentProcess(
                 for i, r in self._runners.items()
                 if r.error is not None
             },
+            # Each declared MCP server's connection (state, tools, last error).
+            "mcp_servers": self._mcp_status(),
         }
 
 

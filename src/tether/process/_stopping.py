@@ -78,6 +78,8 @@ class Stopping:
             deadline: float | None = None,
         ) -> None: ...
 
+        async def _close_mcp(self) -> None: ...
+
         def _take_given_up(self) -> list[tuple[TriggerEvent, int, str]]: ...
 
         def _take_leftovers(
@@ -101,6 +103,8 @@ class Stopping:
             loop = asyncio.get_running_loop()
             halting = loop.time()
             await self._halt_workers()
+            # No run calls a tool any more: the MCP servers go (their programs' groups too).
+            await cleanly(self._close_mcp(), "closing the MCP connections", self.redactor.text)
             deadline = self._stop_deadline(halting)
             why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
             cut_off, self._cut_off = self._cut_off, []

@@ -32,6 +32,7 @@ _COLUMNS = (
     "data_after",
     "required",
     "duration_shared",
+    "changes",
 )
 
 
@@ -48,13 +49,14 @@ class HistoryStore:
             "hook_name TEXT, event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, "
             "outcome TEXT, duration_ms REAL, error TEXT, patch_applied INTEGER, "
             "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT, "
-            "required INTEGER, duration_shared INTEGER)"
+            "required INTEGER, duration_shared INTEGER, changes TEXT)"
         )
         self._db.execute(
             "CREATE INDEX IF NOT EXISTS hook_runs_process ON hook_runs (process_id, recorded_at)"
         )
         _add_column(self._db, "required INTEGER")
         _add_column(self._db, "duration_shared INTEGER")
+        _add_column(self._db, "changes TEXT")
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -86,6 +88,7 @@ class HistoryStore:
                     None if r.data_after is None else json.dumps(r.data_after, default=str),
                     None if r.required is None else int(r.required),
                     int(r.duration_shared),
+                    None if r.changes is None else json.dumps(r.changes, default=str),
                 )
             )
         # One transaction per batch: the connection autocommits (the journal's writes rely on
@@ -153,6 +156,7 @@ class HistoryStore:
             values[14] = None if values[14] is None else json.loads(values[14])
             values[15] = None if values[15] is None else bool(values[15])
             values[16] = bool(values[16])  # NULL in a row stored before runs said so
+            values[17] = None if values[17] is None else json.loads(values[17])
             out.append(HookRun(*values))
         return out
 
