@@ -4,6 +4,7 @@ on. Once the lock goes, the waiting writes land (at-least-once as before)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 import threading
@@ -42,18 +43,17 @@ async def test_a_locked_journal_does_not_stall_another_process_on_the_loop(
     await journaled.start()
     await other.start()
     try:
-        event = ticket()
-        await journaled.inject(event)
-        await eventually(lambda: journaled.journal_pending == 0, what="the queued write")
         with locked(path):
-            await eventually(lambda: done.of(HookEvent.TASK_COMPLETED), what="the run")
-            # Its running and done writes wait for the lock (5 s busy timeout)...
-            assert journaled.journal_pending >= 1
+            # Its inject waits (off the loop) for its queued write, which waits for the lock
+            # (5 s busy timeout)...
+            injecting = asyncio.ensure_future(journaled.inject(ticket()))
             for i in range(20):
                 await other.inject(ticket(f"other {i}"))
             # ...and meanwhile the other process runs all its events on the same loop.
             await eventually(lambda: len(others.of(HookEvent.TASK_COMPLETED)) == 20, what="20")
-            assert journaled.journal_pending >= 1, "the writes did not wait: no evidence"
+            assert not injecting.done(), "the write did not wait: no evidence"
+        await injecting
+        await eventually(lambda: done.of(HookEvent.TASK_COMPLETED), what="the journaled run")
         await eventually(lambda: journaled.journal_pending == 0, what="the writes to land")
         assert journaled.status()["journal_errors"] == 0
         assert Journal(path, "journaled").unfinished() == []  # its done landed after the lock
@@ -66,8 +66,6 @@ async def test_inject_on_a_locked_journal_waits_off_the_loop_and_is_accepted_whe
     tmp_path: Path,
 ) -> None:
     """The accepting write is waited for (durable before inject returns), but not on the loop."""
-    import asyncio
-
     path = tmp_path / "tether.db"
     journaled = AgentProcess("journaled", ProcessConfig(model="scripted", journal_path=str(path)))
     await journaled.start()

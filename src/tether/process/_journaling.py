@@ -9,8 +9,9 @@ event dead-lettered by a stopped process, say) runs at once, as before.
 
 ``inject`` journals an event ``queued`` before it queues it, and waits for that write (off the
 loop): when it raises, the event is refused, and nothing of it is left queued. Every later
-write of the event's progress (``running``, ``done``, a retry's ``queued``, ``dead``, an amended
-or redelivered dead letter) goes through ``_journal_write`` and is not waited for: when it
+write of the event's progress (``done``, a retry's ``queued``, ``dead``, an amended or
+redelivered dead letter) goes through ``_journal_write`` and is not waited for (``running``,
+which counts the attempt, is waited for by its worker, off the loop): when it
 fails (the file locked past its busy timeout, a full disk) a warning is logged, redacted, it is
 counted in ``status()`` (``journal_errors``, and the last error as ``journal_error``), and the
 process goes on with its events.
@@ -174,6 +175,18 @@ class JournalWrites:
             write(*args, **kwargs)  # not running: nothing else waits on this loop for it
             return
         await asyncio.wrap_future(self._journal_writer.submit(lambda: write(*args, **kwargs), ()))
+
+    async def _journal_landed(
+        self, about: str, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs
+    ) -> None:
+        """``write(*args)`` waited for (off the loop while the process runs); its ``sqlite3``
+        error is logged and counted, not raised. For a write that must land before what
+        follows: a run's ``running`` counts its attempt, so an event whose runs keep killing
+        the host is dead-lettered once its retries are used, however soon each crash comes."""
+        try:
+            await self._journal_accept(write, *args, **kwargs)
+        except sqlite3.Error as exc:
+            self._journal_failed(about, write.__name__, exc)
 
     def _journal_failed(self, about: str, name: str, exc: BaseException) -> None:
         self.journal_errors += 1

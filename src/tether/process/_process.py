@@ -611,7 +611,9 @@ class AgentProcess(
     async def _handle(self, event: TriggerEvent, attempt: int) -> None:
         started = time.perf_counter()
         if self._journal is not None:  # a failed write: see _journaling (at-least-once)
-            self._journal_write(event.event_id, self._journal.running, event.event_id, attempt)
+            await self._journal_landed(
+                event.event_id, self._journal.running, event.event_id, attempt
+            )
         prompt = (
             await render_for_run(self.hooks, event, self.name)
             if self.hooks.implemented("prompt.render")  # a coroutine only when one may render
