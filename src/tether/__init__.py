@@ -22,9 +22,12 @@ from .hooks import HookInfo as HookInfo
 from .hooks import HookManager as HookManager
 from .hooks import HookRun as HookRun
 from .hooks import HookTimeoutError as HookTimeoutError
+from .hooks import HttpHookError as HttpHookError
+from .hooks import HttpHookTimeoutError as HttpHookTimeoutError
 from .hooks import Plugin as Plugin
 from .hooks import PluginContext as PluginContext
 from .hooks import PluginError as PluginError
+from .hooks import PromptHookError as PromptHookError
 from .hooks import ShellHook as ShellHook
 from .hooks import ShellHookResult as ShellHookResult
 from .hooks import available_plugins as available_plugins
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from .agent import BudgetConfig as BudgetConfig
     from .agent import ContextConfig as ContextConfig
     from .agent import GuardrailConfig as GuardrailConfig
+    from .agent import PromptHook as PromptHook
     from .agent import Tool as Tool
     from .agent import tool as tool
     from .api import OrchestrationAPI as OrchestrationAPI
@@ -44,6 +48,8 @@ if TYPE_CHECKING:
     from .hooks._claude_settings import ClaudeCodeHooksError as ClaudeCodeHooksError
     from .hooks._claude_settings import claude_code_hooks as claude_code_hooks
     from .hooks._config import HookConfig as HookConfig
+    from .hooks._http_hook import HttpHook as HttpHook
+    from .hooks._persistent import PersistentHook as PersistentHook
     from .manifest import AgentManifest as AgentManifest
     from .manifest import ManifestError as ManifestError
     from .manifest import load_manifest as load_manifest
@@ -68,12 +74,16 @@ if TYPE_CHECKING:
     from .runtime import AgentRuntime as AgentRuntime
     from .runtime import ProcessExistsError as ProcessExistsError
     from .runtime import WebhookClashError as WebhookClashError
+    from .telemetry import Telemetry as Telemetry
 
 __version__ = "0.1.0"
 
 # Public name -> module that defines it; loaded on first attribute access.
 _LAZY: dict[str, str] = {
     "HookConfig": "tether.hooks._config",
+    "HttpHook": "tether.hooks._http_hook",
+    "PersistentHook": "tether.hooks._persistent",
+    "PromptHook": "tether.agent",
     "ClaudeCodeHooksError": "tether.hooks._claude_settings",
     "claude_code_hooks": "tether.hooks._claude_settings",
     "AgentRuntime": "tether.runtime",
@@ -109,6 +119,7 @@ _LAZY: dict[str, str] = {
     "ApprovalPolicy": "tether.approval",
     "ApprovalDecision": "tether.approval",
     "ApprovalRequest": "tether.approval",
+    "Telemetry": "tether.telemetry",
 }
 
 __all__ = [
@@ -139,12 +150,16 @@ __all__ = [
     "HookManager",
     "HookRun",
     "HookTimeoutError",
+    "HttpHook",
+    "HttpHookError",
+    "HttpHookTimeoutError",
     "InvalidEventError",
     "ManifestError",
     "McpServerConfig",
     "NothingToRollBackError",
     "OpenModeConfig",
     "OrchestrationAPI",
+    "PersistentHook",
     "Plugin",
     "PluginContext",
     "PluginError",
@@ -154,10 +169,13 @@ __all__ = [
     "ProcessExistsError",
     "ProcessState",
     "ProcessStateError",
+    "PromptHook",
+    "PromptHookError",
     "RestartPolicy",
     "ShellHook",
     "ShellHookResult",
     "SpawnRefusedError",
+    "Telemetry",
     "Tool",
     "TriggerEvent",
     "WebhookClashError",

@@ -37,12 +37,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    StrictBool,
     ValidationError,
     field_validator,
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
-from pydantic_core import PydanticCustomError
+from pydantic_core import PydanticCustomError, core_schema
 
 from ._manifest_yaml import Loc, line_of, path_of, read_yaml, resolve, yaml_type
 from .agent import BudgetConfig, ContextConfig, GuardrailConfig
@@ -50,6 +52,8 @@ from .agent._tools import check_import_path
 from .approval import ApprovalPolicy
 from .hooks._command import CommandHookConfig
 from .hooks._config import HookConfig, SecretText
+from .hooks._prompt import PromptHookConfig
+from .hooks._url import UrlHookConfig
 from .process import (
     FileWatchTrigger,
     McpServerConfig,
@@ -59,16 +63,19 @@ from .process import (
     TriggerConfig,
     WebhookTrigger,
 )
-from .process._config import check_mission
+from .process._config import check_base_url, check_mission
 from .process._mcp import McpServers, repr_args
 from .process._state import validate_name
 
 __all__ = [
     "MANIFEST_VERSION",
     "AgentManifest",
+    "AnyManifestHook",
     "ManifestError",
     "ManifestHook",
     "ManifestIssue",
+    "ManifestPromptHook",
+    "ManifestUrlHook",
     "ProcessSpec",
     "load_manifest",
     "manifest_json_schema",
@@ -133,10 +140,14 @@ def _clip(message: str) -> str:
 
 
 class ManifestHook(CommandHookConfig):
-    """A hook in a manifest: a HookConfig that runs a ``command`` (never a callback)."""
+    """A hook in a manifest: a HookConfig that runs a ``command`` (never a callback);
+    ``persistent: true`` keeps its program running for every event (JSON lines)."""
 
     command: str | list[str] = Field(
         description="Program and arguments (a string is split with shlex.split; no shell)"
+    )
+    persistent: StrictBool = Field(
+        default=False, description="Keep one program running for every event (JSON lines)"
     )
     callback: SkipJsonSchema[None] = Field(default=None, exclude=True)
 
@@ -146,6 +157,51 @@ class ManifestHook(CommandHookConfig):
         if isinstance(data, dict) and "callback" in data:
             raise PydanticCustomError("manifest_callback", CALLBACK_MESSAGE)
         return data
+
+
+class ManifestUrlHook(UrlHookConfig):
+    """A hook in a manifest answered by an HTTP service (``url``)."""
+
+
+class ManifestPromptHook(PromptHookConfig):
+    """A hook in a manifest answered by a model under a policy ``prompt``."""
+
+    model: str | None = Field(
+        default=None,
+        description="Model spec ('openai:<name>', 'scripted'); unset: the process's model",
+    )
+
+
+#: The kinds a manifest hook may be, by the key that selects it (a command otherwise).
+_MANIFEST_KINDS: Final[dict[str, type[HookConfig]]] = {
+    "url": ManifestUrlHook,
+    "prompt": ManifestPromptHook,
+}
+
+
+class _ByKind:
+    """Validation of a manifest hook by its kind's class (a command, persistent or not; a url;
+    a prompt), so errors keep plain paths (hooks[0].url) instead of one per kind tried."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        kinds: tuple[type[HookConfig], ...] = (ManifestHook, *_MANIFEST_KINDS.values())
+
+        def validate(data: Any) -> Any:
+            if isinstance(data, kinds) or not isinstance(data, dict):
+                return data
+            keys = [k for k in _MANIFEST_KINDS if data.get(k) is not None]
+            if "callback" in data or "command" in data or len(keys) != 1:
+                return ManifestHook.model_validate(data)  # its errors say what is missing
+            return _MANIFEST_KINDS[keys[0]].model_validate(data)
+
+        union = core_schema.union_schema([handler.generate_schema(k) for k in kinds])
+        return core_schema.no_info_before_validator_function(validate, union)
+
+
+#: A hook in a manifest (or a process deployed over the API), of any data kind.
+AnyManifestHook = Annotated[ManifestHook | ManifestUrlHook | ManifestPromptHook, _ByKind()]
 
 
 class ManifestApproval(BaseModel):
@@ -198,11 +254,13 @@ class ProcessSpec(BaseModel):
     model: str = Field(default="openai:gpt-5-mini", description="'openai:<name>' or 'scripted'")
     model_timeout: float = _same("model_timeout")
     model_max_retries: int = _same("model_max_retries")
+    base_url: str | None = _same("base_url")
     instructions: str = _same("instructions")
     mission: str | None = _same("mission")
     triggers: list[TriggerConfig] = _same("triggers")
-    hooks: list[ManifestHook] = Field(
-        default_factory=list, description="Lifecycle hooks (commands only)"
+    hooks: list[AnyManifestHook] = Field(
+        default_factory=list,
+        description="Lifecycle hooks: commands (persistent or not), URL hooks, prompt hooks",
     )
     approval: ManifestApproval | None = Field(default=None, description="Tools needing approval")
     budget: BudgetConfig | None = _same("budget")
@@ -265,6 +323,11 @@ class ProcessSpec(BaseModel):
     def _mission(cls, value: str | None) -> str | None:
         return check_mission(value)
 
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        return check_base_url(value)
+
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         return repr_args(super().__repr_args__())
 
@@ -304,7 +367,15 @@ class AgentManifest(ProcessSpec):
         return validate_name(value)
 
 
-for _cls in (AgentManifest, ManifestHook, ManifestApproval, ManifestGuardrails, ProcessSpec):
+for _cls in (
+    AgentManifest,
+    ManifestHook,
+    ManifestUrlHook,
+    ManifestPromptHook,
+    ManifestApproval,
+    ManifestGuardrails,
+    ProcessSpec,
+):
     _cls.__module__ = "tether.manifest"
 
 
@@ -486,7 +557,11 @@ def spec_to_process_config(spec: ProcessSpec, *, hook_source: str = "config") ->
     }
     hooks = []
     for declared in spec.hooks:
-        hook = HookConfig.model_validate(declared.model_dump(exclude={"callback"}))
+        # A command not declared persistent stays a plain command (no 'persistent' key).
+        plain = not getattr(declared, "persistent", True)
+        hook = HookConfig.model_validate(
+            declared.model_dump(exclude={"callback", "persistent"} if plain else {"callback"})
+        )
         hook._source = hook_source
         hooks.append(hook)
     if spec.claude_code_hooks:
@@ -614,7 +689,8 @@ def _rebase(manifest: AgentManifest, base: Path) -> AgentManifest:
         "journal_path": absolute(manifest.journal_path),
         "artifacts_dir": absolute(manifest.artifacts_dir),
         "hooks": [
-            h.model_copy(update={"cwd": absolute(h.cwd)}) if h.cwd else h for h in manifest.hooks
+            h.model_copy(update={"cwd": absolute(h.cwd)}) if getattr(h, "cwd", None) else h
+            for h in manifest.hooks
         ],
         "claude_code_hooks": [absolute(p) or p for p in manifest.claude_code_hooks],
         "triggers": [
@@ -794,9 +870,13 @@ def _message(err: Any, root: type[BaseModel]) -> str:
     kind = err["type"]
     loc = tuple(err["loc"])
     if kind == "extra_forbidden":
+        import difflib
+
         allowed = _allowed_keys(root, loc[:-1])
         tail = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
-        return f"unknown key {loc[-1]!r}{tail}"
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.7)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown key {loc[-1]!r}{hint}{tail}"
     if kind == "missing":
         return f"missing required key {loc[-1]!r}"
     if kind == "union_tag_invalid":
@@ -888,6 +968,9 @@ def _step(tp: Any, part: str | int) -> Any:
                 tag = model.model_fields.get("type")
                 if tag is not None and tag.default == part:
                     return model
-        elif models and part in models[0].model_fields:
-            return models[0].model_fields[part].annotation
+        # A field of the model, or of the first member declaring it (the hook kinds, each
+        # validated by its own class: their locations name the field, not the member).
+        for model in models:
+            if part in model.model_fields:
+                return model.model_fields[part].annotation
     return None

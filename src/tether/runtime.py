@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from ._redact import Redactor, redacted_trace
 from .hooks import HookManager
+from .hooks._resources import close_resources
 from .process import AgentProcess, ProcessConfig, ProcessError, TriggerEvent, WebhookTrigger
 
 if TYPE_CHECKING:
     from .manifest import AgentManifest
+    from .telemetry import Telemetry
 
 __all__ = ["AgentRuntime", "ProcessExistsError", "WebhookClashError", "WebhookRoute"]
 
@@ -66,8 +68,14 @@ class AgentRuntime:
     Iterating yields the processes in the order they were added.
     """
 
-    def __init__(self, hooks: HookManager | None = None) -> None:
+    def __init__(
+        self, hooks: HookManager | None = None, *, telemetry: Telemetry | None = None
+    ) -> None:
         self.hooks = hooks if hooks is not None else HookManager()
+        #: Observes every process added (spans, metrics: see tether.telemetry); None: off.
+        self.telemetry = telemetry
+        if telemetry is not None:
+            telemetry.watch(lambda: [p.status() for p in self])
         self._processes: dict[str, AgentProcess] = {}
         self._listeners: list[Listener] = []
         #: value -> name of the secrets of the processes removed: an error raised after (a
@@ -111,6 +119,11 @@ class AgentRuntime:
         self._listeners.append(listener)
         return listener
 
+    def off_change(self, listener: Listener) -> None:
+        """Stop calling ``listener`` (one not added: nothing happens)."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     async def _notify(self, change: str, process: AgentProcess) -> None:
         # A listener's failure is logged: the process is already added (or removed) by now.
         for listener in list(self._listeners):
@@ -140,6 +153,8 @@ class AgentRuntime:
             config = ProcessConfig.model_validate(config)
         config = config if config is not None else ProcessConfig()
         process = AgentProcess(name, config, hooks=self.hooks)
+        if self.telemetry is not None:
+            process.observe(self.telemetry)
         self.check_webhooks(process.webhook_triggers, owner=name)
         # No await between the check above and this line: a concurrent add cannot slip in.
         self._processes[name] = process
@@ -196,7 +211,8 @@ class AgentRuntime:
             await process.start()
 
     async def stop_all(self) -> None:
-        """Stop every process, concurrently, and release their model clients.
+        """Stop every process, concurrently, and release their model clients (and what the
+        shared hooks hold open).
 
         Every process is stopped and closed even when the stop of another raises; the first
         such error is raised once all are done.
@@ -206,6 +222,9 @@ class AgentRuntime:
         processes = list(self._processes.values())
         stopped = await asyncio.gather(*(p.stop() for p in processes), return_exceptions=True)
         closed = await asyncio.gather(*(p.aclose() for p in processes), return_exceptions=True)
+        # What the shared hooks' executors hold open (HTTP connections, persistent programs);
+        # they reopen on the next event.
+        await close_resources(self.hooks)
         errors = [e for e in (*stopped, *closed) if isinstance(e, BaseException)]
         for error in errors[1:]:
             logger.error("stopping the runtime: %s", self.redact(f"{error}"))

@@ -143,7 +143,11 @@ async def test_a_stdio_mcp_server_is_added_when_command_deploys_are_allowed(
             "health.max_restarts: Input should be greater than or equal to 0 (got -1)",
         ),
         ({"health": {"policy": "always"}}, 422, "health.policy: Input should be 'never' or"),
-        ({"health": {"restarts": 1}}, 422, "health.restarts: unknown key 'restarts'; allowed"),
+        (
+            {"health": {"restarts": 1}},
+            422,
+            "health.restarts: unknown key 'restarts' (did you mean 'max_restarts'?); allowed",
+        ),
         ({"mission": "   "}, 422, "mission: mission must not be blank; pass None to clear it"),
         ({"mission": "x" * 2001}, 422, "mission: mission is 2001 characters long; at most 2000"),
         (

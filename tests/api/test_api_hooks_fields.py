@@ -73,7 +73,7 @@ async def test_a_catalog_entry_names_the_executor_kind_of_each_hook(
     }
     doc = (await client.get("/openapi.json")).json()
     summary = doc["paths"]["/api/v1/hooks/catalog"]["get"]["summary"]
-    assert "executor_kind (callback, command, plugin)" in summary
+    assert "executor_kind (callback, command, persistent, url, prompt, plugin)" in summary
 
 
 # -- runs say whether the hook was required -------------------------------------------------------

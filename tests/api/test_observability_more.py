@@ -81,7 +81,10 @@ CANARY = "canary-7f3a9c1e5b"
         ({"matcher": {"bogus": "x"}}, "matcher field 'bogus' is not available"),
         ({"matcher": {"tool_name": "refund_*"}}, "allowed: trigger_type, trigger_id"),
         ({"mode": "async", "fail_closed": True}, "cannot be fail_closed"),
-        ({"callback": None, "command": None}, "set exactly one of 'command' or 'callback'"),
+        (
+            {"callback": None, "command": None},
+            "set exactly one of 'command', 'callback', 'url' or 'prompt'",
+        ),
     ],
     ids=["unknown matcher field", "matcher field of another event", "async fail_closed", "none"],
 )

@@ -36,7 +36,10 @@ async def audit(ctx: HookContext) -> None:
 
 @pytest.fixture
 async def served(request: pytest.FixtureRequest) -> AsyncIterator[OrchestrationAPI]:
-    runtime = AgentRuntime(hooks=HookManager())
+    from tether.telemetry import Telemetry
+
+    # With metrics (prometheus_client is a dev dependency): /metrics answers, not 503.
+    runtime = AgentRuntime(hooks=HookManager(), telemetry=Telemetry.from_env(metrics=True))
     process = await runtime.add_process(
         "triage", {"model": "scripted", "instructions": "You triage support tickets."}
     )

@@ -181,8 +181,8 @@ def test_a_token_a_header_cannot_carry_is_one_line_naming_the_option(cli: Any, t
         ["inject", "triage", "--payload", "{}"],
         ["ps"],
         ["ps", "--json"],
-        ["hooks", "events"],
-        ["hooks", "list"],
+        ["publish", "deployed"],
+        ["hooks", "list"],  # (not "hooks events": it reads the event table offline)
         ["hooks", "runs", "triage"],
         ["hooks", "runs", "triage", "--since", "10m"],
         ["hooks", "enable", "triage", "policy"],

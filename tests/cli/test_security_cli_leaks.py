@@ -80,7 +80,7 @@ def test_run_never_prints_what_a_manifest_hook_was_handed(
     monkeypatch.setenv("VAULT_TOKEN", CANARY)
     done = run_cli(capsys, "run", str(agent), "--inject", '{"ticket": "hello"}', "--until-idle")
 
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr  # --until-idle: it dead-lettered
     assert "outcome=blocked" in done.stdout
     assert "error=token [REDACTED:TOKEN] refused" in done.stdout
     assert CANARY not in done.stdout + done.stderr

@@ -83,7 +83,7 @@ def test_naming_no_kind_or_two_is_one_clear_error(fields: dict[str, Any], which:
     with pytest.raises(pydantic.ValidationError) as refused:
         HookConfig(event="task_created", env={"K": "secret-value-1"}, **fields)
     text = str(refused.value)
-    assert f"set exactly one of 'command' or 'callback' (got {which})" in text
+    assert f"set exactly one of 'command', 'callback', 'url' or 'prompt' (got {which})" in text
     assert "secret-value-1" not in text
 
 

@@ -19,10 +19,11 @@ SRC = Path(tether.__file__).resolve().parent
 #: Layers, bottom to top. A module may import from its own layer and the layers below it only.
 #: Each entry names the top-level modules or packages under ``tether`` that form the layer.
 LAYERS: list[set[str]] = [
-    {"hooks", "_json"},  # the engine: knows nothing of the rest of tether
+    {"hooks", "_json", "hookserver"},  # the engine (and the co-process helper): nothing above
     {"store"},
     {"models"},
     {"_redact", "approval", "agent"},  # the agent loop and what it needs; no queues, no processes
+    {"telemetry"},  # spans and metrics: handed to processes as an observer, never imported
     {"plugins", "process"},  # processes know nothing of HTTP
     {"manifest", "_manifest_yaml", "runtime"},
     {"eval"},  # the eval harness: drives processes from manifests; no HTTP
@@ -175,12 +176,16 @@ PUBLIC = [
     "HookManager",
     "HookRun",
     "HookTimeoutError",
+    "HttpHook",
+    "HttpHookError",
+    "HttpHookTimeoutError",
     "InvalidEventError",
     "ManifestError",
     "McpServerConfig",
     "NothingToRollBackError",
     "OpenModeConfig",
     "OrchestrationAPI",
+    "PersistentHook",
     "Plugin",
     "PluginContext",
     "PluginError",
@@ -190,11 +195,14 @@ PUBLIC = [
     "ProcessExistsError",
     "ProcessState",
     "ProcessStateError",
+    "PromptHook",
+    "PromptHookError",
     "RestartPolicy",
     "SAFE_ENV_VARS",
     "ShellHook",
     "ShellHookResult",
     "SpawnRefusedError",
+    "Telemetry",
     "Tool",
     "TriggerEvent",
     "WebhookClashError",

@@ -34,7 +34,7 @@ def test_a_bad_text_value_is_named_too() -> None:
 def test_a_hook_entry_refused_as_a_whole_does_not_show_its_env() -> None:
     text = refused(hooks=[{"event": "task_created", "env": {"TOKEN": CANARY}}])
     assert "hooks.0" in text
-    assert "set exactly one of 'command' or 'callback'" in text
+    assert "set exactly one of 'command', 'callback', 'url' or 'prompt'" in text
     assert CANARY not in text
 
 

@@ -13,6 +13,7 @@ from ._guardrails import scan_payload as scan_payload
 from ._loop import AgentLoop as AgentLoop
 from ._loop import RunError as RunError
 from ._loop import RunResult as RunResult
+from ._prompt_hook import PromptHook as PromptHook
 from ._tool_hooks import InvalidArgumentsRewrite as InvalidArgumentsRewrite
 from ._tool_hooks import ToolCallContext as ToolCallContext
 from ._tool_hooks import permission_denied as permission_denied
@@ -32,6 +33,7 @@ __all__ = [
     "GuardrailConfig",
     "GuardrailDenial",
     "InvalidArgumentsRewrite",
+    "PromptHook",
     "RunError",
     "RunResult",
     "Tool",

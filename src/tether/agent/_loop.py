@@ -21,6 +21,7 @@ from ..hooks._hook import _resume
 from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
+from ._observer import Note, Observer
 from ._tool_hooks import permission_denied, post_tool_use, pre_tool_use
 from ._tools import Tool, ToolArgumentsError, as_tool
 
@@ -90,6 +91,7 @@ class AgentLoop:
         process_id: str = "",
         max_turns: int = 10,
         tool_timeout: float = 120.0,
+        observer: Observer | None = None,
     ) -> None:
         self.model = model
         self.instructions = instructions
@@ -103,6 +105,8 @@ class AgentLoop:
         self.process_id = process_id
         self.max_turns = max_turns
         self.tool_timeout = tool_timeout
+        #: Told of each model call and tool call (telemetry); None: nothing is called.
+        self.observer = observer
 
     def add_tool(self, fn: Tool | Callable[..., Awaitable[Any]]) -> Tool:
         t = as_tool(fn)
@@ -149,7 +153,7 @@ class AgentLoop:
         denials = 0
         for turn in range(1, self.max_turns + 1):
             try:
-                reply = await model.complete(messages, specs)
+                reply = await self._complete(model, messages, specs)
             except Exception as exc:
                 raise RunError(f"model error: {exc}") from exc
             if not isinstance(reply, ModelReply):  # a model object of the caller's, misbehaving
@@ -166,7 +170,7 @@ class AgentLoop:
                 return RunResult(answer, turn, calls_made, messages, denials)
             messages.append(_assistant_message(reply.content, reply.tool_calls))
             for call in reply.tool_calls:
-                text, counted, denied = await self._call_tool(call, tools, calls_made, event_id)
+                text, counted, denied = await self._observed_call(call, tools, calls_made, event_id)
                 calls_made += counted
                 denials += denied
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
@@ -203,22 +207,56 @@ class AgentLoop:
         reply = call.result()
         return reply.content or ""
 
-    async def _call_tool(
+    async def _complete(
+        self, model: Model, messages: list[dict[str, Any]], specs: list[dict[str, Any]] | None
+    ) -> ModelReply:
+        observer = self.observer
+        if observer is None:
+            return await model.complete(messages, specs)
+        with observer.model_call(self.process_id, str(getattr(model, "name", model))) as note:
+            try:
+                reply = await model.complete(messages, specs)
+            except Exception as exc:
+                note.outcome, note.error = "error", self.redactor.text(f"{exc}")
+                raise
+            if isinstance(reply, ModelReply):
+                note.usage = _usage(reply)
+            return reply
+
+    async def _observed_call(
         self, call: ToolCall, tools: dict[str, Tool], calls_made: int, event_id: str | None
+    ) -> tuple[str, int, int]:
+        observer = self.observer
+        if observer is None:
+            return await self._call_tool(call, tools, calls_made, event_id)
+        with observer.tool_call(self.process_id, call.name, call.id) as note:
+            return await self._call_tool(call, tools, calls_made, event_id, note)
+
+    async def _call_tool(
+        self,
+        call: ToolCall,
+        tools: dict[str, Tool],
+        calls_made: int,
+        event_id: str | None,
+        note: Note | None = None,
     ) -> tuple[str, int, int]:
         """Run one tool call; return (text for the model, calls counted, denials).
 
         Order: parse the arguments, pre_tool_use (may refuse or rewrite), budget, approval,
         the call, post_tool_use (may replace the result). A call refused before it runs is
-        no call for post_tool_use.
+        no call for post_tool_use. ``note`` (observed calls) gets the outcome: ok, error,
+        timed_out or refused.
         """
+        note = note if note is not None else Note()
         t = tools.get(call.name)
         if t is None:
             names = ", ".join(sorted(tools)) or "none"
+            note.outcome, note.error = "error", "unknown tool"
             return f"error: unknown tool {call.name!r}; available tools: {names}", 0, 0
         try:
             args = t.parse_arguments(call.arguments)
         except ToolArgumentsError as exc:
+            note.outcome, note.error = "error", "invalid arguments"
             return f"error: invalid arguments for {call.name}: {exc}", 0, 0
         shown = self.redactor.declared.value
         pre = await pre_tool_use(self.emit, shown, t, args, call.id, event_id)
@@ -233,6 +271,7 @@ class AgentLoop:
                 call_id=call.id,
                 event_id=event_id,
             )
+            note.outcome, note.error = "refused", self.redactor.text(reason)
             return f"refused: {reason}", 0, 1
         args = pre.arguments
         if self.budget is not None:
@@ -248,14 +287,20 @@ class AgentLoop:
                     limit_value=denial.limit_value,
                     current_value=denial.current_value,
                 )
+                note.outcome, note.error = "refused", denial.reason
                 return f"refused: {denial.reason}", 0, 1
         approval = self.approval
         if pre.require_approval or (approval is not None and approval.needs_approval(call.name)):
             refusal = await self._approve(call.name, args, event_id)
             if refusal is not None:
+                note.outcome, note.error = "refused", self.redactor.text(refusal)
                 return f"refused: {refusal}", 1, 1
         started = time.perf_counter()
         text, error = await self._run_tool(t, args)
+        if error is not None:
+            timed_out = error.startswith(f"tool {t.name} timed out")
+            note.outcome = "timed_out" if timed_out else "error"
+            note.error = self.redactor.text(error)
         duration_ms = (time.perf_counter() - started) * 1e3
         text = await post_tool_use(
             self.emit, shown, t, args, call.id, event_id, text, error, duration_ms
@@ -347,6 +392,19 @@ class AgentLoop:
             request_id=request.request_id,
         )
         return reason
+
+
+def _usage(reply: ModelReply) -> dict[str, int]:
+    """The reply's token counts (``input``, ``output``) from an OpenAI-style ``usage``."""
+    usage = reply.raw.get("usage") if isinstance(reply.raw, dict) else None
+    if not isinstance(usage, dict):
+        return {}
+    out: dict[str, int] = {}
+    for key, name in (("prompt_tokens", "input"), ("completion_tokens", "output")):
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            out[name] = value
+    return out
 
 
 async def _bounded(awaitable: Awaitable[Any]) -> Any:

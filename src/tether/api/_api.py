@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -41,7 +41,15 @@ from ..process import (
 from ..process._state import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
 from ._changes import ConfigEndpoints
-from ._deploy import code_only_fields, command_uses, commands_message, host_paths
+from ._deploy import (
+    check_hook_hosts,
+    code_only_fields,
+    command_uses,
+    commands_message,
+    hook_hosts_message,
+    host_paths,
+    url_hooks_refused,
+)
 from ._errors import PASSED_ON, APIConfigError, APIError, error_response
 from ._hooks import HookEndpoints
 from ._http import (
@@ -53,7 +61,8 @@ from ._http import (
     parse_json,
     read_body,
 )
-from ._openapi import NAME_PATTERN
+from ._observe import ObservabilityEndpoints
+from ._openapi import NAME_PATTERN, TRACEPARENT_PATTERN
 from ._server import AppServer
 from ._views import dead_letter_view, process_detail, process_summary
 from ._webhooks import WebhookServer
@@ -92,6 +101,12 @@ class InjectEvent(_Strict):
     payload: Any = Field(default_factory=dict, description="The event's JSON payload")
     trigger_id: str = Field(default="api", min_length=1, max_length=200)
     trigger_type: str = Field(default="manual", min_length=1, max_length=100)
+    traceparent: str | None = Field(
+        default=None,
+        description="W3C trace context of the caller: the event's spans are its children",
+        # As check_traceparent takes it (which also refuses all-zero ids).
+        json_schema_extra={"pattern": TRACEPARENT_PATTERN},
+    )
 
 
 class Redeliver(_Strict):
@@ -106,7 +121,13 @@ class OrchestrationAPI:
     ``start()`` returns once the API accepts connections; ``stop()`` stops serving but leaves
     the runtime and its processes alone. ``port=0`` picks a free port (see ``port`` after
     start). With ``allow_command_deploys=False`` a deployed config may not run programs on
-    this host (command hooks, stdio MCP servers, open-mode tool creation): 403.
+    this host (command hooks, stdio MCP servers, open-mode tool creation): 403. A deployed URL
+    hook may only name a host listed in ``allowed_hook_hosts`` (names, addresses or ``*``
+    patterns, each optionally with ``:port``): 403 HOOK_HOST_NOT_ALLOWED otherwise.
+
+    ``GET /metrics`` (Prometheus) needs the token like the rest; ``open_metrics=True`` serves
+    it without one to clients on this machine (a local Prometheus agent). The dashboard is at
+    ``/`` (see _observe).
     """
 
     def __init__(
@@ -119,6 +140,8 @@ class OrchestrationAPI:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY,
         webhooks: bool = True,
+        allowed_hook_hosts: Sequence[str] = (),
+        open_metrics: bool = False,
     ) -> None:
         if not isinstance(runtime, AgentRuntime):
             raise TypeError(f"runtime must be an AgentRuntime, got {type(runtime).__name__}")
@@ -139,7 +162,13 @@ class OrchestrationAPI:
         self.host = host
         self.token = token
         self.allow_command_deploys = allow_command_deploys
+        try:
+            self.allowed_hook_hosts = check_hook_hosts(allowed_hook_hosts)
+        except (TypeError, ValueError) as exc:
+            raise APIConfigError(str(exc)) from None
         self.max_body_bytes = max_body_bytes
+        self.open_metrics = open_metrics
+        self.observe = ObservabilityEndpoints(self)
         self.webhooks: WebhookServer | None = (
             WebhookServer(runtime, max_body_bytes=max_body_bytes) if webhooks else None
         )
@@ -175,9 +204,11 @@ class OrchestrationAPI:
             )
         if self.webhooks is not None:
             await self.webhooks.start()
+        self.observe.feed.start()
         try:
             await self._server.start()
         except BaseException:
+            self.observe.feed.close()
             if self.webhooks is not None:
                 await self.webhooks.stop()
             raise
@@ -185,6 +216,7 @@ class OrchestrationAPI:
 
     async def stop(self) -> None:
         """Stop serving the API and the webhooks; the processes keep running."""
+        self.observe.feed.close()  # ends the live streams, which would hold the stop up
         await self._server.stop()
         if self.webhooks is not None:
             await self.webhooks.stop()
@@ -206,6 +238,10 @@ class OrchestrationAPI:
 
         hooks = HookEndpoints(self)
         changes = ConfigEndpoints(self)
+        observe = self.observe
+
+        def page(path: str, handler: Handler) -> tuple[str, Handler, tuple[str, ...]]:
+            return path, _endpoint(handler, self.runtime.redact), ("GET",)
 
         routes = [
             route("/health", self._health, "GET"),
@@ -232,6 +268,13 @@ class OrchestrationAPI:
             route("/processes/{name}/hooks/{selector:path}/disable", hooks.disable, "POST"),
             route("/processes/{name}/hooks/{selector:path}/enable", hooks.enable, "POST"),
             route("/processes/{name}/tasks/{task_id}/artifacts", hooks.artifacts, "GET"),
+            route("/processes/{name}/tasks", observe.tasks, "GET"),
+            route("/processes/{name}/tasks/{task_id}/timeline", observe.timeline, "GET"),
+            route("/hooks/runs/stream", observe.stream, "GET"),
+            route("/events", observe.publish, "POST"),
+            page("/metrics", observe.metrics),
+            page("/", observe.index),
+            page("/dashboard/{file}", observe.asset),
         ]
         return Starlette(routes=_by_path(routes), exception_handlers={HTTPException: _http_error})
 
@@ -308,10 +351,22 @@ class OrchestrationAPI:
         uses = command_uses(spec)
         if uses and not self.allow_command_deploys:
             raise APIError(403, "COMMANDS_NOT_ALLOWED", commands_message(uses))
+        refused = url_hooks_refused(spec.hooks, self.allowed_hook_hosts)
+        if refused:
+            message = hook_hosts_message(refused, self.allowed_hook_hosts)
+            raise APIError(403, "HOOK_HOST_NOT_ALLOWED", message)
         paths = host_paths(spec.triggers, spec.journal_path, spec.artifacts_dir)
         if spec.open_mode.allow_host_triggers:  # the agent could pick host paths itself
             paths.append("open_mode.allow_host_triggers")
         self._check_paths([f"config.{path}" for path in paths])
+        if spec.base_url is not None and not self.allow_command_deploys:
+            # The host's model key (OPENAI_API_KEY) would be sent wherever the client says.
+            raise APIError(
+                403,
+                "BASE_URL_NOT_ALLOWED",
+                "config.base_url sends the host's model API key to the given URL; over the API "
+                "that needs allow_command_deploys=True (or set base_url in a manifest on the host)",
+            )
         try:
             process_config = spec_to_process_config(spec)
         except ValidationError as exc:
@@ -375,7 +430,9 @@ class OrchestrationAPI:
         data = await self._body(request, optional=True)
         try:
             body = strict_validate(InjectEvent, data)
-            event = TriggerEvent(body.trigger_id, body.trigger_type, body.payload)
+            event = TriggerEvent(
+                body.trigger_id, body.trigger_type, body.payload, traceparent=body.traceparent
+            )
         except ValidationError as exc:
             raise _invalid(exc, InjectEvent) from None
         except InvalidEventError as exc:
@@ -569,7 +626,7 @@ class _Guard:
 
     def _check(self, scope: Scope, headers: dict[str, str]) -> None:
         token = self.api.token
-        if token is not None:
+        if token is not None and not self._open(scope):
             check_bearer(headers.get("authorization"), token)
         else:
             host = hostname(headers.get("host", ""))
@@ -589,6 +646,22 @@ class _Guard:
                     "UNSUPPORTED_MEDIA_TYPE",
                     f"send the body as application/json, not {kind or 'no content type'}",
                 )
+
+    def _open(self, scope: Scope) -> bool:
+        """Served without the token: the dashboard's files (no data in them), and /metrics to a
+        client on this machine when the operator said so (open_metrics)."""
+        path = scope["path"]
+        if scope["method"] not in ("GET", "HEAD"):
+            return False
+        if path == "/" or path.startswith("/dashboard/"):
+            return True
+        client = scope.get("client")
+        return (
+            path == "/metrics"
+            and self.api.open_metrics
+            and client is not None
+            and is_loopback(str(client[0]))
+        )
 
 
 def _has_body(headers: dict[str, str]) -> bool:

@@ -7,6 +7,10 @@ runs programs on the runtime's host, so the API refuses them (a stdio server add
 objects (callbacks, handlers, scanners, tool functions, plugin objects) cannot travel over
 HTTP at all.
 
+A URL hook sends every event it fires for (prompts, tool arguments) to a service: over HTTP it
+may only name a host in the operator's list (``OrchestrationAPI(allowed_hook_hosts=[...])``),
+else 403 HOOK_HOST_NOT_ALLOWED; with no list, none is allowed.
+
 Plugins named in ``plugins`` are allowed without ``allow_command_deploys``: a name only selects
 code the host's operator installed (a built-in or a ``tether.plugins`` entry point); the client
 chooses neither a program nor its arguments, as it would with a command hook.
@@ -14,7 +18,10 @@ chooses neither a program nor its arguments, as it would with a command hook.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from ..manifest import ProcessSpec
 from ..process import FileWatchTrigger, TriggerConfig
@@ -22,10 +29,14 @@ from ..process._mcp import is_stdio
 
 __all__ = [
     "COMMANDS_MESSAGE",
+    "check_hook_hosts",
     "code_only_fields",
     "command_uses",
     "commands_message",
+    "hook_host_allowed",
+    "hook_hosts_message",
     "host_paths",
+    "url_hooks_refused",
 ]
 
 COMMANDS_MESSAGE: Final = (
@@ -76,7 +87,11 @@ def code_only_fields(config: dict[str, Any]) -> list[tuple[str, str]]:
 def command_uses(spec: ProcessSpec) -> list[str]:
     """What in ``spec`` would run a program on the host, in words, first to last."""
     uses: list[str] = []
-    uses += [f"hooks[{i}] is a command hook" for i in range(len(spec.hooks))]
+    uses += [
+        f"hooks[{i}] is a {'persistent ' if getattr(hook, 'persistent', False) else ''}command hook"
+        for i, hook in enumerate(spec.hooks)
+        if getattr(hook, "command", None) is not None
+    ]
     uses += [
         f"claude_code_hooks[{i}] is a file of Claude Code command hooks"
         for i in range(len(spec.claude_code_hooks))
@@ -121,3 +136,70 @@ def host_paths(
     if artifacts_dir is not None:
         found.append("artifacts_dir")
     return found
+
+
+def check_hook_hosts(hosts: Sequence[str]) -> list[str]:
+    """The operator's allow-list of URL hook hosts, checked: each entry a host name, an
+    address or a ``*`` pattern (``*.policy.internal``), optionally with ``:port``."""
+    if isinstance(hosts, str) or not isinstance(hosts, Sequence):
+        raise TypeError(
+            f"allowed_hook_hosts must be a list of host names, got {type(hosts).__name__}"
+        )
+    checked: list[str] = []
+    for host in hosts:
+        if (
+            not isinstance(host, str)
+            or not host.strip()
+            or "/" in host
+            or any(c.isspace() for c in host)
+        ):
+            raise ValueError(
+                f"allowed_hook_hosts: {host!r} is not a host name (e.g. 'policy.internal', "
+                "'*.corp.example' or '127.0.0.1:8080'; no scheme, no path)"
+            )
+        checked.append(host.lower())
+    return checked
+
+
+def hook_host_allowed(url: str, allowed: Sequence[str]) -> bool:
+    """Whether ``url``'s host (and port) is in ``allowed`` (see check_hook_hosts)."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
+    for entry in allowed:
+        name, _, want = entry.rpartition(":") if _has_port(entry) else (entry, "", "")
+        name = name.strip("[]")
+        if fnmatchcase(host, name) and (not want or want == str(port)):
+            return True
+    return False
+
+
+def _has_port(entry: str) -> bool:
+    head, sep, tail = entry.rpartition(":")
+    return bool(sep) and tail.isdigit() and (head.endswith("]") or ":" not in head)
+
+
+def url_hooks_refused(hooks: Sequence[Any], allowed: Sequence[str]) -> list[tuple[str, str]]:
+    """(path, host) of each URL hook in ``hooks`` whose host ``allowed`` does not list."""
+    refused = []
+    for i, hook in enumerate(hooks):
+        url = getattr(hook, "url", None)
+        if url is not None and not hook_host_allowed(url, allowed):
+            refused.append((f"hooks[{i}].url", urlsplit(url).hostname or "?"))
+    return refused
+
+
+def hook_hosts_message(refused: list[tuple[str, str]], allowed: Sequence[str]) -> str:
+    """The 403 message for what :func:`url_hooks_refused` found."""
+    path, host = refused[0]
+    more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+    listed = ", ".join(allowed) if allowed else "none: the list is empty"
+    return (
+        f"Refusing to deploy {path}{more}: a URL hook sends every event it fires for to its "
+        f"host, and {host!r} is not in this API's allowed_hook_hosts ({listed}). Start the API "
+        "with OrchestrationAPI(allowed_hook_hosts=[...]) (tether serve --allow-hook-host HOST) "
+        "to allow it, or load the process from a manifest on the host."
+    )

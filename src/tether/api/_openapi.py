@@ -24,6 +24,24 @@ NAME_SCHEMA: Final = {"type": "string", "pattern": NAME_PATTERN, "minLength": 1,
 #: A task id as the artifact stores take it: letters, digits, '_', '-' and '.' (never two dots
 #: in a row, not only dots), at most 200 characters.
 TASK_ID_PATTERN: Final = r"^\.?(?:[A-Za-z0-9_-]\.?)+$"
+
+
+def _nonzero_hex(width: int) -> str:
+    """``width`` lowercase hex digits, not all zero, without a lookahead (which not every
+    JSON Schema tool takes): one alternative per place of the first digit that is not 0."""
+    places = []
+    for i in range(width):
+        zeros = f"0{{{i}}}" if i else ""
+        rest = f"[0-9a-f]{{{width - i - 1}}}" if width - i - 1 else ""
+        places.append(f"{zeros}[1-9a-f]{rest}")
+    return "(?:" + "|".join(places) + ")"
+
+
+#: A W3C traceparent as check_traceparent takes it: version (not ff), trace id and span id
+#: (neither all zeros), flags, in lowercase hex.
+TRACEPARENT_PATTERN: Final = (
+    "^(?:[0-9a-e][0-9a-f]|f[0-9a-e])-" + _nonzero_hex(32) + "-" + _nonzero_hex(16) + "-[0-9a-f]{2}$"
+)
 #: A dotted extension-point name: a dot inside, none at either end, no space.
 _DOTTED: Final = r"^[^ .][^ ]*\.[^ ]*[^ .]$"
 
@@ -71,7 +89,7 @@ def _op(
         op["responses"]["400"] = _ERROR
     if body is not None:
         op["requestBody"] = {
-            "required": body in ("CreateProcess", "ConfigChange", "DryRunRequest", "RewindRequest"),
+            "required": body in _REQUIRED_BODIES,
             "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{body}"}}},
         }
         op["responses"]["400"] = _ERROR
@@ -82,18 +100,43 @@ def _op(
     return op
 
 
+_REQUIRED_BODIES = (
+    "CreateProcess",
+    "ConfigChange",
+    "DryRunRequest",
+    "RewindRequest",
+    "PublishEvent",
+)
+
+
+def _text(summary: str, media: str, *, public: bool = False) -> dict[str, Any]:
+    """An operation answering ``media`` (not JSON); ``public``: served without the token."""
+    op: dict[str, Any] = {
+        "summary": summary,
+        "responses": {"200": {"description": "OK", "content": {media: {}}}},
+    }
+    if public:
+        op["security"] = []  # kept only in a secured document (see openapi_document)
+    return op
+
+
 def openapi_document(*, secured: bool = True) -> dict[str, Any]:
     """The document of an API with a token (``secured``) or without one.
 
-    With a token every operation declares bearer security and its 401; without one, neither:
-    such an API refuses no request for want of a token (it serves loopback only).
+    With a token every operation but the public ones (``security: []``) declares bearer
+    security and its 401; without one, no operation declares security or a 401: such an API
+    refuses no request for want of a token (it serves loopback only).
     """
     document = copy.deepcopy(_document())
     if secured:
         document["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
         document["security"] = [{"bearer": []}]
-        for operations in document["paths"].values():
-            for operation in operations.values():
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            public = operation.get("security") == []
+            if not secured:
+                operation.pop("security", None)
+            elif not public:
                 operation["responses"]["401"] = _ERROR
     return document
 
@@ -109,8 +152,17 @@ def _document() -> dict[str, Any]:
     from ._api import CreateProcess, InjectEvent, Redeliver
     from ._changes import ConfigChange, RewindRequest
     from ._hooks import MAX_LAST, MODES, SOURCES, DryRunRequest
+    from ._observe import PublishEvent
 
-    models = (CreateProcess, InjectEvent, Redeliver, ConfigChange, RewindRequest, DryRunRequest)
+    models = (
+        CreateProcess,
+        InjectEvent,
+        Redeliver,
+        ConfigChange,
+        RewindRequest,
+        DryRunRequest,
+        PublishEvent,
+    )
     _, defs = models_json_schema(
         [(m, "validation") for m in models], ref_template="#/components/schemas/{model}"
     )
@@ -324,6 +376,77 @@ def _document() -> dict[str, Any]:
                     "Enable hooks again by id or tag",
                     path=(_path("selector", _SELECTOR),),
                 )
+            },
+            f"{p}/processes/{{name}}/tasks": {
+                "get": _op("The ids of the tasks whose timeline the API keeps, newest last")
+            },
+            f"{p}/processes/{{name}}/tasks/{{task_id}}/timeline": {
+                "get": _op(
+                    "A task's timeline: its hook runs (as in the run history, with event_id), "
+                    "the roles of its run's messages (and tool-call counts; never their text) "
+                    "and its dead letters. Kept for the last events the API saw",
+                    path=(_path("task_id", "The task's event id"),),
+                )
+            },
+            f"{p}/hooks/runs/stream": {
+                "get": {
+                    **_op(
+                        "Live hook runs as server-sent events: 'hook_run' (a run as in the "
+                        "history, with event_id) and 'lost' ({count}: runs dropped because the "
+                        "client fell behind); ': keep-alive' comments when idle",
+                        name=False,
+                        query=(
+                            _query(
+                                "process", "Only this process (404 if there is none)", NAME_SCHEMA
+                            ),
+                            _query("event", "Only this event", {"enum": events}),
+                            _query("outcome", "Only this outcome", {"enum": list(OUTCOMES)}),
+                            _query("hook_name", "Only the runs of hooks of this name"),
+                        ),
+                    ),
+                    "responses": {
+                        "200": {"description": "OK", "content": {"text/event-stream": {}}},
+                        "400": _ERROR,
+                        "404": _ERROR,
+                    },
+                }
+            },
+            f"{p}/events": {
+                "post": _op(
+                    "Publish a runtime event: every process with an event trigger of this "
+                    "event_type gets one event (answers their ids)",
+                    ok="202",
+                    body="PublishEvent",
+                    name=False,
+                )
+            },
+            "/metrics": {
+                "get": {
+                    **_text(
+                        "Prometheus metrics (text format); the token is needed unless the "
+                        "operator serves them open to this machine (open_metrics)",
+                        "text/plain",
+                    ),
+                    "responses": {
+                        "200": {"description": "OK", "content": {"text/plain": {}}},
+                        "503": _ERROR,
+                    },
+                }
+            },
+            "/": {
+                "get": _text(
+                    "The dashboard (a page with no data of its own)", "text/html", public=True
+                )
+            },
+            "/dashboard/{file}": {
+                "get": {
+                    **_text("The dashboard's files", "text/plain", public=True),
+                    "parameters": [_path("file", "index.html, app.js or app.css")],
+                    "responses": {
+                        "200": {"description": "OK", "content": {"text/plain": {}}},
+                        "404": _ERROR,
+                    },
+                }
             },
             f"{p}/processes/{{name}}/tasks/{{task_id}}/artifacts": {
                 "get": _op(

@@ -17,6 +17,7 @@ request answers 202 with the event id; the JSON body becomes the event's payload
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import heapq
 import hmac
@@ -31,7 +32,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from .._redact import redacted_trace
-from ..process import AgentProcess, InvalidEventError, ProcessState
+from ..process import AgentProcess, InvalidEventError, ProcessState, TriggerEvent
+from ..process._event import check_traceparent
 from ..runtime import AgentRuntime, WebhookRoute
 from ._errors import PASSED_ON, APIConfigError, APIError, error_response
 from ._http import DEFAULT_MAX_BODY, foreign_origin, is_loopback, parse_json, read_body
@@ -292,15 +294,15 @@ class WebhookServer:
             # Spent before the first await, so two copies sent at once cannot both pass.
             self.replay_guard.spend(expected, timestamp)
             try:
-                return await self._take(route, body)
+                return await self._take(route, request, body)
             except BaseException:
                 # Not taken (process stopped, bad JSON, refused event): a retry of the same
                 # request must not be refused as a replay.
                 self.replay_guard.refund(expected)
                 raise
-        return await self._take(route, body)
+        return await self._take(route, request, body)
 
-    async def _take(self, route: WebhookRoute, body: bytes) -> Response:
+    async def _take(self, route: WebhookRoute, request: Request, body: bytes) -> Response:
         payload = parse_json(body)
         process = route.process
         if process.state in _CLOSED or self.runtime.get(process.name) is not process:
@@ -308,7 +310,13 @@ class WebhookServer:
                 503, "PROCESS_NOT_RUNNING", f"process {process.name!r} is {process.state.value}"
             )
         try:
-            event_id = await process.fire(route.trigger_id, "webhook", payload)
+            event = TriggerEvent(route.trigger_id, "webhook", payload)
+            # A sender's W3C trace context continues in the event's spans; one that is not
+            # valid is ignored, as the W3C recommendation has a receiver do.
+            sent = request.headers.get("traceparent", "").strip().lower()
+            with contextlib.suppress(InvalidEventError):
+                event.traceparent = check_traceparent(sent or None)
+            event_id = await process.inject(event)
         except InvalidEventError as exc:
             raise APIError(422, "INVALID_EVENT", str(exc)) from None
         answer: dict[str, Any] = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,7 +24,7 @@ app = typer.Typer(
     name="tether",
     help="Run AI agents as supervised processes with lifecycle hooks.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -67,10 +68,54 @@ PluginOption = Annotated[
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the API's JSON answer.")]
 
 
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+class LogFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+LogLevelOption = Annotated[
+    LogLevel | None,
+    typer.Option(
+        "--log-level",
+        help="Print tether's logs at this level and above on stderr (default: none, hook "
+        "errors show as outcomes; 'info' with --log-format json).",
+    ),
+]
+LogFormatOption = Annotated[
+    LogFormat,
+    typer.Option(
+        "--log-format",
+        help="Log lines as text, or one JSON object per line (process, event_id, hook, "
+        "trace_id); secrets redacted.",
+    ),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        sys.stdout.write(f"tether {__version__}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks and debug logs on errors.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
 ) -> None:
     STATE.debug = debug or os.environ.get("TETHER_DEBUG", "") not in ("", "0")
@@ -85,10 +130,31 @@ def run(
     ] = None,
     until_idle: Annotated[
         bool,
-        typer.Option("--until-idle", help="Stop once every injected event is done."),
+        typer.Option(
+            "--until-idle",
+            help="Stop once every injected event is done; exit 1 if any event was "
+            "dead-lettered (blocked, refused, failed for good), else 0.",
+        ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Hide model answers.")] = False,
     plugin: PluginOption = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Use this model instead of the manifest's ('openai:<name>', 'scripted').",
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="Endpoint of an 'openai:' model, e.g. the one 'tether fake-llm' prints "
+            "(default: the manifest's base_url, then OPENAI_BASE_URL).",
+        ),
+    ] = None,
+    log_level: LogLevelOption = None,
+    log_format: LogFormatOption = LogFormat.text,
 ) -> None:
     """Run one agent in the foreground with its triggers; Ctrl-C stops it cleanly."""
     from ._run import check_plugins, run_file
@@ -96,7 +162,17 @@ def run(
     payloads = [_json_option("--inject", text) for text in inject or []]
     plugins = check_plugins(plugin or [])
     raise typer.Exit(
-        run_file(file, payloads, until_idle=until_idle, answers=not quiet, plugins=plugins)
+        run_file(
+            file,
+            payloads,
+            until_idle=until_idle,
+            answers=not quiet,
+            plugins=plugins,
+            model=model,
+            base_url=base_url,
+            log_level=log_level.value if log_level is not None else None,
+            log_format=log_format.value,
+        )
     )
 
 
@@ -129,10 +205,28 @@ def serve(
             help="Let API clients deploy command hooks, stdio MCP servers and tool creation.",
         ),
     ] = False,
+    allow_hook_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-hook-host",
+            help="A host API clients may deploy URL hooks to (repeatable; '*' patterns and "
+            ":port allowed).",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print events.")] = False,
     plugin: PluginOption = None,
+    open_metrics: Annotated[
+        bool,
+        typer.Option(
+            "--open-metrics",
+            help="Serve GET /metrics without the token to scrapers on this machine.",
+        ),
+    ] = False,
+    log_level: LogLevelOption = None,
+    log_format: LogFormatOption = LogFormat.text,
 ) -> None:
-    """Start a runtime with the control API (and the webhooks of its processes)."""
+    """Start a runtime with the control API, its dashboard at / and its metrics at /metrics
+    (and the webhooks of its processes). OTEL_* variables turn on trace export."""
     from ._run import check_plugins, serve_files
     from ._token import serve_token
 
@@ -147,6 +241,10 @@ def serve(
             allow_command_deploys=allow_command_deploys,
             quiet=quiet,
             plugins=plugins,
+            allowed_hook_hosts=allow_hook_host or [],
+            open_metrics=open_metrics,
+            log_level=log_level.value if log_level is not None else None,
+            log_format=log_format.value,
         )
     )
 
@@ -154,11 +252,14 @@ def serve(
 @app.command()
 def validate(
     files: Annotated[list[Path], typer.Argument(help=".agent manifests to check.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON report: each file, ok, problems.")
+    ] = False,
 ) -> None:
     """Check manifests; print every problem with its path and line."""
     from ._validate import validate_files
 
-    raise typer.Exit(validate_files(files))
+    raise typer.Exit(validate_files(files, as_json=as_json))
 
 
 @app.command()
@@ -173,15 +274,63 @@ def schema() -> None:
 def inject(
     name: Annotated[str, typer.Argument(help="The process to send the event to.")],
     payload: Annotated[str, typer.Option(help="The event's JSON payload.")] = "{}",
-    trigger_id: Annotated[str, typer.Option(help="trigger_id of the event.")] = "cli",
+    trigger_id: Annotated[
+        str | None,
+        typer.Option(
+            help="Send the event as one of this trigger of the process (which must exist); "
+            "default: a manual event with trigger_id 'cli'."
+        ),
+    ] = None,
+    traceparent: Annotated[
+        str | None, typer.Option(help="W3C trace context: the event's spans are its children.")
+    ] = None,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Inject an event into a process of a running runtime."""
+    """Inject an event into a process of a running runtime (exit 1 if it was dead-lettered)."""
     from ._client import inject_event
 
     data = _json_option("--payload", payload)
-    raise typer.Exit(inject_event(url, token, name, data, trigger_id))
+    raise typer.Exit(
+        inject_event(url, token, name, data, trigger_id, traceparent=traceparent, as_json=as_json)
+    )
+
+
+@app.command()
+def publish(
+    event_type: Annotated[str, typer.Argument(help="The event triggers' event_type.")],
+    payload: Annotated[str, typer.Option(help="The events' JSON payload (an object).")] = "{}",
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Publish a runtime event: every process with an event trigger of this type gets one."""
+    from ._client import publish_event
+
+    data = _json_option("--payload", payload)
+    if not isinstance(data, dict):
+        raise click.UsageError("--payload must be a JSON object")
+    raise typer.Exit(publish_event(url, token, event_type, data, as_json=as_json))
+
+
+@app.command("fake-llm")
+def fake_llm(
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 8781,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    reply: Annotated[
+        str | None, typer.Option(help="What the model answers (default: FakeLLM's).")
+    ] = None,
+) -> None:
+    """Serve FakeLLM, a scripted OpenAI-compatible model, until Ctrl-C (for trying tether
+    without a model account: 'tether run agent.agent --base-url <printed URL>')."""
+    # The CLI never imports the test helpers: this process becomes ``python -m
+    # tether.testing`` (no shell; its signals and exit status are the command's own).
+    argv = [sys.executable, "-m", "tether.testing", "--host", host, "--port", str(port)]
+    if reply is not None:
+        argv += ["--reply", reply]
+    sys.stdout.flush()
+    os.execv(sys.executable, argv)
 
 
 @app.command()
@@ -251,14 +400,15 @@ def hooks_events(
     family: Annotated[
         str | None, typer.Option(help="Only the events of this family (for example: task).")
     ] = None,
-    url: UrlOption = DEFAULT_URL,
-    token: TokenOption = None,
+    url: Annotated[str, typer.Option("--url", hidden=True, help="Ignored.")] = DEFAULT_URL,
+    token: Annotated[str | None, typer.Option("--token", hidden=True, help="Ignored.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """The lifecycle events: family, blocking, matcher fields (schemas with --json)."""
+    """The lifecycle events: family, blocking, matcher fields (schemas with --json). Works
+    offline: the event table ships with tether."""
     from ._hooks import show_events
 
-    raise typer.Exit(show_events(url, token, blockable=blockable, family=family, as_json=as_json))
+    raise typer.Exit(show_events(blockable=blockable, family=family, as_json=as_json))
 
 
 @hooks_app.command("list")

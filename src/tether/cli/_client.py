@@ -7,11 +7,12 @@ import re
 from typing import Any, Final
 
 import httpx
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["APIClientError", "inject_event", "list_processes"]
+from ._console import console
+
+__all__ = ["APIClientError", "inject_event", "list_processes", "publish_event"]
 
 
 _SENDABLE_TOKEN: Final = re.compile(r"[\x21-\x7e]+")
@@ -85,38 +86,82 @@ def _check_url(url: str) -> None:
     raise APIClientError(f"--url {url!r} is not a valid URL: {problem}")
 
 
-def inject_event(url: str, token: str | None, name: str, payload: Any, trigger_id: str) -> int:
+def inject_event(
+    url: str,
+    token: str | None,
+    name: str,
+    payload: Any,
+    trigger_id: str | None,
+    *,
+    traceparent: str | None = None,
+    as_json: bool = False,
+) -> int:
+    """Inject one event; with ``trigger_id``, as an event of that trigger of the process (its
+    type too), which must exist. Exit status 1 when the event was dead-lettered."""
     from urllib.parse import quote
 
-    answer = _request(
-        "POST",
-        url,
-        token,
-        f"/processes/{quote(name, safe='')}/inject",
-        {"payload": payload, "trigger_id": trigger_id},
-    )
-    console = Console(soft_wrap=True, highlight=False)
-    if answer.get("status") == "dead_lettered":
-        console.print(
+    path = f"/processes/{quote(name, safe='')}"
+    body: dict[str, Any] = {"payload": payload, "trigger_id": "cli"}
+    if trigger_id is not None:
+        triggers = _request("GET", url, token, path).get("triggers", [])
+        found = [t for t in triggers if isinstance(t, dict) and t.get("id") == trigger_id]
+        if not found:
+            known = ", ".join(sorted(str(t.get("id")) for t in triggers)) or "none"
+            raise APIClientError(
+                f"--trigger-id: process {name!r} has no trigger {trigger_id!r} (its triggers: "
+                f"{known}); leave --trigger-id out to inject a manual event"
+            )
+        body.update(trigger_id=trigger_id, trigger_type=str(found[0].get("type", "manual")))
+    if traceparent is not None:
+        body["traceparent"] = traceparent
+    answer = _request("POST", url, token, f"{path}/inject", body)
+    out = console()
+    dead = answer.get("status") == "dead_lettered"
+    if as_json:
+        out.print_json(json.dumps(answer))
+        return 1 if dead else 0
+    if dead:
+        out.print(
             f"event {answer['event_id']} [red]dead-lettered[/] by {escape(name)}: "
             f"{escape(str(answer.get('reason')))}"
             + (f" ({escape(str(answer['error']))})" if answer.get("error") else "")
         )
         return 1
-    console.print(f"event {answer['event_id']} queued for {escape(name)}")
+    out.print(f"event {answer['event_id']} queued for {escape(name)}")
+    return 0
+
+
+def publish_event(
+    url: str, token: str | None, event_type: str, payload: Any, *, as_json: bool = False
+) -> int:
+    """Publish a runtime event to the processes with an event trigger of ``event_type``."""
+    answer = _request("POST", url, token, "/events", {"event_type": event_type, "payload": payload})
+    out = console()
+    if as_json:
+        out.print_json(json.dumps(answer))
+        return 0
+    ids = answer.get("event_ids", [])
+    if not ids:
+        out.print(f"no event trigger listens for {escape(event_type)!r}: nothing was queued")
+        return 0
+    for event_id in ids:
+        out.print(f"event {event_id} queued ({escape(event_type)})")
     return 0
 
 
 def list_processes(url: str, token: str | None, *, as_json: bool) -> int:
+    """The processes; HOOKS counts every hook of a process's resolved chain, as
+    ``tether hooks list`` lists them (shared and inherited ones included, and said)."""
     answer = _request("GET", url, token, "/processes")
     processes = answer.get("processes", [])
-    console = Console(soft_wrap=True, highlight=False)
+    out = console()
     if as_json:
-        console.print_json(json.dumps(processes))
+        out.print_json(json.dumps(processes))
         return 0
     if not processes:
-        console.print("no processes")
+        out.print("no processes")
         return 0
+    catalog = _request("GET", url, token, "/hooks/catalog").get("hooks", [])
     table = Table(box=None, pad_edge=False)
     for column in ("NAME", "STATE", "RUNS", "QUEUED", "DEAD LETTERS", "HOOKS", "UPTIME"):
         table.add_column(column)
@@ -128,8 +173,18 @@ def list_processes(url: str, token: str | None, *, as_json: bool) -> int:
             str(p.get("invocation_count")),
             str(p.get("queue_size")),
             str(p.get("dead_letter_count")),
-            str(p.get("hook_count")),
+            _hook_count([h for h in catalog if h.get("process") == p.get("name")]),
             f"{uptime:.0f}s" if isinstance(uptime, int | float) else "-",
         )
-    console.print(table)
+    out.print(table)
     return 0
+
+
+def _hook_count(hooks: list[dict[str, Any]]) -> str:
+    """``5`` or ``5 (2 shared, 1 inherited)``."""
+    kinds = [
+        f"{n} {source}"
+        for source in ("shared", "inherited")
+        if (n := sum(1 for h in hooks if h.get("source") == source))
+    ]
+    return f"{len(hooks)} ({', '.join(kinds)})" if kinds else str(len(hooks))

@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ._client import _request
+from ._console import console
 
 __all__ = [
     "dry_run",
@@ -47,7 +48,7 @@ _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def _console() -> Console:
-    return Console(soft_wrap=True, highlight=False)
+    return console()
 
 
 def _table(*columns: str) -> Table:
@@ -113,19 +114,18 @@ def parse_since(text: str | None) -> str | None:
 # -- events and the catalog --------------------------------------------------------------------
 
 
-def show_events(
-    url: str,
-    token: str | None,
-    *,
-    blockable: bool | None,
-    as_json: bool,
-    family: str | None = None,
-) -> int:
-    params = {"blockable": None if blockable is None else str(blockable).lower(), "family": family}
-    events = _request("GET", url, token, "/hooks/events", params=params)["events"]
-    console = _console()
+def show_events(*, blockable: bool | None, as_json: bool, family: str | None = None) -> int:
+    """The event table, read here: no server is needed."""
+    from ..hooks._taxonomy import FAMILIES, describe_events
+
+    if family is not None and family not in FAMILIES:
+        raise click.UsageError(
+            f"--family {family!r} is not a family; families: {', '.join(FAMILIES)}"
+        )
+    events = describe_events(blockable=blockable, family=family)
+    out = _console()
     if as_json:
-        _print_json(console, events)
+        _print_json(out, events)
         return 0
     table = _table("EVENT", "FAMILY", "BLOCKABLE", "MATCHERS", "WHAT A BLOCK DOES")
     for e in events:
@@ -136,7 +136,7 @@ def show_events(
             escape(", ".join(e["matcher_fields"]) or "-"),
             escape(e["block_effect"] or "-"),
         )
-    console.print(table)
+    out.print(table)
     return 0
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from rich.console import Console
 from rich.markup import escape
+
+from ._console import console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["explain", "test_hook"]
 
@@ -126,7 +130,7 @@ def test_hook(
         json.loads(json.dumps(payload)),
         {"process_name": process, "process_id": str(uuid.uuid4())},
     )
-    out = Console(soft_wrap=True, highlight=False)
+    out = console()
     out.print(
         f"[bold]event[/]    {hook_event.value} (blockable: "
         f"{'yes' if hook_event in BLOCKABLE_EVENTS else 'no'})"
@@ -153,6 +157,9 @@ def test_hook(
     out.print(f"[bold]answer[/]   {shown(raw) if raw else '(no output)'}")
     if result.log:
         out.print(f"[bold]log[/]      {shown(result.log)}")
+    if result.stderr.strip():
+        out.print("[bold]stderr[/]")
+        out.print(shown(result.stderr.rstrip()))
     for i, line in enumerate(
         explain(hook_event.value, payload, result.block, result.reason, result.data)
     ):

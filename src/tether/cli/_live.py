@@ -112,7 +112,7 @@ class LivePrinter:
         event = ctx.event.value
         parts = []
         for key in _SHOWN.get(event, ()):
-            if key in ctx.data:
+            if ctx.data.get(key) is not None:  # an unset field says nothing: not shown
                 value = ctx.data[key]
                 if key == "event_id" and isinstance(value, str):
                     value = value[:8]

@@ -21,12 +21,44 @@ if TYPE_CHECKING:
     from ..api import WebhookServer
     from ..process import AgentProcess
     from ..runtime import AgentRuntime
+    from ..telemetry import Telemetry
+    from ._logs import LogSetup
 
 __all__ = ["check_plugins", "run_file", "serve_files"]
 
 
 def _console() -> Console:
     return Console(soft_wrap=True, highlight=False)
+
+
+@contextlib.contextmanager
+def _logs(level: str | None, log_format: str) -> Iterator[LogSetup | None]:
+    """``--log-level``/``--log-format``: tether's logs on stderr (redacted once the runtime
+    exists: see LogSetup); without them, as before: none (see _quiet_logs)."""
+    from ._logs import logging_to_stderr
+
+    if level is None and log_format == "json":
+        level = "info"
+    if level is None:
+        with _quiet_logs():
+            yield None
+        return
+    with logging_to_stderr(level, log_format) as setup:
+        yield setup
+
+
+def _telemetry(*, metrics: bool) -> Telemetry | None:
+    """Spans when the OTEL_* variables ask for them; metrics (``metrics``) when
+    prometheus_client is installed; None when neither."""
+    from ..telemetry import Telemetry
+
+    telemetry = Telemetry.from_env(metrics=None if metrics else False)
+    return telemetry if telemetry.tracing is not None or telemetry.metrics is not None else None
+
+
+async def _shutdown(telemetry: Telemetry | None) -> None:
+    if telemetry is not None:  # the last spans go out (in a thread: it waits for the export)
+        await asyncio.to_thread(telemetry.shutdown)
 
 
 @contextlib.contextmanager
@@ -138,11 +170,25 @@ def run_file(
     until_idle: bool,
     answers: bool,
     plugins: list[str] | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    log_level: str | None = None,
+    log_format: str = "text",
 ) -> int:
-    """Run the agent of ``file``; return the exit status."""
-    with _quiet_logs():
+    """Run the agent of ``file``; return the exit status: with ``until_idle``, 1 when an
+    event was dead-lettered."""
+    with _logs(log_level, log_format) as logs:
         return asyncio.run(
-            _run(file, payloads, until_idle=until_idle, answers=answers, plugins=plugins or [])
+            _run(
+                file,
+                payloads,
+                until_idle=until_idle,
+                answers=answers,
+                plugins=plugins or [],
+                model=model,
+                base_url=base_url,
+                logs=logs,
+            )
         )
 
 
@@ -154,6 +200,9 @@ async def _run(
     answers: bool,
     plugins: list[str] | None = None,
     stop: asyncio.Event | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    logs: LogSetup | None = None,
 ) -> int:
     from ..hooks import HookManager
     from ..manifest import load_manifest, manifest_to_process_config
@@ -164,9 +213,15 @@ async def _run(
     manifest = load_manifest(file)
     if plugins:
         manifest = manifest.model_copy(update={"plugins": _with_plugins(manifest.plugins, plugins)})
+    overrides = {k: v for k, v in (("model", model), ("base_url", base_url)) if v is not None}
+    if overrides:
+        manifest = manifest.model_copy(update=_checked_overrides(overrides))
     config = manifest_to_process_config(manifest)
     console = _console()
-    runtime = AgentRuntime(hooks=HookManager())
+    telemetry = _telemetry(metrics=False)  # no API here to serve metrics from
+    runtime = AgentRuntime(hooks=HookManager(), telemetry=telemetry)
+    if logs is not None:
+        logs.redact = runtime.redact
     printer = LivePrinter(console, answers=answers)
     printer.attach_runtime(runtime)
     process = await runtime.add_process(manifest.name, config)
@@ -201,9 +256,30 @@ async def _run(
             if webhooks is not None:
                 await webhooks.stop()
             await runtime.stop_all()
+            await _shutdown(telemetry)
             printer.check_dead_letters()
             _summary(console, runtime)
+    if until_idle and process.dead_letters:
+        return 1  # what was asked for did not all happen (see --help)
     return 0
+
+
+def _checked_overrides(overrides: dict[str, str]) -> dict[str, str]:
+    """``--model``/``--base-url``, checked as the manifest's own fields are (a usage error
+    naming the option)."""
+    import click
+    from pydantic import ValidationError
+
+    from ..manifest import ProcessSpec
+
+    try:
+        checked = ProcessSpec.model_validate(overrides)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        option = "--" + str(error["loc"][0]).replace("_", "-")
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise click.UsageError(f"{option}: {message}") from None
+    return {key: getattr(checked, key) for key in overrides}
 
 
 async def _idle_or(process: AgentProcess, stop: asyncio.Event) -> None:
@@ -228,13 +304,17 @@ def serve_files(
     allow_command_deploys: bool,
     quiet: bool,
     plugins: list[str] | None = None,
+    allowed_hook_hosts: list[str] | None = None,
+    open_metrics: bool = False,
+    log_level: str | None = None,
+    log_format: str = "text",
 ) -> int:
     """Serve a runtime with the processes of ``files``; return the exit status.
 
     ``plugins`` are activated on the processes of ``files`` (processes deployed later over
     the API name their own).
     """
-    with _quiet_logs():
+    with _logs(log_level, log_format) as logs:
         return asyncio.run(
             _serve(
                 files,
@@ -244,6 +324,9 @@ def serve_files(
                 allow_command_deploys=allow_command_deploys,
                 quiet=quiet,
                 plugins=plugins or [],
+                allowed_hook_hosts=allowed_hook_hosts or [],
+                open_metrics=open_metrics,
+                logs=logs,
             )
         )
 
@@ -257,8 +340,11 @@ async def _serve(
     allow_command_deploys: bool,
     quiet: bool,
     plugins: list[str] | None = None,
+    allowed_hook_hosts: list[str] | None = None,
     stop: asyncio.Event | None = None,
     ready: Callable[[str], object] | None = None,
+    open_metrics: bool = False,
+    logs: LogSetup | None = None,
 ) -> int:
     from ..api import OrchestrationAPI
     from ..hooks import HookManager
@@ -276,7 +362,10 @@ async def _serve(
     if problems:
         raise ExceptionGroup("manifests with problems", problems)
     console = _console()
-    runtime = AgentRuntime(hooks=HookManager())
+    telemetry = _telemetry(metrics=True)
+    runtime = AgentRuntime(hooks=HookManager(), telemetry=telemetry)
+    if logs is not None:
+        logs.redact = runtime.redact
     if not quiet:
         LivePrinter(console).attach_runtime(runtime)
     for manifest in manifests:
@@ -286,18 +375,34 @@ async def _serve(
             )
         await runtime.add_spec(manifest)
     api = OrchestrationAPI(
-        runtime, host=host, port=port, token=token, allow_command_deploys=allow_command_deploys
+        runtime,
+        host=host,
+        port=port,
+        token=token,
+        allow_command_deploys=allow_command_deploys,
+        allowed_hook_hosts=allowed_hook_hosts or [],
+        open_metrics=open_metrics,
     )
     stop = stop if stop is not None else asyncio.Event()
     with _stop_on_signals(stop):
         try:
             await api.start()
             console.print(f"[bold]tether serve[/]: control API on {api.url}/api/v1")
+            console.print(f"  dashboard  {api.url}/")
+            if telemetry is not None and telemetry.metrics is not None:
+                shown = " (open to this machine)" if open_metrics else ""
+                console.print(f"  metrics    {api.url}/metrics{shown}")
+            if telemetry is not None and telemetry.tracing is not None:
+                console.print("  traces     exported over OTLP/HTTP (OTEL_* variables)")
             if token is None:
                 console.print("  no token: only requests from this machine are served")
             if allow_command_deploys:
                 console.print(
                     "  [yellow]command deploys are allowed[/]: API clients can run programs here"
+                )
+            if api.allowed_hook_hosts:
+                console.print(
+                    f"  URL hooks may be deployed to: {escape(', '.join(api.allowed_hook_hosts))}"
                 )
             _describe_webhooks(console, api.webhooks)
             for process in runtime:
@@ -315,5 +420,6 @@ async def _serve(
         finally:
             await api.stop()
             await runtime.stop_all()
+            await _shutdown(telemetry)
             _summary(console, runtime)
     return 0

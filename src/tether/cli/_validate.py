@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
+
+from ._console import console
 
 __all__ = ["validate_files"]
 
 
-def validate_files(files: list[Path]) -> int:
-    """Check each file; return 0 when all are valid, 1 otherwise."""
+def validate_files(files: list[Path], *, as_json: bool = False) -> int:
+    """Check each file; return 0 when all are valid, 1 otherwise.
+
+    ``as_json``: one JSON object on stdout, ``{"valid": bool, "files": [{"file", "ok",
+    "name", "triggers", "hooks", "errors": [{"path", "line", "message"}], "warnings"}]}``.
+    """
     from ..manifest import ManifestError, load_manifest
 
-    out = Console(soft_wrap=True, highlight=False)
-    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    if as_json:
+        return _validate_json(files)
+    out = console()
+    err = console(stderr=True)
     bad = 0
     for file in files:
         with warnings.catch_warnings(record=True) as caught:
@@ -81,3 +89,41 @@ def _loaded(manifest: Any) -> tuple[list[str], list[str]]:
             command = " ".join(hook.command) if isinstance(hook.command, list) else hook.command
             lines.append(f"claude_code_hooks[{i}]: {claude} -> {hook.event}{matcher}: {command}")
     return lines, problems
+
+
+def _validate_json(files: list[Path]) -> int:
+    from ..manifest import ManifestError, load_manifest
+
+    reports = []
+    for file in files:
+        report: dict[str, Any] = {"file": str(file), "ok": True, "errors": [], "warnings": []}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                manifest = load_manifest(file)
+            except ManifestError as exc:
+                report["ok"] = False
+                report["errors"] = [
+                    {"path": issue.path, "line": issue.line, "message": issue.message}
+                    for issue in exc.errors
+                ]
+            else:
+                loaded, problems = _loaded(manifest)
+                if problems:
+                    report["ok"] = False
+                    report["errors"] = [
+                        {"path": problem.partition(": ")[0], "line": None, "message": problem}
+                        for problem in problems
+                    ]
+                report.update(
+                    name=manifest.name,
+                    triggers=len(manifest.triggers),
+                    hooks=len(manifest.hooks),
+                    claude_code_hooks=loaded,
+                )
+            report["warnings"] = [str(w.message) for w in caught]
+        reports.append(report)
+    valid = all(r["ok"] for r in reports)
+    sys.stdout.write(json.dumps({"valid": valid, "files": reports}, indent=2) + "\n")
+    sys.stdout.flush()
+    return 0 if valid else 1

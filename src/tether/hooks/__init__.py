@@ -11,6 +11,9 @@ from ._errors import CommandHookError as CommandHookError
 from ._errors import HookBlocked as HookBlocked
 from ._errors import HookError as HookError
 from ._errors import HookTimeoutError as HookTimeoutError
+from ._errors import HttpHookError as HttpHookError
+from ._errors import HttpHookTimeoutError as HttpHookTimeoutError
+from ._errors import PromptHookError as PromptHookError
 from ._events import BLOCKABLE_EVENTS as BLOCKABLE_EVENTS
 from ._events import HookEvent as HookEvent
 from ._manager import DispatchResult as DispatchResult
@@ -30,14 +33,24 @@ from ._shell import ShellHookResult as ShellHookResult
 
 if TYPE_CHECKING:
     from ._config import HookConfig as HookConfig
+    from ._http_hook import HttpHook as HttpHook
+    from ._persistent import PersistentHook as PersistentHook
+
+#: Names loaded on first use: HookConfig needs pydantic (~0.1 s to import); the HTTP and
+#: persistent hooks are not needed by most programs.
+_LAZY = {
+    "HookConfig": "._config",
+    "HttpHook": "._http_hook",
+    "PersistentHook": "._persistent",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # HookConfig needs pydantic (~0.1 s to import): load it on first use only.
-    if name == "HookConfig":
-        from ._config import HookConfig
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
 
-        return HookConfig
+        return getattr(importlib.import_module(module, __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -56,9 +69,14 @@ __all__ = [
     "HookManager",
     "HookRun",
     "HookTimeoutError",
+    "HttpHook",
+    "HttpHookError",
+    "HttpHookTimeoutError",
+    "PersistentHook",
     "Plugin",
     "PluginContext",
     "PluginError",
+    "PromptHookError",
     "ShellHook",
     "ShellHookResult",
     "available_plugins",

@@ -98,9 +98,9 @@ def masked_errors(
 
 def _holds_env(loc: tuple[Any, ...], value: Any, kind: str) -> bool:
     """An error whose input may hold an ``env`` value: one of the whole declaration (its input
-    is every field) or of ``env`` as a whole. (An env value of another type than text is
-    already a NotShown, its type alone.)"""
-    return not loc or (loc[0] == "env" and isinstance(value, dict | list | tuple))
+    is every field) or of ``env`` (or an HTTP hook's ``headers``) as a whole. (An env value of
+    another type than text is already a NotShown, its type alone.)"""
+    return not loc or (loc[0] in ("env", "headers") and isinstance(value, dict | list | tuple))
 
 
 #: Set once hooks/_kinds.py has defined every kind: HookConfig's own schema is then rebuilt as
@@ -117,8 +117,14 @@ class HookConfig(BaseModel):
     secrets: masked in every JSON dump, and never shown by a validation error.
     """
 
+    # defer_build: the validators are built at the first declaration, not when the name is
+    # imported (pydantic's schema build, and its scan of every installed package's plugins).
     model_config = ConfigDict(
-        extra="forbid", arbitrary_types_allowed=True, frozen=False, title="HookConfig"
+        extra="forbid",
+        arbitrary_types_allowed=True,
+        frozen=False,
+        title="HookConfig",
+        defer_build=True,
     )
 
     #: The executor kind this class declares (HookInfo.executor_kind) and the field whose
@@ -277,7 +283,8 @@ def not_a_bool(value: Any, info: ValidationInfo) -> Any:
 def not_exactly_one(keys: list[str], given: list[str]) -> ValidationError:
     """The error of a declaration naming no executor kind, or several: its input (every
     field, ``env`` values too) is not shown."""
-    names = " or ".join(f"{k!r}" for k in keys) if len(keys) == 2 else ", ".join(map(repr, keys))
+    quoted = [repr(k) for k in keys]
+    names = " or ".join(quoted) if len(keys) <= 2 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
     which = "neither" if not given else "both" if len(given) == 2 else ", ".join(given)
     error = ValueError(f"set exactly one of {names} (got {which})")
     return ValidationError.from_exception_data(

@@ -6,8 +6,12 @@ Exception tree::
     ├── HookBlocked            a hook refused the action (raised by hook code, on purpose)
     └── HookError              base of errors the engine reports about a hook
         ├── HookTimeoutError   a hook ran longer than its timeout
-        └── CommandHookError   a command hook misbehaved (also a RuntimeError)
-            (one killed at its timeout is also a HookTimeoutError, so a TimeoutError)
+        ├── CommandHookError   a command hook misbehaved (also a RuntimeError); a persistent
+        │                      one too (crash, bad line, restart)
+        ├── HttpHookError      an HTTP hook failed: unreachable, non-2xx, a bad body (RuntimeError)
+        └── PromptHookError    a prompt hook's model failed or gave no decision (RuntimeError)
+    (a command or HTTP hook that overran its own timeout is also a HookTimeoutError, so a
+    TimeoutError)
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ __all__ = [
     "HookBlocked",
     "HookError",
     "HookTimeoutError",
+    "HttpHookError",
+    "HttpHookTimeoutError",
+    "PromptHookError",
 ]
 
 
@@ -50,5 +57,31 @@ class CommandHookTimeoutError(CommandHookError, HookTimeoutError):
     timed_out = True
 
 
-for _cls in (HookBlocked, HookError, HookTimeoutError, CommandHookError, CommandHookTimeoutError):
+class HttpHookError(HookError, RuntimeError):
+    """An HTTP hook failed: the service could not be reached, answered non-2xx or a bad body."""
+
+    #: True when the request overran the hook's timeout.
+    timed_out: bool = False
+
+
+class HttpHookTimeoutError(HttpHookError, HookTimeoutError):
+    """An HTTP hook's request overran the hook's timeout and was abandoned."""
+
+    timed_out = True
+
+
+class PromptHookError(HookError, RuntimeError):
+    """A prompt hook failed: its model could not be asked, or answered no allow/deny decision."""
+
+
+for _cls in (
+    HookBlocked,
+    HookError,
+    HookTimeoutError,
+    CommandHookError,
+    CommandHookTimeoutError,
+    HttpHookError,
+    HttpHookTimeoutError,
+    PromptHookError,
+):
     _cls.__module__ = "tether"

@@ -118,10 +118,16 @@ class CommandExecutor:
 
 def executor_for(fn: Callable[..., Any], owner: object | None) -> Executor:
     """The executor of a callable registered in code: a ShellHook's callback runs its program,
-    a Plugin's method is a plugin's, anything else is a callback."""
+    the ``callback`` of a hook object that makes its own executor (an HttpHook, a
+    PersistentHook, a PromptHook: ``as_executor()``) is that, a Plugin's method is a plugin's,
+    anything else is a callback."""
     shell = getattr(fn, "__self__", None)
     if isinstance(shell, ShellHook) and getattr(fn, "__func__", None) is ShellHook.callback:
         return CommandExecutor(shell)
+    as_executor = getattr(shell, "as_executor", None)
+    if as_executor is not None and getattr(fn, "__name__", None) == "callback":
+        made: Executor = as_executor()
+        return made
     from ._plugin import Plugin
 
     if isinstance(owner, Plugin):

@@ -201,7 +201,8 @@ class ExtensionPoints:
     async def aclose(self, keep: Collection[asyncio.Task[Any] | None] = ()) -> None:
         """Cancel deferred calls still pending: those not yet fired and those running (but
         the calling task, and those in ``keep``: a deferred call awaiting what closes this).
-        Running ones are cancelled with the CLOSING message: no fault of their handlers."""
+        Running ones are cancelled with the CLOSING message: no fault of their handlers.
+        Then what the hooks' executors hold open is closed (see hooks/_resources.py)."""
         due = self._due()
         dropped = sorted(due.get(handle, "?") for handle in self._timers)
         for handle in self._timers:
@@ -224,3 +225,7 @@ class ExtensionPoints:
             )
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*tasks, return_exceptions=True)
+        # What the hooks' executors hold open (HTTP connections, persistent co-processes).
+        from ._resources import close_resources
+
+        await close_resources(self)

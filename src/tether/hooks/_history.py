@@ -8,6 +8,7 @@ the batch is flushed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections import deque
@@ -72,14 +73,43 @@ class HistoryRecorder:
         self._timer: asyncio.TimerHandle | None = None
         #: Keep each hook's data before and after (dry runs); off for ordinary history.
         self.trace = trace
+        self._listeners: list[tuple[Callable[..., None], bool]] = []
+
+    def add_listener(self, listener: Callable[..., None], *, lazy: bool = False) -> None:
+        """Call ``listener`` with the HookRuns of each dispatch (or background run) as it is
+        recorded, in the task that dispatched (telemetry parents its spans there).
+
+        The records are built at once for a listener; with ``lazy`` it gets a function that
+        builds them instead, to call when (and if) it needs them. A listener that raises is
+        logged and never fails the dispatch.
+        """
+        self._listeners.append((listener, lazy))
+
+    def remove_listener(self, listener: Callable[..., None]) -> None:
+        """Stop calling ``listener`` (a listener not added: nothing happens)."""
+        self._listeners = [entry for entry in self._listeners if entry[0] != listener]
 
     # -- recording (hot path: store, do not build) -------------------------------------------
 
     def add(self, entry: Entry) -> None:
-        """Keep one dispatch's record (and batch it for the sink, if there is one)."""
+        """Keep one dispatch's record (batch it for the sink, hand it to the listeners)."""
         self._ring.append(entry)
         if self._sink is not None:
             self._queue(entry)
+        if self._listeners:
+            self._tell(entry)
+
+    def _tell(self, entry: Entry) -> None:
+        runs: list[HookRun] | None = None
+        for listener, lazy in list(self._listeners):  # a listener may remove itself
+            try:
+                if lazy:
+                    listener(functools.partial(self._expand, entry))
+                else:
+                    runs = self._expand(entry) if runs is None else runs
+                    listener(runs)
+            except Exception:
+                logger.exception("a hook-run listener failed")
 
     def _queue(self, entry: Entry) -> None:
         """Batch an entry for the sink: written when BATCH are pending or FLUSH_INTERVAL later."""

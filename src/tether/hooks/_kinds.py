@@ -13,6 +13,9 @@ from typing import Any, Final
 from ._callback import CallbackHookConfig
 from ._command import CommandHookConfig
 from ._config import HookConfig, not_exactly_one
+from ._persistent_command import PersistentHookConfig
+from ._prompt import PromptHookConfig
+from ._url import UrlHookConfig
 
 __all__ = ["EXECUTOR_KINDS", "KINDS", "kind_class"]
 
@@ -20,6 +23,9 @@ __all__ = ["EXECUTOR_KINDS", "KINDS", "kind_class"]
 KINDS: Final[dict[str, type[HookConfig]]] = {
     "command": CommandHookConfig,
     "callback": CallbackHookConfig,
+    "persistent": PersistentHookConfig,
+    "url": UrlHookConfig,
+    "prompt": PromptHookConfig,
 }
 
 #: Every kind that can run a hook: those a HookConfig declares, and a plugin's methods.

@@ -247,7 +247,13 @@ def log_failure(
     """Log an isolated hook error; with ``redact``, secrets never reach the log."""
     if redact is None:
         logger.warning(
-            "hook %s (%s) failed on %s: %r", hook.name, hook.hook_id, event, exc, exc_info=exc
+            "hook %s (%s) failed on %s: %r",
+            hook.name,
+            hook.hook_id,
+            event,
+            exc,
+            exc_info=exc,
+            extra={"hook_id": hook.hook_id},
         )
         return
     trace = redacted_trace(exc, redact)
@@ -258,6 +264,7 @@ def log_failure(
         event,
         redact(repr(exc)),
         trace,
+        extra={"hook_id": hook.hook_id},
     )
 
 

@@ -77,6 +77,8 @@ class ShellHookResult:
     data: dict[str, Any] | None = None
     log: str | None = None
     raw: str = ""
+    #: What the program wrote to stderr (it never changes the answer; ``hooks test`` shows it).
+    stderr: str = ""
 
 
 ShellHookResult.__module__ = "tether"
@@ -275,7 +277,9 @@ class ShellHook:
             raise CommandHookError(
                 f"hook command {name!r} wrote stdout that is not {self.encoding}: {exc}"
             ) from None
-        return self.parse(raw)
+        result = self.parse(raw)
+        result.stderr = done.stderr.decode(self.encoding, errors="replace")
+        return result
 
     async def spawn(self, ctx: HookContext, stdin: str) -> Completed:
         """Run the program for ``ctx`` with ``stdin``; return what it did (returncode, stdout,
@@ -315,47 +319,62 @@ class ShellHook:
 
     def parse(self, raw: str) -> ShellHookResult:
         """Interpret a program's stdout (empty: success, nothing changed)."""
-        name = self.display_name
-        if not raw.strip():
-            return ShellHookResult(raw=raw)
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            raise CommandHookError(
-                f"hook command {name!r} wrote stdout that is not a JSON object: {raw[:200]!r}"
-            ) from None
-        if not isinstance(answer, dict):
-            raise CommandHookError(
-                f"hook command {name!r} wrote a JSON {type(answer).__name__}, not a JSON object"
-            )
-        data = answer.get("data")
-        if data is not None and not isinstance(data, dict):
-            raise CommandHookError(
-                f"hook command {name!r}: 'data' must be a JSON object, got {type(data).__name__}"
-            )
-        log = answer.get("log")
-        reason = answer.get("reason")
-        return ShellHookResult(
-            block=bool(answer.get("block", False)),
-            reason="" if reason is None else str(reason),
-            data=data,
-            log=None if log is None else str(log) if not isinstance(log, str) else log,
-            raw=raw,
-        )
+        return parse_answer(raw, f"hook command {self.display_name!r}")
 
     async def callback(self, ctx: HookContext) -> None:
         """Run the program and apply its answer: block, replace the data, log."""
-        result = await self.run(ctx)
-        if result.log:
-            redact = self.redact
-            text = redact(result.log) if redact is not None else result.log
-            shown = redact(self.display_name) if redact is not None else self.display_name
-            logger.debug("hook command %s: %s", shown, text)
-        if result.block:
-            # A refusal always says why, so a dead letter never carries an empty error.
-            raise HookBlocked(result.reason or NO_REASON)
-        if result.data is not None:
-            ctx.replace(result.data)
+        apply_answer(await self.run(ctx), ctx, f"hook command {self.display_name}", self.redact)
 
 
 ShellHook.__module__ = "tether"
+
+
+def parse_answer(raw: str, who: str, wrote: str = "wrote stdout") -> ShellHookResult:
+    """Interpret a hook's answer text by the command-hook rules (empty: success, nothing
+    changed); ``who`` names the hook in errors ("hook command 'x'"), ``wrote`` says what it
+    gave ("wrote stdout")."""
+    if not raw.strip():
+        return ShellHookResult(raw=raw)
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        raise CommandHookError(f"{who} {wrote} that is not a JSON object: {raw[:200]!r}") from None
+    return answer_of(answer, raw, who)
+
+
+def answer_of(answer: object, raw: str, who: str) -> ShellHookResult:
+    """A decoded answer (a JSON object: ``block``, ``reason``, ``data``, ``log``) as a result."""
+    if not isinstance(answer, dict):
+        raise CommandHookError(f"{who} wrote a JSON {type(answer).__name__}, not a JSON object")
+    data = answer.get("data")
+    if data is not None and not isinstance(data, dict):
+        raise CommandHookError(f"{who}: 'data' must be a JSON object, got {type(data).__name__}")
+    log = answer.get("log")
+    reason = answer.get("reason")
+    return ShellHookResult(
+        block=bool(answer.get("block", False)),
+        reason="" if reason is None else str(reason),
+        data=data,
+        log=None if log is None else str(log) if not isinstance(log, str) else log,
+        raw=raw,
+    )
+
+
+def apply_answer(
+    result: ShellHookResult,
+    ctx: HookContext,
+    shown: str,
+    redact: Callable[[str], str] | None,
+    no_reason: str = NO_REASON,
+) -> None:
+    """Apply a parsed answer to ``ctx``: log its ``log`` (redacted) at debug level as
+    ``shown``'s, raise HookBlocked for a block (``no_reason`` when it gave none), or replace
+    the data."""
+    if result.log:
+        text = redact(result.log) if redact is not None else result.log
+        logger.debug("%s: %s", redact(shown) if redact is not None else shown, text)
+    if result.block:
+        # A refusal always says why, so a dead letter never carries an empty error.
+        raise HookBlocked(result.reason or no_reason)
+    if result.data is not None:
+        ctx.replace(result.data)

@@ -32,6 +32,7 @@ __all__ = [
     "RestartPolicy",
     "TriggerConfig",
     "WebhookTrigger",
+    "check_base_url",
     "check_mission",
     "split_zone",
 ]
@@ -39,6 +40,21 @@ __all__ = [
 
 #: The longest mission accepted: a standing goal, not a second set of instructions.
 MISSION_MAX_CHARS: Final = 2000
+
+
+def check_base_url(value: str | None) -> str | None:
+    """A model endpoint as kept: an http(s) URL with a host; else ValueError saying so."""
+    if value is None:
+        return None
+    from urllib.parse import urlsplit
+
+    text = value.strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"base_url {value!r} is not an http(s) URL; give one like http://127.0.0.1:8781/v1"
+        )
+    return text
 
 
 def check_mission(value: object) -> str | None:
@@ -274,6 +290,11 @@ class ProcessConfig(BaseModel):
     model: Any = Field(default="openai:gpt-5-mini", description="'openai:<name>', 'scripted'")
     model_timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per request")
     model_max_retries: int = Field(default=2, ge=0, le=10, description="Retries per request")
+    base_url: str | None = Field(
+        default=None,
+        description="Endpoint of an 'openai:' model, e.g. http://127.0.0.1:8781/v1 (default: "
+        "OPENAI_BASE_URL, then OpenAI's)",
+    )
     instructions: str = Field(default="", description="System instructions of the agent")
     mission: str | None = Field(
         default=None,
@@ -334,6 +355,11 @@ class ProcessConfig(BaseModel):
     @classmethod
     def _mission(cls, value: str | None) -> str | None:
         return check_mission(value)
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        return check_base_url(value)
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         return repr_args(super().__repr_args__())

@@ -23,6 +23,7 @@ from ._supervise import describe, is_fatal
 
 if TYPE_CHECKING:
     from .._redact import Redactor
+    from ..agent._observer import Observer
     from ..hooks import DispatchResult
     from ..store import Journal
     from ._event import TriggerEvent
@@ -44,6 +45,7 @@ class DeadLetters:
         name: str
         redactor: Redactor
         dead_letters: list[dict[str, Any]]
+        observer: Observer | None
         _journal: Journal | None
         _retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]]
         _given_up: list[tuple[TriggerEvent, int]]
@@ -84,6 +86,8 @@ class DeadLetters:
             "timestamp": datetime.now(UTC),
         }
         self.dead_letters.append(entry)
+        if self.observer is not None:
+            self.observer.dead_lettered(self.name, reason)
         logger.info("event %s dead-lettered: %s (%s)", event.event_id, reason, error)
         if self._journal is not None:  # a failed write: see _journaling (at-least-once)
             payload = self.redactor.declared.value(event.to_dict())  # replayed: see Redactor

@@ -3,12 +3,58 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["InvalidEventError", "TriggerEvent", "render_prompt"]
+__all__ = [
+    "CURRENT_EVENT",
+    "InvalidEventError",
+    "TriggerEvent",
+    "check_traceparent",
+    "current_event_id",
+    "current_process",
+    "render_prompt",
+]
+
+#: The process and the id of the event the running task accepts (task_created) or works on
+#: (its attempt); hooks and tasks started meanwhile inherit it.
+CURRENT_EVENT: ContextVar[tuple[str, str] | None] = ContextVar("tether_current_event", default=None)
+
+
+def current_event_id() -> str | None:
+    """The id of the event being accepted or run by the calling task (None outside one):
+    a hook-run listener uses it to tie runs to their event (the dashboard's timeline)."""
+    current = CURRENT_EVENT.get()
+    return current[1] if current is not None else None
+
+
+def current_process() -> str | None:
+    """The name of the process whose event the calling task accepts or runs (or None)."""
+    current = CURRENT_EVENT.get()
+    return current[0] if current is not None else None
+
+
+_TRACEPARENT = re.compile(
+    r"(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}"
+)
+
+
+def check_traceparent(value: object) -> str | None:
+    """``value`` if it is a W3C ``traceparent`` (version-traceid-spanid-flags, lowercase hex,
+    no all-zero ids), None for None; else InvalidEventError saying what is allowed."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _TRACEPARENT.fullmatch(value):
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        raise InvalidEventError(
+            f"traceparent must be a W3C trace context like "
+            f"'00-<32 hex trace id>-<16 hex span id>-01', got {shown}"
+        )
+    return value
 
 
 class InvalidEventError(ValueError, TypeError):
@@ -24,8 +70,12 @@ class TriggerEvent:
     payload: Any = field(default_factory=dict)
     event_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    #: The W3C trace context of whatever sent the event (a webhook's header, an injected
+    #: field): its spans are children of it (see tether.telemetry).
+    traceparent: str | None = None
 
     def __post_init__(self) -> None:
+        check_traceparent(self.traceparent)
         for name in ("trigger_id", "trigger_type", "event_id"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
@@ -38,13 +88,16 @@ class TriggerEvent:
             raise InvalidEventError(f"payload must be JSON-serialisable: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "event_id": self.event_id,
             "trigger_id": self.trigger_id,
             "trigger_type": self.trigger_type,
             "payload": self.payload,
             "created_at": self.created_at.isoformat(),
         }
+        if self.traceparent is not None:
+            out["traceparent"] = self.traceparent
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TriggerEvent:
@@ -55,6 +108,7 @@ class TriggerEvent:
             payload=data.get("payload", {}),
             event_id=data["event_id"],
             created_at=datetime.fromisoformat(created) if created else datetime.now(UTC),
+            traceparent=data.get("traceparent"),
         )
 
 

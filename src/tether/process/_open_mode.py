@@ -87,6 +87,8 @@ async def spawn_child(
     )
     child = AgentProcess(name, config, parent=parent)
     child._model = parent._model  # share the client; the parent closes it
+    if parent.observer is not None:
+        child.observe(parent.observer)
     parent.children[name] = child
     if parent.on_spawn is not None:
         await parent.on_spawn(child)

@@ -14,9 +14,11 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Final
 
@@ -32,8 +34,10 @@ from ..agent import (
     scan,
     scan_payload,
 )
+from ..agent._observer import Note
 from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
 from ..hooks._hook import CLOSING, closing
+from ..hooks._prompt import DEFAULT_MODELS
 from ..hooks._secrets import CommandSecrets
 from ._changes import ConfigChanges
 from ._config import (
@@ -47,7 +51,7 @@ from ._config import (
 from ._config_secrets import config_secrets, resolve_secrets
 from ._dead_letters import DeadLetters
 from ._errors import ProcessStateError
-from ._event import TriggerEvent, render_prompt
+from ._event import CURRENT_EVENT, TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
 from ._journaling import JournalWrites
 from ._mcp import check_entries
@@ -59,6 +63,8 @@ from ._supervise import Supervision, describe, is_fatal
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
+    from ..agent._observer import Observer
+    from ..hooks import HookRun
     from ..models import Model
     from ..store import Journal
 
@@ -108,6 +114,10 @@ class AgentProcess(
         self._metadata: Final = {"process_name": self.name, "process_id": self.process_id}
         self.parent = parent
         self.hooks = HookManager(default_timeout=self.config.hook_timeout)
+        # Prompt hooks that name no model ask this process's (made when it starts). Weakly:
+        # the table is keyed by the manager, which the process holds.
+        me = weakref.ref(self)
+        DEFAULT_MODELS[self.hooks] = lambda: p._model if (p := me()) is not None else None
         for hook in self.config.hooks:
             self.hooks.register_config(hook, source=hook._source or "config")
         if parent is not None:
@@ -203,9 +213,27 @@ class AgentProcess(
         self.plugins = PluginManager(self)
         for plugin in self.config.plugins:
             self.plugins.add(plugin)
+        #: Told of each task, run, model call, tool call and hook run (see observe()).
+        self.observer: Observer | None = None
+        #: The note of each task attempt under way, while an observer is set.
+        self._task_notes: dict[str, Note] = {}
 
     def __repr__(self) -> str:
         return f"AgentProcess({self.name!r}, state={self.state.value!r})"
+
+    def observe(self, observer: Observer) -> None:
+        """Report this process's tasks, runs, model and tool calls and hook runs to
+        ``observer`` (telemetry: see tether.telemetry). One observer at a time."""
+        if self.observer is not None:
+            raise ProcessStateError(f"process {self.name!r} already has an observer")
+        self.observer = observer
+
+        def hook_runs(runs: list[HookRun]) -> None:
+            observer.hook_runs(self.name, self.hooks, runs)
+
+        self.history.add_listener(hook_runs)
+        if self._loop is not None:
+            self._loop.observer = observer
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -296,6 +324,7 @@ class AgentProcess(
                         model,
                         timeout=self.config.model_timeout,
                         max_retries=self.config.model_max_retries,
+                        base_url=self.config.base_url,
                     )
                 else:
                     self._model = resolve_model(model)
@@ -312,6 +341,7 @@ class AgentProcess(
                 process_id=self.name,
                 max_turns=self.config.max_turns,
                 tool_timeout=self.config.tool_timeout,
+                observer=self.observer,
             )
             self._install_builtin_tools(self._loop)
             if self._journal is not None and not self._journal.claim():
@@ -460,14 +490,7 @@ class AgentProcess(
             self._dead(event, "process stopped", f"process is {self.state.value}", 0)
             return event.event_id
         try:
-            gate = await self._emit(
-                HookEvent.TASK_CREATED,
-                {
-                    "event_id": event.event_id,
-                    "trigger_id": event.trigger_id,
-                    "trigger_type": event.trigger_type,
-                },
-            )
+            gate = await self._task_created(event)
         except BaseException as exc:  # what the engine does not isolate: raise, keep the event
             self._not_queued(event, "task_created", exc)
             raise
@@ -486,6 +509,34 @@ class AgentProcess(
                 return event.event_id
         self._enqueue(event, 0, journaled=True)
         return event.event_id
+
+    async def _task_created(self, event: TriggerEvent) -> DispatchResult:
+        observer = self.observer
+        accepting = (
+            contextlib.nullcontext(Note())
+            if observer is None
+            else observer.accepted(
+                self.name, event.event_id, event.trigger_id, event.trigger_type, event.traceparent
+            )
+        )
+        token = CURRENT_EVENT.set((self.name, event.event_id))
+        try:
+            with accepting as note:
+                gate = await self._emit(
+                    HookEvent.TASK_CREATED,
+                    {
+                        "event_id": event.event_id,
+                        "trigger_id": event.trigger_id,
+                        "trigger_type": event.trigger_type,
+                    },
+                )
+                if gate.blocked:
+                    note.outcome, note.error = "blocked", self.redactor.text(gate.reason or "")
+        finally:
+            CURRENT_EVENT.reset(token)
+        if note.traceparent is not None and event.traceparent is None:
+            event.traceparent = note.traceparent  # its attempts join the trace it began
+        return gate
 
     def _enqueue(self, event: TriggerEvent, attempts: int, *, journaled: bool = False) -> bool:
         """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered.
@@ -587,6 +638,10 @@ class AgentProcess(
         *,
         worker: bool = False,
     ) -> Awaitable[DispatchResult]:  # task_completed, to await (no coroutine of its own)
+        if self._task_notes:
+            note = self._task_notes.get(event.event_id)
+            if note is not None:
+                note.outcome, note.error = outcome, error
         return (self._emit_worker if worker else self._emit)(
             HookEvent.TASK_COMPLETED,
             {
@@ -609,6 +664,31 @@ class AgentProcess(
         )
 
     async def _handle(self, event: TriggerEvent, attempt: int) -> None:
+        token = CURRENT_EVENT.set((self.name, event.event_id))
+        try:
+            await self._observed_attempt(event, attempt)
+        finally:
+            CURRENT_EVENT.reset(token)
+
+    async def _observed_attempt(self, event: TriggerEvent, attempt: int) -> None:
+        observer = self.observer
+        if observer is None:
+            return await self._attempt(event, attempt)
+        with observer.task(
+            self.name,
+            event.event_id,
+            event.trigger_id,
+            event.trigger_type,
+            attempt,
+            event.traceparent,
+        ) as note:
+            self._task_notes[event.event_id] = note
+            try:
+                await self._attempt(event, attempt)
+            finally:
+                self._task_notes.pop(event.event_id, None)
+
+    async def _attempt(self, event: TriggerEvent, attempt: int) -> None:
         started = time.perf_counter()
         if self._journal is not None:  # a failed write: see _journaling (at-least-once)
             await self._journal_landed(
@@ -675,7 +755,7 @@ class AgentProcess(
         self.invocation_count += 1
         assert self._loop is not None
         try:
-            await self._run(prompt, event)
+            await self._observed_run(prompt, event)
         except Exception as exc:
             await self._failed(event, attempt, started, exc)
             return
@@ -688,6 +768,19 @@ class AgentProcess(
         await self._complete(
             event, "success", (time.perf_counter() - started) * 1e3, None, worker=True
         )
+
+    async def _observed_run(self, prompt: str, event: TriggerEvent) -> RunResult:
+        observer = self.observer
+        if observer is None:
+            return await self._run(prompt, event)
+        with observer.run(self.name, event.event_id) as note:
+            try:
+                result = await self._run(prompt, event)
+            except Exception as exc:
+                note.outcome, note.error = "error", self.redactor.text(f"{exc}")
+                raise
+            note.attributes.update(turns=result.turns, tool_calls=result.tool_calls)
+            return result
 
     def _run(self, prompt: str, event: TriggerEvent) -> Awaitable[RunResult]:
         """One run (to await), with the extension points for its model and extra tools."""

@@ -1,0 +1,323 @@
+"""The CLI as a new user meets it: --version, shell completion, offline event table, FakeLLM
+from the shell, --model/--base-url, whole tables when piped, --json answers, the program's
+stderr in 'hooks test', hook counts, trigger checks, publishing, --until-idle's exit status,
+live lines without None, did-you-mean for a manifest typo, and JSON logs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from _cli_support import cli_in_thread
+from _net_support import free_port
+from tether import AgentRuntime, EventTrigger, HookEvent, HookManager, ProcessConfig
+from tether.api import OrchestrationAPI
+from tether.models import ScriptedModel
+from tether.testing import FakeLLM
+
+CLI = [sys.executable, "-m", "tether.cli"]
+ENV = {**os.environ, "NO_COLOR": "1"}
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    return cli_in_thread(capsys, monkeypatch)
+
+
+def tether(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=60, env=env or ENV, check=False
+    )
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def at(api: OrchestrationAPI) -> tuple[str, str]:
+    return ("--url", api.url)
+
+
+async def noop(ctx: Any) -> None:
+    return None
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[AgentRuntime, OrchestrationAPI]]:
+    runtime = AgentRuntime(hooks=HookManager())
+    async with runtime:
+        trigger = EventTrigger(id="on-deploy", event_type="deployed")
+        cfg = ProcessConfig(model=ScriptedModel(), triggers=[trigger])
+        process = await runtime.add_process("ops", cfg)
+        process.hooks.on(HookEvent.TASK_CREATED, name="own")(noop)
+        runtime.hooks.on(HookEvent.TASK_COMPLETED, name="audit")(noop)
+        async with OrchestrationAPI(runtime, port=0, webhooks=False) as api:
+            yield runtime, api
+
+
+# -- the command itself --------------------------------------------------------------------
+
+
+def test_version_prints_the_package_version() -> None:
+    from tether import __version__
+
+    done = tether("--version")
+    assert (done.returncode, done.stdout) == (0, f"tether {__version__}\n")
+
+
+def test_show_completion_prints_a_bash_completion_script() -> None:
+    done = tether("--show-completion", "bash")
+    assert done.returncode == 0, done.stderr
+    assert "_TETHER_COMPLETE" in done.stdout
+    assert "complete " in done.stdout
+
+
+def test_install_completion_writes_the_script_for_the_shell(tmp_path: Path) -> None:
+    done = tether("--install-completion", "bash", env={**ENV, "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    installed = list(tmp_path.rglob("tether*"))
+    assert installed, done.stdout
+    assert "_TETHER_COMPLETE" in installed[0].read_text()
+
+
+def test_hooks_events_works_without_a_server() -> None:
+    done = tether("hooks", "events", "--url", f"http://127.0.0.1:{free_port()}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].split()[:2] == ["EVENT", "FAMILY"]
+    assert any(line.startswith("task_created ") for line in done.stdout.splitlines())
+
+
+def test_a_piped_table_keeps_every_column_whole_whatever_the_terminal_width() -> None:
+    done = tether("hooks", "events", env={**ENV, "COLUMNS": "40"})
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("task_created "))
+    assert "…" not in done.stdout
+    assert "trigger_type, trigger_id" in line
+    assert len(done.stdout.splitlines()) == 1 + len(HookEvent)  # a line per event, none wrapped
+
+
+# -- FakeLLM from the shell ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["-m", "tether.testing"], ["-m", "tether.cli", "fake-llm"]])
+async def test_fake_llm_serves_from_the_shell_until_sigint(command: list[str]) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, *command, "--port", "0", stdout=asyncio.subprocess.PIPE, env=ENV
+    )
+    assert proc.stdout is not None
+    try:
+        async with asyncio.timeout(30):
+            first = (await proc.stdout.readline()).decode()
+        url = first.split(" at ")[1].strip()
+        async with httpx.AsyncClient() as client:
+            r = await client.post(
+                f"{url}/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            )
+        assert r.status_code == 200
+        proc.send_signal(signal.SIGINT)
+        async with asyncio.timeout(30):
+            await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0
+
+
+# -- run: model, base URL, exit status, live lines, logs -------------------------------------
+
+
+async def test_run_takes_the_model_and_base_url_from_the_command_line(
+    cli: Any, tmp_path: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    agent = write(tmp_path / "a.agent", "name: a\nmodel: scripted\n")
+    llm.reply = "from the fake"
+    done = await cli(
+        "run", str(agent), "--model", "openai:fake", "--base-url", llm.base_url,
+        "--inject", "{}", "--until-idle",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(llm.requests) == 1
+    assert "from the fake" in done.stdout
+
+
+async def test_a_manifest_s_base_url_points_its_model_at_that_endpoint(
+    cli: Any, tmp_path: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000")
+    agent = write(tmp_path / "a.agent", f"name: a\nmodel: openai:fake\nbase_url: {llm.base_url}\n")
+    done = await cli("run", str(agent), "--inject", "{}", "--until-idle")
+    assert done.returncode == 0, done.stderr
+    assert len(llm.requests) == 1
+
+
+def test_a_bad_base_url_is_a_usage_error_naming_the_option(tmp_path: Path) -> None:
+    agent = write(tmp_path / "a.agent", "name: a\nmodel: scripted\n")
+    done = tether("run", str(agent), "--base-url", "ftp://x", "--until-idle")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: --base-url: base_url 'ftp://x' is not an http(s) URL")
+
+
+async def test_the_api_deploys_a_base_url_only_when_command_deploys_are_allowed() -> None:
+    spec = {"name": "a", "config": {"model": "openai:x", "base_url": "http://10.0.0.9/v1"}}
+    async with AgentRuntime() as runtime:
+        async with (
+            OrchestrationAPI(runtime, port=0, webhooks=False) as api,
+            httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client,
+        ):
+            refused = await client.post("/processes", json=spec)
+        assert refused.status_code == 403
+        assert refused.json()["error"]["code"] == "BASE_URL_NOT_ALLOWED"
+
+
+def test_until_idle_says_in_its_help_that_dead_letters_exit_1() -> None:
+    done = tether("run", "--help", env={**ENV, "COLUMNS": "200"})
+    assert "exit 1 if any event was dead-lettered" in " ".join(done.stdout.split())
+
+
+async def test_until_idle_exits_1_when_an_event_was_dead_lettered_and_lines_omit_none(
+    cli: Any, tmp_path: Path
+) -> None:
+    gate = write(tmp_path / "gate.py", 'print(\'{"block": true, "reason": "no"}\')\n')
+    agent = write(
+        tmp_path / "a.agent",
+        f"""\
+        name: a
+        model: scripted
+        hooks:
+          - {{event: task_created, command: ["{sys.executable}", "{gate}"]}}
+        """,
+    )
+    blocked = await cli("run", str(agent), "--inject", "{}", "--until-idle")
+    fine = await cli("run", str(write(tmp_path / "b.agent", "name: b\nmodel: scripted\n")),
+                     "--inject", "{}", "--until-idle")  # fmt: skip
+    assert blocked.returncode == 1, blocked.stdout
+    assert "blocked by hook" in blocked.stdout
+    assert fine.returncode == 0, fine.stderr
+    assert "=None" not in fine.stdout  # task_completed's error is None: not shown
+    assert "outcome=success" in fine.stdout
+
+
+async def test_json_logs_name_process_event_and_hook_with_secrets_redacted(
+    cli: Any, tmp_path: Path
+) -> None:
+    hook = write(tmp_path / "hook.py", "import sys; sys.exit(3)\n")
+    agent = write(
+        tmp_path / "a.agent",
+        f"""\
+        name: logged
+        model: scripted
+        secrets: {{TOKEN: "sk-secret-value-123"}}
+        hooks:
+          - event: user_prompt_submit
+            command: ["{sys.executable}", "{hook}", "sk-secret-value-123"]
+        """,
+    )
+    done = await cli("run", str(agent), "--inject", "{}", "--until-idle", "--log-format", "json")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    failed = [line for line in lines if "failed on user_prompt_submit" in line["message"]]
+    assert failed, done.stderr
+    line = failed[0]
+    assert line["process"] == "logged"
+    assert line["hook"].startswith("hook-")
+    assert len(line["event_id"]) == 32
+    assert line["level"] == "warning"
+    assert {"time", "logger", "trace_id"} <= set(line)
+    assert "sk-secret-value-123" not in done.stderr
+
+
+# -- validate, inject, publish, ps, hooks test -----------------------------------------------
+
+
+async def test_validate_json_reports_each_file_and_a_typo_gets_a_did_you_mean(
+    cli: Any, tmp_path: Path
+) -> None:
+    good = write(tmp_path / "good.agent", "name: good\nmodel: scripted\n")
+    bad = write(tmp_path / "bad.agent", "name: bad\nmodel: scripted\ninstructons: hi\n")
+    done = await cli("validate", str(good), str(bad), "--json")
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["valid"] is False
+    first, second = report["files"]
+    assert (first["ok"], first["name"], first["errors"]) == (True, "good", [])
+    assert second["ok"] is False
+    [error] = second["errors"]
+    assert error["line"] == 3
+    assert "unknown key 'instructons' (did you mean 'instructions'?)" in error["message"]
+
+
+async def test_inject_json_prints_the_api_s_answer(
+    cli: Any, served: tuple[AgentRuntime, OrchestrationAPI]
+) -> None:
+    _, api = served
+    done = await cli("inject", "ops", "--payload", '{"x": 1}', "--json", *at(api))
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert (answer["process"], answer["status"]) == ("ops", "queued")
+
+
+async def test_inject_trigger_id_must_name_a_trigger_of_the_process(
+    cli: Any, served: tuple[AgentRuntime, OrchestrationAPI]
+) -> None:
+    runtime, api = served
+    missing = await cli("inject", "ops", "--trigger-id", "nope", *at(api))
+    known = await cli("inject", "ops", "--trigger-id", "on-deploy", "--json", *at(api))
+    assert missing.returncode == 1
+    assert "has no trigger 'nope' (its triggers: on-deploy)" in missing.stderr
+    assert known.returncode == 0, known.stderr
+    process = runtime.get("ops")
+    assert process is not None
+    event_id = json.loads(known.stdout)["event_id"]
+    await asyncio.sleep(0.2)
+    [run] = [r for r in process.hook_runs(event="task_created")][-1:]
+    assert run.outcome == "passed"
+    assert event_id in process.transcripts
+
+
+async def test_publish_delivers_a_runtime_event_from_the_shell(
+    cli: Any, served: tuple[AgentRuntime, OrchestrationAPI]
+) -> None:
+    _, api = served
+    done = await cli("publish", "deployed", "--payload", '{"v": 3}', *at(api))
+    assert done.returncode == 0, done.stderr
+    assert "queued (deployed)" in done.stdout
+    nobody = await cli("publish", "nobody", *at(api))
+    assert "no event trigger listens for 'nobody'" in nobody.stdout
+
+
+async def test_ps_and_hooks_list_count_the_same_hooks_shared_ones_marked(
+    cli: Any, served: tuple[AgentRuntime, OrchestrationAPI]
+) -> None:
+    _, api = served
+    ps = await cli("ps", *at(api))
+    listed = await cli("hooks", "list", "--process", "ops", "--json", *at(api))
+    hooks = json.loads(listed.stdout)
+    row = next(line for line in ps.stdout.splitlines() if line.startswith("ops "))
+    assert f"{len(hooks)} (1 shared)" in row
+    assert sorted(h["source"] for h in hooks) == ["code", "shared"]
+
+
+async def test_hooks_test_shows_what_the_program_wrote_to_stderr(cli: Any, tmp_path: Path) -> None:
+    script = write(tmp_path / "h.py", "import sys\nprint('checking the prompt', file=sys.stderr)\n")
+    done = await cli(
+        "hooks", "test", "user_prompt_submit", "--command", f"{sys.executable} {script}"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "stderr" in done.stdout
+    assert "checking the prompt" in done.stdout
