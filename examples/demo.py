@@ -49,7 +49,7 @@ from tether import (  # noqa: E402
     load_manifest,
     manifest_to_process_config,
 )
-from tether.api import SIGNATURE_HEADER, sign_webhook  # noqa: E402
+from tether.api import webhook_headers  # noqa: E402
 from tether.testing import FakeLLM  # noqa: E402
 
 console = Console(highlight=False, soft_wrap=True)
@@ -173,7 +173,7 @@ async def send_ticket(
     body = json.dumps({"ticket": text}).encode()
     headers = {"Content-Type": "application/json"}
     if sign:
-        headers[SIGNATURE_HEADER] = sign_webhook(secret, body)
+        headers.update(webhook_headers(secret, body))
     return await client.post(url, content=body, headers=headers)
 
 

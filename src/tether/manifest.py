@@ -20,9 +20,11 @@ Every problem is reported at once, each with its path (``triggers[1].cron``) and
 from __future__ import annotations
 
 import copy
+import errno
 import json
 import os
 import re
+import stat
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
@@ -116,9 +118,22 @@ class ManifestError(ValueError):
     """A manifest cannot be used; ``errors`` holds every problem found, in file order."""
 
     def __init__(self, errors: list[ManifestIssue], source: str | None = None) -> None:
-        self.errors = sorted(errors, key=lambda e: (e.line or 0, e.path))
+        clipped = [e._replace(message=_clip(e.message)) for e in errors]
+        self.errors = sorted(clipped, key=lambda e: (e.line or 0, e.path))
         self.source = source
         super().__init__("\n".join(e.format(source) for e in self.errors))
+
+
+#: The longest message of one problem: what it quotes of the file (a value, a key) is cut so
+#: that an error never shows more of a file than a line's worth, however long the value.
+MAX_ISSUE_CHARS: Final = 1000
+
+
+def _clip(message: str) -> str:
+    """``message`` cut to at most MAX_ISSUE_CHARS characters."""
+    if len(message) <= MAX_ISSUE_CHARS:
+        return message
+    return message[: MAX_ISSUE_CHARS - 3] + "..."
 
 
 # -- the models ------------------------------------------------------------------------------
@@ -376,13 +391,64 @@ def load_manifest(
     """
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = _read_manifest_file(file)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ManifestError(
             [ManifestIssue("", None, f"cannot read: {reason}")], str(path)
         ) from None
+    except _NotAManifest as exc:
+        raise ManifestError([ManifestIssue("", None, str(exc))], str(path)) from None
     return _parse(text, str(path), file.resolve().parent, environ, stacklevel=3)
+
+
+#: The largest manifest file read (a manifest is a few kilobytes; this refuses ``/dev/zero``,
+#: a log file named by mistake, or a file that grows while it is read).
+MAX_MANIFEST_BYTES: Final = 1024 * 1024
+
+
+class _NotAManifest(Exception):
+    """The path names something that cannot be a manifest (a device, a FIFO, a huge file)."""
+
+
+def _read_manifest_file(file: Path) -> str:
+    """The text of ``file``, refused at once unless it is a regular file of at most 1 MiB.
+
+    The file is opened non-blocking, so a FIFO with no writer does not hang the open, and its
+    type is read from the open descriptor, so it cannot be swapped between check and read.
+    """
+    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(info.st_mode):
+            raise _NotAManifest(f"not a regular file ({_file_kind(info.st_mode)})")
+        if info.st_size > MAX_MANIFEST_BYTES:
+            raise _NotAManifest(
+                f"the file is {info.st_size} bytes; a manifest may have at most "
+                f"{MAX_MANIFEST_BYTES} bytes (1 MiB)"
+            )
+        os.set_blocking(fd, True)
+        data = stream.read(MAX_MANIFEST_BYTES + 1)
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise _NotAManifest(
+            f"the file has more than {MAX_MANIFEST_BYTES} bytes (1 MiB), the most a manifest "
+            "may have"
+        )
+    return data.decode("utf-8")
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a file"
 
 
 def parse_manifest(

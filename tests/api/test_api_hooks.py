@@ -153,7 +153,7 @@ async def test_the_events_endpoint_filters_by_blockable(client: httpx.AsyncClien
         ("/hooks/catalog", {"source": "yaml"}, "source", "allowed: code, config, manifest"),
         ("/hooks/catalog", {"mode": "later"}, "mode", "allowed: sync, async"),
         ("/hooks/catalog", {"event": "prompt_submit"}, "event", "allowed: session_start"),
-        ("/hooks/catalog", {"process": "nope"}, "process", "processes: triage"),
+        ("/hooks/catalog", {"process": "no pe"}, "process", "processes: triage"),
         ("/processes/triage/hooks/runs", {"outcome": "ok"}, "outcome", "allowed: applied"),
         ("/processes/triage/hooks/runs", {"event": "a.b"}, "event", "allowed: session_start"),
         ("/processes/triage/hooks/runs", {"since": "yesterday"}, "since", "ISO 8601"),

@@ -99,11 +99,14 @@ async def test_a_bad_feed_filter_is_refused_naming_it(
     _, api = served
     async with authed(api) as client:
         event = await client.get("/hooks/runs/stream", params={"event": "nope"})
-        process = await client.get("/hooks/runs/stream", params={"process": "ghost"})
+        process = await client.get("/hooks/runs/stream", params={"process": "no such"})
         outcome = await client.get("/hooks/runs/stream", params={"outcome": "meh"})
+        # A well-formed name of no process is not found, as on the catalog.
+        ghost = await client.get("/hooks/runs/stream", params={"process": "ghost"})
     for r, name in ((event, "event"), (process, "process"), (outcome, "outcome")):
         assert r.status_code == 400
         assert r.json()["error"]["details"][0]["path"] == f"query.{name}"
+    assert (ghost.status_code, ghost.json()["error"]["code"]) == (404, "PROCESS_NOT_FOUND")
 
 
 async def test_the_feed_needs_the_token(served: tuple[AgentRuntime, OrchestrationAPI]) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from _net_support import free_port
 from tether import AgentRuntime, OrchestrationAPI
-from tether.api import SIGNATURE_HEADER, WebhookServer, sign_webhook
+from tether.api import WebhookServer, sign_webhook, webhook_headers
 
 SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage support tickets."}
 
@@ -108,24 +108,24 @@ async def test_a_signed_webhook_needs_a_valid_signature(
         forged = await client.post(
             "/t",
             content=body,
-            headers={**headers, SIGNATURE_HEADER: sign_webhook("other-secret", body)},
+            headers={**headers, **webhook_headers("other-secret", body)},
         )
         tampered = await client.post(
             "/t",
             content=body + b" ",
-            headers={**headers, SIGNATURE_HEADER: sign_webhook("hook-secret", body)},
+            headers={**headers, **webhook_headers("hook-secret", body)},
         )
         signed = await client.post(
             "/t",
             content=body,
-            headers={**headers, SIGNATURE_HEADER: sign_webhook("hook-secret", body)},
+            headers={**headers, **webhook_headers("hook-secret", body)},
         )
     assert (unsigned.status_code, unsigned.json()["error"]["code"]) == (401, "SIGNATURE_REQUIRED")
     assert (forged.status_code, forged.json()["error"]["code"]) == (401, "INVALID_SIGNATURE")
     assert tampered.status_code == 401
     assert signed.status_code == 202
     assert process.status()["dead_letter_count"] == 0
-    assert sign_webhook("k", b"x").startswith("sha256=")
+    assert sign_webhook("k", b"x", 1).startswith("sha256=")
 
 
 async def test_bad_webhook_requests_answer_4xx(

@@ -14,7 +14,7 @@ import pytest
 
 from _net_support import free_port
 from tether import AgentProcess, AgentRuntime, HookManager, OrchestrationAPI, Plugin, PluginError
-from tether.api import SIGNATURE_HEADER, sign_webhook
+from tether.api import webhook_headers
 from tether.hooks._plugin import register_plugin
 from tether.store._artifacts import DirArtifacts
 
@@ -103,7 +103,7 @@ async def test_a_webhook_whose_secret_is_empty_accepts_no_request(
         r = await client.post(
             f"http://127.0.0.1:{port}/t",
             content=body,
-            headers={SIGNATURE_HEADER: sign_webhook("", body)},
+            headers=webhook_headers("", body),
         )
     assert r.status_code == 503, r.text
     assert r.json()["error"]["code"] == "WEBHOOK_MISCONFIGURED"

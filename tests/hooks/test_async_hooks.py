@@ -357,12 +357,17 @@ async def test_a_process_records_dropped_async_hooks_in_its_history(tmp_path: Pa
     process = scripted(journal_path=str(tmp_path / "tether.db"), max_queue_size=QUEUE_SIZE + 100)
     process.hooks.register(HookEvent.TASK_CREATED, slow, mode="async", name="slow")
     await process.start()
+    # inject() waits for its journal write off the loop, so workers take jobs meanwhile: the
+    # first MANAGER_WORKERS hooks run (gated), then the queue fills and 3 more are dropped.
+    for n in range(MANAGER_WORKERS):
+        await process.inject(TriggerEvent("desk", "manual", {"n": n}))
+    await eventually(lambda: slow.active == MANAGER_WORKERS, what="the workers to be busy")
     for n in range(QUEUE_SIZE + 3):
         await process.inject(TriggerEvent("desk", "manual", {"n": n}))
     slow.gate.set()
     await process.stop()
     assert len(process.hook_runs(hook="slow", outcome="dropped")) == 3
-    assert len(process.hook_runs(hook="slow", outcome="passed")) == QUEUE_SIZE
+    assert len(process.hook_runs(hook="slow", outcome="passed")) == QUEUE_SIZE + MANAGER_WORKERS
 
 
 # -- drained at stop -----------------------------------------------------------------------

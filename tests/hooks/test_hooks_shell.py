@@ -369,7 +369,8 @@ async def test_the_program_gets_only_safe_variables_and_the_tether_ones(
 
     host_safe = {k: v for k, v in os.environ.items() if k in SAFE_ENV_VARS}
     python_own = {"LC_CTYPE"}  # the interpreter may set this one itself at start-up
-    assert set(env) - python_own == set(host_safe) | {"TETHER_HOOK_EVENT", "TETHER_PROCESS"}
+    tether_own = {"TETHER_HOOK_EVENT", "TETHER_PROCESS", "TETHER_HOOK_RUN"}
+    assert set(env) - python_own == set(host_safe) | tether_own
     assert env["TZ"] == "UTC"
     assert env["PATH"] == os.environ["PATH"]
 

@@ -63,7 +63,8 @@ async def test_over_the_api_a_wrong_command_is_one_detail_at_its_path(
     assert r.json()["error"]["details"] == [
         {
             "path": "config.hooks[0].command",
-            "message": "Input should be a valid string or a valid list (got 5)",
+            # JSON bodies are validated as JSON (strictly by type), whose word is "array".
+            "message": "Input should be a valid string or a valid array (got 5)",
         }
     ]
 

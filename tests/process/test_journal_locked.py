@@ -72,6 +72,9 @@ async def run_on_locked_journal(path: Path, rec: Recorder, process: AgentProcess
     with locked(path):
         await process.start()
         await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="the run")
+        # The writes run on the process's writer thread, one after another, each failing at
+        # the busy timeout: the lock is held until all of them have failed.
+        await eventually(lambda: process.journal_pending == 0, what="the writes to fail")
     return event
 
 
@@ -137,6 +140,7 @@ async def test_a_retry_on_a_locked_journal_runs_again_and_succeeds(tmp_path: Pat
         await process.inject(event)
         with locked(path):
             await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 2, what="2 runs")
+            await eventually(lambda: process.journal_pending == 0, what="the writes to fail")
         assert outcomes(rec) == [(event.event_id, "retrying"), (event.event_id, "success")]
         status = process.status()
         assert (status["state"], status["restart_count"], status["dead_letter_count"]) == (

@@ -22,7 +22,7 @@ from tether import (
     HookEvent,
     ProcessConfig,
 )
-from tether.api import WebhookServer, sign_webhook
+from tether.api import WebhookServer, webhook_headers
 from tether.manifest import ProcessSpec, spec_problems, spec_to_process_config
 
 CANARY = "leak-canary-5e1d07"
@@ -178,7 +178,7 @@ async def test_an_unsigned_webhook_off_loopback_takes_requests_from_this_machine
     server = WebhookServer(runtime)
     await server.start()
     body = b'{"ticket": "hello"}'
-    signed = {"X-Tether-Signature": sign_webhook(CANARY, body)}
+    signed = webhook_headers(CANARY, body)
     try:
         async with httpx.AsyncClient() as client:
             remote = await client.post(f"http://{address}:{port}/open", content=body)

@@ -8,15 +8,19 @@ from ._api import OrchestrationAPI as OrchestrationAPI
 from ._errors import APIConfigError as APIConfigError
 from ._errors import APIError as APIError
 from ._webhooks import SIGNATURE_HEADER as SIGNATURE_HEADER
+from ._webhooks import TIMESTAMP_HEADER as TIMESTAMP_HEADER
 from ._webhooks import WebhookServer as WebhookServer
 from ._webhooks import sign_webhook as sign_webhook
+from ._webhooks import webhook_headers as webhook_headers
 
 __all__ = [
     "DEFAULT_PORT",
     "SIGNATURE_HEADER",
+    "TIMESTAMP_HEADER",
     "APIConfigError",
     "APIError",
     "OrchestrationAPI",
     "WebhookServer",
     "sign_webhook",
+    "webhook_headers",
 ]

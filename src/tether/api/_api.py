@@ -8,6 +8,7 @@ at most ``max_body_bytes`` long.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -62,6 +63,7 @@ from ._http import (
     read_body,
 )
 from ._observe import ObservabilityEndpoints
+from ._openapi import NAME_PATTERN, TRACEPARENT_PATTERN
 from ._server import AppServer
 from ._views import dead_letter_view, process_detail, process_summary
 from ._webhooks import WebhookServer
@@ -87,7 +89,10 @@ class _Strict(BaseModel):
 class CreateProcess(_Strict):
     """POST /api/v1/processes."""
 
-    name: str = Field(description="Process name: letters, digits, '_', '-', '.' (at most 64)")
+    name: str = Field(
+        description="Process name: letters, digits, '_', '-', '.' (at most 64)",
+        json_schema_extra={"pattern": NAME_PATTERN, "minLength": 1, "maxLength": 64},
+    )
     config: ProcessSpec = Field(default_factory=ProcessSpec, description="Like a manifest")
 
 
@@ -100,6 +105,8 @@ class InjectEvent(_Strict):
     traceparent: str | None = Field(
         default=None,
         description="W3C trace context of the caller: the event's spans are its children",
+        # As check_traceparent takes it (which also refuses all-zero ids).
+        json_schema_extra={"pattern": TRACEPARENT_PATTERN},
     )
 
 
@@ -225,16 +232,17 @@ class OrchestrationAPI:
     # -- the app ---------------------------------------------------------------------------
 
     def _build_app(self) -> Starlette:
-        def route(path: str, handler: Handler, *methods: str) -> Route:
-            endpoint = _endpoint(handler, self.runtime.redact)
-            return Route(PREFIX + path, endpoint, methods=list(methods))
+        def route(
+            path: str, handler: Handler, *methods: str
+        ) -> tuple[str, Handler, tuple[str, ...]]:
+            return PREFIX + path, _endpoint(handler, self.runtime.redact), methods
 
         hooks = HookEndpoints(self)
         changes = ConfigEndpoints(self)
         observe = self.observe
 
-        def page(path: str, handler: Handler) -> Route:
-            return Route(path, _endpoint(handler, self.runtime.redact), methods=["GET"])
+        def page(path: str, handler: Handler) -> tuple[str, Handler, tuple[str, ...]]:
+            return path, _endpoint(handler, self.runtime.redact), ("GET",)
 
         routes = [
             route("/health", self._health, "GET"),
@@ -269,7 +277,7 @@ class OrchestrationAPI:
             page("/", observe.index),
             page("/dashboard/{file}", observe.asset),
         ]
-        return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+        return Starlette(routes=_by_path(routes), exception_handlers={HTTPException: _http_error})
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -295,7 +303,7 @@ class OrchestrationAPI:
         """The request's JSON body validated as ``model`` (422 naming each bad field)."""
         data = await self._body(request, optional=optional)
         try:
-            return model.model_validate(data)
+            return strict_validate(model, data)
         except ValidationError as exc:
             raise _invalid(exc, model) from None
 
@@ -309,7 +317,7 @@ class OrchestrationAPI:
     async def _openapi(self, request: Request) -> Response:
         from ._openapi import openapi_document
 
-        return JSONResponse(openapi_document())
+        return JSONResponse(openapi_document(secured=self.token is not None))
 
     async def _list(self, request: Request) -> Response:
         return JSONResponse({"processes": [process_summary(p) for p in self.runtime]})
@@ -333,7 +341,7 @@ class OrchestrationAPI:
             details = [{"path": f"config.{path}", "message": why} for path, why in code]
             raise APIError(422, "VALIDATION_ERROR", f"config.{code[0][0]}: {code[0][1]}", details)
         try:
-            request_model = CreateProcess.model_validate(data)
+            request_model = strict_validate(CreateProcess, data)
         except ValidationError as exc:
             raise _invalid(exc, CreateProcess) from None
         spec = request_model.config
@@ -422,7 +430,7 @@ class OrchestrationAPI:
         process = self._process(request)
         data = await self._body(request, optional=True)
         try:
-            body = InjectEvent.model_validate(data)
+            body = strict_validate(InjectEvent, data)
             event = TriggerEvent(
                 body.trigger_id, body.trigger_type, body.payload, traceparent=body.traceparent
             )
@@ -467,6 +475,40 @@ OrchestrationAPI.__module__ = "tether"
 
 
 # -- plumbing --------------------------------------------------------------------------------
+
+
+def strict_validate(model: type[M], data: Any) -> M:
+    """``data`` (parsed JSON) as ``model``, its JSON types taken as they are: ``0`` is no
+    boolean, ``"3"`` no number and ``true`` no number, as the OpenAPI document says."""
+    return model.model_validate_json(json.dumps(data), strict=True)
+
+
+def _by_path(routes: list[tuple[str, Handler, tuple[str, ...]]]) -> list[Route]:
+    """One Route per path, whatever number of entries name it: a method the path does not
+    take answers 405 with an ``Allow`` listing every method it does take (HEAD with GET), not
+    just those of the first entry that matched the path."""
+    table: dict[str, dict[str, Handler]] = {}
+    for path, handler, methods in routes:
+        handlers = table.setdefault(path, {})
+        for method in methods:
+            if method in handlers:
+                raise ValueError(f"{method} {path} is routed twice")
+            handlers[method] = handler
+    return [
+        Route(path, _dispatcher(handlers), methods=list(handlers))
+        for path, handlers in table.items()
+    ]
+
+
+def _dispatcher(handlers: dict[str, Handler]) -> Handler:
+    if len(handlers) == 1:
+        return next(iter(handlers.values()))
+
+    async def by_method(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await handlers[method](request)  # Route answered 405 to any other method
+
+    return by_method
 
 
 def _endpoint(handler: Handler, redact: Callable[[str], str]) -> Handler:

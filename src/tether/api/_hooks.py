@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 
 from ..hooks import HookEvent
 from ..hooks._records import OUTCOMES
+from ..process._state import validate_name
 from ._errors import APIError
 from ._http import bad_query, query_params
 from ._views import artifact_view, catalog_entry
@@ -31,8 +32,9 @@ SOURCES: Final = ("code", "config", "manifest", "plugin", "inherited", "shared")
 MODES: Final = ("sync", "async")
 _EVENTS: Final = tuple(e.value for e in HookEvent)
 _EVENT_ORDER: Final = {name: i for i, name in enumerate(_EVENTS)}
-#: What the artifact stores accept as a task id (they name files after it).
-_TASK_ID: Final = re.compile(r"[A-Za-z0-9_.-]{1,200}")  # fullmatch: "$" lets "id\n" in
+#: What the artifact stores accept as a task id (they name files after it): letters, digits,
+#: '_', '-' and '.', never two dots in a row nor only dots (as the document's TASK_ID_PATTERN).
+_TASK_ID: Final = re.compile(r"\.?(?:[A-Za-z0-9_-]\.?)+")  # fullmatch: "$" lets "id\n" in
 #: The largest ``last`` a runs query takes (a signed 32-bit count, as the reference has it).
 MAX_LAST: Final = 2**31 - 1
 _DIGITS: Final = re.compile(r"^[0-9]{1,12}$")
@@ -45,7 +47,10 @@ class DryRunRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    event: str = Field(description="A lifecycle event, for example 'user_prompt_submit'")
+    event: str = Field(
+        description="A lifecycle event, for example 'user_prompt_submit'",
+        json_schema_extra={"enum": list(_EVENTS)},
+    )
     data: dict[str, Any] = Field(
         default_factory=dict, description="The sample event data the hooks receive"
     )
@@ -152,7 +157,15 @@ class HookEndpoints:
         name = params.get("process")
         if name is not None and runtime.get(name) is None:
             known = ", ".join(sorted(p.name for p in runtime)) or "none"
-            raise bad_query("process", f"no process named {name!r}; processes: {known}")
+            try:
+                validate_name(name)
+            except ValueError:  # not a name at all: the query is malformed
+                raise bad_query(
+                    "process", f"no process named {name!r}; processes: {known}"
+                ) from None
+            raise APIError(
+                404, "PROCESS_NOT_FOUND", f"no process named {name!r}; processes: {known}"
+            )
         event = _event_filter(params, extension_points=True)
         source = _choice(params, "source", SOURCES)
         mode = _choice(params, "mode", MODES)
@@ -234,7 +247,7 @@ class HookEndpoints:
         process = self.api._process(request)
         query_params(request, ())
         task_id = request.path_params["task_id"]
-        if not _TASK_ID.fullmatch(task_id) or ".." in task_id:
+        if len(task_id) > 200 or not _TASK_ID.fullmatch(task_id):
             raise APIError(
                 400,
                 "BAD_REQUEST",

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..hooks import HookEvent
 from ..hooks._records import OUTCOMES
+from ..process._state import validate_name
 from ._errors import APIError
 from ._feed import HookFeed
 from ._http import bad_query, query_params
@@ -85,7 +86,15 @@ class ObservabilityEndpoints:
         process = params.get("process")
         if process is not None and self.api.runtime.get(process) is None:
             known = ", ".join(sorted(p.name for p in self.api.runtime)) or "none"
-            raise bad_query("process", f"no process named {process!r}; processes: {known}")
+            try:
+                validate_name(process)
+            except ValueError:  # not a name at all: the query is malformed
+                raise bad_query(
+                    "process", f"no process named {process!r}; processes: {known}"
+                ) from None
+            raise APIError(
+                404, "PROCESS_NOT_FOUND", f"no process named {process!r}; processes: {known}"
+            )
         event = params.get("event")
         if event is not None and event not in {e.value for e in HookEvent}:
             raise bad_query("event", f"unknown event {event!r}; see GET /api/v1/hooks/events")

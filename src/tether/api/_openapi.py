@@ -1,9 +1,15 @@
-"""The OpenAPI 3.1 document of the control API (``GET /api/v1/openapi.json``)."""
+"""The OpenAPI 3.1 document of the control API (``GET /api/v1/openapi.json``).
+
+It says what the server does, no more: bearer security (and its 401) only when the API has a
+token; each parameter's pattern, length or enum as the server checks it, so that a value the
+document allows is never refused as malformed (see NAME_PATTERN, TASK_ID_PATTERN).
+"""
 
 from __future__ import annotations
 
+import copy
 import functools
-from typing import Any
+from typing import Any, Final
 
 from pydantic.json_schema import models_json_schema
 
@@ -11,13 +17,42 @@ __all__ = ["openapi_document"]
 
 _ERROR = {"$ref": "#/components/responses/Error"}
 _SELECTOR = "A hook id or a tag; a tag may contain '/' (sent as is or as %2F)"
+#: A process name as ``validate_name`` takes it: a letter or digit, then letters, digits, '_',
+#: '-' and '.' (never two dots in a row), at most 64 characters.
+NAME_PATTERN: Final = r"^[A-Za-z0-9](?:\.?[A-Za-z0-9_-])*\.?$"
+NAME_SCHEMA: Final = {"type": "string", "pattern": NAME_PATTERN, "minLength": 1, "maxLength": 64}
+#: A task id as the artifact stores take it: letters, digits, '_', '-' and '.' (never two dots
+#: in a row, not only dots), at most 200 characters.
+TASK_ID_PATTERN: Final = r"^\.?(?:[A-Za-z0-9_-]\.?)+$"
 
 
-def _path(name: str, description: str | None = None) -> dict[str, Any]:
+def _nonzero_hex(width: int) -> str:
+    """``width`` lowercase hex digits, not all zero, without a lookahead (which not every
+    JSON Schema tool takes): one alternative per place of the first digit that is not 0."""
+    places = []
+    for i in range(width):
+        zeros = f"0{{{i}}}" if i else ""
+        rest = f"[0-9a-f]{{{width - i - 1}}}" if width - i - 1 else ""
+        places.append(f"{zeros}[1-9a-f]{rest}")
+    return "(?:" + "|".join(places) + ")"
+
+
+#: A W3C traceparent as check_traceparent takes it: version (not ff), trace id and span id
+#: (neither all zeros), flags, in lowercase hex.
+TRACEPARENT_PATTERN: Final = (
+    "^(?:[0-9a-e][0-9a-f]|f[0-9a-e])-" + _nonzero_hex(32) + "-" + _nonzero_hex(16) + "-[0-9a-f]{2}$"
+)
+#: A dotted extension-point name: a dot inside, none at either end, no space.
+_DOTTED: Final = r"^[^ .][^ ]*\.[^ ]*[^ .]$"
+
+
+def _path(
+    name: str, description: str | None = None, schema: dict[str, Any] | None = None
+) -> dict[str, Any]:
     param: dict[str, Any] = {"name": name, "in": "path", "required": True}
     if description:
         param["description"] = description
-    param["schema"] = {"type": "string"}
+    param["schema"] = schema or {"type": "string"}
     return param
 
 
@@ -45,7 +80,7 @@ def _op(
         "summary": summary,
         "responses": {ok: {"description": "OK", "content": {"application/json": {}}}},
     }
-    params = ([_path("name")] if name else []) + list(path) + list(query)
+    params = ([_path("name", schema=NAME_SCHEMA)] if name else []) + list(path) + list(query)
     if params:
         op["parameters"] = params
     if name or path:
@@ -62,7 +97,6 @@ def _op(
         op["responses"]["422"] = _ERROR
     for status in errors:
         op["responses"][status] = _ERROR
-    op["responses"]["401"] = _ERROR
     return op
 
 
@@ -82,15 +116,34 @@ def _text(summary: str, media: str, *, public: bool = False) -> dict[str, Any]:
         "responses": {"200": {"description": "OK", "content": {media: {}}}},
     }
     if public:
-        op["security"] = []
-    else:
-        op["responses"]["401"] = _ERROR
+        op["security"] = []  # kept only in a secured document (see openapi_document)
     return op
 
 
+def openapi_document(*, secured: bool = True) -> dict[str, Any]:
+    """The document of an API with a token (``secured``) or without one.
+
+    With a token every operation but the public ones (``security: []``) declares bearer
+    security and its 401; without one, no operation declares security or a 401: such an API
+    refuses no request for want of a token (it serves loopback only).
+    """
+    document = copy.deepcopy(_document())
+    if secured:
+        document["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        document["security"] = [{"bearer": []}]
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            public = operation.get("security") == []
+            if not secured:
+                operation.pop("security", None)
+            elif not public:
+                operation["responses"]["401"] = _ERROR
+    return document
+
+
 @functools.cache
-def openapi_document() -> dict[str, Any]:
-    """The document (built once)."""
+def _document() -> dict[str, Any]:
+    """The document without security (built once)."""
     from .. import __version__
     from ..hooks import HookEvent
     from ..hooks._hook import EXECUTOR_KINDS
@@ -163,9 +216,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
-        "security": [{"bearer": []}],
         "paths": {
             f"{p}/health": {"get": _op("Runtime health", name=False)},
             f"{p}/openapi.json": {"get": _op("This document", name=False)},
@@ -253,14 +304,16 @@ def openapi_document() -> dict[str, Any]:
                     "command (never env values), metadata (tag and owner as strings)",
                     name=False,
                     query=(
-                        _query("process", "Only this process"),
+                        _query("process", "Only this process (404 if there is none)", NAME_SCHEMA),
                         _query(
                             "event",
                             "Only this lifecycle event (or dotted extension point)",
+                            {"anyOf": [{"enum": events}, {"type": "string", "pattern": _DOTTED}]},
                         ),
                         _query("source", "Only hooks from", {"enum": list(SOURCES)}),
                         _query("mode", "Only sync or async hooks", {"enum": list(MODES)}),
                     ),
+                    errors=("404",),
                 )
             },
             f"{p}/processes/{{name}}/hooks/runs": {
@@ -278,7 +331,7 @@ def openapi_document() -> dict[str, Any]:
                             "hook",
                             "Only this hook: its id (a hook of the running runtime: ids are "
                             "numbered afresh at each start) or its name (any run)",
-                            {"type": "string", "minLength": 1},
+                            {"type": "string", "minLength": 1, "pattern": r"\S"},
                         ),
                         _query(
                             "since",
@@ -343,7 +396,9 @@ def openapi_document() -> dict[str, Any]:
                         "client fell behind); ': keep-alive' comments when idle",
                         name=False,
                         query=(
-                            _query("process", "Only this process"),
+                            _query(
+                                "process", "Only this process (404 if there is none)", NAME_SCHEMA
+                            ),
                             _query("event", "Only this event", {"enum": events}),
                             _query("outcome", "Only this outcome", {"enum": list(OUTCOMES)}),
                             _query("hook_name", "Only the runs of hooks of this name"),
@@ -352,7 +407,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "200": {"description": "OK", "content": {"text/event-stream": {}}},
                         "400": _ERROR,
-                        "401": _ERROR,
+                        "404": _ERROR,
                     },
                 }
             },
@@ -374,7 +429,6 @@ def openapi_document() -> dict[str, Any]:
                     ),
                     "responses": {
                         "200": {"description": "OK", "content": {"text/plain": {}}},
-                        "401": _ERROR,
                         "503": _ERROR,
                     },
                 }
@@ -397,7 +451,13 @@ def openapi_document() -> dict[str, Any]:
             f"{p}/processes/{{name}}/tasks/{{task_id}}/artifacts": {
                 "get": _op(
                     "The artifacts plugins emitted for a task, and the task's plugin warnings",
-                    path=(_path("task_id", "The task's event id"),),
+                    path=(
+                        _path(
+                            "task_id",
+                            "The task's event id",
+                            {"type": "string", "pattern": TASK_ID_PATTERN, "maxLength": 200},
+                        ),
+                    ),
                     errors=("400",),
                 )
             },

@@ -4,8 +4,11 @@ One listener per (host, port); several processes may share a port on different p
 request is routed by its path at the time it arrives, so processes and triggers added later
 are served as soon as their port listens (``sync()``, run on every add and remove).
 
-A trigger with a ``secret`` only accepts requests signed with it: the header
-``X-Tether-Signature: sha256=<hex HMAC-SHA256 of the raw body>``. A trigger without one takes
+A trigger with a ``secret`` only accepts requests signed with it, and each signed request
+only once: the header ``X-Tether-Timestamp: <Unix seconds>`` and the header
+``X-Tether-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>." + the raw body>``. A timestamp
+more than ``replay_window`` seconds (default 300) from this host's clock is refused, and so is a
+signature already accepted within the window (a replay). A trigger without a secret takes
 requests from this machine only (a listener off loopback refuses the others) and refuses those
 from a browser page of another site (an ``Origin`` not on this machine). An accepted
 request answers 202 with the event id; the JSON body becomes the event's payload.
@@ -16,8 +19,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import heapq
 import hmac
 import logging
+import math
+import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -27,31 +34,137 @@ from starlette.types import Receive, Scope, Send
 from .._redact import redacted_trace
 from ..process import AgentProcess, InvalidEventError, ProcessState, TriggerEvent
 from ..process._event import check_traceparent
-from ..runtime import AgentRuntime
-from ._errors import PASSED_ON, APIError, error_response
+from ..runtime import AgentRuntime, WebhookRoute
+from ._errors import PASSED_ON, APIConfigError, APIError, error_response
 from ._http import DEFAULT_MAX_BODY, foreign_origin, is_loopback, parse_json, read_body
 from ._server import AppServer
 
-__all__ = ["SIGNATURE_HEADER", "WebhookServer", "sign_webhook"]
+__all__ = [
+    "SIGNATURE_HEADER",
+    "TIMESTAMP_HEADER",
+    "ReplayGuard",
+    "WebhookServer",
+    "sign_webhook",
+    "webhook_headers",
+]
 
 logger = logging.getLogger("tether.api")
 
 SIGNATURE_HEADER: Final = "X-Tether-Signature"
+TIMESTAMP_HEADER: Final = "X-Tether-Timestamp"
+#: Seconds a signed request's timestamp may differ from this host's clock (either way).
+DEFAULT_REPLAY_WINDOW: Final = 300.0
+#: Most signatures remembered at once; past it, signed requests are refused (503) until the
+#: oldest expire, so a replay is never accepted because its signature was forgotten.
+MAX_REMEMBERED: Final = 200_000
 _CLOSED: Final = (ProcessState.STOPPED, ProcessState.STOPPING)
 
 
-def sign_webhook(secret: str, body: bytes) -> str:
-    """The ``X-Tether-Signature`` value for ``body``: ``sha256=<hex digest>``."""
-    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+def sign_webhook(secret: str, body: bytes, timestamp: int) -> str:
+    """The ``X-Tether-Signature`` value for ``body`` sent at ``timestamp`` (Unix seconds).
+
+    ``sha256=<hex HMAC-SHA256 of b"<timestamp>." + body>``, keyed with ``secret``.
+    """
+    signed = str(int(timestamp)).encode("ascii") + b"." + body
+    digest = hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).hexdigest()
     return f"sha256={digest}"
+
+
+def webhook_headers(secret: str, body: bytes, *, timestamp: int | None = None) -> dict[str, str]:
+    """Both headers a sender adds to a signed webhook request (timestamp: now by default)."""
+    when = int(time.time()) if timestamp is None else int(timestamp)
+    return {TIMESTAMP_HEADER: str(when), SIGNATURE_HEADER: sign_webhook(secret, body, when)}
+
+
+class ReplayGuard:
+    """The signatures accepted within the replay window, each kept until it expires.
+
+    ``check`` refuses a timestamp outside the window and a signature already spent; ``spend``
+    and ``refund`` are synchronous, so a check and its spending cannot interleave with another
+    request's. ``clock`` (wall-clock seconds) is the timestamps' clock.
+    """
+
+    def __init__(
+        self,
+        window: float = DEFAULT_REPLAY_WINDOW,
+        *,
+        max_remembered: int = MAX_REMEMBERED,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if isinstance(window, bool) or not isinstance(window, int | float):
+            raise APIConfigError(f"replay_window must be a number of seconds, got {window!r}")
+        if not math.isfinite(window) or window <= 0:
+            raise APIConfigError(
+                f"replay_window must be a positive number of seconds, got {window!r}"
+            )
+        if isinstance(max_remembered, bool) or not isinstance(max_remembered, int):
+            raise APIConfigError(f"max_remembered must be an int, got {max_remembered!r}")
+        if max_remembered < 1:
+            raise APIConfigError(f"max_remembered must be at least 1, got {max_remembered!r}")
+        self.window = float(window)
+        self.max_remembered = max_remembered
+        self._clock = clock
+        self._expiry: dict[str, float] = {}
+        self._heap: list[tuple[float, str]] = []
+
+    def __len__(self) -> int:
+        self._forget_expired(self._clock())
+        return len(self._expiry)
+
+    def spend(self, signature: str, timestamp: int) -> None:
+        """Accept ``signature`` once; APIError if stale, already spent, or the cache is full."""
+        now = self._clock()
+        if abs(now - timestamp) > self.window:
+            raise APIError(
+                401,
+                "STALE_TIMESTAMP",
+                f"the {TIMESTAMP_HEADER} header is more than {self.window:g} seconds from this "
+                "host's clock; sign each request (and each retry) when it is sent",
+            )
+        self._forget_expired(now)
+        if signature in self._expiry:
+            raise APIError(
+                401,
+                "REPLAYED",
+                "this signed request was already accepted; sign a retry anew (a new timestamp)",
+            )
+        if len(self._expiry) >= self.max_remembered:
+            raise APIError(
+                503,
+                "REPLAY_CACHE_FULL",
+                "too many signed requests within the replay window; retry later",
+                headers={"Retry-After": "1"},
+            )
+        # Kept until its timestamp leaves the window: until then it could still be accepted.
+        expires = timestamp + self.window
+        self._expiry[signature] = expires
+        heapq.heappush(self._heap, (expires, signature))
+
+    def refund(self, signature: str) -> None:
+        """Forget a spent signature whose request was not taken (so its retry is accepted)."""
+        self._expiry.pop(signature, None)
+
+    def _forget_expired(self, now: float) -> None:
+        heap = self._heap
+        while heap and heap[0][0] < now:
+            expires, signature = heapq.heappop(heap)
+            if self._expiry.get(signature) == expires:
+                del self._expiry[signature]
 
 
 class WebhookServer:
     """Listens on every port a webhook trigger of ``runtime`` names; see the module doc."""
 
-    def __init__(self, runtime: AgentRuntime, *, max_body_bytes: int = DEFAULT_MAX_BODY) -> None:
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY,
+        replay_window: float = DEFAULT_REPLAY_WINDOW,
+    ) -> None:
         self.runtime = runtime
         self.max_body_bytes = max_body_bytes
+        self.replay_guard = ReplayGuard(replay_window)
         self._servers: dict[tuple[str, int], AppServer] = {}
         self._lock = asyncio.Lock()
         self._running = False
@@ -170,9 +283,26 @@ class WebhookServer:
                 raise APIError(
                     503, "WEBHOOK_MISCONFIGURED", "this webhook's secret is empty; set one"
                 )
-            expected = sign_webhook(signing_key, body)
+            timestamp = _timestamp(request.headers.get(TIMESTAMP_HEADER))
+            expected = sign_webhook(signing_key, body, timestamp)
             if not hmac.compare_digest(given.strip().encode(), expected.encode()):
-                raise APIError(401, "INVALID_SIGNATURE", "the signature does not match the body")
+                raise APIError(
+                    401,
+                    "INVALID_SIGNATURE",
+                    f"the signature does not match the {TIMESTAMP_HEADER} header and the body",
+                )
+            # Spent before the first await, so two copies sent at once cannot both pass.
+            self.replay_guard.spend(expected, timestamp)
+            try:
+                return await self._take(route, request, body)
+            except BaseException:
+                # Not taken (process stopped, bad JSON, refused event): a retry of the same
+                # request must not be refused as a replay.
+                self.replay_guard.refund(expected)
+                raise
+        return await self._take(route, request, body)
+
+    async def _take(self, route: WebhookRoute, request: Request, body: bytes) -> Response:
         payload = parse_json(body)
         process = route.process
         if process.state in _CLOSED or self.runtime.get(process.name) is not process:
@@ -201,6 +331,26 @@ class WebhookServer:
                 answer["reason"] = entry["reason"]
                 break
         return JSONResponse(answer, status_code=202)
+
+
+def _timestamp(given: str | None) -> int:
+    """The request's signing time: whole Unix seconds, as the header must give them."""
+    if not given:
+        raise APIError(
+            401,
+            "TIMESTAMP_REQUIRED",
+            f"a signed webhook needs a {TIMESTAMP_HEADER} header (Unix seconds), covered by "
+            "its signature",
+        )
+    text = given.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 12):
+        raise APIError(
+            401,
+            "TIMESTAMP_REQUIRED",
+            f"the {TIMESTAMP_HEADER} header must be whole Unix seconds (digits only), got "
+            f"{text[:20]!r}",
+        )
+    return int(text)
 
 
 class _WebhookApp:

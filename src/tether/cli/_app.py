@@ -179,12 +179,25 @@ def run(
 @runtime_app.command("start")
 @app.command()
 def serve(
+    ctx: typer.Context,
     files: Annotated[
         list[Path] | None, typer.Argument(help=".agent manifests to load at start.")
     ] = None,
     host: Annotated[str, typer.Option(help="Interface of the control API.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port of the control API.")] = 9781,
-    token: TokenOption = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="TETHER_API_TOKEN",
+            help="Bearer token clients must send (better: TETHER_API_TOKEN or --token-file; "
+            "a --token value shows in ps).",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option("--token-file", help="Read the bearer token from this file's first line."),
+    ] = None,
     allow_command_deploys: Annotated[
         bool,
         typer.Option(
@@ -240,7 +253,9 @@ def serve(
     """Start a runtime with the control API, its dashboard at / and its metrics at /metrics
     (and the webhooks of its processes). OTEL_* variables turn on trace export."""
     from ._run import ClusterOptions, check_plugins, serve_files
+    from ._token import serve_token
 
+    token = serve_token(token, ctx.get_parameter_source("token"), token_file)
     plugins = check_plugins(plugin or [])
     options = None
     if cluster is not None:

@@ -3,6 +3,13 @@
 The program runs in a process group of its own. When it must go (timeout, output overflow,
 cancellation) the whole group gets SIGTERM and, after a short grace, SIGKILL, so no grandchild
 outlives its hook; the direct child is always reaped (no zombie) and every pipe is closed.
+
+A descendant may leave the group (``setsid cmd &``). On Linux the runtime is made a child
+subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so such a process, orphaned when the hook's
+program exits, becomes the runtime's child instead of init's; each program gets a
+``TETHER_HOOK_RUN`` marker in its environment, and at the hook's end every descendant of the
+program, and every adopted orphan carrying its marker, is signalled with the group (SIGTERM,
+then SIGKILL) and reaped. Elsewhere only the process group is guaranteed.
 """
 
 from __future__ import annotations
@@ -10,8 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
+import select
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,6 +41,201 @@ _HAS_PIDFD: Final = hasattr(os, "pidfd_open")
 _FD_DIR: Final = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
 #: The exit code reported when the program's status could not be read (reaped elsewhere).
 UNKNOWN_EXIT: Final = -(2**16)
+#: The environment variable that marks every process a hook program starts (its run's token).
+RUN_MARKER: Final = "TETHER_HOOK_RUN"
+_PR_SET_CHILD_SUBREAPER: Final = 36
+_LINUX: Final = sys.platform.startswith("linux") and _HAS_PIDFD and os.path.isdir("/proc/self")
+
+
+class _Subreaper:
+    """Whether this process adopts its descendants' orphans (set once, on the first spawn)."""
+
+    tried = False
+    active = False
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux); True if it is one. Idempotent."""
+    if not _Subreaper.tried:
+        _Subreaper.tried = True
+        if _LINUX:
+            import ctypes
+
+            try:
+                libc = ctypes.CDLL(None, use_errno=True)
+                _Subreaper.active = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
+                _Subreaper.active = False
+    return _Subreaper.active
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (of every thread of it), from /proc."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
+                found.extend(int(part) for part in f.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def _carries(pid: int, marker: bytes) -> bool | None:
+    """Whether the process ``pid`` was started with ``marker`` (``NAME=token``) in its env;
+    None when that cannot be told now: its environment reads empty while it is no zombie (in
+    the middle of an exec, the new one is not in place yet)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = f.read()
+    except OSError:
+        return False
+    if not environ:
+        return None if _state(pid) not in (None, b"Z", b"X") else False
+    return environ.startswith(marker + b"\0") or (b"\0" + marker + b"\0") in environ
+
+
+def _state(pid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _group(pid: int) -> int | None:
+    """The process group of ``pid`` (a zombie keeps its own), None if there is no such one."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def hook_descendants(program: int, marker: bytes) -> tuple[list[int], bool]:
+    """Every process of one hook run but ``program`` itself: ``program``'s descendants, and
+    the orphans this (subreaper) process adopted that carry ``marker`` or are still in the
+    program's process group (a zombie has no environment left to read), with theirs; and
+    whether a child of this process could not be told apart (see ``_carries``): look again."""
+    if not _LINUX:
+        return [], False
+    me = os.getpid()
+    roots = []
+    unsure = False
+    for pid in _children(me):
+        carries = _carries(pid, marker)
+        if pid == program or carries or _group(pid) == program:
+            roots.append(pid)
+        elif carries is None:
+            unsure = True
+    found: list[int] = []
+    seen = {me}
+    while roots:
+        pid = roots.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        if pid != program:
+            found.append(pid)
+        roots.extend(_children(pid))
+    return found, unsure
+
+
+class _Stray:
+    """A descendant that left the hook's process group: signalled through a pidfd (no pid
+    reuse can redirect a signal), and reaped here once it is this process's child."""
+
+    __slots__ = ("pid", "pidfd", "started")
+
+    def __init__(self, pid: int, pidfd: int, started: int | None) -> None:
+        self.pid = pid
+        self.pidfd = pidfd
+        self.started = started
+
+    @classmethod
+    def open(cls, pid: int) -> _Stray | None:
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:  # gone already
+            return None
+        return cls(pid, pidfd, _start_time(pid))
+
+    def exited(self) -> bool:
+        readable, _, _ = select.select([self.pidfd], [], [], 0)
+        return bool(readable)
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(self.pidfd, sig)
+
+    def reap(self) -> bool:
+        """True once it is dead and reaped (here, or by a parent of its own)."""
+        try:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            # Not our child (yet): a parent of its own (also killed, soon gone) still holds it,
+            # alive or a zombie, and it comes to us when that parent dies. Done only once it is
+            # gone, or its pid names another process now.
+            started = _start_time(self.pid)
+            return started is None or started != self.started
+        return pid != 0
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.pidfd)
+
+
+def _start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return int(fields[19])  # field 22 of stat; fields[0] is field 3 (the state)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+#: How many looks a last sweep makes while a child of this process cannot be told apart.
+_UNSURE_LOOKS: Final = 5
+#: Killed strays not reaped yet (their parent was still dying): retried at every hook's end.
+_UNREAPED: list[_Stray] = []
+
+
+def _reap_strays() -> None:
+    kept = []
+    for stray in _UNREAPED:
+        if stray.reap():
+            stray.close()
+        else:
+            kept.append(stray)
+    _UNREAPED[:] = kept
+
+
+async def _settle_strays(program: int, marker: bytes, deadline: float) -> None:
+    """Reap the killed strays, waiting (up to ``deadline``, loop time) for them to die, and
+    kill the run's processes that turn up meanwhile: one forked by a stray just before it
+    died, or caught between fork and exec by the first look."""
+    loop = asyncio.get_running_loop()
+    quiet = 0
+    looks = 0
+    while loop.time() < deadline:
+        found, unsure = hook_descendants(program, marker)
+        late = [s for pid in found if (s := _Stray.open(pid)) is not None]
+        for stray in late:
+            stray.signal(signal.SIGKILL)
+        _UNREAPED.extend(late)
+        _reap_strays()
+        looks += 1
+        quiet = 0 if late or _UNREAPED else quiet + 1
+        # Two looks in a row found nothing left; a child that could not be told apart (in
+        # an exec) gets a few more: an exec takes microseconds, not these 10 ms steps.
+        if quiet >= 2 and (not unsure or looks >= _UNSURE_LOOKS):
+            return
+        await asyncio.sleep(0.01)
 
 
 @dataclass(slots=True)
@@ -65,9 +270,14 @@ class _Child:
         stderr_fd: int,
         stdin_data: bytes,
         max_stdout: int,
+        marker: bytes = b"",
     ) -> None:
         self.loop = loop
         self.pid = pid
+        self.marker = marker
+        self.strays: dict[int, _Stray] = {}
+        #: Whether a process of this run left its process group (then a last sweep is made).
+        self.escaped = False
         self.returncode: int | None = None
         self.exited: asyncio.Future[int] = loop.create_future()
         self.eof: asyncio.Future[None] = loop.create_future()
@@ -197,20 +407,45 @@ class _Child:
         self.returncode = code
         if not self.exited.done():
             self.exited.set_result(code)
-        # Anything left in the group now is a grandchild: it must not outlive the hook.
-        if _signal_group(self.pid, signal.SIGTERM):
+        # Anything left in the group, or marked as this run's, is a grandchild: it must not
+        # outlive the hook.
+        self._find_strays()
+        if _signal_group(self.pid, signal.SIGTERM) | self._signal_strays(signal.SIGTERM):
             self._schedule_kill()
 
     # -- termination -----------------------------------------------------------------------
 
     def terminate(self) -> None:
-        """SIGTERM the whole group now, SIGKILL it after KILL_GRACE."""
+        """SIGTERM the whole group (and every stray) now, SIGKILL it after KILL_GRACE."""
+        self._find_strays()  # before the group dies: its members' children are still theirs
         _signal_group(self.pid, signal.SIGTERM)
+        self._signal_strays(signal.SIGTERM)
         self._schedule_kill()
+
+    def _find_strays(self) -> None:
+        found, unsure = hook_descendants(self.pid, self.marker)
+        self.escaped = self.escaped or unsure
+        for pid in found:
+            if pid not in self.strays and (stray := _Stray.open(pid)) is not None:
+                self.strays[pid] = stray
+
+    def _signal_strays(self, sig: int) -> bool:
+        """Signal every stray still alive; whether there was one."""
+        alive = False
+        for stray in self.strays.values():
+            if not stray.exited():
+                stray.signal(sig)
+                alive = True
+        return alive
+
+    def _kill_all(self) -> None:
+        _signal_group(self.pid, signal.SIGKILL)
+        self._find_strays()
+        self._signal_strays(signal.SIGKILL)
 
     def _schedule_kill(self) -> None:
         if self._kill_handle is None:
-            self._kill_handle = self.loop.call_later(KILL_GRACE, _signal_group, self.pid, 9)
+            self._kill_handle = self.loop.call_later(KILL_GRACE, self._kill_all)
 
     async def settle_group(self) -> None:
         """Give what is left of a SIGTERMed group the rest of KILL_GRACE to exit.
@@ -220,7 +455,7 @@ class _Child:
         """
         handle = self._kill_handle
         while handle is not None and self.loop.time() < handle.when():
-            if not _signal_group(self.pid, 0):
+            if not _signal_group(self.pid, 0) and all(s.exited() for s in self.strays.values()):
                 return
             await asyncio.sleep(0.02)
 
@@ -237,9 +472,14 @@ class _Child:
             # coroutine was closed while cancelled); a pending kill means the group was sent
             # SIGTERM. A SIGKILL left to a loop timer would never come if the loop closes next,
             # and a program (or grandchild) ignoring SIGTERM would live on.
-            _signal_group(self.pid, signal.SIGKILL)
+            self._kill_all()
             if self._kill_handle is not None:
                 self._kill_handle.cancel()
+        # Every stray was signalled; it is reaped here (or soon, at a later hook's end).
+        self.escaped = self.escaped or bool(self.strays)
+        _UNREAPED.extend(self.strays.values())
+        self.strays = {}
+        _reap_strays()
 
     def _close_fd(self, fd: int) -> None:
         if fd in self._fds:
@@ -330,6 +570,11 @@ async def run_program(
 ) -> Completed:
     """Run one program to completion (or to its timeout); raise OSError if it cannot start."""
     loop = asyncio.get_running_loop()
+    marker = b""
+    if become_subreaper():
+        token = secrets.token_hex(8)
+        env = {**env, RUN_MARKER: token}
+        marker = f"{RUN_MARKER}={token}".encode()
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = os.pipe()
     stderr_r, stderr_w = os.pipe()
@@ -342,7 +587,7 @@ async def run_program(
     finally:
         for fd in (stdin_r, stdout_w, stderr_w):
             os.close(fd)
-    child = _Child(loop, pid, stdin_w, stdout_r, stderr_r, stdin, max_stdout)
+    child = _Child(loop, pid, stdin_w, stdout_r, stderr_r, stdin, max_stdout, marker)
     timed_out = False
     held_open = False
     try:
@@ -367,6 +612,8 @@ async def run_program(
         await child.settle_group()
     finally:
         child.close()
+    if child.escaped or _UNREAPED:
+        await _settle_strays(pid, marker, loop.time() + REAP_GRACE)
     return Completed(
         returncode=child.returncode,
         stdout=bytes(child.stdout),

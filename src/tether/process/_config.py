@@ -167,7 +167,10 @@ class WebhookTrigger(_Trigger):
     webhook_port: int = Field(default=9090, ge=1, le=65535, description="Port to listen on")
     webhook_host: str = Field(default="127.0.0.1", description="Interface to listen on")
     secret: SecretText | None = Field(
-        default=None, description="HMAC-SHA256 key; requests must carry X-Tether-Signature"
+        default=None,
+        description=(
+            "HMAC-SHA256 key; requests must carry X-Tether-Timestamp and X-Tether-Signature"
+        ),
     )
 
     @field_validator("secret")

@@ -1,34 +1,119 @@
-"""Journal writes of an accepted event's progress: a failed one never stops the process.
+"""Journal writes of an accepted event's progress: off the event loop, and a failed one never
+stops the process.
 
-``inject`` journals an event ``queued`` before it queues it, and that write raises: an event
-the journal cannot take is refused, and nothing of it is left queued. Every later write of
-the event's progress (``running``, ``done``, a retry's ``queued``, ``dead``, an amended or
-redelivered dead letter) goes through ``_journal_write``: when it fails (the file locked by
-another program past its busy timeout, a full disk) a warning is logged, redacted, it is
+While a process runs (``start()`` to the end of its teardown), every journal write goes to a
+writer thread of its own, in order: a file another program holds locked makes that thread
+wait (up to the journal's busy timeout per write), never the event loop, so one locked journal
+cannot stall every process on the loop. A write made while the process is not running (an
+event dead-lettered by a stopped process, say) runs at once, as before.
+
+``inject`` journals an event ``queued`` before it queues it, and waits for that write (off the
+loop): when it raises, the event is refused, and nothing of it is left queued. Every later
+write of the event's progress (``done``, a retry's ``queued``, ``dead``, an amended or
+redelivered dead letter) goes through ``_journal_write`` and is not waited for (``running``,
+which counts the attempt, is waited for by its worker, off the loop): when it
+fails (the file locked past its busy timeout, a full disk) a warning is logged, redacted, it is
 counted in ``status()`` (``journal_errors``, and the last error as ``journal_error``), and the
 process goes on with its events.
 
-Delivery stays at-least-once: a row whose write failed still holds the event as queued or
-running, so the next process over the file (see ``_recovery``) runs it again; none is lost.
+Delivery stays at-least-once: a row whose write failed (or was still waiting when a crash came,
+or was given up at a stop, see ``JOURNAL_DRAIN``) still holds the event as queued or running,
+so the next process over the file (see ``_recovery``) runs it again; none is lost.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import logging
+import queue
 import sqlite3
+import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ParamSpec
+from typing import TYPE_CHECKING, Any, Final, ParamSpec
 
 from ._supervise import describe
 
 if TYPE_CHECKING:
     from .._redact import Redactor
 
-__all__ = ["JournalWrites"]
+__all__ = ["JOURNAL_DRAIN", "JournalWriter", "JournalWrites"]
 
 logger = logging.getLogger("tether.process")
 
 _P = ParamSpec("_P")
+
+#: Seconds a stop waits for the writes still queued for its writer thread; those left then
+#: are given up (their rows still say queued or running: run again after a restart).
+JOURNAL_DRAIN: Final = 10.0
+
+_Job = tuple[Callable[..., None], tuple[Any, ...], "concurrent.futures.Future[None]"]
+
+
+class JournalWriter:
+    """One thread that runs a process's journal writes in the order they were submitted.
+
+    Started by the first ``submit``; ``close`` lets it finish what was submitted (within a
+    deadline) and ends it, so a stopped process leaves no thread behind.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._give_up = threading.Event()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def submit(
+        self, write: Callable[..., None], args: tuple[Any, ...]
+    ) -> concurrent.futures.Future[None]:
+        """Queue ``write(*args)``; its future holds its outcome (an exception if it failed)."""
+        if self._thread is None:
+            self._give_up.clear()
+            self._thread = threading.Thread(
+                target=self._run, name=f"tether-journal-{self.name}", daemon=True
+            )
+            self._thread.start()
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._jobs.put((write, args, done))
+        return done
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            write, args, done = job
+            try:
+                if self._give_up.is_set():
+                    raise sqlite3.OperationalError(
+                        "given up at the process's stop (the file was still busy)"
+                    )
+                write(*args)
+            except BaseException as exc:
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+
+    async def close(self, within: float = JOURNAL_DRAIN) -> None:
+        """Finish the submitted writes (giving up those left after ``within`` seconds), then
+        end the thread. The writes run off the loop; this only waits for them. Writes
+        submitted meanwhile still run, in order, before the thread ends."""
+        thread = self._thread
+        if thread is None:
+            return
+        drained: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._jobs.put((drained.set_result, (None,), concurrent.futures.Future()))
+        try:
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(drained)), within)
+        except TimeoutError:
+            self._give_up.set()  # what is still queued fails at once: only the write under way
+            await asyncio.wrap_future(drained)  # waits, bounded by the busy timeout
+        self._jobs.put(None)  # after what was submitted while draining
+        while thread.is_alive():  # only writes queued while draining are left: brief
+            await asyncio.sleep(0.001)
+        self._thread = None
 
 
 class JournalWrites:
@@ -37,28 +122,80 @@ class JournalWrites:
     if TYPE_CHECKING:
         name: str
         redactor: Redactor
+        _running_loop: asyncio.AbstractEventLoop | None
 
     def _init_journal_writes(self) -> None:
         #: Journal writes that failed since the process was created, and the last one's error.
         self.journal_errors = 0
         self.journal_error: str | None = None
+        self._journal_writer = JournalWriter(self.name)
+        self._journal_pending = 0  # on the loop's thread only
+
+    @property
+    def journal_pending(self) -> int:
+        """Journal writes handed to the writer thread whose outcome is not recorded yet."""
+        return self._journal_pending
 
     def _journal_write(
         self, about: str, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs
     ) -> None:
-        """``write(*args, **kwargs)``, a journal write of the progress of ``about`` (an event
-        id, or what the write is of); its ``sqlite3`` error is logged and counted, not
-        raised (see the module docstring)."""
+        """``write(*args)``, a journal write of the progress of ``about`` (an event id, or what
+        the write is of), on the writer thread while the process runs; its ``sqlite3`` error
+        is logged and counted, not raised (see the module docstring)."""
         try:
-            write(*args, **kwargs)
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or (self._running_loop is None and not self._journal_writer.running):
+            try:
+                write(*args, **kwargs)
+            except sqlite3.Error as exc:
+                self._journal_failed(about, write.__name__, exc)
+            return
+        name = write.__name__
+        self._journal_pending += 1
+        done = self._journal_writer.submit(lambda: write(*args, **kwargs), ())
+
+        def settled(exc: BaseException | None) -> None:
+            self._journal_pending -= 1
+            if exc is not None:
+                self._journal_failed(about, name, exc)
+
+        def finished(future: concurrent.futures.Future[None]) -> None:  # the writer's thread
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(settled, future.exception())
+
+        done.add_done_callback(finished)
+
+    async def _journal_accept(
+        self, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs
+    ) -> None:
+        """``write(*args)`` waited for (off the loop while the process runs); raises its error."""
+        if self._running_loop is None and not self._journal_writer.running:
+            write(*args, **kwargs)  # not running: nothing else waits on this loop for it
+            return
+        await asyncio.wrap_future(self._journal_writer.submit(lambda: write(*args, **kwargs), ()))
+
+    async def _journal_landed(
+        self, about: str, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs
+    ) -> None:
+        """``write(*args)`` waited for (off the loop while the process runs); its ``sqlite3``
+        error is logged and counted, not raised. For a write that must land before what
+        follows: a run's ``running`` counts its attempt, so an event whose runs keep killing
+        the host is dead-lettered once its retries are used, however soon each crash comes."""
+        try:
+            await self._journal_accept(write, *args, **kwargs)
         except sqlite3.Error as exc:
-            self.journal_errors += 1
-            self.journal_error = error = self.redactor.text(describe(exc))
-            logger.warning(
-                "%s",
-                self.redactor.text(
-                    f"process {self.name}: journal write {write.__name__} of {about} failed; "
-                    f"the process goes on (a row left queued or running is run again after a "
-                    f"restart): {error}"
-                ),
-            )
+            self._journal_failed(about, write.__name__, exc)
+
+    def _journal_failed(self, about: str, name: str, exc: BaseException) -> None:
+        self.journal_errors += 1
+        self.journal_error = error = self.redactor.text(describe(exc))
+        logger.warning(
+            "%s",
+            self.redactor.text(
+                f"process {self.name}: journal write {name} of {about} failed; "
+                f"the process goes on (a row left queued or running is run again after a "
+                f"restart): {error}"
+            ),
+        )

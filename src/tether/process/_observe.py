@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..hooks import HookEvent, HookManager, HookRun
 from ..hooks._context import DRY_RUN_KEY
+from ._state import ProcessState
 
 if TYPE_CHECKING:
     from .._redact import Redactor
@@ -48,6 +49,7 @@ class HookObservability:
         history: HistoryRecorder
         redactor: Redactor
         _history_store: HistoryStore | None
+        state: ProcessState
 
     # -- hook observability ----------------------------------------------------------------
 
@@ -70,9 +72,14 @@ class HookObservability:
         return [r for r in runs if datetime.fromtimestamp(r.recorded_at, UTC) >= when]
 
     def _hook_runs(self, **filters: Any) -> list[HookRun]:
-        if self._history_store is not None:
+        store = self._history_store
+        if store is not None:
             self.history.flush()
-            return self._history_store.query(self.name, **filters)
+            try:
+                return store.query(self.name, **filters)
+            finally:
+                if self.state == ProcessState.STOPPED:  # a stopped process holds no file open
+                    store.close()
         return self.history.runs(**filters)
 
     async def dry_run(self, event: HookEvent | str, data: dict[str, Any]) -> dict[str, Any]:

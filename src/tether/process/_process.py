@@ -526,7 +526,14 @@ class AgentProcess(
                     0,
                 )
             return event.event_id
-        self._enqueue(event, 0, accepting=True)
+        if self._journal is not None and not self._queue.full():
+            # Waited for (off the loop, see _journaling): it raises, and the event is refused.
+            stored = self.redactor.declared.value(event.to_dict())
+            await self._journal_accept(self._journal.queued, stored, 0)
+            if not self._accepts():
+                self._dead(event, "process stopped", "the process stopped while journaling", 0)
+                return event.event_id
+        self._enqueue(event, 0, journaled=True)
         return event.event_id
 
     def _accepts(self) -> bool:
@@ -564,11 +571,11 @@ class AgentProcess(
             event.traceparent = note.traceparent  # its attempts join the trace it began
         return gate
 
-    def _enqueue(self, event: TriggerEvent, attempts: int, *, accepting: bool = False) -> bool:
+    def _enqueue(self, event: TriggerEvent, attempts: int, *, journaled: bool = False) -> bool:
         """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered.
 
-        ``accepting`` (inject): the journal write raises, and the event is not queued. A
-        retry's or recovery's event is queued even if the write fails (see _journaling)."""
+        ``journaled`` (inject): its ``queued`` write was made already. A retry's or
+        recovery's event is queued even if the write fails (see _journaling)."""
         if self._queue.full():
             self._dead(
                 event,
@@ -577,12 +584,9 @@ class AgentProcess(
                 attempts,
             )
             return False
-        if self._journal is not None:
+        if self._journal is not None and not journaled:
             stored = self.redactor.declared.value(event.to_dict())
-            if accepting:
-                self._journal.queued(stored, attempts)
-            else:
-                self._journal_write(event.event_id, self._journal.queued, stored, attempts)
+            self._journal_write(event.event_id, self._journal.queued, stored, attempts)
         self._queue.put_nowait((event, attempts))
         return True
 
@@ -723,7 +727,9 @@ class AgentProcess(
     async def _attempt(self, event: TriggerEvent, attempt: int) -> None:
         started = time.perf_counter()
         if self._journal is not None:  # a failed write: see _journaling (at-least-once)
-            self._journal_write(event.event_id, self._journal.running, event.event_id, attempt)
+            await self._journal_landed(
+                event.event_id, self._journal.running, event.event_id, attempt
+            )
         if self._stream is not None:  # the attempt counts on the next host, as in recovery
             await self._stream.running(event.event_id, attempt)
         prompt = (

@@ -33,8 +33,11 @@ def accepts_events(state: ProcessState, *, restarting: bool) -> bool:
 
 def validate_name(name: object) -> str:
     if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:
+        shown = repr(name)
+        if len(shown) > 80:  # an error quotes a line's worth of a bad name, not all of it
+            shown = f"{shown[:70]}... ({len(name) if isinstance(name, str) else '?'} characters)"
         raise ValueError(
-            f"process name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
+            f"process name {shown} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
             "starting with a letter or digit"
         )
     return name

@@ -26,9 +26,11 @@ if TYPE_CHECKING:
     from ..hooks import HookManager
     from ..hooks._history import HistoryRecorder
     from ..models import Model
-    from ..store import Journal
+    from ..store import HistoryStore, Journal
     from ._config import ProcessConfig
     from ._event import TriggerEvent
+    from ._journaling import JournalWriter
+    from ._plugins import PluginManager
     from ._process import AgentProcess
     from ._triggers import TriggerRunner
 
@@ -55,6 +57,9 @@ class Stopping:
         children: dict[str, AgentProcess]
         _model: Model | None
         _journal: Journal | None
+        _journal_writer: JournalWriter
+        _history_store: HistoryStore | None
+        plugins: PluginManager
         _stopping: bool
         _running_loop: asyncio.AbstractEventLoop | None
         _runners: dict[str, TriggerRunner]
@@ -126,11 +131,23 @@ class Stopping:
         finally:
             self.state = final_state
             self._running_loop = None
+            # Its queued writes done (or given up: at-least-once), the writer thread ends.
+            await self._journal_writer.close()
             journal = self._journal
             if journal is not None and final_state == ProcessState.STOPPED and not restarting:
                 journal.release()  # the next process of this name may start and recover
+            if final_state == ProcessState.STOPPED and not restarting:
+                self._close_files()
         if self.parent is not None and not restarting:  # a restarted child stays its child
             await self.parent._child_stopped(cast("AgentProcess", self))
+
+    def _close_files(self) -> None:
+        """Give back the process's shares of its SQLite file (the last one closes it), so a
+        stopped process holds no descriptor; a later read (its history, say) opens it anew."""
+        for store in (self._journal, self._history_store, self.plugins.artifacts):
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
 
     def _stop_deadline(self, halting: float) -> float:
         """The loop time at which a stop cuts off its last hooks (the task_completed of its

@@ -318,6 +318,7 @@ class FileWatchRunner(TriggerRunner):
         last: set[str] = set()
         last_at = 0.0
         loop = asyncio.get_running_loop()
+        watcher = None
         try:
             watcher = awatch(
                 self.config.watch_path,
@@ -349,4 +350,8 @@ class FileWatchRunner(TriggerRunner):
                     return last if loop.time() - last_at < REPLACED_WITHIN else set()
         finally:
             stop.set()
+            if watcher is not None:
+                # Closed now, not when the garbage collector finds it: a watch cut off at a
+                # report holds its inotify descriptors until then.
+                await watcher.aclose()
         return set()  # (the watcher ends only when stopped)

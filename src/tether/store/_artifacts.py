@@ -7,12 +7,13 @@ import json
 import logging
 import os
 import re
+import sqlite3
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Protocol
 
-from ._sqlite import connect
+from ._sqlite import Lease
 
 logger = logging.getLogger("tether.store")
 
@@ -167,7 +168,7 @@ class SqliteArtifacts:
     """Rows of the runtime's SQLite file."""
 
     def __init__(self, path: str | Path, process: str) -> None:
-        self._db = connect(path)
+        self._file = Lease(path)
         self.process = process
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS artifacts (process TEXT NOT NULL, task_id TEXT NOT NULL, "
@@ -181,6 +182,14 @@ class SqliteArtifacts:
         self._db.execute(
             "CREATE INDEX IF NOT EXISTS plugin_warnings_task ON plugin_warnings (process, task_id)"
         )
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self._file.db
+
+    def close(self) -> None:
+        """Give back this store's share of the file's connection (see Lease)."""
+        self._file.release()
 
     def warn(self, task_id: str, text: str) -> None:
         self._db.execute(

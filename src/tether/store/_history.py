@@ -10,7 +10,7 @@ from typing import Any
 
 from ..hooks import HookRun
 from ..hooks._hook import run_prefix
-from ._sqlite import connect
+from ._sqlite import Lease
 
 __all__ = ["HistoryStore"]
 
@@ -43,7 +43,7 @@ class HistoryStore:
     """Rows of ``hook_runs``; one table for every process of the runtime."""
 
     def __init__(self, path: str | Path) -> None:
-        self._db = connect(path)
+        self._file = Lease(path)
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS hook_runs (recorded_at REAL NOT NULL, hook_id TEXT, "
             "hook_name TEXT, event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, "
@@ -57,6 +57,14 @@ class HistoryStore:
         _add_column(self._db, "required INTEGER")
         _add_column(self._db, "duration_shared INTEGER")
         _add_column(self._db, "changes TEXT")
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self._file.db
+
+    def close(self) -> None:
+        """Give back this store's share of the file's connection (see Lease)."""
+        self._file.release()
 
     def write(self, runs: list[HookRun]) -> None:
         rows = []

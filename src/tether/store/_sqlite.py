@@ -22,7 +22,7 @@ try:
 except ImportError:  # Windows: no lease (see Journal.claim)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["Journal", "connect"]
+__all__ = ["Journal", "Lease", "connect"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -44,23 +44,65 @@ CREATE INDEX IF NOT EXISTS events_state ON events (process, state);
 BUSY_TIMEOUT: Final = 5.0
 
 _connections: dict[str, sqlite3.Connection] = {}
+#: How many holders each shared connection has (``connect`` and every Lease holding it).
+_holders: dict[str, int] = {}
 _lock = threading.Lock()
 
 
 def connect(path: str | Path) -> sqlite3.Connection:
-    """A shared connection per file (WAL, NORMAL sync), schema created.
+    """A shared connection per file (WAL, NORMAL sync), schema created; held for good.
 
     A file SQLite cannot open or read (a folder, not a database) raises the sqlite3 error at
     once, its message naming the file; nothing is cached then.
     """
-    key = str(Path(path).resolve())
+    return _acquire(str(Path(path).resolve()))
+
+
+def _acquire(key: str) -> sqlite3.Connection:
     with _lock:
         conn = _connections.get(key)
         if conn is None:
             Path(key).parent.mkdir(parents=True, exist_ok=True)
             conn = _open(key)
             _connections[key] = conn
+        _holders[key] = _holders.get(key, 0) + 1
         return conn
+
+
+def _release(key: str) -> None:
+    with _lock:
+        left = _holders.get(key, 0) - 1
+        if left > 0:
+            _holders[key] = left
+            return
+        _holders.pop(key, None)
+        conn = _connections.pop(key, None)
+    if conn is not None:
+        conn.close()
+
+
+class Lease:
+    """A share of the connection to one file, taken when first used and given back by
+    ``release`` (the last share given back closes the file, its descriptors with it). Used
+    again after that, it takes a share anew."""
+
+    __slots__ = ("_conn", "key")
+
+    def __init__(self, path: str | Path) -> None:
+        self.key = str(Path(path).resolve())
+        self._conn: sqlite3.Connection | None = _acquire(self.key)
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = _acquire(self.key)
+        return conn
+
+    def release(self) -> None:
+        if self._conn is not None:
+            self._conn = None
+            _release(self.key)
 
 
 def _open(path: str) -> sqlite3.Connection:
@@ -89,6 +131,7 @@ def close_all() -> None:
         for conn in _connections.values():
             conn.close()
         _connections.clear()
+        _holders.clear()
 
 
 class Journal:
@@ -108,9 +151,18 @@ class Journal:
     ) -> None:
         self.path = str(path)
         self.process = process
-        self._db = connect(path)
+        self._file = Lease(path)
         self._key: Callable[[str], str] = redact if redact is not None else str
         self._lease: weakref.finalize[[int], Journal] | None = None
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self._file.db
+
+    def close(self) -> None:
+        """Give back this journal's share of the file's connection (see Lease); a later call
+        takes one anew."""
+        self._file.release()
 
     def claim(self) -> bool:
         """Take this name's lease on the file: an exclusive lock on ``<file>.<name>.lock``,

@@ -1,0 +1,123 @@
+"""The control API matches its own OpenAPI document under schemathesis: the served
+``/api/v1/openapi.json``, every check on, bounded in examples, 0 failures; once without a token
+(no security declared) and once with one (bearer security declared and enforced).
+
+schemathesis runs as its own program against a real server on a free port, configured by
+``schemathesis.toml`` beside this file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tether import AgentRuntime, HookContext, HookEvent, HookManager, OrchestrationAPI
+
+HERE = Path(__file__).parent
+TOKEN = "fuzz-token-7d1e"
+#: Test cases per operation and phase: enough to cross every check, small enough for CI.
+MAX_EXAMPLES = 4
+SEED = 20261201
+
+st = shutil.which("st", path=os.path.dirname(sys.executable))
+pytestmark = pytest.mark.skipif(st is None, reason="schemathesis is a dev dependency")
+
+
+async def audit(ctx: HookContext) -> None:
+    """A hook the served process has (tag 'audit'), so enable and disable find one."""
+
+
+@pytest.fixture
+async def served(request: pytest.FixtureRequest) -> AsyncIterator[OrchestrationAPI]:
+    from tether.telemetry import Telemetry
+
+    # With metrics (prometheus_client is a dev dependency): /metrics answers, not 503.
+    runtime = AgentRuntime(hooks=HookManager(), telemetry=Telemetry.from_env(metrics=True))
+    process = await runtime.add_process(
+        "triage", {"model": "scripted", "instructions": "You triage support tickets."}
+    )
+    process.hooks.register(HookEvent.TASK_COMPLETED, audit, tag="audit")
+    await runtime.start_all()
+    api = OrchestrationAPI(runtime, port=0, token=request.param)
+    await api.start()
+    try:
+        yield api
+    finally:
+        await api.stop()
+        await runtime.stop_all()
+
+
+async def schemathesis(api: OrchestrationAPI, *extra: str) -> tuple[int, str]:
+    assert st is not None
+    proc = await asyncio.create_subprocess_exec(
+        st,
+        "--config-file",
+        str(HERE / "schemathesis.toml"),
+        "run",
+        f"{api.url}/api/v1/openapi.json",
+        "--checks",
+        "all",
+        "--max-examples",
+        str(MAX_EXAMPLES),
+        "--seed",
+        str(SEED),
+        "--workers",
+        "1",
+        "--no-color",
+        "--generation-database",
+        "none",
+        *extra,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false"},
+    )
+    try:
+        async with asyncio.timeout(300):
+            out, _ = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(errors="replace")
+
+
+def figures(output: str) -> str:
+    """The run's summary lines: operations tested, test cases, failures."""
+    lines = [
+        line.strip()
+        for line in output.splitlines()
+        if re.search(r"Tested: |generated, |failures?|passed in", line)
+    ]
+    return " | ".join(lines)
+
+
+@pytest.mark.parametrize("served", [None], indirect=True)
+async def test_the_api_without_a_token_matches_its_document_under_schemathesis(
+    served: OrchestrationAPI,
+) -> None:
+    code, output = await schemathesis(served)
+    print(figures(output))
+    assert code == 0, output[-6000:]
+    assert re.search(r"Tested: 2\d", output), output[-2000:]
+    assert re.search(r"(\d+) generated, \1 passed", output), output[-2000:]
+
+
+@pytest.mark.parametrize("served", [TOKEN], indirect=True)
+async def test_the_api_with_a_token_matches_its_document_under_schemathesis(
+    served: OrchestrationAPI,
+) -> None:
+    """Every operation declares bearer security; ignored_auth sends none or a wrong one."""
+    code, output = await schemathesis(
+        served, "--header", f"Authorization: Bearer {TOKEN}", "--phases", "fuzzing"
+    )
+    print(figures(output))
+    assert code == 0, output[-6000:]
+    assert re.search(r"(\d+) generated, \1 passed", output), output[-2000:]

@@ -1,0 +1,127 @@
+"""Detached grandchildren die with their hook: a process that leaves the hook's process group
+(``setsid cmd &``) is still killed and reaped at the hook's end (Linux: the runtime is a child
+subreaper and each hook run's processes carry its marker)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tether import CommandHookError, HookContext, HookEvent, ShellHook
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"),
+    reason="the subreaper guarantee is Linux's",
+)
+
+
+def ctx() -> HookContext:
+    return HookContext(HookEvent.TASK_COMPLETED, "p", {"outcome": "success"})
+
+
+def state(pid: int) -> str | None:
+    """The state letter of ``pid`` (``Z`` for a zombie), None once it is gone and reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def pid_in(path: Path) -> int | None:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    return int(text) if text.endswith("\n") else None
+
+
+async def read_pid(path: Path, within: float = 10.0) -> int:
+    deadline = time.monotonic() + within
+    while (pid := pid_in(path)) is None:
+        assert time.monotonic() < deadline, f"{path} was never written"
+        await asyncio.sleep(0.01)
+    return pid
+
+
+def sh(script: str, timeout: float = 10.0) -> ShellHook:
+    return ShellHook(["/bin/sh", "-c", script], timeout=timeout)
+
+
+def is_subreaper() -> bool:
+    libc = ctypes.CDLL(None, use_errno=True)
+    flag = ctypes.c_int(0)
+    assert libc.prctl(37, ctypes.byref(flag), 0, 0, 0) == 0  # PR_GET_CHILD_SUBREAPER
+    return flag.value == 1
+
+
+async def test_a_setsid_grandchild_is_gone_when_its_hook_returns(tmp_path: Path) -> None:
+    pidfile = tmp_path / "stray.pid"
+    result = await sh(f"setsid sleep 300 & echo $! > {pidfile}; exit 0").run(ctx())
+    assert result is None or result is not False
+    stray = await read_pid(pidfile)
+    assert state(stray) is None, "the detached sleep outlived its hook (or is a zombie)"
+
+
+async def test_a_setsid_grandchild_of_a_timed_out_hook_is_gone(tmp_path: Path) -> None:
+    pidfile = tmp_path / "stray.pid"
+    hook = sh(f"setsid sleep 300 & echo $! > {pidfile}; sleep 60", timeout=0.3)
+    with pytest.raises(CommandHookError, match="timed out"):
+        await hook.run(ctx())
+    assert state(await read_pid(pidfile)) is None
+
+
+async def test_a_detached_grandchild_ignoring_sigterm_is_killed_and_reaped(
+    tmp_path: Path,
+) -> None:
+    pidfile = tmp_path / "stray.pid"
+    stubborn = f"trap '' TERM; echo $$ > {pidfile}; while :; do sleep 0.05; done"
+    await sh(f'setsid /bin/sh -c "{stubborn}" & sleep 0.3; exit 0').run(ctx())
+    assert state(await read_pid(pidfile)) is None
+
+
+async def test_the_children_of_a_detached_grandchild_die_too(tmp_path: Path) -> None:
+    outer, inner = tmp_path / "outer.pid", tmp_path / "inner.pid"
+    nested = f"sleep 300 & echo $! > {inner}; echo $$ > {outer}; wait"
+    await sh(f"setsid /bin/sh -c '{nested}' & sleep 0.3; exit 0").run(ctx())
+    assert state(await read_pid(outer)) is None
+    assert state(await read_pid(inner)) is None
+
+
+async def test_the_runtime_becomes_a_child_subreaper_at_its_first_command_hook() -> None:
+    await sh("exit 0").run(ctx())
+    assert is_subreaper()
+
+
+async def test_a_child_the_host_started_itself_survives_a_hooks_end() -> None:
+    """Only the hook run's own processes are killed, not another child of the runtime."""
+    own = await asyncio.create_subprocess_exec("sleep", "60")
+    try:
+        await sh("setsid sleep 300 & exit 0").run(ctx())
+        assert own.returncode is None
+        assert state(own.pid) == "S"
+    finally:
+        own.kill()
+        await own.wait()
+
+
+async def test_a_hook_run_leaves_no_child_of_the_runtime_behind(tmp_path: Path) -> None:
+    def children() -> set[int]:
+        found: set[int] = set()
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as f:
+                found.update(int(pid) for pid in f.read().split())
+        return found
+
+    before = children()
+    for i in range(5):
+        with contextlib.suppress(CommandHookError):
+            await sh(f"setsid sleep 300 & setsid sleep 300 & exit {i % 2}").run(ctx())
+    assert children() <= before
