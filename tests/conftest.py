@@ -97,3 +97,21 @@ def write_pack(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+async def redis_url() -> str:
+    """A Redis that answers (see _redis_support): skips without one, fails under
+    TETHER_REQUIRE_REDIS=1."""
+    from _redis_support import require_redis
+
+    return await require_redis()
+
+
+@pytest.fixture
+async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
+    """A Redis key prefix of this test's own; its keys are deleted after the test."""
+    from _redis_support import key_prefix
+
+    async with key_prefix(redis_url) as name:
+        yield name

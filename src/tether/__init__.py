@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from .approval import ApprovalDecision as ApprovalDecision
     from .approval import ApprovalPolicy as ApprovalPolicy
     from .approval import ApprovalRequest as ApprovalRequest
+    from .cluster import ClusterError as ClusterError
+    from .cluster import ClusterNode as ClusterNode
     from .hooks._claude_settings import ClaudeCodeHooksError as ClaudeCodeHooksError
     from .hooks._claude_settings import claude_code_hooks as claude_code_hooks
     from .hooks._config import HookConfig as HookConfig
@@ -87,6 +89,8 @@ _LAZY: dict[str, str] = {
     "ClaudeCodeHooksError": "tether.hooks._claude_settings",
     "claude_code_hooks": "tether.hooks._claude_settings",
     "AgentRuntime": "tether.runtime",
+    "ClusterError": "tether.cluster",
+    "ClusterNode": "tether.cluster",
     "ProcessExistsError": "tether.runtime",
     "WebhookClashError": "tether.runtime",
     "OrchestrationAPI": "tether.api",
@@ -133,6 +137,8 @@ __all__ = [
     "ApprovalRequest",
     "BudgetConfig",
     "ClaudeCodeHooksError",
+    "ClusterError",
+    "ClusterNode",
     "CommandHookError",
     "ContextConfig",
     "CronTrigger",

@@ -24,6 +24,7 @@ from .hooks._resources import close_resources
 from .process import AgentProcess, ProcessConfig, ProcessError, TriggerEvent, WebhookTrigger
 
 if TYPE_CHECKING:
+    from .cluster import ClusterNode
     from .manifest import AgentManifest
     from .telemetry import Telemetry
 
@@ -83,6 +84,8 @@ class AgentRuntime:
         self._retired: dict[str, str] = {}
         self._started_at: float | None = None
         self.running = False
+        #: This host's part of a cluster (set by ClusterNode.start), or None.
+        self.cluster: ClusterNode | None = None
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"

@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"_redact", "approval", "agent"},  # the agent loop and what it needs; no queues, no processes
     {"telemetry"},  # spans and metrics: handed to processes as an observer, never imported
     {"plugins", "process"},  # processes know nothing of HTTP
-    {"manifest", "_manifest_yaml", "runtime"},
+    {"manifest", "_manifest_yaml", "runtime", "cluster"},
     {"eval"},  # the eval harness: drives processes from manifests; no HTTP
     {"api"},
     {"cli"},
@@ -159,6 +159,8 @@ PUBLIC = [
     "BLOCKABLE_EVENTS",
     "BudgetConfig",
     "ClaudeCodeHooksError",
+    "ClusterError",
+    "ClusterNode",
     "CommandHookError",
     "ContextConfig",
     "CronTrigger",

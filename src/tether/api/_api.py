@@ -41,6 +41,7 @@ from ..process import (
 from ..process._state import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
 from ._changes import ConfigEndpoints
+from ._cluster import ClusterRouter
 from ._deploy import (
     check_hook_hosts,
     code_only_fields,
@@ -172,7 +173,7 @@ class OrchestrationAPI:
         self.webhooks: WebhookServer | None = (
             WebhookServer(runtime, max_body_bytes=max_body_bytes) if webhooks else None
         )
-        self.app: ASGIApp = _Guard(self._build_app(), self)
+        self.app: ASGIApp = _Guard(ClusterRouter(self._build_app(), self), self)
         self._server = AppServer(self.app, host, port, name=f"tether-api:{port}")
 
     def __repr__(self) -> str:

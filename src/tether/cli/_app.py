@@ -215,6 +215,31 @@ def serve(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print events.")] = False,
     plugin: PluginOption = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            envvar="TETHER_CLUSTER",
+            help="Join a cluster on this Redis (redis://host:port): every host serves the same "
+            "manifests and each process runs on one host at a time (docs/scale-out.md).",
+        ),
+    ] = None,
+    cluster_host: Annotated[
+        str | None,
+        typer.Option("--cluster-host", help="This host's name in the cluster (default: name-pid)."),
+    ] = None,
+    cluster_prefix: Annotated[
+        str, typer.Option("--cluster-prefix", help="Prefix of the cluster's Redis keys.")
+    ] = "tether",
+    lease_ttl: Annotated[
+        float,
+        typer.Option(
+            "--lease-ttl",
+            min=0.3,
+            max=3600,
+            help="Seconds a process's lease outlives its host's last renewal (the takeover time).",
+        ),
+    ] = 10.0,
     open_metrics: Annotated[
         bool,
         typer.Option(
@@ -227,11 +252,19 @@ def serve(
 ) -> None:
     """Start a runtime with the control API, its dashboard at / and its metrics at /metrics
     (and the webhooks of its processes). OTEL_* variables turn on trace export."""
-    from ._run import check_plugins, serve_files
+    from ._run import ClusterOptions, check_plugins, serve_files
     from ._token import serve_token
 
     token = serve_token(token, ctx.get_parameter_source("token"), token_file)
     plugins = check_plugins(plugin or [])
+    options = None
+    if cluster is not None:
+        if not cluster.startswith(("redis://", "rediss://", "unix://")):
+            raise typer.BadParameter(
+                f"expected redis://host:port[/db] (or rediss://, unix://), got {cluster!r}",
+                param_hint="--cluster",
+            )
+        options = ClusterOptions(cluster, cluster_host, cluster_prefix, lease_ttl)
     raise typer.Exit(
         serve_files(
             files or [],
@@ -241,6 +274,7 @@ def serve(
             allow_command_deploys=allow_command_deploys,
             quiet=quiet,
             plugins=plugins,
+            cluster=options,
             allowed_hook_hosts=allow_hook_host or [],
             open_metrics=open_metrics,
             log_level=log_level.value if log_level is not None else None,

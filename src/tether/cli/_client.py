@@ -161,14 +161,18 @@ def list_processes(url: str, token: str | None, *, as_json: bool) -> int:
     if not processes:
         out.print("no processes")
         return 0
+    clustered = "host" in answer  # a cluster's host lists them all, with where each runs
     catalog = _request("GET", url, token, "/hooks/catalog").get("hooks", [])
     table = Table(box=None, pad_edge=False)
-    for column in ("NAME", "STATE", "RUNS", "QUEUED", "DEAD LETTERS", "HOOKS", "UPTIME"):
+    columns = ("NAME", "HOST", "STATE") if clustered else ("NAME", "STATE")
+    for column in (*columns, "RUNS", "QUEUED", "DEAD LETTERS", "HOOKS", "UPTIME"):
         table.add_column(column)
     for p in processes:
         uptime = p.get("uptime_s")
+        where = [escape(str(p.get("host") or "-"))] if clustered else []
         table.add_row(
             escape(str(p.get("name"))),
+            *where,
             str(p.get("state")),
             str(p.get("invocation_count")),
             str(p.get("queue_size")),

@@ -11,6 +11,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,17 @@ if TYPE_CHECKING:
     from ..telemetry import Telemetry
     from ._logs import LogSetup
 
-__all__ = ["check_plugins", "run_file", "serve_files"]
+__all__ = ["ClusterOptions", "check_plugins", "run_file", "serve_files"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterOptions:
+    """``tether serve --cluster``: the Redis URL, this host's name, the key prefix, the TTL."""
+
+    url: str
+    host: str | None = None
+    prefix: str = "tether"
+    lease_ttl: float = 10.0
 
 
 def _console() -> Console:
@@ -304,6 +315,7 @@ def serve_files(
     allow_command_deploys: bool,
     quiet: bool,
     plugins: list[str] | None = None,
+    cluster: ClusterOptions | None = None,
     allowed_hook_hosts: list[str] | None = None,
     open_metrics: bool = False,
     log_level: str | None = None,
@@ -312,7 +324,8 @@ def serve_files(
     """Serve a runtime with the processes of ``files``; return the exit status.
 
     ``plugins`` are activated on the processes of ``files`` (processes deployed later over
-    the API name their own).
+    the API name their own). With ``cluster``, this host joins a cluster on Redis: it runs the
+    processes whose lease it takes (see ``tether.cluster``).
     """
     with _logs(log_level, log_format) as logs:
         return asyncio.run(
@@ -324,6 +337,7 @@ def serve_files(
                 allow_command_deploys=allow_command_deploys,
                 quiet=quiet,
                 plugins=plugins or [],
+                cluster=cluster,
                 allowed_hook_hosts=allowed_hook_hosts or [],
                 open_metrics=open_metrics,
                 logs=logs,
@@ -343,6 +357,7 @@ async def _serve(
     allowed_hook_hosts: list[str] | None = None,
     stop: asyncio.Event | None = None,
     ready: Callable[[str], object] | None = None,
+    cluster: ClusterOptions | None = None,
     open_metrics: bool = False,
     logs: LogSetup | None = None,
 ) -> int:
@@ -373,7 +388,14 @@ async def _serve(
             manifest = manifest.model_copy(
                 update={"plugins": _with_plugins(manifest.plugins, plugins)}
             )
-        await runtime.add_spec(manifest)
+        if cluster is None:
+            await runtime.add_spec(manifest)
+        else:
+            from ..cluster import cluster_config
+            from ..manifest import manifest_to_process_config
+
+            config = cluster_config(manifest_to_process_config(manifest), cluster.lease_ttl)
+            await runtime.add_process(manifest.name, config)
     api = OrchestrationAPI(
         runtime,
         host=host,
@@ -383,9 +405,34 @@ async def _serve(
         allowed_hook_hosts=allowed_hook_hosts or [],
         open_metrics=open_metrics,
     )
+    node = None
+    if cluster is not None:
+        from ..cluster import ClusterNode
+
+        if logs is None:  # (--log-level shows them its own way)
+            # What the cluster does (takeovers, leases lost) is for the operator to see.
+            handler = logging.StreamHandler()
+            handler.setFormatter(
+                logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s")
+            )
+            cluster_log = logging.getLogger("tether.cluster")
+            cluster_log.addHandler(handler)
+            cluster_log.setLevel(logging.INFO)
+            cluster_log.propagate = False
+
+        node = ClusterNode(
+            runtime,
+            cluster.url,
+            host=cluster.host,
+            prefix=cluster.prefix,
+            lease_ttl=cluster.lease_ttl,
+        )
+        node.local_app, node.api_token = api.app, token
     stop = stop if stop is not None else asyncio.Event()
     with _stop_on_signals(stop):
         try:
+            if node is not None:  # before the API answers: its processes' events go to Redis
+                await node.start()
             await api.start()
             console.print(f"[bold]tether serve[/]: control API on {api.url}/api/v1")
             console.print(f"  dashboard  {api.url}/")
@@ -412,13 +459,21 @@ async def _serve(
                         f"  plugins  {escape(process.name)}: "
                         f"{escape(', '.join(process.plugins.names))}"
                     )
-            await runtime.start_all()
+            if node is None:
+                await runtime.start_all()
+            else:
+                console.print(
+                    f"  cluster: host {escape(node.host)} on {escape(node.url)}"
+                    f" (lease TTL {node.ttl:g}s)"
+                )
             console.print("[dim]Ctrl-C stops the runtime[/]")
             if ready is not None:
                 ready(api.url)
             await stop.wait()
         finally:
             await api.stop()
+            if node is not None and runtime.cluster is node:
+                await node.stop()  # hands its processes over: their events stay in Redis
             await runtime.stop_all()
             await _shutdown(telemetry)
             _summary(console, runtime)

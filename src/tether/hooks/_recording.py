@@ -194,11 +194,14 @@ class DispatchRecord:
         ended: float,
         data: dict[str, Any],
     ) -> None:
-        before = self._last
-        assert before is not None
+        before: Any = self._last
         if not isinstance(data, dict):  # a context_factory's non-dict data (the dispatch's error)
             data = {}
-        changed = changes(before, data)
+        try:  # the common case, a hook that changed nothing, with no further call
+            same = data == before
+        except Exception:
+            same = False
+        changed = None if same else changes(before, data)
         if changed is not None:  # the values after are kept from a copy no hook can reach
             last = self._last = copy_payload(data)
             changed = {k: (old, last.get(k, ABSENT)) for k, (old, _) in changed.items()}

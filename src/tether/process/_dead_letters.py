@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..store import Journal
     from ._event import TriggerEvent
     from ._state import ProcessState
+    from ._stream_queue import StreamQueue
 
 __all__ = ["UNFIRED", "DeadLetters"]
 
@@ -47,6 +48,7 @@ class DeadLetters:
         dead_letters: list[dict[str, Any]]
         observer: Observer | None
         _journal: Journal | None
+        _stream: StreamQueue | None
         _retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]]
         _given_up: list[tuple[TriggerEvent, int]]
         _later: set[asyncio.Task[Any]]
@@ -94,6 +96,8 @@ class DeadLetters:
             self._journal_write(
                 event.event_id, self._journal.dead, payload, attempts, reason, error
             )
+        if self._stream is not None:
+            self._stream.dead(entry)
         return entry
 
     async def _dead_letter_all(
@@ -233,6 +237,10 @@ class DeadLetters:
                 if not any(d["event_id"] == event.event_id for d in self.dead_letters):
                     self.dead_letters.append(entry)  # neither queued nor dead-lettered again
                 raise
+            if self._stream is not None and not any(
+                d["event_id"] == event.event_id for d in self.dead_letters
+            ):  # in the stream again (not dead again): its Redis dead letter goes
+                self._stream.forget_dead([event.event_id])
             count += 1
         return count
 
@@ -241,5 +249,7 @@ class DeadLetters:
         count = len(self.dead_letters)
         if self._journal is not None:
             self._journal.forget_dead([d["event"].event_id for d in self.dead_letters])
+        if self._stream is not None:
+            self._stream.forget_dead([d["event"].event_id for d in self.dead_letters])
         self.dead_letters = []
         return count

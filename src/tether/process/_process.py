@@ -56,6 +56,7 @@ from ._extensions import extensions_for_run, render_for_run
 from ._journaling import JournalWrites
 from ._mcp import check_entries
 from ._observe import HookObservability
+from ._queue import MemoryQueue
 from ._rewind import Rewinding
 from ._state import ProcessState, accepts_events, validate_name
 from ._stopping import Stopping
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from ..hooks import HookRun
     from ..models import Model
     from ..store import Journal
+    from ._stream_queue import StreamQueue
 
 __all__ = ["AgentProcess", "ProcessState"]
 
@@ -146,9 +148,11 @@ class AgentProcess(
         self._spawning: set[str] = set()  # children whose subagent_start hooks run now
         self.last_error: str | None = None
         self.on_spawn: Callable[[AgentProcess], Awaitable[None]] | None = None
-        self._queue: asyncio.Queue[tuple[TriggerEvent, int]] = asyncio.Queue(
+        self._queue: asyncio.Queue[tuple[TriggerEvent, int]] = MemoryQueue(
             self.config.max_queue_size
         )
+        #: The Redis stream queue when this process runs in a cluster (see use_queue).
+        self._stream: StreamQueue | None = None
         self._workers: list[asyncio.Task[None]] = []
         #: The loop the process runs in, from start() to the end of its stop: asking it for the
         #: current task spares _emit the getpid() system call asyncio.current_task() makes.
@@ -378,6 +382,19 @@ class AgentProcess(
             if trigger_id not in self._runners:  # one added by a session_start hook runs already
                 self._start_trigger(trigger_id, trigger)
 
+    def use_queue(self, queue: StreamQueue) -> None:
+        """Keep this process's events in ``queue`` (a cluster's Redis stream) from now on.
+
+        Only before the first start, with nothing queued: ProcessStateError otherwise."""
+        if self.state != ProcessState.CREATED or self._queue.qsize() or self._journal:
+            raise ProcessStateError(
+                f"process {self.name!r}: a queue backend is chosen before its first start, "
+                "with nothing queued and no journal (a cluster keeps its events in Redis)"
+            )
+        queue.redact = self.redactor.declared.value
+        queue.dead_letter = self._dead
+        self._queue = self._stream = queue
+
     def _start_failed(self) -> None:
         """A process whose start failed runs nothing, so it holds no journal lease: another
         object of its name (or this one, started again) may take the journal."""
@@ -486,7 +503,7 @@ class AgentProcess(
         """Queue an event (after task_created); return its id. Never drops: see dead_letters."""
         if not isinstance(event, TriggerEvent):
             raise TypeError(f"inject() takes a TriggerEvent, got {type(event).__name__}")
-        if not accepts_events(self.state, restarting=self._supervisor is not None):
+        if not self._accepts():
             self._dead(event, "process stopped", f"process is {self.state.value}", 0)
             return event.event_id
         try:
@@ -497,8 +514,17 @@ class AgentProcess(
         if gate.blocked:
             self._dead(event, "blocked by hook", gate.reason, 0)
             return event.event_id
-        if not accepts_events(self.state, restarting=self._supervisor is not None):
+        if not self._accepts():
             self._dead(event, "process stopped", "the process stopped during task_created", 0)
+            return event.event_id
+        if self._stream is not None:  # the stream's holder reads it (here or on another host)
+            if not await self._stream.add(event):
+                self._dead(
+                    event,
+                    "queue full",
+                    f"the stream holds max_queue_size={self.config.max_queue_size} events",
+                    0,
+                )
             return event.event_id
         if self._journal is not None and not self._queue.full():
             # Waited for (off the loop, see _journaling): it raises, and the event is refused.
@@ -509,6 +535,13 @@ class AgentProcess(
                 return event.event_id
         self._enqueue(event, 0, journaled=True)
         return event.event_id
+
+    def _accepts(self) -> bool:
+        """Whether inject() takes events now. A clustered process takes them on every host
+        while the cluster runs it (wherever that is), not only on the host holding it."""
+        if self._stream is not None:
+            return self._stream.accepting
+        return accepts_events(self.state, restarting=self._supervisor is not None)
 
     async def _task_created(self, event: TriggerEvent) -> DispatchResult:
         observer = self.observer
@@ -642,7 +675,7 @@ class AgentProcess(
             note = self._task_notes.get(event.event_id)
             if note is not None:
                 note.outcome, note.error = outcome, error
-        return (self._emit_worker if worker else self._emit)(
+        dispatch = (self._emit_worker if worker else self._emit)(
             HookEvent.TASK_COMPLETED,
             {
                 "event_id": event.event_id,
@@ -653,6 +686,9 @@ class AgentProcess(
                 "error": error,
             },
         )
+        if self._stream is not None and outcome != "retrying":  # decided: acknowledge after
+            return self._stream.settled(dispatch, event.event_id)
+        return dispatch
 
     async def _refuse(
         self, event: TriggerEvent, attempt: int, started: float, reason: str, error: str
@@ -694,6 +730,8 @@ class AgentProcess(
             await self._journal_landed(
                 event.event_id, self._journal.running, event.event_id, attempt
             )
+        if self._stream is not None:  # the attempt counts on the next host, as in recovery
+            await self._stream.running(event.event_id, attempt)
         prompt = (
             await render_for_run(self.hooks, event, self.name)
             if self.hooks.implemented("prompt.render")  # a coroutine only when one may render

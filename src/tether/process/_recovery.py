@@ -22,6 +22,8 @@ __all__ = ["recover"]
 def recover(process: AgentProcess) -> dict[str, Any] | None:
     """Requeue the journal's unfinished events and reload its dead letters; say what was done."""
     journal = process._journal
+    if process._stream is not None:  # a cluster's stream: what its claim() took over
+        return process._stream.take_recovered()
     if journal is None or process._recovered_once:
         return None
     process._recovered_once = True

@@ -1,0 +1,382 @@
+"""The Redis Streams queue backend (see ``_queue`` for what it does and guarantees)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from ..store._redis import FENCED, GROUP
+from ._event import TriggerEvent
+from ._queue import Item, MemoryQueue
+
+if TYPE_CHECKING:
+    from ..store._redis import Keys, Scripts
+
+__all__ = ["StreamQueue"]
+
+logger = logging.getLogger("tether.cluster")
+
+T = TypeVar("T")
+
+#: Seconds a read of the stream blocks waiting for an entry.
+READ_BLOCK: Final = 0.2
+#: Entries one claim call asks for.
+CLAIM_BATCH: Final = 100
+
+#: The reason of the dead letters a stop makes of what is queued or cut off: for a process
+#: leaving a host (lease lost, handed over, host shut down), those entries stay in the stream.
+STOPPED: Final = "process stopped"
+
+
+class StreamQueue(MemoryQueue):
+    """A process's events in a Redis stream (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: Any,  # redis.asyncio.Redis (its stubs type replies loosely)
+        scripts: Scripts,
+        keys: Keys,
+        process: str,
+        *,
+        consumer: str,
+        reader: Any = None,
+        max_length: int = 0,
+        prefetch: int = 1,
+        visibility: float = 30.0,
+    ) -> None:
+        super().__init__()  # the local buffer: the stream is what is bounded (max_length)
+        self.client = client
+        self.reader = reader if reader is not None else client  # for the blocking reads
+        self.scripts = scripts
+        self.process = process
+        self.consumer = consumer
+        self.max_length = max_length
+        self.prefetch = max(1, prefetch)
+        self.visibility = visibility
+        self._stream = keys.stream(process)
+        self._attempts = keys.attempts(process)
+        self._dead_key = keys.dead(process)
+        self._lease = keys.lease(process)
+        #: The fencing token of the lease this host holds for the process, or None.
+        self.token: str | None = None
+        #: Told (once per lease) when a fenced write found the lease gone.
+        self.on_fenced: Callable[[], None] | None = None
+        #: Set by the process: redacts an event's declared secrets before it is stored.
+        self.redact: Callable[[dict[str, Any]], dict[str, Any]] = lambda value: value
+        #: Set by the process: dead-letters an event (claim() finds some out of attempts).
+        self.dead_letter: Callable[[TriggerEvent, str, str, int], None] | None = None
+        #: Whether inject() adds events: the cluster runs the process (not stopped by an
+        #: operator). The cluster keeps it up to date on every host.
+        self.accepting = True
+        self._entries: dict[str, str] = {}  # event id -> stream entry id, while held here
+        self._leaving = False
+        #: Events whose dead letter a leaving stop made: they stay in the stream.
+        self.left: set[str] = set()
+        self._room = asyncio.Event()
+        self._reader: asyncio.Task[None] | None = None
+        self._writes: set[asyncio.Task[Any]] = set()
+        self._recovered: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        held = "held" if self.token else "not held"
+        return f"<StreamQueue {self._stream} {held} buffered={self.qsize()}>"
+
+    # -- any host ----------------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        """Create the stream's consumer group (once per cluster; an existing one is kept)."""
+        from redis.exceptions import ResponseError
+
+        try:
+            await self.client.xgroup_create(self._stream, GROUP, id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in f"{exc}":
+                raise
+
+    async def add(self, event: TriggerEvent, attempts: int = 0) -> bool:
+        """Append ``event`` to the stream; False when it holds ``max_length`` entries."""
+        body = json.dumps(self.redact(event.to_dict()))
+        added = await self.scripts.add(
+            keys=[self._stream], args=[self.max_length, body, attempts], client=self.client
+        )
+        return added is not None
+
+    # -- the holder --------------------------------------------------------------------------
+
+    async def claim(self, token: str, max_retries: int) -> dict[str, Any]:
+        """Take the lease's entries over: every entry pending in the group is claimed for this
+        host and buffered, oldest first; one whose attempts are used up is dead-lettered
+        ("process failed"). Returns what was reclaimed (session_start's ``recovered``)."""
+        self.token, self._leaving = token, False
+        self.left.clear()
+        summary = await self.client.xpending(self._stream, GROUP)
+        previous = sorted(
+            c["name"] for c in summary.get("consumers", []) if c["name"] != self.consumer
+        )
+        claimed: list[tuple[str, dict[str, str]]] = []
+        start = "0-0"
+        while True:
+            reply = await self.client.xautoclaim(
+                self._stream, GROUP, self.consumer, 0, start_id=start, count=CLAIM_BATCH
+            )
+            start, entries = reply[0], reply[1]
+            claimed += [(entry_id, fields) for entry_id, fields in entries if fields]
+            if start == "0-0":
+                break
+        recovered, dead = await self._take_claimed(claimed, max_retries)
+        self._recovered = {
+            "source": "redis",
+            "events": len(recovered),
+            "event_ids": recovered,
+            "dead_letters": dead,
+            "from_hosts": previous,
+            "fencing_token": int(token.split(":", 1)[0]),
+        }
+        return self._recovered
+
+    async def _take_claimed(
+        self, claimed: list[tuple[str, dict[str, str]]], max_retries: int
+    ) -> tuple[list[str], int]:
+        started: list[str | None] = []
+        if claimed:
+            started = await self.client.hmget(self._attempts, [entry for entry, _ in claimed])
+        recovered: list[str] = []
+        dead = 0
+        for (entry_id, fields), ran in zip(claimed, started or [None] * len(claimed), strict=True):
+            event = TriggerEvent.from_dict(json.loads(fields["event"]))
+            if event.event_id in self._entries:
+                continue  # buffered or running here already
+            attempts = max(int(fields.get("attempts", 0)), int(ran or 0))
+            self._entries[event.event_id] = entry_id
+            if ran is not None and attempts > max_retries and self.dead_letter is not None:
+                self.dead_letter(
+                    event,
+                    "process failed",
+                    f"the host running it went away while attempt {attempts} ran; no retries left",
+                    attempts,
+                )
+                dead += 1
+                continue
+            self.put_nowait((event, attempts))
+            recovered.append(event.event_id)
+        return recovered, dead
+
+    def take_recovered(self) -> dict[str, Any] | None:
+        """What the last claim() reclaimed, once (session_start's ``recovered``)."""
+        recovered, self._recovered = self._recovered, None
+        return recovered
+
+    def start_reading(self) -> None:
+        """Read new entries into the local buffer while the lease is held (a task)."""
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.get_running_loop().create_task(
+                self._read(), name=f"{self.process}-stream-reader"
+            )
+
+    def get_nowait(self) -> Item:
+        item = super().get_nowait()
+        self._room.set()  # (get() ends here too): the reader may fetch the next entries
+        return item
+
+    async def _read(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_sweep = loop.time() + self.visibility
+        while self.token is not None and not self._leaving:
+            if self.qsize() >= self.prefetch:
+                self._room.clear()
+                await self._room.wait()
+                continue
+            try:
+                if loop.time() >= next_sweep:
+                    next_sweep = loop.time() + self.visibility
+                    await self._sweep()
+                reply = await self.reader.xreadgroup(
+                    GROUP,
+                    self.consumer,
+                    {self._stream: ">"},
+                    count=self.prefetch - self.qsize(),
+                    block=int(READ_BLOCK * 1000),
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.warning("reading the stream of %s failed: %s", self.process, exc)
+                await asyncio.sleep(READ_BLOCK)
+                continue
+            for _, entries in reply or []:
+                for entry_id, fields in entries:
+                    if not fields:
+                        continue
+                    event = TriggerEvent.from_dict(json.loads(fields["event"]))
+                    self._entries[event.event_id] = entry_id
+                    # (Read after the lease was lost: pending here until the next holder's
+                    # sweep claims it; not run.)
+                    if self.token is not None and not self._leaving:
+                        self.put_nowait((event, int(fields.get("attempts", 0))))
+
+    async def _sweep(self) -> None:
+        """Claim the entries other hosts read but left idle ``visibility`` seconds (a host
+        that read one after it lost its lease), so none waits for ever."""
+        idle = int(self.visibility * 1000)
+        rows = await self.client.xpending_range(
+            self._stream, GROUP, min="-", max="+", count=CLAIM_BATCH, idle=idle
+        )
+        stale = [r["message_id"] for r in rows if r["consumer"] != self.consumer]
+        if not stale:
+            return
+        entries = await self.client.xclaim(self._stream, GROUP, self.consumer, idle, stale)
+        recovered, _ = await self._take_claimed(
+            [(entry_id, fields) for entry_id, fields in entries if fields], 1 << 30
+        )
+        if recovered:
+            logger.warning(
+                "process %s: claimed %d entries idle for %gs on other hosts",
+                self.process,
+                len(recovered),
+                self.visibility,
+            )
+
+    async def running(self, event_id: str, attempt: int) -> None:
+        """Note that attempt ``attempt`` of ``event_id`` starts (the next holder counts it)."""
+        entry, token = self._entries.get(event_id), self.token
+        if entry is None or token is None:
+            return
+        try:
+            answer = await self.scripts.attempt(
+                keys=[self._lease, self._attempts], args=[token, entry, attempt], client=self.client
+            )
+        except Exception as exc:  # the run goes on: at worst this attempt is not counted
+            logger.warning("process %s: counting attempt %d failed: %s", self.process, attempt, exc)
+            return
+        if answer == FENCED:
+            self._fenced()
+
+    def settled(self, dispatch: Awaitable[T], event_id: str) -> Awaitable[T]:
+        """``dispatch`` (a task_completed), after which the event's entry is acknowledged."""
+        return self._settle(dispatch, event_id)
+
+    async def _settle(self, dispatch: Awaitable[T], event_id: str) -> T:
+        try:
+            return await dispatch
+        finally:  # acknowledged even when a hook raised: the event's outcome is decided
+            entry = self._entries.pop(event_id, None)
+            token = self.token
+            if entry is not None and token is not None:
+                self._write(
+                    self.scripts.ack(
+                        keys=[self._lease, self._stream, self._attempts],
+                        args=[token, GROUP, entry],
+                        client=self.client,
+                    ),
+                    f"acknowledging {event_id}",
+                )
+
+    def dead(self, letter: dict[str, Any]) -> None:
+        """Keep a dead letter in Redis and acknowledge its entry (one fenced step).
+
+        A process leaving this host (see ``leave``) keeps its "process stopped" events in the
+        stream for the next holder instead; a host without the lease writes nothing for an
+        entry (the next holder runs it again)."""
+        event: TriggerEvent = letter["event"]
+        entry = self._entries.pop(event.event_id, None)
+        if self._leaving and letter["reason"] == STOPPED:
+            self.left.add(event.event_id)
+            if entry is None:  # not in the stream yet (an inject racing the stop): add it
+                self._write(self.add(event, letter["attempts"]), f"re-adding {event.event_id}")
+            return
+        token = self.token
+        if entry is not None and token is None:
+            self.left.add(event.event_id)
+            return
+        body = json.dumps(
+            {
+                "event": self.redact(event.to_dict()),
+                "event_id": event.event_id,
+                "reason": letter["reason"],
+                "error": letter["error"],
+                "attempts": letter["attempts"],
+                "timestamp": letter["timestamp"].isoformat(),
+            }
+        )
+        if entry is None:
+            self._write(self.client.hset(self._dead_key, event.event_id, body), "a dead letter")
+            return
+        assert token is not None
+        self._write(
+            self.scripts.dead(
+                keys=[self._lease, self._stream, self._attempts, self._dead_key],
+                args=[token, GROUP, entry, event.event_id, body],
+                client=self.client,
+            ),
+            f"dead-lettering {event.event_id}",
+        )
+
+    async def dead_letters(self) -> list[dict[str, Any]]:
+        """The process's dead letters kept in Redis, oldest first (process entries)."""
+        raw = await self.client.hgetall(self._dead_key)
+        letters = []
+        for text in raw.values():
+            data = json.loads(text)
+            data["event"] = TriggerEvent.from_dict(data["event"])
+            data["timestamp"] = datetime.fromisoformat(data["timestamp"]).astimezone(UTC)
+            letters.append(data)
+        return sorted(letters, key=lambda d: d["timestamp"])
+
+    def forget_dead(self, event_ids: list[str]) -> None:
+        """Remove dead letters from Redis (redelivered or cleared)."""
+        if event_ids:
+            self._write(self.client.hdel(self._dead_key, *event_ids), "forgetting dead letters")
+
+    def _write(self, call: Awaitable[Any], what: str) -> None:
+        async def write() -> None:
+            try:
+                answer = await call
+            except Exception as exc:  # the entry stays pending: the next holder runs it again
+                logger.warning("process %s: %s failed: %s", self.process, what, exc)
+                return
+            if answer == FENCED:
+                self._fenced()
+
+        task = asyncio.get_running_loop().create_task(write())
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    def _fenced(self) -> None:
+        if self.token is None:
+            return
+        logger.error("process %s: its lease is gone (fenced); stopping it here", self.process)
+        self.token = None
+        if self.on_fenced is not None:
+            self.on_fenced()
+
+    # -- leaving the host --------------------------------------------------------------------
+
+    async def leave(self) -> None:
+        """Stop reading and give up the buffered entries (they stay pending in the stream);
+        from now a stop's "process stopped" dead letters stay in the stream too."""
+        self._leaving = True
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+        while not self.empty():
+            event, _ = super().get_nowait()
+            self.task_done()
+            self._entries.pop(event.event_id, None)
+
+    def fence(self) -> None:
+        """The lease is gone: write nothing more for the entries (see ``dead``)."""
+        self.token = None
+
+    async def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for the writes under way (acknowledgements, dead letters)."""
+        if self._writes:
+            await asyncio.wait(list(self._writes), timeout=timeout)
+
+    def forget(self) -> None:
+        """After the process stopped here: forget the entries it held (all stay pending)."""
+        self._entries.clear()

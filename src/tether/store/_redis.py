@@ -1,0 +1,171 @@
+"""Redis for a cluster of runtimes: the client, the key names and the fenced writes.
+
+Every key of one cluster starts with its prefix (``tether`` unless told), so several clusters
+(or test runs) share a Redis without meeting. Per process ``p``:
+
+* ``{prefix}:q:{p}``         the stream of its events (consumer group ``GROUP``)
+* ``{prefix}:attempts:{p}``  stream entry id -> attempts started (carried across hosts)
+* ``{prefix}:dead:{p}``      event id -> dead letter (JSON)
+* ``{prefix}:lease:{p}``     "<fencing token>:<host>", with a TTL; ``{prefix}:fence:{p}`` counts
+* ``{prefix}:desired:{p}``   "stopped" while an operator has stopped it cluster-wide
+* ``{prefix}:history:{p}``   its hook runs, a stream capped by length
+
+and per cluster ``{prefix}:status`` (process -> JSON summary), ``{prefix}:host:{h}`` (a host's
+heartbeat, with a TTL), ``{prefix}:cmd:{h}`` (requests for host ``h``), ``{prefix}:reply:{id}``.
+
+The writes a lease holder makes (acknowledge, dead-letter, count an attempt, renew) are Lua
+scripts that first compare the lease with the holder's fencing token, so a host that lost its
+lease (paused, partitioned, too slow) can change nothing; the script answers ``FENCED``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["FENCED", "GROUP", "RENEW", "Keys", "Scripts", "connect"]
+
+#: The consumer group every host reads a process's stream with.
+GROUP: Final = "tether"
+#: What a fenced script answers when the lease is no longer the caller's.
+FENCED: Final = -1
+
+_PREFIX: Final = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+def connect(url: str, *, timeout: float) -> Redis:
+    """An asyncio Redis client for ``url`` whose every call gives up after ``timeout`` s."""
+    from redis.asyncio import Redis
+
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(
+            f"cluster URL {url!r}: expected redis://host:port[/db], rediss://... or unix://..."
+        )
+    return Redis.from_url(
+        url,
+        decode_responses=True,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry_on_timeout=False,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """The key names of one cluster (see the module docstring)."""
+
+    prefix: str = "tether"
+
+    def __post_init__(self) -> None:
+        if not _PREFIX.match(self.prefix):
+            raise ValueError(
+                f"cluster key prefix {self.prefix!r}: use 1-64 letters, digits or _ . : -"
+            )
+
+    def stream(self, process: str) -> str:
+        return f"{self.prefix}:q:{process}"
+
+    def attempts(self, process: str) -> str:
+        return f"{self.prefix}:attempts:{process}"
+
+    def dead(self, process: str) -> str:
+        return f"{self.prefix}:dead:{process}"
+
+    def lease(self, process: str) -> str:
+        return f"{self.prefix}:lease:{process}"
+
+    def fence(self, process: str) -> str:
+        return f"{self.prefix}:fence:{process}"
+
+    def desired(self, process: str) -> str:
+        return f"{self.prefix}:desired:{process}"
+
+    def history(self, process: str) -> str:
+        return f"{self.prefix}:history:{process}"
+
+    @property
+    def status(self) -> str:
+        return f"{self.prefix}:status"
+
+    def host(self, host: str) -> str:
+        return f"{self.prefix}:host:{host}"
+
+    def commands(self, host: str) -> str:
+        return f"{self.prefix}:cmd:{host}"
+
+    def reply(self, request_id: str) -> str:
+        return f"{self.prefix}:reply:{request_id}"
+
+
+# KEYS: lease, fence counter. ARGV: host, ttl ms. The new token, or false if the lease is held.
+_ACQUIRE: Final = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+local n = redis.call('INCR', KEYS[2])
+local token = n .. ':' .. ARGV[1]
+redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
+return token
+"""
+# KEYS: lease. ARGV: token, ttl ms. (Public: the node's renewal thread registers it itself.)
+RENEW: Final = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+# KEYS: lease. ARGV: token.
+_RELEASE: Final = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+redis.call('DEL', KEYS[1])
+return 1
+"""
+# KEYS: lease, stream, attempts. ARGV: token, group, entry id.
+_ACK: Final = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+redis.call('XACK', KEYS[2], ARGV[2], ARGV[3])
+redis.call('XDEL', KEYS[2], ARGV[3])
+redis.call('HDEL', KEYS[3], ARGV[3])
+return 1
+"""
+# KEYS: lease, stream, attempts, dead. ARGV: token, group, entry id ('' for none), event id,
+# the dead letter (JSON). Writes the dead letter and acknowledges its entry in one step.
+_DEAD: Final = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+redis.call('HSET', KEYS[4], ARGV[4], ARGV[5])
+if ARGV[3] ~= '' then
+  redis.call('XACK', KEYS[2], ARGV[2], ARGV[3])
+  redis.call('XDEL', KEYS[2], ARGV[3])
+  redis.call('HDEL', KEYS[3], ARGV[3])
+end
+return 1
+"""
+# KEYS: lease, attempts. ARGV: token, entry id, attempts started.
+_ATTEMPT: Final = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 1
+"""
+# KEYS: stream. ARGV: max length (0: none), event (JSON), attempts. The entry id, or false when
+# the stream holds max length entries already (queued or running).
+_ADD: Final = """
+local limit = tonumber(ARGV[1])
+if limit > 0 and redis.call('XLEN', KEYS[1]) >= limit then return false end
+return redis.call('XADD', KEYS[1], '*', 'event', ARGV[2], 'attempts', ARGV[3])
+"""
+
+
+class Scripts:
+    """The cluster's Lua scripts, registered on one client (loaded by Redis on first use)."""
+
+    __slots__ = ("ack", "acquire", "add", "attempt", "dead", "release", "renew")
+
+    def __init__(self, client: Redis) -> None:
+        self.acquire: Any = client.register_script(_ACQUIRE)
+        self.renew: Any = client.register_script(RENEW)
+        self.release: Any = client.register_script(_RELEASE)
+        self.ack: Any = client.register_script(_ACK)
+        self.dead: Any = client.register_script(_DEAD)
+        self.attempt: Any = client.register_script(_ATTEMPT)
+        self.add: Any = client.register_script(_ADD)

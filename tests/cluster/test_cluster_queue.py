@@ -1,0 +1,224 @@
+"""The Redis Streams queue backend, in one runtime on a real Redis: delivery, acknowledgement,
+attempts, retries and dead letters as on one host, the fencing of a lost lease."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from _process_support import FailingModel, Recorder, eventually
+from tether import AgentRuntime, HookConfig, HookEvent, ProcessConfig, ProcessState, TriggerEvent
+from tether.cluster import ClusterNode, cluster_config
+from tether.models import OpenAIModel
+from tether.testing import FakeLLM
+
+TTL = 2.0
+
+
+def seq(prompt: str) -> int:
+    """The ``n`` of the event a prompt was rendered from."""
+    found = re.search(r"^n: (\d+)$", prompt, re.M)
+    assert found is not None, prompt
+    return int(found[1])
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[Redis]:
+    client = Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    await client.aclose()
+
+
+def config(llm: FakeLLM | None = None, **fields: Any) -> ProcessConfig:
+    model: Any = (
+        FailingModel() if llm is None else OpenAIModel("fake", base_url=llm.base_url, api_key="k")
+    )
+    return cluster_config(ProcessConfig(model=model, **fields), TTL)
+
+
+async def node_with(
+    redis_url: str, redis_prefix: str, processes: dict[str, ProcessConfig], host: str = "h1"
+) -> tuple[AgentRuntime, ClusterNode]:
+    runtime = AgentRuntime()
+    for name, cfg in processes.items():
+        await runtime.add_process(name, cfg)
+    node = ClusterNode(runtime, redis_url, host=host, prefix=redis_prefix, lease_ttl=TTL)
+    await node.start()
+    return runtime, node
+
+
+async def test_injected_events_run_once_each_and_leave_the_stream_empty(
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM
+) -> None:
+    runtime, node = await node_with(redis_url, redis_prefix, {"triage": config(llm, concurrency=2)})
+    try:
+        process = runtime.get("triage")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_START)
+        await eventually(lambda: "triage" in node.held, timeout=10, what="the lease")
+        for i in range(20):
+            await process.inject(TriggerEvent("t", "manual", {"n": i}))
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 20, timeout=20)
+        assert sorted(seq(p) for p in llm.prompts) == list(range(20))
+        for _ in range(500):  # each acknowledgement is written after its task_completed
+            if not await redis.xlen(f"{redis_prefix}:q:triage"):
+                break
+            await asyncio.sleep(0.01)
+        await node.queue("triage").drain(5)
+        assert await redis.xlen(f"{redis_prefix}:q:triage") == 0
+        pending = await redis.xpending(f"{redis_prefix}:q:triage", "tether")
+        assert pending["pending"] == 0
+        assert await redis.hlen(f"{redis_prefix}:attempts:triage") == 0
+    finally:
+        await node.stop()
+    assert await redis.get(f"{redis_prefix}:lease:triage") is None  # released on the way out
+
+
+async def test_a_failing_event_is_retried_then_dead_lettered_in_redis_with_its_attempts(
+    redis_url: str, redis_prefix: str, redis: Redis
+) -> None:
+    cfg = config(max_retries=2, retry_backoff=0.01, restart={"max_consecutive_failures": 100})
+    runtime, node = await node_with(redis_url, redis_prefix, {"flaky": cfg})
+    try:
+        process = runtime.get("flaky")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+        await eventually(lambda: "flaky" in node.held, timeout=10, what="the lease")
+        event_id = await process.inject(TriggerEvent("t", "manual", {"n": 1}))
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 3, timeout=10)
+        assert rec.outcomes() == ["retrying", "retrying", "failed"]
+        await node.queue("flaky").drain(5)
+        raw = await redis.hget(f"{redis_prefix}:dead:flaky", event_id)
+        assert raw is not None
+        letter = json.loads(raw)
+        assert (letter["reason"], letter["attempts"]) == ("process failed", 3)
+        assert await redis.xlen(f"{redis_prefix}:q:flaky") == 0
+        assert [d["event_id"] for d in process.dead_letters] == [event_id]
+    finally:
+        await node.stop()
+
+
+async def left_by_a_dead_host(redis: Redis, redis_prefix: str, process: str, attempts: int) -> str:
+    """What a host killed mid-run leaves: an entry read by its consumer ("ghost"), not
+    acknowledged, with ``attempts`` attempts started; no lease. Returns the event id."""
+    stream = f"{redis_prefix}:q:{process}"
+    await redis.xgroup_create(stream, "tether", id="0", mkstream=True)
+    event = TriggerEvent("t", "manual", {"n": 1})
+    entry = await redis.xadd(stream, {"event": json.dumps(event.to_dict()), "attempts": 0})
+    await redis.xreadgroup("tether", "ghost", {stream: ">"}, count=1)
+    await redis.hset(f"{redis_prefix}:attempts:{process}", entry, attempts)
+    return event.event_id
+
+
+async def test_an_entry_whose_host_died_during_its_last_attempt_is_dead_lettered_at_takeover(
+    redis_url: str, redis_prefix: str, redis: Redis
+) -> None:
+    event_id = await left_by_a_dead_host(redis, redis_prefix, "flaky", attempts=3)
+    runtime = AgentRuntime()
+    process = await runtime.add_process("flaky", config(max_retries=2))
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.TASK_COMPLETED)
+    node = ClusterNode(runtime, redis_url, host="h1", prefix=redis_prefix, lease_ttl=TTL)
+    await node.start()
+    try:
+        await eventually(lambda: rec.of(HookEvent.SESSION_START), timeout=10, what="the start")
+        recovered = rec.of(HookEvent.SESSION_START)[0]["recovered"]
+        assert recovered == {
+            "source": "redis",
+            "events": 0,
+            "event_ids": [],
+            "dead_letters": 1,
+            "from_hosts": ["ghost"],
+            "fencing_token": 1,
+        }
+        [letter] = process.dead_letters
+        assert letter["reason"] == "process failed"
+        assert "went away while attempt 3 ran" in letter["error"]
+        await node.queue("flaky").drain(5)
+        assert (
+            json.loads(await redis.hget(f"{redis_prefix}:dead:flaky", event_id) or "{}")["attempts"]
+            == 3
+        )
+        assert await redis.xlen(f"{redis_prefix}:q:flaky") == 0
+        assert rec.of(HookEvent.TASK_COMPLETED) == []  # it did not run again
+    finally:
+        await node.stop()
+
+
+async def test_an_entry_whose_host_died_with_retries_left_goes_on_counting_its_attempts(
+    redis_url: str, redis_prefix: str, redis: Redis
+) -> None:
+    event_id = await left_by_a_dead_host(redis, redis_prefix, "flaky", attempts=1)
+    runtime = AgentRuntime()
+    cfg = config(max_retries=2, retry_backoff=0.01, restart={"max_consecutive_failures": 100})
+    process = await runtime.add_process("flaky", cfg)
+    rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.TASK_COMPLETED)
+    node = ClusterNode(runtime, redis_url, host="h1", prefix=redis_prefix, lease_ttl=TTL)
+    await node.start()
+    try:
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 2, timeout=10)
+        assert rec.of(HookEvent.SESSION_START)[0]["recovered"]["event_ids"] == [event_id]
+        # Attempts 2 and 3 (the first ran on the dead host): as journal recovery counts.
+        assert rec.outcomes() == ["retrying", "failed"]
+        assert [d["attempts"] for d in process.dead_letters] == [3]
+    finally:
+        await node.stop()
+
+
+async def test_redelivered_dead_letters_leave_redis_and_run_again(
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM
+) -> None:
+    runtime, node = await node_with(redis_url, redis_prefix, {"triage": config(llm, max_retries=0)})
+    try:
+        process = runtime.get("triage")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+        await eventually(lambda: "triage" in node.held, timeout=10, what="the lease")
+        llm.errors = [400]  # the first request is refused (not retried): that run fails
+        event_id = await process.inject(TriggerEvent("t", "manual", {"n": 5}))
+        await eventually(lambda: rec.outcomes() == ["failed"], timeout=10)
+        await node.queue("triage").drain(5)
+        assert await redis.hexists(f"{redis_prefix}:dead:triage", event_id)
+        assert await process.redeliver_dead_letters() == 1
+        await eventually(lambda: rec.outcomes() == ["failed", "success"], timeout=10)
+        await node.queue("triage").drain(5)
+        assert not await redis.hexists(f"{redis_prefix}:dead:triage", event_id)
+        assert process.dead_letters == []
+    finally:
+        await node.stop()
+
+
+async def test_a_holder_whose_lease_was_taken_stops_its_copy_then_takes_it_back_once_free(
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM
+) -> None:
+    """The fencing path in one host: the renewal finds another token, the copy stops
+    (session_end "lease lost"); once the lease is free again this host takes it back with a
+    new token, and a slow session_start is not taken for an operator's stop."""
+
+    async def slow(ctx: Any) -> None:
+        await asyncio.sleep(1.0)  # longer than a placement round (ttl / 5)
+
+    hooks = [HookConfig(event="session_start", callback=slow)]
+    runtime, node = await node_with(redis_url, redis_prefix, {"solo": config(llm, hooks=hooks)})
+    try:
+        process = runtime.get("solo")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.SESSION_END, HookEvent.SESSION_START)
+        await eventually(lambda: process.state == ProcessState.RUNNING, timeout=10)
+        # Another host's lease (as if this one had been paused past its TTL).
+        await redis.set(f"{redis_prefix}:lease:solo", "999:elsewhere", px=1500)
+        await eventually(lambda: bool(rec.of(HookEvent.SESSION_END)), timeout=5)
+        assert rec.of(HookEvent.SESSION_END)[0]["reason"] == "lease lost"
+        await eventually(lambda: len(rec.of(HookEvent.SESSION_START)) == 2, timeout=15)
+        await eventually(lambda: process.state == ProcessState.RUNNING, timeout=5)
+        assert "solo" in node.held
+        assert await redis.get(f"{redis_prefix}:desired:solo") is None
+        token = await redis.get(f"{redis_prefix}:lease:solo")
+        assert token == "2:h1"  # a new fencing token
+    finally:
+        await node.stop()
