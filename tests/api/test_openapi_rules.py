@@ -56,7 +56,9 @@ def routed(api: OrchestrationAPI) -> dict[str, set[str]]:
     """Every path the app routes, with its methods, as the document writes paths."""
     from starlette.routing import Route
 
-    app: Any = api.app.app  # type: ignore[attr-defined]
+    app: Any = api.app
+    while not hasattr(app, "routes"):  # the guard and the cluster router wrap the Starlette app
+        app = app.app
     table: dict[str, set[str]] = {}
     for route in app.routes:
         assert isinstance(route, Route)
