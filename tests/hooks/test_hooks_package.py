@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import importlib
 import json
 import subprocess
@@ -13,8 +12,7 @@ import pytest
 
 import tether
 import tether.hooks
-
-SRC = Path(tether.__file__).resolve().parent
+from _imports_support import SRC, imported_modules, module_name
 
 #: Layers, bottom to top. A module may import from its own layer and the layers below it only.
 #: Each entry names the top-level modules or packages under ``tether`` that form the layer.
@@ -47,45 +45,6 @@ def layer_of(top: str) -> int:
         f"tether.{top} has no layer: add it to LAYERS in {Path(__file__).name} "
         "(bottom to top: hooks, store, models, agent, process, manifest/runtime, eval, api, cli)"
     )
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def imported_modules(path: Path) -> set[str]:
-    """Every tether module ``path`` imports, anywhere in it (TYPE_CHECKING and functions too)."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            found.add(target)
-            # ``from tether.x import y`` imports tether.x.y when y is a submodule.
-            found.update(
-                f"{target}.{alias.name}"
-                for alias in node.names
-                if is_module(f"{target}.{alias.name}")
-            )
-    return {m for m in found if m == "tether" or m.startswith("tether.")}
-
-
-def is_module(name: str) -> bool:
-    if not name.startswith("tether."):
-        return False
-    path = SRC.parent.joinpath(*name.split("."))
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def top_of(module: str) -> str:

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from _imports_support import SRC, imported_modules, module_name
 from _process_support import eventually
 from tether import AgentRuntime, HookManager, ProcessConfig, TriggerEvent
 from tether.api._server import AppServer
@@ -145,8 +146,6 @@ def test_a_runtime_without_telemetry_imports_neither_opentelemetry_nor_prometheu
 
 
 def test_no_layer_below_the_api_imports_the_telemetry_package() -> None:
-    from test_hooks_package import SRC, imported_modules, module_name
-
     below = ("hooks", "store", "models", "agent", "process", "_redact", "approval", "plugins")
     offenders = []
     for path in SRC.rglob("*.py"):
