@@ -22,12 +22,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._manifest_errors import secretish
 from .._redact import redacted_trace
 from ..hooks import PluginError
 from ..hooks._claude_settings import ClaudeCodeHooksError
 from ..manifest import (
     ProcessSpec,
-    secretish,
     spec_problems,
     spec_to_process_config,
     validation_errors,

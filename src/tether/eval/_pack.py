@@ -24,8 +24,9 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .._manifest_errors import issues_of
 from .._manifest_yaml import Loc, line_of, path_of, read_yaml, resolve, yaml_type
-from ..manifest import ManifestError, ManifestIssue, _issues
+from ..manifest import ManifestError, ManifestIssue
 
 __all__ = [
     "PACK_VERSION",
@@ -321,7 +322,7 @@ def load_pack(
     try:
         spec = Pack.model_validate(data)
     except ValidationError as exc:
-        raise PackError([issue for _, issue, _ in _issues(exc, Pack, lines)], source) from None
+        raise PackError([issue for _, issue, _ in issues_of(exc, Pack, lines)], source) from None
     checker = _Checker(spec, base, lines)
     loaded = checker.run()
     if checker.issues:
