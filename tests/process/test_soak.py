@@ -5,7 +5,7 @@ It asserts that nothing is lost (every event completes exactly once, the journal
 the stop), every error is recorded (the hook-run history holds one failed run per raise and one
 timed_out run per hang), the bounds hold (no hook run outlives its timeout by more than the
 grace) and the process leaves no thread, child or descriptor behind. A hook that blocks the loop
-is recorded as the engine records it today (passed); its loop stall is not asserted on.
+for less than its timeout is recorded passed; one whose step held it longer is timed out.
 
 Its figures (events, errors recorded, the longest hook run against its timeout) are printed.
 """
@@ -160,11 +160,19 @@ async def test_a_journaled_process_survives_a_soak_of_chaotic_hooks(tmp_path: Pa
     by_hook: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for run in runs:
         by_hook[run.hook_name][run.outcome] += 1
+    # A step that held the loop past the timeout is timed out when it returns (the engine's
+    # rule for a blocking hook). On a loaded host even a trivial action's step can (a GC pause,
+    # the scheduler): those runs say so in their error and really outlasted the timeout.
+    held = [
+        r for r in runs if r.outcome == "timed_out" and "blocked the event loop" in (r.error or "")
+    ]
+    assert all(r.duration_ms > TIMEOUT * 1e3 for r in held)
     for event in CHAOS_EVENTS:
         name = event.value
         seen = by_hook[name]
+        held_here = sum(1 for r in held if r.hook_name == name)
         assert seen["failed"] == chaos.expected(name, "failed"), (name, seen)
-        assert seen["timed_out"] == chaos.expected(name, "timed_out"), (name, seen)
+        assert seen["timed_out"] - held_here == chaos.expected(name, "timed_out"), (name, seen)
         assert sum(seen.values()) == chaos.calls(name), (name, seen)
     commands = [r for r in runs if r.hook_name.startswith("/bin/sh") and r.outcome != "skipped"]
     assert len(commands) == triggers["spawn"] + triggers["spawn-hang"]
@@ -192,7 +200,7 @@ async def test_a_journaled_process_survives_a_soak_of_chaotic_hooks(tmp_path: Pa
     )
     print(
         f"\nsoak: {EVENTS} events, {len(runs)} hook runs, {errors} chaos errors recorded "
-        f"(of {errors}), {len(hung)} hung commands killed, "
+        f"(of {errors}), {len(held)} loop holds timed out, {len(hung)} hung commands killed, "
         f"{triggers['spawn'] + triggers['spawn-hang']} detached grandchildren reaped; longest "
         f"chaos run {longest * 1e3:.0f} ms (timeout {TIMEOUT * 1e3:.0f} ms), longest hung "
         f"command {longest_command * 1e3:.0f} ms (timeout {COMMAND_TIMEOUT * 1e3:.0f} ms); "
