@@ -222,3 +222,89 @@ async def test_a_holder_whose_lease_was_taken_stops_its_copy_then_takes_it_back_
         assert token == "2:h1"  # a new fencing token
     finally:
         await node.stop()
+
+
+@pytest.mark.parametrize("write", ["ack", "dead", "attempt"])
+async def test_every_fenced_write_is_refused_with_a_stale_token_and_changes_nothing(
+    redis_prefix: str, redis: Redis, write: str
+) -> None:
+    """The scripts behind an acknowledgement, a dead letter and an attempt count compare the
+    caller's fencing token with the lease's: a host whose lease was taken writes nothing."""
+    from tether.store._redis import FENCED, GROUP, Keys, Scripts
+
+    keys, scripts = Keys(redis_prefix), Scripts(redis)
+    stream, attempts, dead, lease = (
+        keys.stream("p"),
+        keys.attempts("p"),
+        keys.dead("p"),
+        keys.lease("p"),
+    )
+    await redis.xgroup_create(stream, GROUP, id="0", mkstream=True)
+    entry = await redis.xadd(stream, {"event": "{}", "attempts": 0})
+    await redis.xreadgroup(GROUP, "h1", {stream: ">"}, count=1)
+    await redis.hset(attempts, entry, 1)
+    await redis.set(lease, "2:h2")  # the lease moved on; h1 still holds token 1:h1
+    if write == "ack":
+        answer = await scripts.ack(keys=[lease, stream, attempts], args=["1:h1", GROUP, entry])
+    elif write == "dead":
+        answer = await scripts.dead(
+            keys=[lease, stream, attempts, dead], args=["1:h1", GROUP, entry, "e1", "{}"]
+        )
+    else:
+        answer = await scripts.attempt(keys=[lease, attempts], args=["1:h1", entry, 5])
+    assert answer == FENCED
+    assert (await redis.xpending(stream, GROUP))["pending"] == 1
+    assert await redis.xlen(stream) == 1
+    assert await redis.hget(attempts, entry) == "1"
+    assert not await redis.exists(dead)
+    # The holder's own token writes.
+    answer = await scripts.ack(keys=[lease, stream, attempts], args=["2:h2", GROUP, entry])
+    assert answer == 1
+    assert await redis.xlen(stream) == 0
+
+
+async def test_an_acknowledgement_after_the_lease_was_taken_is_refused_and_the_copy_stops(
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM, caplog: Any
+) -> None:
+    """The lease is taken while an event runs, before the holder's renewal (a long TTL) can
+    notice: the run's acknowledgement is fenced, the entry stays pending for the new holder,
+    and the copy stops as having lost its lease."""
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def held_up(ctx: Any) -> None:
+        started.set()
+        await gate.wait()
+
+    hooks = [HookConfig(event="user_prompt_submit", callback=held_up, timeout=60)]
+    runtime = AgentRuntime()
+    await runtime.add_process(
+        "solo",
+        cluster_config(
+            ProcessConfig(
+                model=OpenAIModel("fake", base_url=llm.base_url, api_key="k"), hooks=hooks
+            ),
+            60,
+        ),
+    )
+    node = ClusterNode(runtime, redis_url, host="h1", prefix=redis_prefix, lease_ttl=60)
+    await node.start()
+    try:
+        process = runtime.get("solo")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_END)
+        await eventually(lambda: "solo" in node.held, timeout=10, what="the lease")
+        await process.inject(TriggerEvent("t", "manual", {"n": 1}))
+        await asyncio.wait_for(started.wait(), 10)
+        await redis.set(f"{redis_prefix}:lease:solo", "999:elsewhere", px=60_000)
+        with caplog.at_level("ERROR", logger="tether.cluster"):
+            gate.set()
+            await eventually(lambda: bool(rec.of(HookEvent.SESSION_END)), timeout=10)
+        assert rec.outcomes() == ["success"]
+        assert rec.of(HookEvent.SESSION_END)[0]["reason"] == "lease lost"
+        assert "its lease is gone (fenced)" in caplog.text  # the ack, not the renewal
+        pending = await redis.xpending(f"{redis_prefix}:q:solo", "tether")
+        assert pending["pending"] == 1  # left for the next holder
+        assert await redis.xlen(f"{redis_prefix}:q:solo") == 1
+    finally:
+        gate.set()
+        await node.stop()
