@@ -13,7 +13,15 @@ import pytest
 from redis.asyncio import Redis
 
 from _process_support import FailingModel, Recorder, eventually
-from tether import AgentRuntime, HookConfig, HookEvent, ProcessConfig, ProcessState, TriggerEvent
+from tether import (
+    AgentRuntime,
+    HookBlocked,
+    HookConfig,
+    HookEvent,
+    ProcessConfig,
+    ProcessState,
+    TriggerEvent,
+)
 from tether.cluster import ClusterNode, cluster_config
 from tether.models import OpenAIModel
 from tether.testing import FakeLLM
@@ -308,3 +316,51 @@ async def test_an_acknowledgement_after_the_lease_was_taken_is_refused_and_the_c
     finally:
         gate.set()
         await node.stop()
+
+
+async def test_a_published_event_goes_through_task_created_to_the_stream_and_runs_once(
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM
+) -> None:
+    """Event triggers under the cluster: the runtime that publishes need not hold the
+    process; the event passes task_created there (which may refuse it: a dead letter, nothing
+    added to the stream), is added to the stream and runs once, on the holder."""
+
+    async def refuse(ctx: Any) -> None:
+        raise HookBlocked("refunds need a human")
+
+    def cfg() -> ProcessConfig:
+        return config(
+            llm,
+            triggers=[
+                {"type": "event", "id": "orders", "event_type": "order.placed"},
+                {"type": "event", "id": "refunds", "event_type": "refund.asked"},
+            ],
+            hooks=[
+                HookConfig(event="task_created", callback=refuse, matcher={"trigger_id": "refunds"})
+            ],
+        )
+
+    first, node1 = await node_with(redis_url, redis_prefix, {"solo": cfg()}, host="h1")
+    second, node2 = await node_with(redis_url, redis_prefix, {"solo": cfg()}, host="h2")
+    try:
+        await eventually(lambda: "solo" in node1.held or "solo" in node2.held, timeout=10)
+        holder, other = (first, second) if "solo" in node1.held else (second, first)
+        held, elsewhere = holder.get("solo"), other.get("solo")
+        assert held is not None
+        assert elsewhere is not None
+        done = Recorder().attach(held.hooks, HookEvent.TASK_COMPLETED)
+        not_here = Recorder().attach(elsewhere.hooks, HookEvent.TASK_COMPLETED)
+        [refused] = await other.publish("refund.asked", {"n": 6})
+        [accepted] = await other.publish("order.placed", {"n": 7})
+        await eventually(lambda: len(done.of(HookEvent.TASK_COMPLETED)) == 1, timeout=10)
+        assert done.of(HookEvent.TASK_COMPLETED)[0]["event_id"] == accepted
+        assert not_here.of(HookEvent.TASK_COMPLETED) == []
+        assert [seq(p) for p in llm.prompts] == [7]
+        letters = [(d["event_id"], d["reason"]) for d in elsewhere.dead_letters]
+        assert letters == [(refused, "blocked by hook")]
+        await asyncio.sleep(0.5)  # and nothing else runs
+        assert len(done.of(HookEvent.TASK_COMPLETED)) == 1
+        assert len(llm.prompts) == 1
+    finally:
+        await node1.stop()
+        await node2.stop()
