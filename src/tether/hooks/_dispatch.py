@@ -93,6 +93,7 @@ class Chain:
         "errors",
         "event",
         "fired",
+        "last",
         "manager",
         "reason",
         "recording",
@@ -105,6 +106,7 @@ class Chain:
         self.event = event
         self.recording = recording
         self.fired = 0
+        self.last: _Hook | None = None  # the last hook that ran
         self.blocked = False
         self.blocked_by: str | None = None  # the name of the hook that blocked
         self.reason: str | None = None
@@ -133,6 +135,7 @@ class Chain:
                     hook.spent = True
                     hook.manager._drop(hook)
             self.fired += 1
+            self.last = hook
             held = ctx.data
             outcome = error = None
             started = perf_counter()

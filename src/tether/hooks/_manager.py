@@ -533,10 +533,8 @@ class HookManager(ExtensionPoints):
         finally:
             DEPTH.reset(token)
         if not isinstance(ctx.data, dict):  # a context_factory's data was no dict
-            broken = not_a_dict(hooks[-1], ctx)
+            self._not_a_dict(chain, ctx)
             ctx.data = payload
-            self._log_failure(hooks[-1], ev.value, broken)
-            chain.errors.append((hooks[-1], broken))
         recording.close(chain.blocked)
         # A plain copy: what a hook kept of the data, or a task it started, cannot change the
         # result once the dispatch has returned. fired counts the hooks that ran without error.
@@ -555,6 +553,21 @@ class HookManager(ExtensionPoints):
             await self._after(chain, hooks, ctx, depth, recording, data or {}, dry_run)
         return result
 
+    def _not_a_dict(self, chain: Chain, ctx: HookContext) -> None:
+        """A context_factory made data that is not a dict: the error of the last hook that ran
+        on it (the result's data is the dispatch's own), or only logged when none ran."""
+        if chain.last is None:
+            logger.warning(
+                "%s: the context factory's data is a %s, not a dict; the hooks' result is the "
+                "data as dispatched",
+                chain.event.value,
+                type(ctx.data).__name__,
+            )
+            return
+        broken = not_a_dict(chain.last, ctx)
+        self._log_failure(chain.last, chain.event.value, broken)
+        chain.errors.append((chain.last, broken))
+
     def _recording(
         self, recorder: RunRecorder | None, event: HookEvent, depth: int, ctx: HookContext
     ) -> DispatchRecord | _Off:
@@ -565,9 +578,7 @@ class HookManager(ExtensionPoints):
                 return OFF
         data = ctx.data if isinstance(ctx.data, dict) else {}  # a factory's non-dict: an error
         number = next(_dispatch_ids)
-        return DispatchRecord(
-            number, self, event, depth, recorder=recorder, data=data, wall=ctx._epoch
-        )
+        return DispatchRecord(number, self, event, depth, recorder=recorder, data=data)
 
     async def _after(
         self,
