@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -240,6 +241,56 @@ async def test_json_logs_name_process_event_and_hook_with_secrets_redacted(
     assert line["level"] == "warning"
     assert {"time", "logger", "trace_id"} <= set(line)
     assert "sk-secret-value-123" not in done.stderr
+
+
+def test_a_json_log_line_carries_the_trace_id_of_the_task_it_was_written_in(
+    tmp_path: Path,
+) -> None:
+    """With tracing on (an OTLP endpoint set: here a closed loopback port, so the export
+    fails quietly), a hook failure's log line names the trace its task runs in."""
+    hook = write(tmp_path / "hook.py", "import sys; sys.exit(3)\n")
+    agent = write(
+        tmp_path / "a.agent",
+        f"""\
+        name: traced
+        model: scripted
+        hooks:
+          - event: user_prompt_submit
+            command: ["{sys.executable}", "{hook}"]
+        """,
+    )
+    env = {**ENV, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
+    done = tether(
+        "run", str(agent), "--inject", "{}", "--until-idle", "--log-format", "json", env=env
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    [failed] = [line for line in lines if "failed on user_prompt_submit" in line["message"]]
+    assert re.fullmatch(r"[0-9a-f]{32}", failed["trace_id"]), failed
+    assert failed["trace_id"] != "0" * 32
+
+
+def test_log_level_decides_which_lines_are_written(tmp_path: Path) -> None:
+    """A failing hook logs a warning: shown at --log-level warning (and by default), not at
+    error."""
+    hook = write(tmp_path / "hook.py", "import sys; sys.exit(3)\n")
+    agent = write(
+        tmp_path / "a.agent",
+        f"""\
+        name: levels
+        model: scripted
+        hooks:
+          - event: user_prompt_submit
+            command: ["{sys.executable}", "{hook}"]
+        """,
+    )
+    run = ["run", str(agent), "--inject", "{}", "--until-idle", "--log-format", "json"]
+    warned = tether(*run, "--log-level", "warning")
+    quiet = tether(*run, "--log-level", "error")
+    assert warned.returncode == quiet.returncode == 0, (warned.stderr, quiet.stderr)
+    assert "failed on user_prompt_submit" in warned.stderr
+    assert "failed on user_prompt_submit" not in quiet.stderr
+    assert "exited 3" in quiet.stdout  # the run's own output still tells
 
 
 # -- validate, inject, publish, ps, hooks test -----------------------------------------------
