@@ -285,9 +285,7 @@ class RunProcesses:
 
     def alive(self) -> bool:
         """Whether a member of the program's group or a stray is still running."""
-        return _signal_group(self.program, 0) or any(
-            not s.exited() for s in self.strays.values()
-        )
+        return _signal_group(self.program, 0) or any(not s.exited() for s in self.strays.values())
 
     def kill(self) -> None:
         """SIGKILL the program's group and every process of the run, found again now."""
