@@ -1,6 +1,7 @@
 """Stop leaves nothing running: after stop() of every process, no thread, child process or
 open descriptor is left that was not there before (journal, history, command hooks, detached
-grandchildren, async hooks, file-watch and webhook triggers, API)."""
+grandchildren, a persistent hook's co-process and its detached grandchildren, async hooks,
+file-watch and webhook triggers, API)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,15 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 #: watchfiles runs its watch in a thread of anyio's pool, which keeps an idle thread up to
 #: 10 s before it ends it: not a thread of tether's (its watch has ended with the trigger).
 POOLED = ("AnyIO worker thread",)
+
+
+#: A persistent hook's program: each event starts a detached ``sleep`` (holding its pipes).
+PERSISTENT = """
+import json, os, sys
+for line in sys.stdin:
+    os.system("setsid sleep 300 &")
+    print(json.dumps({"id": json.loads(line)["id"]}), flush=True)
+"""
 
 
 def threads() -> set[int]:
@@ -65,8 +75,11 @@ async def test_stopping_every_process_leaves_no_thread_child_or_descriptor(tmp_p
     before = (threads(), children(), fds())
 
     runtime = AgentRuntime(hooks=HookManager())
+    persistent = tmp_path / "persistent.py"
+    persistent.write_text(PERSISTENT)
     hooks = [
         {"event": "task_completed", "command": ["/bin/sh", "-c", "setsid sleep 300 & exit 0"]},
+        {"event": "task_created", "command": [sys.executable, str(persistent)], "persistent": True},
         {"event": "user_prompt_submit", "command": ["/bin/true"], "mode": "async"},
     ]
     triggers = [

@@ -97,6 +97,10 @@ class HookManager(ExtensionPoints):
         self.loop_block_warn = loop_block_warn
         #: The hooks whose holding of the event loop was logged (it is logged once per hook).
         self._held_logged: set[str] = set()
+        #: How often a hook's step held the event loop in this manager's dispatches, by
+        #: (event, kind): "timed_out" (past the hook's timeout) or "warned" (past
+        #: ``loop_block_warn``). Only ever counts up (telemetry reads it after each dispatch).
+        self.loop_blocks: dict[tuple[str, str], int] = {}
         self._hooks: dict[HookEvent | str, list[_Hook]] = {}
         self._by_id: dict[str, _Hook] = {}
         self._inherited: list[HookManager] = []
