@@ -20,10 +20,8 @@ Every problem is reported at once, each with its path (``triggers[1].cron``) and
 from __future__ import annotations
 
 import copy
-import errno
 import json
 import os
-import stat
 import warnings
 from collections.abc import Iterator, Mapping
 from importlib import resources
@@ -54,6 +52,7 @@ from .agent._tools import check_import_path
 from .approval import ApprovalPolicy
 from .hooks._command import CommandHookConfig
 from .hooks._config import HookConfig, SecretText
+from .hooks._files import MAX_FILE_BYTES, FileRefused, read_small_file
 from .hooks._prompt import PromptHookConfig
 from .hooks._url import UrlHookConfig
 from .process import (
@@ -359,58 +358,20 @@ def load_manifest(
         raise ManifestError(
             [ManifestIssue("", None, f"cannot read: {reason}")], str(path)
         ) from None
-    except _NotAManifest as exc:
+    except FileRefused as exc:
         raise ManifestError([ManifestIssue("", None, str(exc))], str(path)) from None
     return _parse(text, str(path), file.resolve().parent, environ, stacklevel=3)
 
 
 #: The largest manifest file read (a manifest is a few kilobytes; this refuses ``/dev/zero``,
 #: a log file named by mistake, or a file that grows while it is read).
-MAX_MANIFEST_BYTES: Final = 1024 * 1024
-
-
-class _NotAManifest(Exception):
-    """The path names something that cannot be a manifest (a device, a FIFO, a huge file)."""
+MAX_MANIFEST_BYTES: Final = MAX_FILE_BYTES
 
 
 def _read_manifest_file(file: Path) -> str:
-    """The text of ``file``, refused at once unless it is a regular file of at most 1 MiB.
-
-    The file is opened non-blocking, so a FIFO with no writer does not hang the open, and its
-    type is read from the open descriptor, so it cannot be swapped between check and read.
-    """
-    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as stream:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        if not stat.S_ISREG(info.st_mode):
-            raise _NotAManifest(f"not a regular file ({_file_kind(info.st_mode)})")
-        if info.st_size > MAX_MANIFEST_BYTES:
-            raise _NotAManifest(
-                f"the file is {info.st_size} bytes; a manifest may have at most "
-                f"{MAX_MANIFEST_BYTES} bytes (1 MiB)"
-            )
-        os.set_blocking(fd, True)
-        data = stream.read(MAX_MANIFEST_BYTES + 1)
-    if len(data) > MAX_MANIFEST_BYTES:
-        raise _NotAManifest(
-            f"the file has more than {MAX_MANIFEST_BYTES} bytes (1 MiB), the most a manifest "
-            "may have"
-        )
-    return data.decode("utf-8")
-
-
-def _file_kind(mode: int) -> str:
-    for test, kind in (
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISFIFO, "a named pipe"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return kind
-    return "not a file"
+    """The text of ``file``, refused at once unless it is a regular file of at most 1 MiB
+    (see read_small_file, which the Claude Code hooks files it names are read with too)."""
+    return read_small_file(file, "a manifest").decode("utf-8")
 
 
 def parse_manifest(

@@ -167,6 +167,13 @@ class JournalWrites:
 
         done.add_done_callback(finished)
 
+    def _history_offload(self, write: Callable[[], None]) -> concurrent.futures.Future[None] | None:
+        """Run a hook-run history write (same file) on the writer thread while the process
+        runs, in order with its journal writes; None when it does not (written at once)."""
+        if self._running_loop is None and not self._journal_writer.running:
+            return None
+        return self._journal_writer.submit(write, ())
+
     async def _journal_accept(
         self, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs
     ) -> None:

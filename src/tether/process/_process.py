@@ -210,6 +210,7 @@ class AgentProcess(
             self.name,
             redact=self.redactor.text,
             sink=self._history_store.write if self._history_store is not None else None,
+            offload=self._history_offload,
         )
         self.hooks.recorder = self.history
         self.hooks.redact = self.redactor.text

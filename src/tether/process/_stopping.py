@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..hooks._background import drain as drain_async_hooks
 from ..hooks._hook import CLOSING
+from ._journaling import JOURNAL_DRAIN
 from ._state import ProcessState
 from ._supervise import cleanly
 
@@ -124,7 +125,8 @@ class Stopping:
             )
             if not restarting:  # deferred extension-point calls (call_later) end with the process
                 await self.hooks.aclose(keep=self._stop_waiters)
-            self.history.flush()
+            # Its hook runs go to the writer thread, waited for within the journal's drain.
+            await self.history.settle(JOURNAL_DRAIN)
             if self._model is not None and self.parent is None:
                 # Release pooled connections now; an OpenAI client reopens on its next call.
                 await cleanly(self._model.aclose(), "closing the model", self.redactor.text)
