@@ -120,13 +120,14 @@ class AgentProcess(
         # the table is keyed by the manager, which the process holds.
         me = weakref.ref(self)
         DEFAULT_MODELS[self.hooks] = lambda: p._model if (p := me()) is not None else None
-        for hook in self.config.hooks:
-            self.hooks.register_config(hook, source=hook._source or "config")
         if parent is not None:
             self.hooks.inherit(parent.hooks)
             hooks = hooks if hooks is not None else parent.hooks.shared
         if hooks is not None:
             self.hooks.share(hooks)
+        # Linked first: the declared hooks' before/after may name inherited and shared hooks,
+        # and one another in any order (a DeclarationError names hooks[i].before/.after).
+        self.hooks.register_configs(self.config.hooks)
         # Declared secrets, and what the command hooks of the chain hand their programs (looked
         # up at each use: hooks registered later, in code or by a plugin, count too).
         self.redactor = Redactor(
