@@ -29,10 +29,7 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLM]:
-    async with FakeLLM(port=0) as server:
-        yield server
+pytestmark = pytest.mark.llm(retry_after=None)
 
 
 @pytest.fixture

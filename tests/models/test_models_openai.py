@@ -39,13 +39,6 @@ TOOLS: list[dict[str, Any]] = [
 
 
 @pytest.fixture
-async def llm() -> AsyncIterator[FakeLLM]:
-    async with FakeLLM(port=0) as server:
-        server.retry_after = 0.01  # keep the SDK's retry backoff short
-        yield server
-
-
-@pytest.fixture
 async def model(llm: FakeLLM) -> AsyncIterator[OpenAIModel]:
     async with OpenAIModel("gpt-5-mini", base_url=llm.base_url, api_key=KEY, timeout=5) as m:
         yield m

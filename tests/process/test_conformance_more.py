@@ -32,11 +32,7 @@ from tether import (
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from tether.testing import FakeLLM
 
-
-@pytest.fixture
-def llm(openai_env: FakeLLM) -> FakeLLM:
-    openai_env.reply = "Done."
-    return openai_env
+pytestmark = pytest.mark.llm(openai_env=True, reply="Done.")
 
 
 def ticket(text: str) -> TriggerEvent:

@@ -27,11 +27,7 @@ from tether import (
 )
 from tether.testing import FakeLLM
 
-
-@pytest.fixture
-def llm(openai_env: FakeLLM) -> FakeLLM:
-    openai_env.reply = "Done."
-    return openai_env
+pytestmark = pytest.mark.llm(openai_env=True, reply="Done.")
 
 
 async def test_the_opening_sample_refuses_a_password_prompt_and_rewrites_the_others(
