@@ -1,4 +1,4 @@
-"""The CLI as a new user meets it: --version, shell completion, offline event table, FakeLLM
+"""The CLI as a new user first meets it: --version, shell completion, offline event table, FakeLLM
 from the shell, --model/--base-url, whole tables when piped, --json answers, the program's
 stderr in 'hooks test', hook counts, trigger checks, publishing, --until-idle's exit status,
 live lines without None, did-you-mean for a manifest typo, and JSON logs."""
