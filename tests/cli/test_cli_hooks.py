@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from _cli_support import cli_in_thread
+from _cli_support import CLI, cli_in_thread, running
 from tether import (
     AgentRuntime,
     HookConfig,
@@ -32,7 +32,6 @@ from tether import (
 from tether.cli._hooks import parse_since
 from tether.cli._run import _serve
 
-CLI = [sys.executable, "-m", "tether.cli"]
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 TOKEN = "t0ken"
 
@@ -304,42 +303,15 @@ def test_since_takes_a_duration_ago_or_passes_a_time_through() -> None:
 
 async def test_hooks_runs_follow_prints_new_runs_until_ctrl_c(api: OrchestrationAPI) -> None:
     await inject(api, "Login is down")
-    proc = await asyncio.create_subprocess_exec(
-        *CLI,
-        "hooks",
-        "runs",
-        "triage",
-        "--follow",
-        "--interval",
-        "0.1",
-        *at(api),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=ENV,
-    )
-    assert proc.stdout is not None
-    seen: list[str] = []
-
-    async def until_seen(text: str) -> None:
-        async with asyncio.timeout(30):
-            while not any(text in line for line in seen):
-                line = await proc.stdout.readline()  # type: ignore[union-attr]
-                assert line, f"follow ended early: {seen}"
-                seen.append(line.decode())
-
-    try:
-        await until_seen("passed")  # the runs recorded before it started
+    command = (*CLI, "hooks", "runs", "triage", "--follow", "--interval", "0.1", *at(api))
+    async with running(*command, env=ENV) as tether:
+        await tether.read_until("passed", what="follow")  # the runs recorded before it started
         await inject(api, "Refund order 9")
-        await until_seen("refunds need a human")  # a run recorded while it follows
-        proc.send_signal(signal.SIGINT)
-        async with asyncio.timeout(30):
-            out, err = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.communicate()
-    assert proc.returncode == 0, err.decode()
-    lines = seen + out.decode().splitlines(keepends=True)
+        # a run recorded while it follows
+        await tether.read_until("refunds need a human", what="follow")
+        out, err = await tether.stop(signal.SIGINT)
+    assert tether.proc.returncode == 0, err
+    lines = tether.seen + out.splitlines(keepends=True)
     assert lines[0].split()[:3] == ["TIME", "EVENT", "HOOK"]
     blocked = [line for line in lines if " blocked " in line]
     assert len(blocked) == 1  # each run once, though every poll looks back

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from _process_support import children
 from tether import CommandHookError, HookContext, HookEvent, ShellHook
 
 pytestmark = pytest.mark.skipif(
@@ -113,13 +114,6 @@ async def test_a_child_the_host_started_itself_survives_a_hooks_end() -> None:
 
 
 async def test_a_hook_run_leaves_no_child_of_the_runtime_behind(tmp_path: Path) -> None:
-    def children() -> set[int]:
-        found: set[int] = set()
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children") as f:
-                found.update(int(pid) for pid in f.read().split())
-        return found
-
     before = children()
     for i in range(5):
         with contextlib.suppress(CommandHookError):
