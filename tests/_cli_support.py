@@ -7,6 +7,7 @@ import contextlib
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -86,3 +87,25 @@ async def running(
         if proc.returncode is None:
             proc.kill()
             await proc.communicate()
+
+
+@contextlib.asynccontextmanager
+async def serving(manifests: list[Any], **options: Any) -> AsyncIterator[str]:
+    """Serve ``manifests`` as ``tether serve`` does, in this loop on a free loopback port,
+    until the block ends; yield the server's URL, and check that it then exits 0."""
+    from tether.cli._run import _serve
+
+    stop = asyncio.Event()
+    urls: list[str] = []
+    task = asyncio.create_task(
+        _serve(manifests, host="127.0.0.1", port=0, stop=stop, ready=urls.append, **options)
+    )
+    try:
+        async with asyncio.timeout(30):
+            while not urls and not task.done():
+                await asyncio.sleep(0.01)
+        assert urls, f"serve ended before it served: {task.result()}"
+        yield urls[0]
+    finally:
+        stop.set()
+        assert await task == 0

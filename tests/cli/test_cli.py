@@ -20,11 +20,10 @@ from typing import Any
 
 import pytest
 
-from _cli_support import CLI, Done, run_cli, running
+from _cli_support import CLI, Done, run_cli, running, serving
 from _net_support import free_port
 from tether import AgentRuntime, OrchestrationAPI
 from tether.cli import main
-from tether.cli._run import _serve
 from tether.manifest import render_json_schema
 
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
@@ -379,35 +378,18 @@ async def test_ps_says_when_there_are_no_processes(cli: Any, api: OrchestrationA
 async def test_serve_runs_the_api_with_the_manifests_until_stopped(
     agent: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stop = asyncio.Event()
-    urls: list[str] = []
-    task = asyncio.create_task(
-        _serve(
-            [agent],
-            host="127.0.0.1",
-            port=0,
-            token=None,
-            allow_command_deploys=True,
-            quiet=False,
-            stop=stop,
-            ready=urls.append,
-        )
-    )
-    async with asyncio.timeout(30):
-        while not urls and not task.done():
-            await asyncio.sleep(0.01)
-    import httpx
+    options = {"token": None, "allow_command_deploys": True, "quiet": False}
+    async with serving([agent], **options) as url:
+        import httpx
 
-    async with httpx.AsyncClient(base_url=f"{urls[0]}/api/v1") as client:
-        r = await client.post(
-            "/processes/triage/inject", json={"payload": {"ticket": "jane@example.com"}}
-        )
-        event_id = r.json()["event_id"]
-        async with asyncio.timeout(10):
-            while "task_completed" not in capsys.readouterr().out:
-                await asyncio.sleep(0.01)
-    stop.set()
-    assert await task == 0
+        async with httpx.AsyncClient(base_url=f"{url}/api/v1") as client:
+            r = await client.post(
+                "/processes/triage/inject", json={"payload": {"ticket": "jane@example.com"}}
+            )
+            event_id = r.json()["event_id"]
+            async with asyncio.timeout(10):
+                while "task_completed" not in capsys.readouterr().out:
+                    await asyncio.sleep(0.01)
     out = capsys.readouterr().out
     assert "session_end" in out
     assert "triage stopped: 1 run(s), 0 dead letter(s)" in out

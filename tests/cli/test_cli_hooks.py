@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from _cli_support import CLI, cli_in_thread, running
+from _cli_support import CLI, cli_in_thread, running, serving
 from tether import (
     AgentRuntime,
     HookConfig,
@@ -30,7 +30,6 @@ from tether import (
     PluginContext,
 )
 from tether.cli._hooks import parse_since
-from tether.cli._run import _serve
 
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 TOKEN = "t0ken"
@@ -503,29 +502,9 @@ async def test_serve_with_an_unknown_plugin_fails_in_one_line(cli: Any, agent: P
 async def test_serve_with_a_plugin_activates_it_on_the_manifest_processes(
     agent: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stop = asyncio.Event()
-    urls: list[str] = []
-    task = asyncio.create_task(
-        _serve(
-            [agent],
-            host="127.0.0.1",
-            port=0,
-            token=None,
-            allow_command_deploys=False,
-            quiet=True,
-            plugins=["debrief"],
-            stop=stop,
-            ready=urls.append,
-        )
-    )
-    try:
-        async with asyncio.timeout(30):
-            while not urls and not task.done():
-                await asyncio.sleep(0.01)
-        async with httpx.AsyncClient(base_url=f"{urls[0]}/api/v1") as client:
-            r = await client.get("/hooks/catalog", params={"source": "plugin"})
-    finally:
-        stop.set()
-        assert await task == 0
+    options = {"token": None, "allow_command_deploys": False, "quiet": True}
+    served = serving([agent], plugins=["debrief"], **options)
+    async with served as url, httpx.AsyncClient(base_url=f"{url}/api/v1") as client:
+        r = await client.get("/hooks/catalog", params={"source": "plugin"})
     assert [(h["process"], h["owner"]) for h in r.json()["hooks"]] == [("triage", "debrief")]
     assert "  plugins  triage: debrief" in capsys.readouterr().out

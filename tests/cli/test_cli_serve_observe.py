@@ -15,9 +15,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from _cli_support import CLI, running
+from _cli_support import CLI, running, serving
 from _net_support import free_port
-from tether.cli._run import _serve
 
 
 def write(path: Path, text: str) -> Path:
@@ -29,35 +28,15 @@ async def test_serve_prints_the_dashboard_and_metrics_and_serves_both(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     agent = write(tmp_path / "a.agent", "name: desk\nmodel: scripted\n")
-    stop = asyncio.Event()
-    urls: list[str] = []
-    task = asyncio.create_task(
-        _serve(
-            [agent],
-            host="127.0.0.1",
-            port=0,
-            token="serve-token-1",
-            allow_command_deploys=False,
-            quiet=True,
-            stop=stop,
-            ready=urls.append,
-            open_metrics=True,
-        )
-    )
-    try:
-        async with asyncio.timeout(30):
-            while not urls and not task.done():
-                await asyncio.sleep(0.01)
-        async with httpx.AsyncClient(base_url=urls[0]) as client:
-            page = await client.get("/")
-            metrics = await client.get("/metrics")  # no token: open to this machine
-            data = await client.get("/api/v1/processes")
-    finally:
-        stop.set()
-        assert await task == 0
+    options = {"token": "serve-token-1", "allow_command_deploys": False, "quiet": True}
+    served = serving([agent], open_metrics=True, **options)
+    async with served as url, httpx.AsyncClient(base_url=url) as client:
+        page = await client.get("/")
+        metrics = await client.get("/metrics")  # no token: open to this machine
+        data = await client.get("/api/v1/processes")
     out = capsys.readouterr().out
-    assert f"  dashboard  {urls[0]}/" in out
-    assert f"  metrics    {urls[0]}/metrics (open to this machine)" in out
+    assert f"  dashboard  {url}/" in out
+    assert f"  metrics    {url}/metrics (open to this machine)" in out
     assert page.status_code == 200
     assert metrics.status_code == 200
     names = {family.name for family in text_string_to_metric_families(metrics.text)}
