@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from _process_support import children
 from conftest import ScriptFactory
 from tether import CommandHookError, HookConfig, HookContext, HookEvent, HookManager, ShellHook
 from tether.hooks._errors import CommandHookTimeoutError
@@ -117,13 +118,6 @@ async def test_a_child_the_host_started_itself_survives_a_hooks_end() -> None:
 
 
 async def test_a_hook_run_leaves_no_child_of_the_runtime_behind(tmp_path: Path) -> None:
-    def children() -> set[int]:
-        found: set[int] = set()
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children") as f:
-                found.update(int(pid) for pid in f.read().split())
-        return found
-
     before = children()
     for i in range(5):
         with contextlib.suppress(CommandHookError):
@@ -150,15 +144,6 @@ for line in sys.stdin:
         os._exit(3)
     print(json.dumps({"id": rid}), flush=True)
 """
-
-
-def children() -> set[int]:
-    """The direct children of this process (of every thread of it)."""
-    found: set[int] = set()
-    for task in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{task}/children") as f:
-            found.update(int(pid) for pid in f.read().split())
-    return found
 
 
 def alive(pid: int) -> bool:

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from _net_support import free_port
-from _process_support import eventually
+from _process_support import children, eventually
 from tether import AgentRuntime, HookContext, HookEvent, HookManager, OrchestrationAPI
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -41,14 +41,6 @@ def threads() -> set[int]:
 
 def thread_names(idents: set[int]) -> list[str]:
     return sorted(t.name for t in threading.enumerate() if t.ident in idents)
-
-
-def children() -> set[int]:
-    found: set[int] = set()
-    for task in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{task}/children") as f:
-            found.update(int(pid) for pid in f.read().split())
-    return found
 
 
 def fds() -> dict[int, str]:

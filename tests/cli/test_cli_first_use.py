@@ -1,4 +1,4 @@
-"""The CLI as a new user meets it: --version, shell completion, offline event table, FakeLLM
+"""The CLI as a new user first meets it: --version, shell completion, offline event table, FakeLLM
 from the shell, --model/--base-url, whole tables when piped, --json answers, the program's
 stderr in 'hooks test', hook counts, trigger checks, publishing, --until-idle's exit status,
 live lines without None, did-you-mean for a manifest typo, and JSON logs."""
@@ -20,14 +20,13 @@ from typing import Any
 import httpx
 import pytest
 
-from _cli_support import cli_in_thread
+from _cli_support import CLI, cli_in_thread, running
 from _net_support import free_port
 from tether import AgentRuntime, EventTrigger, HookEvent, HookManager, ProcessConfig
 from tether.api import OrchestrationAPI
 from tether.models import ScriptedModel
 from tether.testing import FakeLLM
 
-CLI = [sys.executable, "-m", "tether.cli"]
 ENV = {**os.environ, "NO_COLOR": "1"}
 
 
@@ -114,28 +113,17 @@ def test_a_piped_table_keeps_every_column_whole_whatever_the_terminal_width() ->
 
 @pytest.mark.parametrize("command", [["-m", "tether.testing"], ["-m", "tether.cli", "fake-llm"]])
 async def test_fake_llm_serves_from_the_shell_until_sigint(command: list[str]) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, *command, "--port", "0", stdout=asyncio.subprocess.PIPE, env=ENV
-    )
-    assert proc.stdout is not None
-    try:
-        async with asyncio.timeout(30):
-            first = (await proc.stdout.readline()).decode()
-        url = first.split(" at ")[1].strip()
+    async with running(sys.executable, *command, "--port", "0", env=ENV, stderr=None) as llm:
+        await llm.read_until(" at ", what="the fake LLM")
+        url = llm.seen[-1].split(" at ")[1].strip()
         async with httpx.AsyncClient() as client:
             r = await client.post(
                 f"{url}/chat/completions",
                 json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
             )
         assert r.status_code == 200
-        proc.send_signal(signal.SIGINT)
-        async with asyncio.timeout(30):
-            await proc.wait()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode == 0
+        await llm.stop(signal.SIGINT)
+    assert llm.proc.returncode == 0
 
 
 # -- run: model, base URL, exit status, live lines, logs -------------------------------------
