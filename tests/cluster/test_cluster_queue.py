@@ -364,3 +364,36 @@ async def test_a_published_event_goes_through_task_created_to_the_stream_and_run
     finally:
         await node1.stop()
         await node2.stop()
+
+
+async def test_hook_run_history_in_redis_is_capped_at_its_length_keeping_the_newest(
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM
+) -> None:
+    """A clustered process's hook runs go to a Redis stream capped (approximately, as
+    XADD MAXLEN ~ trims) at HISTORY_KEPT entries: older runs make room for newer ones."""
+    from tether.cluster._node import HISTORY_KEPT
+
+    async def audit(ctx: Any) -> None:
+        return None
+
+    hooks = [HookConfig(event="task_created", callback=audit, name="audit")]
+    runtime, node = await node_with(redis_url, redis_prefix, {"solo": config(llm, hooks=hooks)})
+    try:
+        process = runtime.get("solo")
+        assert process is not None
+        await eventually(lambda: "solo" in node.held, timeout=10, what="the lease")
+        batch = HISTORY_KEPT * 6 // 10
+        for round_ in range(2):
+            for i in range(batch):
+                data = {"event_id": f"{round_}-{i}", "trigger_id": "t", "trigger_type": "manual"}
+                await process.hooks.dispatch(HookEvent.TASK_CREATED, data)
+            await node.flush_history("solo")
+        kept = await redis.xlen(f"{redis_prefix}:history:solo")
+        assert HISTORY_KEPT <= kept < HISTORY_KEPT + 200, kept  # trimmed in whole nodes
+        runs = await node.hook_runs("solo")
+        assert len(runs) == HISTORY_KEPT
+        last = await node.hook_runs("solo", last=1)
+        assert [run["hook_name"] for run in last] == ["audit"]
+        assert last[0] == runs[-1]
+    finally:
+        await node.stop()
