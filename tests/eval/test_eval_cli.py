@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +53,42 @@ def test_the_example_pack_runs_offline_in_one_command_with_the_debrief_hook(
     assert rows["refuses-password-tickets"]["passed"] is True
     assert rows["outages-are-p1"]["pass_rate"] == 0
     assert (tmp_path / "j.xml").read_text().count("<testcase") == 9
+
+
+def test_a_terminal_sees_a_progress_bar_of_the_runs_and_their_failures(tmp_path: Path) -> None:
+    """On a terminal, ``tether eval run`` draws a rich progress bar on stderr: the pack and the
+    scenario under way, runs done of all, and how many failed so far."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "eval", "run", str(EXAMPLE), "--out", str(tmp_path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+        env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
+    )
+    os.close(follower)
+    drawn = b""
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if select.select([leader], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # the program closed its end
+                    break
+                if not chunk:
+                    break
+                drawn += chunk
+            elif proc.poll() is not None:
+                break
+    finally:
+        os.close(leader)
+        proc.wait(timeout=30)
+    assert proc.returncode == 1  # outages-are-p1 fails on purpose
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn.decode("utf-8", "replace"))
+    assert "triage-example: outages-are-p1" in text
+    assert re.search(r"━+ 9/9 3 failed", text), text[-500:]
+    assert re.search(r" [1-8]/9 \d failed", text)  # drawn while it ran, not only at the end
 
 
 def test_an_unknown_hook_is_a_usage_error_listing_the_available_names(
