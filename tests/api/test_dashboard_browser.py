@@ -118,6 +118,12 @@ async def test_the_dashboard_shows_a_process_and_a_hook_run_appears_live_after_a
     await blocked.first.wait_for(timeout=10_000)
     dead = page.locator("#dead-letters tbody tr", has_text="blocked by hook")
     await dead.first.wait_for(timeout=10_000)
+    # Its redeliver button is in view inside the panel (a long error wraps, not pushes it out).
+    button = await dead.first.locator("button").bounding_box()
+    panel = await page.locator("#dead-letters").locator("xpath=ancestor::section").bounding_box()
+    assert button is not None
+    assert panel is not None
+    assert button["x"] + button["width"] <= panel["x"] + panel["width"]
     await page.locator("#catalog tbody tr", has_text="shared-audit (shared)").wait_for()
     await live.first.locator("a.task").click()
     await page.locator("#timeline li", has_text="audit-prompt").first.wait_for(timeout=10_000)
