@@ -1,7 +1,8 @@
 """The dashboard in a real headless Chromium (Debian's, driven by Playwright): the page
 loads, shows a process, and a hook run appears live after an inject; its switches and
-buttons act through the API. The screenshot goes to the test's tmp_path, and to
-docs/dashboard.png when TETHER_UPDATE_SCREENSHOT=1 (so a test run leaves the tree as it was).
+buttons act through the API. Each run writes its screenshot to bench/out/dashboard.png (ignored
+by git, so a test run leaves the tracked tree as it was), and to docs/dashboard.png when
+TETHER_UPDATE_SCREENSHOT=1.
 
 Skipped only when Chromium or Playwright is missing and CI is unset; under CI a missing
 browser fails (``.ci/setup-browser`` installs it).
@@ -36,7 +37,9 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "dashboard.png"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS_SCREENSHOT = ROOT / "docs" / "dashboard.png"
+BENCH_SCREENSHOT = ROOT / "bench" / "out" / "dashboard.png"
 TOKEN = "dash-token-123"
 
 
@@ -97,7 +100,7 @@ async def open_dashboard(browser: Browser, url: str) -> Page:
 
 
 async def test_the_dashboard_shows_a_process_and_a_hook_run_appears_live_after_an_inject(
-    browser: Browser, served: tuple[AgentRuntime, OrchestrationAPI], tmp_path: Path
+    browser: Browser, served: tuple[AgentRuntime, OrchestrationAPI]
 ) -> None:
     _, api = served
     page = await open_dashboard(browser, api.url)
@@ -127,7 +130,8 @@ async def test_the_dashboard_shows_a_process_and_a_hook_run_appears_live_after_a
     await page.locator("#catalog tbody tr", has_text="shared-audit (shared)").wait_for()
     await live.first.locator("a.task").click()
     await page.locator("#timeline li", has_text="audit-prompt").first.wait_for(timeout=10_000)
-    shot = tmp_path / "dashboard.png"
+    shot = BENCH_SCREENSHOT
+    shot.parent.mkdir(exist_ok=True)
     await page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
     if os.environ.get("TETHER_UPDATE_SCREENSHOT") == "1":
