@@ -51,7 +51,6 @@ KNOWN_REACHES = {
     "process/_recovery.py: process._journal",
     "process/_recovery.py: process._queue",
     "process/_recovery.py: process._stream",
-    "process/_stopping.py: self.parent._child_stopped",
 }
 
 
@@ -99,6 +98,13 @@ def _reaches_in_tether() -> set[str]:
             for path in _sources()
         )
     )
+
+
+def test_agent_process_is_built_by_composition_not_mixins() -> None:
+    from tether.process import AgentProcess
+
+    assert AgentProcess.__bases__ == (object,)
+    assert AgentProcess.__mro__ == (AgentProcess, object)
 
 
 def test_the_scan_finds_a_reach_into_another_modules_private_name() -> None:

@@ -19,14 +19,13 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from .._redact import Redactor
 from ..agent import (
     AgentContext,
     AgentLoop,
-    BudgetTracker,
     RunResult,
     Tool,
     as_tool,
@@ -36,38 +35,40 @@ from ..agent import (
 )
 from ..agent._observer import Note
 from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
-from ..hooks._hook import CLOSING, closing
+from ..hooks._background import drain as drain_async_hooks
+from ..hooks._hook import closing
 from ..hooks._prompt import DEFAULT_MODELS
 from ..hooks._secrets import CommandSecrets
-from ._changes import ConfigChanges
+from ._changes import AppliedChange, ConfigChanges, Saved
 from ._config import (
     CronTrigger,
     EventTrigger,
     FileWatchTrigger,
     ProcessConfig,
+    RestartPolicy,
     TriggerConfig,
     WebhookTrigger,
 )
 from ._config_secrets import config_secrets, resolve_secrets
-from ._dead_letters import DeadLetters
+from ._dead_letters import DeadLetterBox
 from ._errors import ProcessStateError
 from ._event import CURRENT_EVENT, TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
 from ._journaling import JournalWrites
-from ._mcp import check_entries
-from ._observe import HookObservability
+from ._mcp import McpServerConfig, check_entries
+from ._observe import HookInspector
 from ._queue import MemoryQueue
-from ._rewind import Rewinding
+from ._rewind import REWIND_WAIT, Rewinder
 from ._state import ProcessState, accepts_events, validate_name
-from ._stopping import Stopping
-from ._supervise import Supervision, describe, is_fatal
+from ._stopping import ASYNC_HOOK_DRAIN, WorkerPool, stop_deadline
+from ._supervise import Lifecycle, Supervisor, cleanly, describe, is_fatal
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
     from ..agent._observer import Observer
     from ..hooks import HookRun
     from ..models import Model
-    from ..store import Journal
+    from ..store import HistoryStore, Journal
     from ._stream_queue import StreamQueue
 
 __all__ = ["AgentProcess", "ProcessState"]
@@ -95,10 +96,14 @@ def tools_of(declared: list[Any]) -> list[Tool]:
     return tools
 
 
-class AgentProcess(
-    ConfigChanges, DeadLetters, JournalWrites, Rewinding, HookObservability, Stopping, Supervision
-):
-    """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks."""
+class AgentProcess:
+    """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks.
+
+    Built of collaborators, each handed only what it needs: its configuration and the
+    changes of it (ConfigChanges), its dead letters (DeadLetterBox), its journal writes
+    (JournalWrites), its workers (WorkerPool), rewinds (Rewinder), crash supervision
+    (Supervisor) and the view of its hooks (HookInspector). The public methods are here.
+    """
 
     def __init__(
         self,
@@ -109,118 +114,152 @@ class AgentProcess(
         parent: AgentProcess | None = None,
     ) -> None:
         self.name = validate_name(name)
-        self.config = config if config is not None else ProcessConfig()
-        check_entries(self.config.mcp_servers, f"process {self.name!r}")
+        config = config if config is not None else ProcessConfig()
+        check_entries(config.mcp_servers, f"process {self.name!r}")
         self.process_id = str(uuid.uuid4())
         # HookContext.metadata of every dispatch (the engine gives each hook its own copy).
         self._metadata: Final = {"process_name": self.name, "process_id": self.process_id}
         self.parent = parent
-        self.hooks = HookManager(default_timeout=self.config.hook_timeout)
-        # Prompt hooks that name no model ask this process's (made when it starts). Weakly:
-        # the table is keyed by the manager, which the process holds.
-        me = weakref.ref(self)
-        DEFAULT_MODELS[self.hooks] = lambda: p._model if (p := me()) is not None else None
-        for hook in self.config.hooks:
-            self.hooks.register_config(hook, source=hook._source or "config")
-        if parent is not None:
-            self.hooks.inherit(parent.hooks)
-            hooks = hooks if hooks is not None else parent.hooks.shared
-        if hooks is not None:
-            self.hooks.share(hooks)
+        self.hooks = self._hooks_of(config, hooks, parent)
         # Declared secrets, and what the command hooks of the chain hand their programs (looked
         # up at each use: hooks registered later, in code or by a plugin, count too).
         self.redactor = Redactor(
-            resolve_secrets(self.config) + config_secrets(self.config.triggers, self.config),
+            resolve_secrets(config) + config_secrets(config.triggers, config),
             learned=CommandSecrets(self.hooks),
         )
+        self._runners: dict[str, TriggerRunner] = {}
+        self._loop: AgentLoop | None = None
+        self._changes = ConfigChanges(
+            self.name,
+            config,
+            self.redactor,
+            tools=tools_of(config.tools),
+            emit=self._emit,
+            loop=lambda: self._loop,
+            running=lambda: self.state == ProcessState.RUNNING,
+            runners=self._runners,
+            start_trigger=self._start_trigger,
+        )
         self.context = AgentContext(
-            self.config.context.conversation_max_messages,
-            self.config.context.initial_state,
+            config.context.conversation_max_messages,
+            config.context.initial_state,
             on_compact=self._on_compact,
         )
         self.state = ProcessState.CREATED
-        self.dead_letters: list[dict[str, Any]] = []
         self.invocation_count = 0
         self.restart_count = 0
-        self._auto_restarts = 0  # what the restart policy counts: restart() calls are not
         self.filtered_count = 0
         self.children: dict[str, AgentProcess] = {}
         self._spawning: set[str] = set()  # children whose subagent_start hooks run now
-        self.last_error: str | None = None
         self.on_spawn: Callable[[AgentProcess], Awaitable[None]] | None = None
-        self._queue: asyncio.Queue[tuple[TriggerEvent, int]] = MemoryQueue(
-            self.config.max_queue_size
-        )
+        self._queue: asyncio.Queue[tuple[TriggerEvent, int]] = MemoryQueue(config.max_queue_size)
         #: The Redis stream queue when this process runs in a cluster (see use_queue).
         self._stream: StreamQueue | None = None
-        self._workers: list[asyncio.Task[None]] = []
         #: The loop the process runs in, from start() to the end of its stop: asking it for the
         #: current task spares _emit the getpid() system call asyncio.current_task() makes.
         self._running_loop: asyncio.AbstractEventLoop | None = None
-        #: The workers running an event now, with its id.
-        self._busy: dict[asyncio.Task[None], str] = {}
-        #: Workers given up on at a stop: their run ignored its cancellation (see _halt_workers),
-        #: and their events, to dead-letter (not to re-run: the run may yet act).
-        self._abandoned: set[asyncio.Task[None]] = set()
-        self._given_up: list[tuple[TriggerEvent, int]] = []
         self._inflight: dict[str, tuple[TriggerEvent, int]] = {}
+        self._pool = WorkerPool(self.name, self._inflight)
+        # The pool's own (never rebound), read on every event's path.
+        self._busy = self._pool.busy
+        self._abandoned = self._pool.abandoned
         self._retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]] = {}
         # Events whose run was cancelled by stop() or a restart: (event, attempt cut off).
         self._cut_off: list[tuple[TriggerEvent, int]] = []
         self._dispatching: set[asyncio.Task[Any]] = set()
-        self._later: set[asyncio.Task[Any]] = set()  # task_completed fired off a timer
         self._stopping = False
-        self._runners: dict[str, TriggerRunner] = {}
-        self._triggers: list[tuple[str, TriggerConfig]] = [
-            (t.id or f"{t.type}-{i}", t) for i, t in enumerate(self.config.triggers)
-        ]
-        self._tools: list[Tool] = tools_of(self.config.tools)
-        self._budget = BudgetTracker(self.config.budget) if self.config.budget else None
         self._model: Model | None = None
-        self._loop: AgentLoop | None = None
-        self._consecutive_failures = 0
-        self._supervisor: asyncio.Task[None] | None = None
-        self._failing: asyncio.Task[None] | None = None  # tearing down a crash for good
+        self._supervision = Supervisor(
+            self.name,
+            policy=lambda: self.config.restart,
+            redact=self.redactor.text,
+            lifecycle=Lifecycle(
+                stopping=lambda: self._stopping or self.state == ProcessState.STOPPING,
+                enter=self._enter,
+                session_end=self._session_end,
+                pause=self._pause_for_restart,
+                restart=self._restart_after_crash,
+                fail=lambda: self._teardown(final_state=ProcessState.FAILED),
+            ),
+        )
         self._stopper: asyncio.Task[None] | None = None
         self._stop_waiters: set[asyncio.Task[Any] | None] = set()
         self._started_at: float | None = None
-        self._journal: Journal | None = None
         self._recovered_once = False
-        self._init_changes()
-        self._init_journal_writes()
-        self._init_rewind()
+        self._rewinder = Rewinder(
+            self.name, self.context, lambda: self._queue, self._busy, self._changes
+        )
         self.transcripts: dict[str, list[dict[str, Any]]] = {}
         #: The model.for_run answer of each kept transcript (None: the process's model).
         self.run_models: dict[str, Model | None] = {}
-        if self.config.journal_path:
-            from ..store import Journal
-
-            self._journal = Journal(
-                self.config.journal_path, self.name, redact=self.redactor.declared.text
-            )
-        from ..hooks._history import HistoryRecorder
-        from ._plugins import PluginManager
-
-        self._history_store = None
-        if self.config.journal_path:
-            from ..store import HistoryStore
-
-            self._history_store = HistoryStore(self.config.journal_path)
-        self.history = HistoryRecorder(
-            self.name,
-            redact=self.redactor.text,
-            sink=self._history_store.write if self._history_store is not None else None,
-        )
-        self.hooks.recorder = self.history
-        self.hooks.redact = self.redactor.text
-
-        self.plugins = PluginManager(self)
-        for plugin in self.config.plugins:
-            self.plugins.add(plugin)
+        self._init_stores(config)
         #: Told of each task, run, model call, tool call and hook run (see observe()).
         self.observer: Observer | None = None
         #: The note of each task attempt under way, while an observer is set.
         self._task_notes: dict[str, Note] = {}
+
+    def _hooks_of(
+        self, config: ProcessConfig, shared: HookManager | None, parent: AgentProcess | None
+    ) -> HookManager:
+        """This process's hook manager: its own hooks, then its parent's, then the shared."""
+        hooks = HookManager(default_timeout=config.hook_timeout)
+        # Prompt hooks that name no model ask this process's (made when it starts). Weakly:
+        # the table is keyed by the manager, which the process holds.
+        me = weakref.ref(self)
+        DEFAULT_MODELS[hooks] = lambda: p._model if (p := me()) is not None else None
+        for hook in config.hooks:
+            hooks.register_config(hook, source=hook._source or "config")
+        if parent is not None:
+            hooks.inherit(parent.hooks)
+            shared = shared if shared is not None else parent.hooks.shared
+        if shared is not None:
+            hooks.share(shared)
+        return hooks
+
+    def _init_stores(self, config: ProcessConfig) -> None:
+        """The journal, the hook-run history (in SQLite with a journal), dead letters and
+        plugins."""
+        from ..hooks._history import HistoryRecorder
+        from ._plugins import PluginManager
+
+        self._journal: Journal | None = None
+        self._history_store: HistoryStore | None = None
+        if config.journal_path:
+            from ..store import HistoryStore, Journal
+
+            self._journal = Journal(
+                config.journal_path, self.name, redact=self.redactor.declared.text
+            )
+            self._history_store = HistoryStore(config.journal_path)
+        self._journal_writes = JournalWrites(
+            self.name, self.redactor, running=lambda: self._running_loop is not None
+        )
+        self._letters = DeadLetterBox(
+            self.name,
+            self.redactor,
+            self._journal,
+            self._journal_writes,
+            complete=self._complete,
+            inject=self.inject,
+        )
+        store = self._history_store
+        self.history = HistoryRecorder(
+            self.name, redact=self.redactor.text, sink=store.write if store is not None else None
+        )
+        self.hooks.recorder = self.history
+        self.hooks.redact = self.redactor.text
+        self._inspector = HookInspector(
+            self.name,
+            self.process_id,
+            self.hooks,
+            self.history,
+            self.redactor,
+            store,
+            stopped=lambda: self.state == ProcessState.STOPPED,
+        )
+        self.plugins = PluginManager(self)
+        for plugin in config.plugins:
+            self.plugins.add(plugin)
 
     def __repr__(self) -> str:
         return f"AgentProcess({self.name!r}, state={self.state.value!r})"
@@ -230,7 +269,7 @@ class AgentProcess(
         ``observer`` (telemetry: see tether.telemetry). One observer at a time."""
         if self.observer is not None:
             raise ProcessStateError(f"process {self.name!r} already has an observer")
-        self.observer = observer
+        self.observer = self._letters.observer = observer
 
         def hook_runs(runs: list[HookRun]) -> None:
             observer.hook_runs(self.name, self.hooks, runs)
@@ -238,6 +277,144 @@ class AgentProcess(
         self.history.add_listener(hook_runs)
         if self._loop is not None:
             self._loop.observer = observer
+
+    # -- state held by collaborators -------------------------------------------------------
+
+    @property
+    def config(self) -> ProcessConfig:
+        """The configuration now (a change replaces it: see ConfigChanges)."""
+        return self._changes.config
+
+    @config.setter
+    def config(self, config: ProcessConfig) -> None:
+        self._changes.config = config
+
+    @property
+    def last_error(self) -> str | None:
+        """The error of the last crash, if any."""
+        return self._supervision.last_error
+
+    @property
+    def dead_letters(self) -> list[dict[str, Any]]:
+        """The dead letters, oldest first (see DeadLetterBox)."""
+        return self._letters.entries
+
+    @property
+    def journal_errors(self) -> int:
+        """Journal writes that failed since the process was created (see _journaling)."""
+        return self._journal_writes.errors
+
+    @property
+    def journal_error(self) -> str | None:
+        """The error of the last journal write that failed (redacted)."""
+        return self._journal_writes.error
+
+    @property
+    def journal_pending(self) -> int:
+        """Journal writes handed to the writer thread whose outcome is not recorded yet."""
+        return self._journal_writes.pending
+
+    def _dead(self, event: TriggerEvent, reason: str, error: str | None, attempts: int) -> None:
+        self._letters.add(event, reason, error, attempts)
+
+    async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
+        """Inject dead-lettered events again (all, or those named); return how many (see
+        DeadLetterBox.redeliver)."""
+        return await self._letters.redeliver(event_ids)
+
+    def clear_dead_letters(self) -> int:
+        """Forget every dead letter; return how many."""
+        return self._letters.clear()
+
+    # -- hooks, as recorded and dry-run (see HookInspector) ---------------------------------
+
+    def hook_runs(self, **filters: Any) -> list[HookRun]:
+        """Recorded hook runs, oldest first (filters: event, outcome, hook, since, last)."""
+        return self._inspector.hook_runs(**filters)
+
+    async def dry_run(self, event: HookEvent | str, data: dict[str, Any]) -> dict[str, Any]:
+        """Push a sample event through the resolved chain (see HookInspector.dry_run)."""
+        return await self._inspector.dry_run(event, data)
+
+    # -- configuration changes (see ConfigChanges) ------------------------------------------
+
+    async def change_config(
+        self,
+        change: str,
+        *,
+        source: str = "operator",
+        apply: Callable[[], Any],
+        snapshot: Callable[[], Saved] | None = None,
+        **details: Any,
+    ) -> bool:
+        """Fire config_change, then apply: always for operators, unless blocked for the agent."""
+        return await self._changes.change_config(
+            change, source=source, apply=apply, snapshot=snapshot, **details
+        )
+
+    @property
+    def config_history(self) -> list[dict[str, Any]]:
+        """The applied changes rollback() can undo, oldest first (secret values redacted)."""
+        return self._changes.config_history
+
+    @property
+    def next_rollback(self) -> AppliedChange | None:
+        """The applied change rollback() would undo now, if any."""
+        return self._changes.next_rollback
+
+    async def rollback(
+        self, *, source: str = "operator", check: Callable[[AppliedChange], None] | None = None
+    ) -> bool:
+        """Undo the newest applied change, restoring what it replaced."""
+        return await self._changes.rollback(source=source, check=check)
+
+    async def update_instructions(self, instructions: str, *, source: str = "operator") -> bool:
+        return await self._changes.update_instructions(instructions, source=source)
+
+    async def set_mission(self, mission: str | None, *, source: str = "operator") -> bool:
+        """Set the standing goal given to the model after the instructions (None clears it)."""
+        return await self._changes.set_mission(mission, source=source)
+
+    async def add_tool(self, fn: Callable[..., Awaitable[Any]] | Tool) -> bool:
+        return await self._changes.add_tool(fn)
+
+    async def remove_tool(self, name: str) -> bool:
+        return await self._changes.remove_tool(name)
+
+    async def add_trigger(self, trigger: TriggerConfig, *, source: str = "operator") -> bool:
+        """Add a trigger (and start its runner when running); ValueError if its id is taken."""
+        return await self._changes.add_trigger(trigger, source=source)
+
+    async def remove_trigger(self, trigger_id: str, *, source: str = "operator") -> bool:
+        """Remove a trigger (stopping its runner); KeyError when there is none."""
+        return await self._changes.remove_trigger(trigger_id, source=source)
+
+    async def set_budget(self, budget: Any) -> bool:
+        return await self._changes.set_budget(budget)
+
+    async def set_health(
+        self, health: RestartPolicy | Mapping[str, Any], *, source: str = "operator"
+    ) -> bool:
+        """Change the supervision settings (``config.restart``): see ConfigChanges.set_health."""
+        return await self._changes.set_health(health, source=source)
+
+    async def add_mcp_server(
+        self, server: McpServerConfig | Mapping[str, Any], *, source: str = "operator"
+    ) -> bool:
+        """Declare an MCP server; a running process connects to it before this returns."""
+        return await self._changes.add_mcp_server(server, source=source)
+
+    async def remove_mcp_server(self, name: str, *, source: str = "operator") -> bool:
+        """Remove the declared MCP server ``name``; KeyError when there is none."""
+        return await self._changes.remove_mcp_server(name, source=source)
+
+    async def rewind(
+        self, messages: int, *, source: str = "operator", timeout: float = REWIND_WAIT
+    ) -> bool:
+        """Drop the newest ``messages`` messages of the conversation (see Rewinder.rewind);
+        ProcessStateError when awaited from a hook or run of this process."""
+        self._guard_self_await("rewind")
+        return await self._rewinder.rewind(messages, source=source, timeout=timeout)
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -308,7 +485,7 @@ class AgentProcess(
     async def start(self, *, _restart: bool = False) -> None:
         """Enter RUNNING: fire session_start, then start workers and triggers."""
         self._guard_self_await("start")
-        supervisor = self._supervisor or self._failing
+        supervisor = self._supervision.busy
         if supervisor is not None:  # an automatic restart (or failure) is under way
             await asyncio.wait([supervisor])
         if self.state in (ProcessState.STARTING, ProcessState.RUNNING):
@@ -338,9 +515,9 @@ class AgentProcess(
                 mission=self.config.mission,
                 context=self.context,
                 emit=self._emit_worker,
-                tools=self._tools,
+                tools=self._changes.tools,
                 approval=self.config.approval,
-                budget=self._budget,
+                budget=self._changes.budget,
                 redactor=self.redactor,
                 process_id=self.name,
                 max_turns=self.config.max_turns,
@@ -371,14 +548,14 @@ class AgentProcess(
             return
         # Runs see the MCP servers' tools from the first: each has connected, or failed once
         # (and is retried in the background), before a worker starts.
-        await self._sync_mcp()
+        await self._changes.sync_mcp()
         if self.state != ProcessState.RUNNING:  # stopped meanwhile
             return
-        self._workers = [
+        self._pool.tasks = [
             asyncio.get_running_loop().create_task(self._worker(), name=f"{self.name}-worker-{i}")
             for i in range(self.config.concurrency)
         ]
-        for trigger_id, trigger in self._triggers:
+        for trigger_id, trigger in self._changes.triggers:
             if trigger_id not in self._runners:  # one added by a session_start hook runs already
                 self._start_trigger(trigger_id, trigger)
 
@@ -393,7 +570,7 @@ class AgentProcess(
             )
         queue.redact = self.redactor.declared.value
         queue.dead_letter = self._dead
-        self._queue = self._stream = queue
+        self._queue = self._stream = self._letters.stream = queue
 
     def _start_failed(self) -> None:
         """A process whose start failed runs nothing, so it holds no journal lease: another
@@ -443,10 +620,10 @@ class AgentProcess(
                 never_started = self.state == ProcessState.CREATED
                 self.state = ProcessState.STOPPED
                 if never_started:  # events injected before start() are dead-lettered too
-                    deadline = self._stop_deadline(asyncio.get_running_loop().time())
-                    await self._dead_letter_leftovers(
-                        "process stopped", ProcessState.STOPPED, deadline
-                    )
+                    loop = asyncio.get_running_loop()
+                    deadline = stop_deadline(loop.time(), self.config.stop_timeout)
+                    leftovers = self._take_leftovers(ProcessState.STOPPED)
+                    await self._letters.dead_letter_all(leftovers, "process stopped", deadline)
                 return
             if self.state == ProcessState.STOPPING:
                 while self.state == ProcessState.STOPPING:
@@ -460,13 +637,10 @@ class AgentProcess(
         await asyncio.shield(stopper)
 
     async def _stop(self, reason: str) -> None:
-        failing = self._failing  # one teardown at a time: the crash's ends first
+        failing = self._supervision.failing  # one teardown at a time: the crash's ends first
         if failing is not None and failing is not asyncio.current_task():
             await asyncio.wait([failing])
-        supervisor = self._supervisor
-        if supervisor is not None and supervisor is not asyncio.current_task():
-            supervisor.cancel(CLOSING)
-            self._supervisor = None
+        self._supervision.cancel()
         was_failed = self.state == ProcessState.FAILED
         self.state = ProcessState.STOPPING
         try:
@@ -529,7 +703,7 @@ class AgentProcess(
         if self._journal is not None and not self._queue.full():
             # Waited for (off the loop, see _journaling): it raises, and the event is refused.
             stored = self.redactor.declared.value(event.to_dict())
-            await self._journal_accept(self._journal.queued, stored, 0)
+            await self._journal_writes.accept(self._journal.queued, stored, 0)
             if not self._accepts():
                 self._dead(event, "process stopped", "the process stopped while journaling", 0)
                 return event.event_id
@@ -541,7 +715,7 @@ class AgentProcess(
         while the cluster runs it (wherever that is), not only on the host holding it."""
         if self._stream is not None:
             return self._stream.accepting
-        return accepts_events(self.state, restarting=self._supervisor is not None)
+        return accepts_events(self.state, restarting=self._supervision.restarting)
 
     async def _task_created(self, event: TriggerEvent) -> DispatchResult:
         observer = self.observer
@@ -586,7 +760,7 @@ class AgentProcess(
             return False
         if self._journal is not None and not journaled:
             stored = self.redactor.declared.value(event.to_dict())
-            self._journal_write(event.event_id, self._journal.queued, stored, attempts)
+            self._journal_writes.write(event.event_id, self._journal.queued, stored, attempts)
         self._queue.put_nowait((event, attempts))
         return True
 
@@ -632,15 +806,19 @@ class AgentProcess(
         me = asyncio.current_task()
         assert me is not None
         # After a crash (_supervisor set) workers take no new events: they wait for the restart.
-        while not (self._stopping or self._supervisor is not None or me in self._abandoned):
-            if self._held is not None:  # a rewind() waits for the runs in flight: no new one
-                await self._held.wait()
+        while not (self._stopping or self._supervision.restarting or me in self._abandoned):
+            if (
+                self._rewinder.held is not None
+            ):  # a rewind() waits for the runs in flight: no new one
+                await self._rewinder.held.wait()
                 continue
-            event, attempts = await self._next_event()  # a given-back event first
-            if self._held is not None:  # taken while a rewind began: run it once it is over
-                await self._wait_out_rewind(event, attempts)
-            if self._stopping or self._supervisor is not None:
-                self._give_back(event, attempts)
+            event, attempts = await self._rewinder.next_event()  # a given-back event first
+            if (
+                self._rewinder.held is not None
+            ):  # taken while a rewind began: run it once it is over
+                await self._rewinder.wait_out(event, attempts)
+            if self._stopping or self._supervision.restarting:
+                self._rewinder.give_back(event, attempts)
                 return
             self._busy[me] = event.event_id
             self._inflight[event.event_id] = (event, attempts + 1)
@@ -727,7 +905,7 @@ class AgentProcess(
     async def _attempt(self, event: TriggerEvent, attempt: int) -> None:
         started = time.perf_counter()
         if self._journal is not None:  # a failed write: see _journaling (at-least-once)
-            await self._journal_landed(
+            await self._journal_writes.landed(
                 event.event_id, self._journal.running, event.event_id, attempt
             )
         if self._stream is not None:  # the attempt counts on the next host, as in recovery
@@ -774,8 +952,8 @@ class AgentProcess(
             )
             await self._refuse(event, attempt, started, "guardrail refused", denial.reason)
             return
-        if self._budget is not None:
-            over = self._budget.check_run()
+        if self._changes.budget is not None:
+            over = self._changes.budget.check_run()
             if over is not None:
                 await permission_denied(
                     self._emit_worker,
@@ -798,11 +976,10 @@ class AgentProcess(
             await self._failed(event, attempt, started, exc)
             return
         self._go_on()
-        self._consecutive_failures = 0
-        self._auto_restarts = 0  # recovered: max_restarts counts restarts in a row
+        self._supervision.succeeded()  # recovered: max_restarts counts restarts in a row
         self._inflight.pop(event.event_id, None)  # finished: a stop() now cuts off no run
         if self._journal is not None:
-            self._journal_write(event.event_id, self._journal.done, event.event_id)
+            self._journal_writes.write(event.event_id, self._journal.done, event.event_id)
         await self._complete(
             event, "success", (time.perf_counter() - started) * 1e3, None, worker=True
         )
@@ -853,11 +1030,11 @@ class AgentProcess(
             return
         error = self.redactor.text(f"{exc}")
         duration = (time.perf_counter() - started) * 1e3
-        self._consecutive_failures += 1
+        self._supervision.run_failed()
         self._inflight.pop(event.event_id, None)
         # A crash's restart keeps what waits (its supervisor is set): a retry waits for it too.
         if attempt <= self.config.max_retries and (
-            not self._stopping or self._supervisor is not None
+            not self._stopping or self._supervision.restarting
         ):
             delay = min(
                 self.config.retry_backoff * (2 ** (attempt - 1)), self.config.retry_backoff_max
@@ -866,20 +1043,19 @@ class AgentProcess(
             self._retries[event.event_id] = (handle, event, attempt)
             if self._journal is not None:
                 stored = self.redactor.declared.value(event.to_dict())
-                self._journal_write(event.event_id, self._journal.queued, stored, attempt)
+                self._journal_writes.write(event.event_id, self._journal.queued, stored, attempt)
             await self._complete(event, "retrying", duration, error, worker=True)
         else:
             self._dead(event, "process failed", error, attempt)
             await self._complete(event, "failed", duration, error, worker=True)
-        if self._consecutive_failures >= self.config.restart.max_consecutive_failures:
-            self._crashed(f"{self._consecutive_failures} runs failed in a row; last: {error}")
+        self._supervision.crash_if_failing(error)
 
     def _retry(self, event_id: str) -> None:
         entry = self._retries.pop(event_id, None)
         if entry is not None:
             _, event, attempts = entry
             if not self._enqueue(event, attempts):  # its hooks heard "retrying": say how it ended
-                self._dead_lettered_later(event, "queue full")
+                self._letters.fire_later(event, "queue full")
 
     # -- triggers --------------------------------------------------------------------------
 
@@ -901,15 +1077,15 @@ class AgentProcess(
 
     @property
     def webhook_triggers(self) -> list[tuple[str, WebhookTrigger]]:
-        return [(i, t) for i, t in self._triggers if isinstance(t, WebhookTrigger)]
+        return [(i, t) for i, t in self._changes.triggers if isinstance(t, WebhookTrigger)]
 
     @property
     def event_triggers(self) -> list[tuple[str, EventTrigger]]:
-        return [(i, t) for i, t in self._triggers if isinstance(t, EventTrigger)]
+        return [(i, t) for i, t in self._changes.triggers if isinstance(t, EventTrigger)]
 
     @property
     def triggers(self) -> list[tuple[str, TriggerConfig]]:
-        return list(self._triggers)
+        return list(self._changes.triggers)
 
     # -- subagents -------------------------------------------------------------------------
 
@@ -919,6 +1095,136 @@ class AgentProcess(
         await self._emit(
             HookEvent.SUBAGENT_STOP, {"process_name": child.name, "state": child.state.value}
         )
+
+    # -- supervision and teardown ----------------------------------------------------------
+
+    def _go_on(self) -> None:
+        """In a run that a stop gave up on (see WorkerPool.halt), raise CancelledError:
+        its event is dead-lettered already, so the run goes no further and records nothing
+        (its worker returns). Called after each step a swallowed cancellation may get past."""
+        # _abandoned is empty but during a stop: asyncio.current_task() costs a getpid() system
+        # call on Python 3.11, and this runs four times per event.
+        if self._abandoned and asyncio.current_task() in self._abandoned:
+            raise asyncio.CancelledError
+
+    async def _worker_crashed(self, event: TriggerEvent, attempt: int, exc: BaseException) -> None:
+        """A worker's run of ``event`` raised what nothing isolated: the process crashed.
+
+        The event is dead-lettered ("process failed", task_completed "failed") unless its fate
+        was decided already (it left ``_inflight``: done, dead-lettered or waiting for a
+        retry), so a redelivery never runs a finished event twice.
+        """
+        error = self.redactor.text(describe(exc))
+        logger.error("worker of %s crashed: %s", self.name, error)
+        if self._inflight.pop(event.event_id, None) is not None:
+            self._dead(event, "process failed", error, attempt)
+            try:
+                await self._complete(event, "failed", 0.0, error, worker=True)
+            except BaseException as again:
+                if is_fatal(again):
+                    raise
+                logger.error("task_completed of %s failed too", event.event_id)
+        self._supervision.crashed(f"worker crashed: {error}")
+
+    def _enter(self, state: ProcessState) -> None:
+        self.state = state
+
+    async def _pause_for_restart(self) -> None:
+        """A crash's restart: stop the triggers and workers, keeping the queue (events wait
+        for the restarted process, and so does a run cut off here: its attempt does not
+        count)."""
+        self._stopping = True
+        for runner in list(self._runners.values()):
+            await runner.stop()
+        self._runners.clear()
+        await self._pool.halt(self.config.stop_timeout)
+        cut_off, self._cut_off = self._cut_off, []
+        for event, attempt in cut_off:
+            if not self._enqueue(event, attempt - 1):  # it reached a worker: say how it ended
+                await self._letters.fire_dead_lettered([event], "queue full", None)
+        # Never re-run beside the run given up on.
+        await self._letters.dead_letter_all(self._pool.take_given_up(), "process failed")
+
+    async def _restart_after_crash(self) -> None:
+        self.restart_count += 1
+        self.state = ProcessState.STOPPED
+        await self.start(_restart=True)
+
+    def _take_leftovers(self, final_state: ProcessState) -> list[tuple[TriggerEvent, int, str]]:
+        """What waits for a retry or in the queue, to dead-letter."""
+        leftovers: list[tuple[TriggerEvent, int]] = []
+        for handle, event, attempts in self._retries.values():
+            handle.cancel()
+            leftovers.append((event, attempts))
+        self._retries.clear()
+        leftovers += self._rewinder.take_waiting()  # given-back events first, then the queue
+        note = f"still queued when the process {final_state.value}"
+        return [(event, attempts, note) for event, attempts in leftovers]
+
+    async def _teardown(self, final_state: ProcessState, restarting: bool = False) -> None:
+        self._stopping = True
+        try:  # whatever raises here, the process ends in final_state (never "stopping" for good)
+            for runner in list(self._runners.values()):
+                await runner.stop()
+            self._runners.clear()
+            # Children stop together: each has its own stop_timeout, and one child's slow
+            # runs or hooks do not hold up the others' stops.
+            await asyncio.gather(
+                *(
+                    cleanly(child.stop(), f"stopping child {child.name!r}", self.redactor.text)
+                    for child in list(self.children.values())
+                )
+            )
+            loop = asyncio.get_running_loop()
+            halting = loop.time()
+            await self._pool.halt(self.config.stop_timeout)
+            # No run calls a tool any more: the MCP servers go (their programs' groups too).
+            await cleanly(
+                self._changes.close_mcp(), "closing the MCP connections", self.redactor.text
+            )
+            deadline = stop_deadline(halting, self.config.stop_timeout)
+            why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
+            cut_off, self._cut_off = self._cut_off, []
+            note = f"cancelled while running when the process {final_state.value}"
+            # One call: every event left is dead-lettered before any task_completed hook runs.
+            await self._letters.dead_letter_all(
+                [(event, attempt, note) for event, attempt in cut_off]
+                + self._pool.take_given_up()
+                + self._take_leftovers(final_state),
+                why,
+                deadline,
+            )
+            # This process's async hooks only, within stop_timeout and what the deadline leaves.
+            left = max(0.0, deadline - loop.time())
+            await drain_async_hooks(
+                min(ASYNC_HOOK_DRAIN, self.config.stop_timeout, left), self.hooks
+            )
+            if not restarting:  # deferred extension-point calls (call_later) end with the process
+                await self.hooks.aclose(keep=self._stop_waiters)
+            self.history.flush()
+            if self._model is not None and self.parent is None:
+                # Release pooled connections now; an OpenAI client reopens on its next call.
+                await cleanly(self._model.aclose(), "closing the model", self.redactor.text)
+        finally:
+            self.state = final_state
+            self._running_loop = None
+            # Its queued writes done (or given up: at-least-once), the writer thread ends.
+            await self._journal_writes.close()
+            journal = self._journal
+            if journal is not None and final_state == ProcessState.STOPPED and not restarting:
+                journal.release()  # the next process of this name may start and recover
+            if final_state == ProcessState.STOPPED and not restarting:
+                self._close_files()
+        if self.parent is not None and not restarting:  # a restarted child stays its child
+            await self.parent._child_stopped(self)
+
+    def _close_files(self) -> None:
+        """Give back the process's shares of its SQLite file (the last one closes it), so a
+        stopped process holds no descriptor; a later read (its history, say) opens it anew."""
+        for store in (self._journal, self._history_store, self.plugins.artifacts):
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
 
     # -- status ----------------------------------------------------------------------------
 
@@ -930,10 +1236,10 @@ class AgentProcess(
             "state": self.state.value,
             "invocation_count": self.invocation_count,
             "hook_count": len(self.hooks),
-            "queue_size": self._queue.qsize() + len(self._given_back) + self._holding,
+            "queue_size": self._queue.qsize() + self._rewinder.waiting,
             "in_flight": len(self._inflight),
             "retrying": len(self._retries),
-            "dead_letter_count": len(self.dead_letters),
+            "dead_letter_count": len(self._letters.entries),
             "restart_count": self.restart_count,
             "filtered_count": self.filtered_count,
             "children": sorted(self.children),
@@ -954,7 +1260,7 @@ class AgentProcess(
                 if r.error is not None
             },
             # Each declared MCP server's connection (state, tools, last error).
-            "mcp_servers": self._mcp_status(),
+            "mcp_servers": self._changes.mcp_status(),
         }
 
 
