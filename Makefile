@@ -32,6 +32,10 @@ bench: $(STAMP)
 	$(PY) bench/extension_points.py
 	$(PY) bench/tools.py
 	$(PY) bench/mcp_tools.py
+	$(PY) bench/executors.py
+	$(PY) bench/telemetry.py
+	$(PY) bench/eval.py
+	$(PY) bench/cluster.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -23,9 +24,11 @@ __all__ = [
     "GatedModel",
     "RawToolCallModel",
     "Recorder",
+    "children",
     "eventually",
     "killed_host",
     "ticket",
+    "write_until",
 ]
 
 
@@ -48,6 +51,29 @@ async def killed_host(
         if child.returncode is None:
             child.send_signal(signal.SIGKILL)
         await child.wait()
+
+
+def children() -> set[int]:
+    """The pids of this test process's live children (of every thread), from /proc."""
+    found: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as f:
+            found.update(int(pid) for pid in f.read().split())
+    return found
+
+
+async def write_until(path: Path, condition: Callable[[], object], *, timeout: float = 10) -> None:
+    """Rewrite ``path`` until ``condition`` holds: the watcher may start after the first write."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    n = 0
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"no file_changed for {path.name} within {timeout:g}s")
+        n += 1
+        await asyncio.to_thread(path.write_text, f"version {n}\n")
+        with contextlib.suppress(AssertionError):
+            await eventually(condition, timeout=0.5)
 
 
 async def eventually(

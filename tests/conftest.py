@@ -66,14 +66,39 @@ async def client(api: OrchestrationAPI) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "llm(openai_env=False, **attributes): set these FakeLLM attributes (reply, retry_after, "
+        "...) on the `llm` fixture before the test; openai_env=True also does what the "
+        "`openai_env` fixture does",
+    )
+
+
+def _name_in_openai_env(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    llm.retry_after = None
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
+
+
 @pytest.fixture
-async def llm() -> AsyncIterator[FakeLLM]:
+async def llm(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[FakeLLM]:
     """A FakeLLM on a free loopback port, its retry-after short so the SDK's backoff between
-    retries stays short. A test file may define its own."""
+    retries stays short. A test, class or module marked ``@pytest.mark.llm(reply="Done.")``
+    gets these attributes set (``openai_env=True``: as the ``openai_env`` fixture gives it)."""
     from tether.testing import FakeLLM
 
+    marker = request.node.get_closest_marker("llm")
+    attributes = dict(marker.kwargs) if marker else {}
+    in_env = attributes.pop("openai_env", False)
     async with FakeLLM(port=0) as server:
         server.retry_after = 0.01
+        if in_env:
+            _name_in_openai_env(server, monkeypatch)
+        for name, value in attributes.items():
+            setattr(server, name, value)
         yield server
 
 
@@ -81,9 +106,7 @@ async def llm() -> AsyncIterator[FakeLLM]:
 def openai_env(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
     """The ``llm`` FakeLLM, named in OPENAI_BASE_URL (with a dummy key) so that processes with
     an ``openai:`` model reach it; its retry-after is left at FakeLLM's default."""
-    llm.retry_after = None
-    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
+    _name_in_openai_env(llm, monkeypatch)
     return llm
 
 

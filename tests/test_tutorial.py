@@ -1,8 +1,8 @@
 """The tutorial's steps 1, 2, 3 and 5 run as scripts and print what the tutorial says.
 
 Each script is run with this interpreter as a subprocess, one after another: they all serve
-their fake model on the tutorial's port 8781, each in a network namespace of its own where the
-host allows it (see _tutorial_support).
+their fake model on the tutorial's port 8781, each in a network namespace of its own (see
+_tutorial_support; they skip where the host cannot give them one).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from _tutorial_support import run_step as run
 
 
 def run_step(script: str) -> list[str]:
-    return run(script, port=8781).stdout.splitlines()
+    return run(script).stdout.splitlines()
 
 
 def test_step_1_hooks_tour_prints_the_events_of_one_ticket_in_order() -> None:

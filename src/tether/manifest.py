@@ -20,12 +20,10 @@ Every problem is reported at once, each with its path (``triggers[1].cron``) and
 from __future__ import annotations
 
 import copy
-import errno
 import json
 import os
-import stat
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -54,6 +52,8 @@ from .agent._tools import check_import_path
 from .approval import ApprovalPolicy
 from .hooks._command import CommandHookConfig
 from .hooks._config import HookConfig, SecretText
+from .hooks._files import MAX_FILE_BYTES, FileRefused, read_small_file
+from .hooks._order import Declared, declaration_problems
 from .hooks._prompt import PromptHookConfig
 from .hooks._url import UrlHookConfig
 from .process import (
@@ -345,11 +345,17 @@ for _cls in (
 
 
 def load_manifest(
-    path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
+    path: str | os.PathLike[str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    hook_names: Collection[str] | None = None,
 ) -> AgentManifest:
     """Read, resolve and validate the manifest at ``path``; raise ManifestError listing problems.
 
     ``environ`` (default ``os.environ``) is where ``${VAR}`` references are looked up.
+    ``hook_names``: the names of the hooks a run adds to the manifest's (its runtime's shared
+    hooks); given, a before/after name that is neither is a problem. ``None`` (the default):
+    such names are left for the process to check when it is created.
     """
     file = Path(path)
     try:
@@ -359,58 +365,22 @@ def load_manifest(
         raise ManifestError(
             [ManifestIssue("", None, f"cannot read: {reason}")], str(path)
         ) from None
-    except _NotAManifest as exc:
+    except FileRefused as exc:
         raise ManifestError([ManifestIssue("", None, str(exc))], str(path)) from None
-    return _parse(text, str(path), file.resolve().parent, environ, stacklevel=3)
+    return _parse(
+        text, str(path), file.resolve().parent, environ, stacklevel=3, hook_names=hook_names
+    )
 
 
 #: The largest manifest file read (a manifest is a few kilobytes; this refuses ``/dev/zero``,
 #: a log file named by mistake, or a file that grows while it is read).
-MAX_MANIFEST_BYTES: Final = 1024 * 1024
-
-
-class _NotAManifest(Exception):
-    """The path names something that cannot be a manifest (a device, a FIFO, a huge file)."""
+MAX_MANIFEST_BYTES: Final = MAX_FILE_BYTES
 
 
 def _read_manifest_file(file: Path) -> str:
-    """The text of ``file``, refused at once unless it is a regular file of at most 1 MiB.
-
-    The file is opened non-blocking, so a FIFO with no writer does not hang the open, and its
-    type is read from the open descriptor, so it cannot be swapped between check and read.
-    """
-    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as stream:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        if not stat.S_ISREG(info.st_mode):
-            raise _NotAManifest(f"not a regular file ({_file_kind(info.st_mode)})")
-        if info.st_size > MAX_MANIFEST_BYTES:
-            raise _NotAManifest(
-                f"the file is {info.st_size} bytes; a manifest may have at most "
-                f"{MAX_MANIFEST_BYTES} bytes (1 MiB)"
-            )
-        os.set_blocking(fd, True)
-        data = stream.read(MAX_MANIFEST_BYTES + 1)
-    if len(data) > MAX_MANIFEST_BYTES:
-        raise _NotAManifest(
-            f"the file has more than {MAX_MANIFEST_BYTES} bytes (1 MiB), the most a manifest "
-            "may have"
-        )
-    return data.decode("utf-8")
-
-
-def _file_kind(mode: int) -> str:
-    for test, kind in (
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISFIFO, "a named pipe"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return kind
-    return "not a file"
+    """The text of ``file``, refused at once unless it is a regular file of at most 1 MiB
+    (see read_small_file, which the Claude Code hooks files it names are read with too)."""
+    return read_small_file(file, "a manifest").decode("utf-8")
 
 
 def parse_manifest(
@@ -431,6 +401,7 @@ def _parse(
     environ: Mapping[str, str] | None,
     *,
     stacklevel: int,
+    hook_names: Collection[str] | None = None,
 ) -> AgentManifest:
     data, lines, problems = read_yaml(text)
     issues = [ManifestIssue(*problem) for problem in problems]
@@ -473,7 +444,7 @@ def _parse(
     else:
         issues += [
             ManifestIssue(path_of(loc), line_of(lines, loc), message)
-            for loc, message in spec_problems(manifest)
+            for loc, message in spec_problems(manifest, hook_names=hook_names)
         ]
     if issues:
         raise ManifestError(issues, source)
@@ -572,11 +543,17 @@ def _mcp_problems(servers: list[dict[str, Any]]) -> list[tuple[tuple[str | int, 
     return problems
 
 
-def spec_problems(spec: ProcessSpec) -> list[tuple[tuple[str | int, ...], str]]:
+def spec_problems(
+    spec: ProcessSpec, *, hook_names: Collection[str] | None = None
+) -> list[tuple[tuple[str | int, ...], str]]:
     """Checks across entries: trigger ids must be unique, webhook port+path pairs too; plugin
     names must be available (and named once); each MCP server entry is a valid
-    McpServerConfig, as ``add_mcp_server`` requires, with a name of its own."""
-    problems: list[tuple[tuple[str | int, ...], str]] = []
+    McpServerConfig, as ``add_mcp_server`` requires, with a name of its own; the hooks'
+    before/after make no cycle (and, with ``hook_names``, see hook_order_problems, name
+    known hooks)."""
+    problems: list[tuple[tuple[str | int, ...], str]] = hook_order_problems(
+        spec.hooks, known=hook_names
+    )
     if spec.plugins:
         problems += _plugin_problems(spec.plugins)
     problems += _mcp_problems(spec.mcp_servers)
@@ -614,6 +591,43 @@ def spec_problems(spec: ProcessSpec) -> list[tuple[tuple[str | int, ...], str]]:
                     )
                 )
     return problems
+
+
+def hook_order_problems(
+    hooks: Sequence[HookConfig], *, known: Collection[str] | None = None
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """The before/after problems of hooks declared together, as the process checks them when
+    it registers them: a cycle, blamed on the hook that closes it (``hooks[i].after``), and,
+    with ``known`` (the names a run adds: its runtime's shared hooks), a name that is neither
+    a hook of the list nor known. ``None``: a name the list lacks may come at run time."""
+    if not any(h.before or h.after for h in hooks):
+        return []
+    by_event: dict[str, list[tuple[int, Declared]]] = {}
+    for i, hook in enumerate(hooks):
+        named = Declared(_name_of(hook), tuple(hook.before), tuple(hook.after))
+        by_event.setdefault(hook.event, []).append((i, named))
+    found = [
+        p
+        for event, mine in by_event.items()
+        for p in declaration_problems(mine, [], event, known=known)
+    ]
+    return [
+        (("hooks", p.position, p.field) if p.field else ("hooks", p.position), p.message)
+        for p in sorted(found, key=lambda p: p.position)
+    ]
+
+
+def _name_of(hook: HookConfig) -> str:
+    """A hook's name as its catalog shows it: its own, else its executor's (command line, URL,
+    policy), read from an executor built for a manager of its own and dropped."""
+    if hook.name:
+        return hook.name
+    from .hooks import HookManager
+
+    try:
+        return str(getattr(hook.executor(HookManager()), "name", ""))
+    except Exception:  # a kind that cannot be built here: no name (nothing can name it)
+        return ""
 
 
 def _plugin_problems(names: list[str]) -> list[tuple[tuple[str | int, ...], str]]:

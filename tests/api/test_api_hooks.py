@@ -280,6 +280,15 @@ async def test_the_catalog_filters_by_process_event_source_and_mode(
     assert await names(mode="async") == [("triage", "bg")]
     assert await names(event="ticket.classify") == []  # an extension point with no handlers
 
+    # The process list counts what the catalog lists (hook_count: the own hooks, as the
+    # reference has it).
+    listed = {p["name"]: p for p in (await client.get("/processes")).json()["processes"]}
+    assert listed["triage"]["hook_count"] == 2
+    assert listed["triage"]["hooks_in_chain"] == {"total": 3, "shared": 1, "inherited": 0}
+    assert listed["billing"]["hooks_in_chain"]["total"] == len(await names(process="billing"))
+    detail = (await client.get("/processes/billing")).json()
+    assert detail["hooks_in_chain"] == {"total": 2, "shared": 1, "inherited": 0}
+
 
 async def test_a_manifest_hook_and_a_plugin_are_catalogued_with_their_source(
     client: httpx.AsyncClient, runtime: AgentRuntime, tmp_path: Path

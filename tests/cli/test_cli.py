@@ -20,14 +20,12 @@ from typing import Any
 
 import pytest
 
-from _cli_support import Done, run_cli
+from _cli_support import CLI, Done, run_cli, running, serving
 from _net_support import free_port
 from tether import AgentRuntime, OrchestrationAPI
 from tether.cli import main
-from tether.cli._run import _serve
 from tether.manifest import render_json_schema
 
-CLI = [sys.executable, "-m", "tether.cli"]
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 
 
@@ -240,37 +238,18 @@ async def test_run_stops_cleanly_on_sigint_firing_session_end(tmp_path: Path) ->
           - {{type: cron, cron_expression: "0 0 1 1 *"}}
         """,
     )
-    proc = await asyncio.create_subprocess_exec(
-        *CLI,
-        "run",
-        str(agent),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=ENV,
-    )
-    assert proc.stdout is not None
-    seen: list[str] = []
-    try:
-        async with asyncio.timeout(30):
-            while not any("Ctrl-C stops" in line for line in seen):
-                line = await proc.stdout.readline()
-                assert line, f"tether run ended early: {seen}"
-                seen.append(line.decode())
+    async with running(*CLI, "run", str(agent), env=ENV) as tether:
+        await tether.read_until("Ctrl-C stops", what="tether run")
         import httpx
 
         async with httpx.AsyncClient() as client:
             r = await client.post(f"http://127.0.0.1:{port}/tickets", json={"ticket": "hi"})
         assert r.status_code == 202
         await asyncio.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-        async with asyncio.timeout(30):
-            out, err = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.communicate()
-    text = "".join(seen) + out.decode()
-    assert proc.returncode == 0, err.decode()
+        out, err = await tether.stop(signal.SIGINT)
+    proc, seen = tether.proc, tether.seen
+    text = "".join(seen) + out
+    assert proc.returncode == 0, err
     assert f"webhook  http://127.0.0.1:{port}/tickets -> hooked/webhook-0" in text
     assert "trigger  cron-1 (cron) 0 0 1 1 *" in text
     assert "task_completed      event_id=" in text
@@ -282,37 +261,16 @@ async def test_run_stops_cleanly_on_sigint_firing_session_end(tmp_path: Path) ->
 async def test_serve_loads_manifests_and_stops_on_sigterm(agent: Path, command: list[str]) -> None:
     """``tether runtime start`` (the reference's name) is ``tether serve``."""
     port = free_port()
-    proc = await asyncio.create_subprocess_exec(
-        *CLI,
-        *command,
-        str(agent),
-        "--port",
-        str(port),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=ENV,
-    )
-    assert proc.stdout is not None
-    seen: list[str] = []
-    try:
-        async with asyncio.timeout(30):
-            while not any("Ctrl-C stops" in line for line in seen):
-                line = await proc.stdout.readline()
-                assert line, f"tether serve ended early: {seen}"
-                seen.append(line.decode())
+    async with running(*CLI, *command, str(agent), "--port", str(port), env=ENV) as tether:
+        await tether.read_until("Ctrl-C stops")
         url = f"http://127.0.0.1:{port}"
         ps = await asyncio.create_subprocess_exec(
             *CLI, "ps", "--url", url, stdout=asyncio.subprocess.PIPE, env=ENV
         )
         ps_out, _ = await ps.communicate()
-        proc.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(30):
-            out, err = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.communicate()
-    assert proc.returncode == 0, err.decode()
+        out, err = await tether.stop(signal.SIGTERM)
+    proc, seen = tether.proc, tether.seen
+    assert proc.returncode == 0, err
     assert f"control API on http://127.0.0.1:{port}/api/v1" in "".join(seen)
     assert ps.returncode == 0
     assert ps_out.decode().split()[:9] == [
@@ -326,7 +284,7 @@ async def test_serve_loads_manifests_and_stops_on_sigterm(agent: Path, command: 
         "UPTIME",
         "triage",
     ]
-    assert "session_end" in out.decode()
+    assert "session_end" in out
 
 
 # -- inject and ps against a running API ------------------------------------------------------
@@ -420,35 +378,18 @@ async def test_ps_says_when_there_are_no_processes(cli: Any, api: OrchestrationA
 async def test_serve_runs_the_api_with_the_manifests_until_stopped(
     agent: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stop = asyncio.Event()
-    urls: list[str] = []
-    task = asyncio.create_task(
-        _serve(
-            [agent],
-            host="127.0.0.1",
-            port=0,
-            token=None,
-            allow_command_deploys=True,
-            quiet=False,
-            stop=stop,
-            ready=urls.append,
-        )
-    )
-    async with asyncio.timeout(30):
-        while not urls and not task.done():
-            await asyncio.sleep(0.01)
-    import httpx
+    options = {"token": None, "allow_command_deploys": True, "quiet": False}
+    async with serving([agent], **options) as url:
+        import httpx
 
-    async with httpx.AsyncClient(base_url=f"{urls[0]}/api/v1") as client:
-        r = await client.post(
-            "/processes/triage/inject", json={"payload": {"ticket": "jane@example.com"}}
-        )
-        event_id = r.json()["event_id"]
-        async with asyncio.timeout(10):
-            while "task_completed" not in capsys.readouterr().out:
-                await asyncio.sleep(0.01)
-    stop.set()
-    assert await task == 0
+        async with httpx.AsyncClient(base_url=f"{url}/api/v1") as client:
+            r = await client.post(
+                "/processes/triage/inject", json={"payload": {"ticket": "jane@example.com"}}
+            )
+            event_id = r.json()["event_id"]
+            async with asyncio.timeout(10):
+                while "task_completed" not in capsys.readouterr().out:
+                    await asyncio.sleep(0.01)
     out = capsys.readouterr().out
     assert "session_end" in out
     assert "triage stopped: 1 run(s), 0 dead letter(s)" in out

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from _cli_support import cli_in_thread
+from _cli_support import CLI, cli_in_thread, running, serving
 from tether import (
     AgentRuntime,
     HookConfig,
@@ -30,9 +30,7 @@ from tether import (
     PluginContext,
 )
 from tether.cli._hooks import parse_since
-from tether.cli._run import _serve
 
-CLI = [sys.executable, "-m", "tether.cli"]
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 TOKEN = "t0ken"
 
@@ -304,42 +302,15 @@ def test_since_takes_a_duration_ago_or_passes_a_time_through() -> None:
 
 async def test_hooks_runs_follow_prints_new_runs_until_ctrl_c(api: OrchestrationAPI) -> None:
     await inject(api, "Login is down")
-    proc = await asyncio.create_subprocess_exec(
-        *CLI,
-        "hooks",
-        "runs",
-        "triage",
-        "--follow",
-        "--interval",
-        "0.1",
-        *at(api),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=ENV,
-    )
-    assert proc.stdout is not None
-    seen: list[str] = []
-
-    async def until_seen(text: str) -> None:
-        async with asyncio.timeout(30):
-            while not any(text in line for line in seen):
-                line = await proc.stdout.readline()  # type: ignore[union-attr]
-                assert line, f"follow ended early: {seen}"
-                seen.append(line.decode())
-
-    try:
-        await until_seen("passed")  # the runs recorded before it started
+    command = (*CLI, "hooks", "runs", "triage", "--follow", "--interval", "0.1", *at(api))
+    async with running(*command, env=ENV) as tether:
+        await tether.read_until("passed", what="follow")  # the runs recorded before it started
         await inject(api, "Refund order 9")
-        await until_seen("refunds need a human")  # a run recorded while it follows
-        proc.send_signal(signal.SIGINT)
-        async with asyncio.timeout(30):
-            out, err = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.communicate()
-    assert proc.returncode == 0, err.decode()
-    lines = seen + out.decode().splitlines(keepends=True)
+        # a run recorded while it follows
+        await tether.read_until("refunds need a human", what="follow")
+        out, err = await tether.stop(signal.SIGINT)
+    assert tether.proc.returncode == 0, err
+    lines = tether.seen + out.splitlines(keepends=True)
     assert lines[0].split()[:3] == ["TIME", "EVENT", "HOOK"]
     blocked = [line for line in lines if " blocked " in line]
     assert len(blocked) == 1  # each run once, though every poll looks back
@@ -531,29 +502,9 @@ async def test_serve_with_an_unknown_plugin_fails_in_one_line(cli: Any, agent: P
 async def test_serve_with_a_plugin_activates_it_on_the_manifest_processes(
     agent: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stop = asyncio.Event()
-    urls: list[str] = []
-    task = asyncio.create_task(
-        _serve(
-            [agent],
-            host="127.0.0.1",
-            port=0,
-            token=None,
-            allow_command_deploys=False,
-            quiet=True,
-            plugins=["debrief"],
-            stop=stop,
-            ready=urls.append,
-        )
-    )
-    try:
-        async with asyncio.timeout(30):
-            while not urls and not task.done():
-                await asyncio.sleep(0.01)
-        async with httpx.AsyncClient(base_url=f"{urls[0]}/api/v1") as client:
-            r = await client.get("/hooks/catalog", params={"source": "plugin"})
-    finally:
-        stop.set()
-        assert await task == 0
+    options = {"token": None, "allow_command_deploys": False, "quiet": True}
+    served = serving([agent], plugins=["debrief"], **options)
+    async with served as url, httpx.AsyncClient(base_url=f"{url}/api/v1") as client:
+        r = await client.get("/hooks/catalog", params={"source": "plugin"})
     assert [(h["process"], h["owner"]) for h in r.json()["hooks"]] == [("triage", "debrief")]
     assert "  plugins  triage: debrief" in capsys.readouterr().out

@@ -15,10 +15,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from _cli_support import CLI, running, serving
 from _net_support import free_port
-from tether.cli._run import _serve
-
-CLI = [sys.executable, "-m", "tether.cli"]
 
 
 def write(path: Path, text: str) -> Path:
@@ -30,35 +28,15 @@ async def test_serve_prints_the_dashboard_and_metrics_and_serves_both(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     agent = write(tmp_path / "a.agent", "name: desk\nmodel: scripted\n")
-    stop = asyncio.Event()
-    urls: list[str] = []
-    task = asyncio.create_task(
-        _serve(
-            [agent],
-            host="127.0.0.1",
-            port=0,
-            token="serve-token-1",
-            allow_command_deploys=False,
-            quiet=True,
-            stop=stop,
-            ready=urls.append,
-            open_metrics=True,
-        )
-    )
-    try:
-        async with asyncio.timeout(30):
-            while not urls and not task.done():
-                await asyncio.sleep(0.01)
-        async with httpx.AsyncClient(base_url=urls[0]) as client:
-            page = await client.get("/")
-            metrics = await client.get("/metrics")  # no token: open to this machine
-            data = await client.get("/api/v1/processes")
-    finally:
-        stop.set()
-        assert await task == 0
+    options = {"token": "serve-token-1", "allow_command_deploys": False, "quiet": True}
+    served = serving([agent], open_metrics=True, **options)
+    async with served as url, httpx.AsyncClient(base_url=url) as client:
+        page = await client.get("/")
+        metrics = await client.get("/metrics")  # no token: open to this machine
+        data = await client.get("/api/v1/processes")
     out = capsys.readouterr().out
-    assert f"  dashboard  {urls[0]}/" in out
-    assert f"  metrics    {urls[0]}/metrics (open to this machine)" in out
+    assert f"  dashboard  {url}/" in out
+    assert f"  metrics    {url}/metrics (open to this machine)" in out
     assert page.status_code == 200
     assert metrics.status_code == 200
     names = {family.name for family in text_string_to_metric_families(metrics.text)}
@@ -79,28 +57,16 @@ async def test_serve_logs_json_lines_on_stderr(tmp_path: Path) -> None:
     )
     port = free_port()
     env = {**os.environ, "NO_COLOR": "1"}
-    proc = await asyncio.create_subprocess_exec(
-        *CLI, "serve", str(agent), "--port", str(port), "--log-format", "json",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    try:
-        async with asyncio.timeout(30):
-            while b"Ctrl-C stops" not in await proc.stdout.readline():
-                pass
+    command = (*CLI, "serve", str(agent), "--port", str(port), "--log-format", "json")
+    async with running(*command, env=env) as tether:
+        await tether.read_until("Ctrl-C stops")
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}/api/v1") as client:
             r = await client.post("/processes/desk/inject", json={})
             assert r.status_code == 202
         await asyncio.sleep(0.3)
-        proc.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(30):
-            _, err = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.communicate()
-    lines = [json.loads(line) for line in err.decode().splitlines() if line.startswith("{")]
-    assert lines, err.decode()
+        _, err = await tether.stop(signal.SIGTERM)
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert lines, err
     failed = [line for line in lines if "failed on task_created" in line["message"]]
     assert failed[0]["process"] == "desk"
     assert failed[0]["event_id"] == r.json()["event_id"]

@@ -3,18 +3,16 @@ its command line; --token still works and warns that it shows in ``ps``."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
+from _cli_support import CLI, running
 from _net_support import free_port
 
-CLI = [sys.executable, "-m", "tether.cli"]
 TOKEN = "s3cret-token-for-serve"
 WARNING = "warning: --token shows in `ps` to every user of this machine"
 
@@ -24,37 +22,16 @@ async def serve(*args: str, env: dict[str, str] | None = None) -> tuple[int, str
     stop it; (status without the token, stdout, stderr, status with it)."""
     port = free_port()
     base = {k: v for k, v in os.environ.items() if k != "TETHER_API_TOKEN"}
-    proc = await asyncio.create_subprocess_exec(
-        *CLI,
-        "serve",
-        "--port",
-        str(port),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**base, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})},
-    )
-    assert proc.stdout is not None
-    seen: list[str] = []
-    try:
-        async with asyncio.timeout(30):
-            while not any("Ctrl-C stops" in line for line in seen):
-                line = await proc.stdout.readline()
-                assert line, f"tether serve ended early: {seen}"
-                seen.append(line.decode())
+    env = {**base, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
+    async with running(*CLI, "serve", "--port", str(port), *args, env=env) as tether:
+        await tether.read_until("Ctrl-C stops")
         url = f"http://127.0.0.1:{port}/api/v1/processes"
         async with httpx.AsyncClient() as client:
             anonymous = (await client.get(url)).status_code
             bearer = await client.get(url, headers={"Authorization": f"Bearer {TOKEN}"})
-        proc.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(30):
-            out, err = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.communicate()
-    assert proc.returncode == 0, err.decode()
-    return anonymous, "".join(seen) + out.decode(), err.decode(), bearer.status_code
+        out, err = await tether.stop(signal.SIGTERM)
+    assert tether.proc.returncode == 0, err
+    return anonymous, "".join(tether.seen) + out, err, bearer.status_code
 
 
 async def test_the_token_comes_from_tether_api_token_without_a_warning() -> None:

@@ -131,6 +131,26 @@ async def test_a_hook_disabled_through_another_host_is_disabled_where_the_proces
     assert other.seen == []
 
 
+async def test_a_hook_enabled_again_through_another_host_runs_where_the_process_runs(
+    hosts: tuple[Host, Host],
+) -> None:
+    owner, other = hosts
+    assert owner.http is not None
+    assert other.http is not None
+    off = await other.http.post("/processes/alpha/hooks/audit/disable")
+    assert off.json()["enabled"] is False
+    on = await other.http.post("/processes/alpha/hooks/audit/enable")
+    assert on.status_code == 200, on.text
+    assert on.json()["enabled"] is True
+    answer = await other.http.post("/processes/alpha/inject", json={"payload": {"n": 2}})
+    event_id = answer.json()["event_id"]
+    # task_created runs on the host the inject reached; the owner's copy of the hook is on
+    # again too (its catalog says so), which an inject there shows.
+    assert other.seen == [event_id]
+    there = await owner.http.post("/processes/alpha/inject", json={"payload": {"n": 3}})
+    assert owner.seen == [there.json()["event_id"]]
+
+
 async def test_hook_runs_are_read_from_redis_on_any_host(hosts: tuple[Host, Host]) -> None:
     owner, other = hosts
     assert owner.http is not None

@@ -13,7 +13,15 @@ import pytest
 from redis.asyncio import Redis
 
 from _process_support import FailingModel, Recorder, eventually
-from tether import AgentRuntime, HookConfig, HookEvent, ProcessConfig, ProcessState, TriggerEvent
+from tether import (
+    AgentRuntime,
+    HookBlocked,
+    HookConfig,
+    HookEvent,
+    ProcessConfig,
+    ProcessState,
+    TriggerEvent,
+)
 from tether.cluster import ClusterNode, cluster_config
 from tether.models import OpenAIModel
 from tether.testing import FakeLLM
@@ -222,3 +230,137 @@ async def test_a_holder_whose_lease_was_taken_stops_its_copy_then_takes_it_back_
         assert token == "2:h1"  # a new fencing token
     finally:
         await node.stop()
+
+
+@pytest.mark.parametrize("write", ["ack", "dead", "attempt"])
+async def test_every_fenced_write_is_refused_with_a_stale_token_and_changes_nothing(
+    redis_prefix: str, redis: Redis, write: str
+) -> None:
+    """The scripts behind an acknowledgement, a dead letter and an attempt count compare the
+    caller's fencing token with the lease's: a host whose lease was taken writes nothing."""
+    from tether.store._redis import FENCED, GROUP, Keys, Scripts
+
+    keys, scripts = Keys(redis_prefix), Scripts(redis)
+    stream, attempts, dead, lease = (
+        keys.stream("p"),
+        keys.attempts("p"),
+        keys.dead("p"),
+        keys.lease("p"),
+    )
+    await redis.xgroup_create(stream, GROUP, id="0", mkstream=True)
+    entry = await redis.xadd(stream, {"event": "{}", "attempts": 0})
+    await redis.xreadgroup(GROUP, "h1", {stream: ">"}, count=1)
+    await redis.hset(attempts, entry, 1)
+    await redis.set(lease, "2:h2")  # the lease moved on; h1 still holds token 1:h1
+    if write == "ack":
+        answer = await scripts.ack(keys=[lease, stream, attempts], args=["1:h1", GROUP, entry])
+    elif write == "dead":
+        answer = await scripts.dead(
+            keys=[lease, stream, attempts, dead], args=["1:h1", GROUP, entry, "e1", "{}"]
+        )
+    else:
+        answer = await scripts.attempt(keys=[lease, attempts], args=["1:h1", entry, 5])
+    assert answer == FENCED
+    assert (await redis.xpending(stream, GROUP))["pending"] == 1
+    assert await redis.xlen(stream) == 1
+    assert await redis.hget(attempts, entry) == "1"
+    assert not await redis.exists(dead)
+    # The holder's own token writes.
+    answer = await scripts.ack(keys=[lease, stream, attempts], args=["2:h2", GROUP, entry])
+    assert answer == 1
+    assert await redis.xlen(stream) == 0
+
+
+async def test_an_acknowledgement_after_the_lease_was_taken_is_refused_and_the_copy_stops(
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM, caplog: Any
+) -> None:
+    """The lease is taken while an event runs, before the holder's renewal (a long TTL) can
+    notice: the run's acknowledgement is fenced, the entry stays pending for the new holder,
+    and the copy stops as having lost its lease."""
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def held_up(ctx: Any) -> None:
+        started.set()
+        await gate.wait()
+
+    hooks = [HookConfig(event="user_prompt_submit", callback=held_up, timeout=60)]
+    runtime = AgentRuntime()
+    await runtime.add_process(
+        "solo",
+        cluster_config(
+            ProcessConfig(
+                model=OpenAIModel("fake", base_url=llm.base_url, api_key="k"), hooks=hooks
+            ),
+            60,
+        ),
+    )
+    node = ClusterNode(runtime, redis_url, host="h1", prefix=redis_prefix, lease_ttl=60)
+    await node.start()
+    try:
+        process = runtime.get("solo")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_END)
+        await eventually(lambda: "solo" in node.held, timeout=10, what="the lease")
+        await process.inject(TriggerEvent("t", "manual", {"n": 1}))
+        await asyncio.wait_for(started.wait(), 10)
+        await redis.set(f"{redis_prefix}:lease:solo", "999:elsewhere", px=60_000)
+        with caplog.at_level("ERROR", logger="tether.cluster"):
+            gate.set()
+            await eventually(lambda: bool(rec.of(HookEvent.SESSION_END)), timeout=10)
+        assert rec.outcomes() == ["success"]
+        assert rec.of(HookEvent.SESSION_END)[0]["reason"] == "lease lost"
+        assert "its lease is gone (fenced)" in caplog.text  # the ack, not the renewal
+        pending = await redis.xpending(f"{redis_prefix}:q:solo", "tether")
+        assert pending["pending"] == 1  # left for the next holder
+        assert await redis.xlen(f"{redis_prefix}:q:solo") == 1
+    finally:
+        gate.set()
+        await node.stop()
+
+
+async def test_a_published_event_goes_through_task_created_to_the_stream_and_runs_once(
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM
+) -> None:
+    """Event triggers under the cluster: the runtime that publishes need not hold the
+    process; the event passes task_created there (which may refuse it: a dead letter, nothing
+    added to the stream), is added to the stream and runs once, on the holder."""
+
+    async def refuse(ctx: Any) -> None:
+        raise HookBlocked("refunds need a human")
+
+    def cfg() -> ProcessConfig:
+        return config(
+            llm,
+            triggers=[
+                {"type": "event", "id": "orders", "event_type": "order.placed"},
+                {"type": "event", "id": "refunds", "event_type": "refund.asked"},
+            ],
+            hooks=[
+                HookConfig(event="task_created", callback=refuse, matcher={"trigger_id": "refunds"})
+            ],
+        )
+
+    first, node1 = await node_with(redis_url, redis_prefix, {"solo": cfg()}, host="h1")
+    second, node2 = await node_with(redis_url, redis_prefix, {"solo": cfg()}, host="h2")
+    try:
+        await eventually(lambda: "solo" in node1.held or "solo" in node2.held, timeout=10)
+        holder, other = (first, second) if "solo" in node1.held else (second, first)
+        held, elsewhere = holder.get("solo"), other.get("solo")
+        assert held is not None
+        assert elsewhere is not None
+        done = Recorder().attach(held.hooks, HookEvent.TASK_COMPLETED)
+        not_here = Recorder().attach(elsewhere.hooks, HookEvent.TASK_COMPLETED)
+        [refused] = await other.publish("refund.asked", {"n": 6})
+        [accepted] = await other.publish("order.placed", {"n": 7})
+        await eventually(lambda: len(done.of(HookEvent.TASK_COMPLETED)) == 1, timeout=10)
+        assert done.of(HookEvent.TASK_COMPLETED)[0]["event_id"] == accepted
+        assert not_here.of(HookEvent.TASK_COMPLETED) == []
+        assert [seq(p) for p in llm.prompts] == [7]
+        letters = [(d["event_id"], d["reason"]) for d in elsewhere.dead_letters]
+        assert letters == [(refused, "blocked by hook")]
+        await asyncio.sleep(0.5)  # and nothing else runs
+        assert len(done.of(HookEvent.TASK_COMPLETED)) == 1
+        assert len(llm.prompts) == 1
+    finally:
+        await node1.stop()
+        await node2.stop()

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _shell_support import parent_of_a_stubborn_grandchild
 from tether import HookConfig, HookContext, HookEvent, HookManager, HookTimeoutError, ShellHook
 from tether.hooks._history import HistoryRecorder
 
@@ -81,27 +82,7 @@ async def test_an_extension_point_handler_that_swallows_its_timeout_cancellation
 def test_a_grandchild_ignoring_sigterm_is_killed_even_when_the_loop_closes_right_after(
     tmp_path: Path, make_script: Any
 ) -> None:
-    pidfile = tmp_path / "grandchild.pid"
-    grandchild = make_script(
-        f"""
-        import os, signal, time
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        with open({str(pidfile)!r}, "w") as f:
-            f.write(str(os.getpid()))
-        time.sleep(60)
-        """,
-        name="grandchild.py",
-    )
-    parent = make_script(
-        f"""
-        import os, subprocess, time
-        subprocess.Popen([{grandchild!r}])  # inherits stdout and keeps it open
-        while not os.path.exists({str(pidfile)!r}):
-            time.sleep(0.01)
-        print("{{}}")
-        """,
-        name="parent.py",
-    )
+    parent, pidfile = parent_of_a_stubborn_grandchild(tmp_path, make_script)
     hook = ShellHook([parent], timeout=30)
     context = HookContext(HookEvent.TASK_COMPLETED, "p", {"outcome": "success"})
 

@@ -64,6 +64,10 @@ async def test_each_kind_of_write_marks_the_hook_that_made_it() -> None:
         "setdefault": lambda d: d.setdefault("new", 3),
         "clear": lambda d: d.clear(),
         "ior": lambda d: d.__ior__({"y": 4}),
+        # Around the data's own methods: no write-noting container could see these.
+        "unbound_setitem": lambda d: dict.__setitem__(d, "x", 5),
+        "unbound_update": lambda d: dict.update(d, x=6),
+        "init": lambda d: d.__init__(x=7),
     }
     for name, write in writes.items():
         manager, history = recorded()
@@ -543,5 +547,27 @@ async def test_a_factory_context_with_no_dict_data_is_an_error_and_keeps_the_dep
     result = await manager.dispatch(UPS, DATA, context_factory=factory)
     assert result.data == DATA
     assert [type(error).__name__ for _, error in result.errors] == ["HookError"]
+    assert result.fired == 0
     await manager.dispatch(UPS, DATA)
     assert [run.dispatch_depth for run in history.runs()] == [0, 0]
+
+
+async def test_a_factory_context_with_no_dict_data_blames_only_a_hook_that_ran() -> None:
+    """The error goes to the last hook that ran on the data; a hook its matcher skipped is
+    not blamed (fired never goes below zero), and with no hook run it is only logged."""
+    manager, _ = recorded()
+
+    def factory(event: HookEvent, process_id: str, data: Any, metadata: Any) -> HookContext:
+        return HookContext(event, process_id, ["not", "a", "dict"], metadata)  # type: ignore[arg-type]
+
+    async def sees(ctx: HookContext) -> None:
+        return None
+
+    runs = manager.register(UPS, sees, name="runs", priority=2)
+    manager.register(UPS, sees, name="skipped", priority=1, matcher={"trigger_id": "other"})
+    result = await manager.dispatch(UPS, DATA, context_factory=factory)
+    assert (result.fired, result.data) == (0, DATA)
+    assert [hook_id for hook_id, _ in result.errors] == [runs]
+    manager.set_enabled(runs, False)
+    result = await manager.dispatch(UPS, DATA, context_factory=factory)
+    assert (result.fired, result.errors, result.data) == (0, [], DATA)

@@ -1,6 +1,7 @@
 """Detached grandchildren die with their hook: a process that leaves the hook's process group
 (``setsid cmd &``) is still killed and reaped at the hook's end (Linux: the runtime is a child
-subreaper and each hook run's processes carry its marker)."""
+subreaper and each hook run's processes carry its marker); a persistent hook's, when its
+program is killed (closed, timed out, crashed)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tether import CommandHookError, HookContext, HookEvent, ShellHook
+from _process_support import children
+from conftest import ScriptFactory
+from tether import CommandHookError, HookConfig, HookContext, HookEvent, HookManager, ShellHook
+from tether.hooks._errors import CommandHookTimeoutError
+from tether.hooks._persistent import PersistentHook
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"),
@@ -113,15 +118,126 @@ async def test_a_child_the_host_started_itself_survives_a_hooks_end() -> None:
 
 
 async def test_a_hook_run_leaves_no_child_of_the_runtime_behind(tmp_path: Path) -> None:
-    def children() -> set[int]:
-        found: set[int] = set()
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children") as f:
-                found.update(int(pid) for pid in f.read().split())
-        return found
-
     before = children()
     for i in range(5):
         with contextlib.suppress(CommandHookError):
             await sh(f"setsid sleep 300 & setsid sleep 300 & exit {i % 2}").run(ctx())
+    assert children() <= before
+
+
+#: A persistent hook's program (raw JSON lines): each request starts ``setsid sleep 300 &``
+#: through a shell that exits at once (the sleep, orphaned, holds the program's stdout and
+#: stderr), writes the sleep's pid to ``sleep-<id>.pid`` in its first argument, then answers,
+#: hangs (``hang``) or exits (``crash``).
+PERSISTENT_SPAWNER = """
+import json, os, sys, time
+
+folder = sys.argv[1]
+for line in sys.stdin:
+    request = json.loads(line)
+    rid = request["id"]
+    os.system(f"setsid sleep 300 & echo $! > {folder}/sleep-{rid}.pid")
+    prompt = request["data"].get("prompt")
+    if prompt == "hang":
+        time.sleep(60)
+    if prompt == "crash":
+        os._exit(3)
+    print(json.dumps({"id": rid}), flush=True)
+"""
+
+
+def alive(pid: int) -> bool:
+    return state(pid) not in (None, "Z")
+
+
+def prompt(text: str) -> HookContext:
+    return HookContext(HookEvent.USER_PROMPT_SUBMIT, "p", {"prompt": text})
+
+
+async def gone(pid: int, within: float = 5.0) -> bool:
+    """Whether ``pid`` is gone and reaped within ``within`` seconds (a timeout's kill runs in
+    the background)."""
+    deadline = time.monotonic() + within
+    while state(pid) is not None and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return state(pid) is None
+
+
+@pytest.fixture
+def spawner(make_script: ScriptFactory, tmp_path: Path) -> list[str]:
+    return [make_script(PERSISTENT_SPAWNER, name="spawner.py"), str(tmp_path)]
+
+
+async def test_a_persistent_hooks_setsid_grandchildren_are_gone_when_it_closes(
+    spawner: list[str], tmp_path: Path
+) -> None:
+    before = children()
+    hook = PersistentHook(spawner)
+    for text in ("a", "b", "c"):
+        await hook.run(prompt(text))
+    sleeps = [await read_pid(tmp_path / f"sleep-{n}.pid") for n in (1, 2, 3)]
+    assert all(alive(pid) for pid in sleeps)  # while the program runs
+
+    await hook.aclose()
+
+    assert [state(pid) for pid in sleeps] == [None, None, None]
+    assert children() <= before
+
+
+async def test_closing_the_manager_kills_its_persistent_programs_setsid_grandchildren(
+    spawner: list[str], tmp_path: Path
+) -> None:
+    before = children()
+    manager = HookManager()
+    manager.register_config(
+        HookConfig(event="user_prompt_submit", command=spawner, persistent=True)
+    )
+    for text in ("a", "b"):
+        result = await manager.dispatch(HookEvent.USER_PROMPT_SUBMIT, {"prompt": text})
+        assert result.errors == []
+    sleeps = [await read_pid(tmp_path / f"sleep-{n}.pid") for n in (1, 2)]
+
+    await manager.aclose()
+
+    assert [state(pid) for pid in sleeps] == [None, None]
+    assert children() <= before
+
+
+async def test_a_timeout_restart_kills_the_old_programs_setsid_grandchildren(
+    spawner: list[str], tmp_path: Path
+) -> None:
+    before = children()
+    hook = PersistentHook(spawner, timeout=0.5, restart_backoff=0)
+    try:
+        await hook.run(prompt("a"))
+        with pytest.raises(CommandHookTimeoutError):
+            await hook.run(prompt("hang"))
+        await hook.run(prompt("b"))  # a new program
+        assert hook.starts == 2
+        old = [await read_pid(tmp_path / f"sleep-{n}.pid") for n in (1, 2)]
+        new = await read_pid(tmp_path / "sleep-3.pid")
+
+        assert [await gone(pid) for pid in old] == [True, True]
+        assert alive(new)  # the running program's own are left alone
+    finally:
+        await hook.aclose()
+    assert state(new) is None
+    assert children() <= before
+
+
+async def test_a_crashed_program_whose_setsid_grandchild_holds_its_stdout_is_seen_and_swept(
+    spawner: list[str], tmp_path: Path
+) -> None:
+    """The orphaned sleep keeps the program's stdout open: no EOF says it crashed, its exit
+    does, and the sleep is killed with it."""
+    before = children()
+    hook = PersistentHook(spawner, timeout=10, restart_backoff=0)
+    try:
+        await hook.run(prompt("a"))
+        with pytest.raises(CommandHookError, match="exited 3"):
+            await hook.run(prompt("crash"))
+        sleeps = [await read_pid(tmp_path / f"sleep-{n}.pid") for n in (1, 2)]
+        assert [await gone(pid) for pid in sleeps] == [True, True]
+    finally:
+        await hook.aclose()
     assert children() <= before

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from _shell_support import parent_of_a_stubborn_grandchild
 from tether import CommandHookError, HookContext, HookEvent, HookManager, ShellHook
 
 PY = sys.executable
@@ -136,27 +137,7 @@ async def test_a_grandchild_holding_stdout_open_does_not_hang_the_hook(tmp_path:
 async def test_a_grandchild_ignoring_sigterm_that_holds_stdout_is_killed(
     tmp_path: Path, make_script: Any
 ) -> None:
-    pidfile = tmp_path / "grandchild.pid"
-    grandchild = make_script(
-        f"""
-        import os, signal, time
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        with open({str(pidfile)!r}, "w") as f:
-            f.write(str(os.getpid()))
-        time.sleep(60)
-        """,
-        name="grandchild.py",
-    )
-    parent = make_script(
-        f"""
-        import os, subprocess, time
-        subprocess.Popen([{grandchild!r}])  # inherits stdout and keeps it open
-        while not os.path.exists({str(pidfile)!r}):
-            time.sleep(0.01)
-        print("{{}}")
-        """,
-        name="parent.py",
-    )
+    parent, pidfile = parent_of_a_stubborn_grandchild(tmp_path, make_script)
 
     started = time.monotonic()
     result = await ShellHook([parent], timeout=30).run(ctx())

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import hmac
 import logging
-import socket
 from collections.abc import AsyncIterator
 
 import pytest
 from pydantic import SecretStr
 
 from _executor_support import PolicyServer
+from _net_support import free_port
 from tether import HookContext, HookEvent, HookManager
 from tether.hooks._errors import HttpHookError, HttpHookTimeoutError
 from tether.hooks._http_hook import HttpClients, HttpHook, sign
@@ -186,9 +186,7 @@ async def test_a_timed_out_fail_closed_hook_blocks(
 async def test_an_unreachable_service_is_the_hooks_error(
     clients: HttpClients,
 ) -> None:
-    with socket.socket() as sock:  # a port nobody listens on once closed
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nobody listens there once the probe closed
     hook = HttpHook(f"http://127.0.0.1:{port}/hook", clients=clients)
     with pytest.raises(HttpHookError, match="could not be reached: ConnectError"):
         await hook.run(prompt_ctx())

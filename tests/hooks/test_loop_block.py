@@ -144,3 +144,16 @@ async def test_a_quick_hook_and_a_hook_that_awaits_are_never_flagged(
 def test_loop_block_warn_takes_a_positive_number_of_seconds(bad: object) -> None:
     with pytest.raises(ValueError, match=r"loop_block_warn must be a number of seconds > 0"):
         HookManager(loop_block_warn=bad)  # type: ignore[arg-type]
+
+
+async def test_each_hold_is_counted_in_the_managers_loop_blocks_by_event_and_kind() -> None:
+    manager = HookManager(loop_block_warn=0.05)
+    manager.register(UPS, sleeps_in_the_loop, name="sleepy", timeout=0.05)
+    manager.register(HookEvent.TASK_COMPLETED, sleeps_in_the_loop, name="slow", timeout=10)
+    for _ in range(2):
+        await manager.dispatch(UPS, DATA)
+    await manager.dispatch(HookEvent.TASK_COMPLETED, {"outcome": "success"})
+    assert manager.loop_blocks == {
+        ("user_prompt_submit", "timed_out"): 2,
+        ("task_completed", "warned"): 1,
+    }

@@ -6,16 +6,13 @@ a hook whose matcher does not match is recorded ``skipped`` and (for a command) 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import Recorder, eventually, ticket, write_until
 from conftest import ScriptFactory
 from tether import (
     AgentProcess,
@@ -162,20 +159,6 @@ async def test_a_kind_matcher_runs_a_permission_denied_hook_for_that_kind_of_den
     assert [d["kind"] for d in budget.data] == ["budget"]
     assert approvals.data == []
     assert outcomes(process, "approvals") == ["skipped"]
-
-
-async def write_until(path: Path, condition: Callable[[], object], *, timeout: float = 10) -> None:
-    """Rewrite ``path`` until ``condition`` holds: the watcher may start after the first write."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    n = 0
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"no file_changed for {path.name} within {timeout:g}s")
-        n += 1
-        await asyncio.to_thread(path.write_text, f"version {n}\n")
-        with contextlib.suppress(AssertionError):
-            await eventually(condition, timeout=0.5)
 
 
 async def test_a_path_matcher_runs_a_file_changed_hook_only_for_matching_paths(

@@ -172,12 +172,13 @@ async def test_a_crash_is_that_events_error_and_the_next_event_restarts_the_prog
 async def test_a_timeout_kills_the_program_and_the_next_event_restarts_it(
     server: Callable[..., PersistentHook],
 ) -> None:
-    hook = server(timeout=0.5, restart_backoff=0)
+    # The timeout bounds a restart's start-up too: long enough for a loaded host's Python.
+    hook = server(timeout=3.0, restart_backoff=0)
     first = await hook.run(ctx("a"))
     assert first.data is not None
     pid = first.data["pid"]
 
-    with pytest.raises(CommandHookTimeoutError, match=r"timed out after 0.5s and was killed"):
+    with pytest.raises(CommandHookTimeoutError, match=r"timed out after 3s and was killed"):
         await hook.run(ctx("hang"))
     await eventually(gone(pid), what="the timed-out program to be killed")
     after = await hook.run(ctx("b"))

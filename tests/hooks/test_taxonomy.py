@@ -3,16 +3,13 @@ against the data a running process really dispatches for each event."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import Recorder, eventually, ticket, write_until
 from tether import (
     BLOCKABLE_EVENTS,
     AgentProcess,
@@ -229,19 +226,6 @@ def test_the_taxonomy_is_a_copy_callers_cannot_corrupt() -> None:
 
 
 # -- the real data of each event --------------------------------------------------------------
-
-
-async def write_until(path: Path, condition: Callable[[], object], *, timeout: float = 10) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    n = 0
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"no file_changed for {path.name} within {timeout:g}s")
-        n += 1
-        await asyncio.to_thread(path.write_text, f"version {n}\n")
-        with contextlib.suppress(AssertionError):
-            await eventually(condition, timeout=0.5)
 
 
 async def capture_every_event(tmp_path: Path) -> list[tuple[str, dict[str, Any]]]:

@@ -1,7 +1,7 @@
 """The tutorial's step 4 (manifest_hooks.py with triage.agent) runs and prints what it says.
 
 The script serves the control API on the tutorial's port 9781, in a network namespace of its
-own where the host allows it (see _tutorial_support).
+own (see _tutorial_support; it skips where the host cannot give it one).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from _tutorial_support import run_step as run
 
 
 def run_step(script: str) -> list[str]:
-    done = run(script, port=9781, python_args=("-W", "error"))
+    done = run(script, python_args=("-W", "error"))
     assert done.stderr == ""
     return done.stdout.splitlines()
 

@@ -46,10 +46,7 @@ async def lookup_order(order: str) -> str:
     raise RuntimeError(ERROR_TEXT)
 
 
-@pytest.fixture
-def llm(openai_env: FakeLLM) -> FakeLLM:
-    openai_env.reply = "The lookup tool answered 502."
-    return openai_env
+pytestmark = pytest.mark.llm(openai_env=True, reply="The lookup tool answered 502.")
 
 
 def make_process(*plugins: Any, **config: Any) -> AgentProcess:

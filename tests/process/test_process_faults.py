@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import math
-import socket
 from typing import Any
 
 import pytest
 
+from _net_support import free_port
 from _process_support import GatedModel, RawToolCallModel, Recorder, eventually, ticket
 from tether import (
     AgentProcess,
@@ -22,6 +22,9 @@ from tether import (
 )
 from tether.models import ScriptedModel
 from tether.testing import FakeLLM
+
+#: The model-endpoint tests' FakeLLM is the one processes with an ``openai:`` model reach.
+pytestmark = pytest.mark.llm(openai_env=True)
 
 
 def tool_messages(messages: list[dict[str, Any]]) -> list[str]:
@@ -74,11 +77,6 @@ async def test_a_payload_that_is_not_an_object_is_rendered_as_text() -> None:
 # -- model endpoints ------------------------------------------------------------------------
 
 
-@pytest.fixture
-def llm(openai_env: FakeLLM) -> FakeLLM:
-    return openai_env
-
-
 def openai_process(**config: Any) -> AgentProcess:
     config.setdefault("model_max_retries", 0)
     config.setdefault("retry_backoff", 0.001)
@@ -129,9 +127,7 @@ async def test_a_missing_api_key_is_a_clear_error_on_the_run(
 async def test_an_unreachable_endpoint_is_a_clear_error_on_the_run_not_a_hang(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with socket.socket() as sock:  # a port that was free a moment ago: nobody listens there
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nobody listens there once the probe closed
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
     process = openai_process(max_retries=0, model_timeout=5)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -13,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from _process_support import Recorder, eventually
+from _process_support import Recorder, eventually, write_until
 from tether import (
     AgentProcess,
     CronTrigger,
@@ -26,20 +24,6 @@ from tether import (
 )
 from tether.models import ScriptedModel
 from tether.process._triggers import CronRunner
-
-
-async def write_until(path: Path, condition: Callable[[], object], *, timeout: float = 10) -> None:
-    """Rewrite ``path`` until ``condition`` holds: the watcher may start after the first write."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    n = 0
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"no file_changed for {path.name} within {timeout:g}s")
-        n += 1
-        await asyncio.to_thread(path.write_text, f"version {n}\n")
-        with contextlib.suppress(AssertionError):
-            await eventually(condition, timeout=0.5)
 
 
 def watch_process(folder: Path, model: ScriptedModel, **config: Any) -> AgentProcess:

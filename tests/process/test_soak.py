@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import eventually
+from _process_support import children, eventually
 from tether import AgentProcess, HookContext, HookEvent, ProcessConfig, TriggerEvent
 from tether.hooks._spawn import KILL_GRACE, REAP_GRACE
 from tether.store import Journal
@@ -45,14 +45,6 @@ CHAOS_EVENTS = (HookEvent.TASK_CREATED, HookEvent.USER_PROMPT_SUBMIT, HookEvent.
 
 def threads() -> set[int]:
     return {t.ident for t in threading.enumerate() if t.ident is not None}
-
-
-def children() -> set[int]:
-    found: set[int] = set()
-    for task in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{task}/children") as f:
-            found.update(int(pid) for pid in f.read().split())
-    return found
 
 
 def fds() -> set[int]:

@@ -1,6 +1,7 @@
 """Stop leaves nothing running: after stop() of every process, no thread, child process or
 open descriptor is left that was not there before (journal, history, command hooks, detached
-grandchildren, async hooks, file-watch and webhook triggers, API)."""
+grandchildren, a persistent hook's co-process and its detached grandchildren, async hooks,
+file-watch and webhook triggers, API)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import httpx
 import pytest
 
 from _net_support import free_port
-from _process_support import eventually
+from _process_support import children, eventually
 from tether import AgentRuntime, HookContext, HookEvent, HookManager, OrchestrationAPI
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -25,20 +26,21 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 POOLED = ("AnyIO worker thread",)
 
 
+#: A persistent hook's program: each event starts a detached ``sleep`` (holding its pipes).
+PERSISTENT = """
+import json, os, sys
+for line in sys.stdin:
+    os.system("setsid sleep 300 &")
+    print(json.dumps({"id": json.loads(line)["id"]}), flush=True)
+"""
+
+
 def threads() -> set[int]:
     return {t.ident for t in threading.enumerate() if t.ident is not None and t.name not in POOLED}
 
 
 def thread_names(idents: set[int]) -> list[str]:
     return sorted(t.name for t in threading.enumerate() if t.ident in idents)
-
-
-def children() -> set[int]:
-    found: set[int] = set()
-    for task in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{task}/children") as f:
-            found.update(int(pid) for pid in f.read().split())
-    return found
 
 
 def fds() -> dict[int, str]:
@@ -65,8 +67,11 @@ async def test_stopping_every_process_leaves_no_thread_child_or_descriptor(tmp_p
     before = (threads(), children(), fds())
 
     runtime = AgentRuntime(hooks=HookManager())
+    persistent = tmp_path / "persistent.py"
+    persistent.write_text(PERSISTENT)
     hooks = [
         {"event": "task_completed", "command": ["/bin/sh", "-c", "setsid sleep 300 & exit 0"]},
+        {"event": "task_created", "command": [sys.executable, str(persistent)], "persistent": True},
         {"event": "user_prompt_submit", "command": ["/bin/true"], "mode": "async"},
     ]
     triggers = [

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from _net_support import free_port
 from conftest import ScriptFactory
 from tether import (
     AgentProcess,
@@ -112,9 +113,7 @@ async def test_an_unsigned_webhook_refuses_a_post_from_a_web_page_of_another_sit
     """Regression: an unsigned webhook on 127.0.0.1 took a cross-site POST, which any web page
     the host's user opens can send without CORS consent (a form posting text/plain), so any
     site could feed the agent events. Clients that are not browsers send no Origin."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     trigger = {"type": "webhook", "webhook_path": "/tickets", "webhook_port": port}
     process = await runtime.add_process("triage", {"model": "scripted", "triggers": [trigger]})
     created: list[str] = []
@@ -165,9 +164,7 @@ async def test_an_unsigned_webhook_off_loopback_takes_requests_from_this_machine
     address = address_off_loopback()
     if address is None:
         pytest.skip("this machine has no address off loopback to send from")
-    with socket.socket() as sock:
-        sock.bind(("0.0.0.0", 0))
-        port = sock.getsockname()[1]
+    port = free_port("0.0.0.0")
     triggers = [
         {"type": "webhook", "webhook_path": "/open", "webhook_port": port},
         {"type": "webhook", "webhook_path": "/signed", "webhook_port": port, "secret": CANARY},

@@ -3,6 +3,8 @@ prometheus_client's own parser."""
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -142,6 +144,41 @@ async def test_retries_are_counted(
     assert value(samples, "tether_model_calls_total", outcome="error") == 2
 
 
+async def holds_the_loop(ctx: Any) -> None:
+    time.sleep(0.2)  # noqa: ASYNC251 (blocking on purpose)
+
+
+@pytest.mark.parametrize(
+    ("kind", "outcome", "timeout", "warn"),
+    [("timed_out", "timed_out", 0.05, None), ("warned", "passed", 10.0, 0.05)],
+)
+async def test_a_hook_holding_the_event_loop_is_counted_by_kind(
+    served: tuple[AgentRuntime, OrchestrationAPI],
+    kind: str,
+    outcome: str,
+    timeout: float,
+    warn: float | None,
+) -> None:
+    runtime, api = served
+    from tether.models import ScriptedModel
+
+    process = await runtime.add_process("sleepy", ProcessConfig(model=ScriptedModel()))
+    process.hooks.loop_block_warn = warn
+    process.hooks.register(HookEvent.TASK_COMPLETED, holds_the_loop, name="holder", timeout=timeout)
+    await process.inject(TriggerEvent("cli", "manual", {}))
+    await eventually(lambda: len(process.hook_runs(event="task_completed")) == 1)
+    samples = await scrape(api)
+    counted = {"process": "sleepy", "event": "task_completed"}
+    assert value(samples, "tether_hook_loop_blocks_total", **counted, kind=kind) == 1
+    assert value(samples, "tether_hook_loop_blocks_total") == 1  # of one kind only
+    ran = {"event": "task_completed", "outcome": outcome, "executor": "callback"}
+    assert value(samples, "tether_hook_runs_total", process="sleepy", **ran) == 1
+    [run] = process.hook_runs(event="task_completed")
+    if kind == "timed_out":  # its record says why it timed out
+        assert run.error is not None
+        assert "blocked the event loop" in run.error
+
+
 async def test_metrics_need_the_token_like_the_rest_of_the_api(
     served: tuple[AgentRuntime, OrchestrationAPI],
 ) -> None:
@@ -180,3 +217,14 @@ def test_label_values_are_bounded_and_the_rest_count_as_other() -> None:
     assert [metrics.label("tool", f"t{i}") for i in range(4)] == ["t0", "t1", "other", "other"]
     assert metrics.label("tool", "t1") == "t1"
     assert metrics.label("model", "m") == "m"  # each label has its own budget
+
+
+def test_the_documented_metrics_are_the_served_ones() -> None:
+    """docs/observability.md's table lists every metric of METRIC_NAMES, with its type."""
+    from pathlib import Path
+
+    from tether.telemetry._metrics import METRIC_NAMES
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
+    rows = re.findall(r"^\| `(tether_\w+)` \| (\w+) \|", docs.read_text(), re.MULTILINE)
+    assert dict(rows) == {name: kind for name, (kind, _) in METRIC_NAMES.items()}

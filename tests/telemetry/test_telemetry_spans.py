@@ -3,12 +3,12 @@ attributes, parented on the trigger's W3C traceparent (SDK in-memory exporter)."
 
 from __future__ import annotations
 
-import socket
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
+from _net_support import free_port
 from _process_support import eventually
 from _telemetry_support import by_name
 from tether import (
@@ -79,13 +79,6 @@ async def noop(ctx: Any) -> None:
 
 async def approve(request: ApprovalRequest) -> ApprovalDecision:
     return ApprovalDecision(True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def config(llm: FakeLLM, **extra: Any) -> ProcessConfig:

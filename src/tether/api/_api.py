@@ -26,6 +26,7 @@ from .._manifest_errors import secretish
 from .._redact import redacted_trace
 from ..hooks import PluginError
 from ..hooks._claude_settings import ClaudeCodeHooksError
+from ..hooks._order import DeclarationError
 from ..manifest import (
     ProcessSpec,
     spec_problems,
@@ -388,6 +389,9 @@ class OrchestrationAPI:
             raise APIError(422, "VALIDATION_ERROR", f"config.plugins: {message}", details) from None
         except WebhookClashError as exc:
             raise APIError(409, "WEBHOOK_CLASH", str(exc)) from None
+        except DeclarationError as exc:  # a before/after name the runtime's chain lacks
+            details = [{"path": p.path("config.hooks"), "message": p.message} for p in exc.problems]
+            raise APIError(422, "VALIDATION_ERROR", _first(details), details) from None
         except ValueError as exc:  # a secret's ${VAR} not set on the host, named (never a value)
             path, _, message = str(exc).partition(": ")
             details = [{"path": f"config.{path}", "message": message}]

@@ -22,9 +22,23 @@ __all__ = [
 
 
 def process_summary(process: AgentProcess) -> dict[str, Any]:
-    """``process.status()``, redacted."""
-    summary: dict[str, Any] = process.redactor.value(process.status())
+    """``process.status()`` (whose ``hook_count`` counts the process's own hooks, as the
+    reference has it) with ``hooks_in_chain``, redacted."""
+    summary: dict[str, Any] = process.redactor.value(
+        {**process.status(), "hooks_in_chain": hooks_in_chain(process)}
+    )
     return summary
+
+
+def hooks_in_chain(process: AgentProcess) -> dict[str, int]:
+    """How many hooks the process's resolved chain runs (what the catalog lists for it): in
+    all, and how many of them are shared or inherited."""
+    sources = [info.source for info in process.hooks.describe()]
+    return {
+        "total": len(sources),
+        "shared": sources.count("shared"),
+        "inherited": sources.count("inherited"),
+    }
 
 
 def trigger_view(trigger_id: str, trigger: Any) -> dict[str, Any]:
@@ -62,6 +76,7 @@ def process_detail(process: AgentProcess) -> dict[str, Any]:
     }
     detail = {
         **process.status(),
+        "hooks_in_chain": hooks_in_chain(process),
         "config": settings,
         "triggers": [trigger_view(i, t) for i, t in process.triggers],
         "hooks": [_hook_view(info) for info in process.hooks.describe()],

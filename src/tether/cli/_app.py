@@ -291,11 +291,19 @@ def validate(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON report: each file, ok, problems.")
     ] = False,
+    runtime_hooks: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--runtime-hook",
+            metavar="NAME",
+            help="A hook the runtime shares with the process: before/after may name it.",
+        ),
+    ] = None,
 ) -> None:
     """Check manifests; print every problem with its path and line."""
     from ._validate import validate_files
 
-    raise typer.Exit(validate_files(files, as_json=as_json))
+    raise typer.Exit(validate_files(files, as_json=as_json, runtime_hooks=runtime_hooks or ()))
 
 
 @app.command()

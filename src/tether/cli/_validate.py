@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,13 @@ from ._console import console
 __all__ = ["validate_files"]
 
 
-def validate_files(files: list[Path], *, as_json: bool = False) -> int:
+def validate_files(
+    files: list[Path], *, as_json: bool = False, runtime_hooks: Sequence[str] = ()
+) -> int:
     """Check each file; return 0 when all are valid, 1 otherwise.
+
+    A hook's before/after must name another hook of the manifest for that event, or one of
+    ``runtime_hooks`` (hooks the runtime that runs it shares); a cycle is always a problem.
 
     ``as_json``: one JSON object on stdout, ``{"valid": bool, "files": [{"file", "ok",
     "name", "triggers", "hooks", "errors": [{"path", "line", "message"}], "warnings"}]}``.
@@ -24,7 +30,7 @@ def validate_files(files: list[Path], *, as_json: bool = False) -> int:
     from ..manifest import ManifestError, load_manifest
 
     if as_json:
-        return _validate_json(files)
+        return _validate_json(files, runtime_hooks)
     out = console()
     err = console(stderr=True)
     bad = 0
@@ -32,11 +38,13 @@ def validate_files(files: list[Path], *, as_json: bool = False) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                manifest = load_manifest(file)
+                manifest = load_manifest(file, hook_names=runtime_hooks)
             except ManifestError as exc:
                 bad += 1
                 for issue in exc.errors:
                     err.print(f"[red]error[/]: {escape(issue.format(str(file)))}")
+                if any(_UNKNOWN_HOOK in issue.message for issue in exc.errors):
+                    err.print(f"[dim]hint[/]: {escape(_RUNTIME_HOOK_HINT)}")
                 continue
             finally:
                 for warning in caught:
@@ -61,6 +69,14 @@ def validate_files(files: list[Path], *, as_json: bool = False) -> int:
         (err if bad else out).print(verdict)
     sys.stdout.flush()
     return 1 if bad else 0
+
+
+#: How a problem says a before/after name matches no hook (hooks/_order.py), and the hint then.
+_UNKNOWN_HOOK = "which no hook of"
+_RUNTIME_HOOK_HINT = (
+    "a hook the runtime that runs the manifest shares with it (AgentRuntime(hooks=...)) "
+    "counts when named: tether validate --runtime-hook NAME"
+)
 
 
 def _more(items: list[Any], what: str) -> str:
@@ -91,7 +107,7 @@ def _loaded(manifest: Any) -> tuple[list[str], list[str]]:
     return lines, problems
 
 
-def _validate_json(files: list[Path]) -> int:
+def _validate_json(files: list[Path], runtime_hooks: Sequence[str]) -> int:
     from ..manifest import ManifestError, load_manifest
 
     reports = []
@@ -100,7 +116,7 @@ def _validate_json(files: list[Path]) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                manifest = load_manifest(file)
+                manifest = load_manifest(file, hook_names=runtime_hooks)
             except ManifestError as exc:
                 report["ok"] = False
                 report["errors"] = [

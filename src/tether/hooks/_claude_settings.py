@@ -28,6 +28,7 @@ from ._claude_code import CLAUDE_DEFAULT_TIMEOUT, CLAUDE_EVENTS
 from ._command import CommandHookConfig
 from ._config import HookConfig
 from ._events import HookEvent
+from ._files import FileRefused, read_small_file
 
 __all__ = ["ClaudeCodeHooksError", "claude_code_hooks"]
 
@@ -69,9 +70,12 @@ def claude_code_hooks(
     file = Path(path)
     where = str(file)
     try:
-        document = json.loads(file.read_text(encoding="utf-8"))
+        text = read_small_file(file, "a Claude Code hooks file").decode("utf-8")
+        document = json.loads(text)
     except OSError as exc:
         raise ClaudeCodeHooksError(f"{where}: cannot read: {exc.strerror or exc}") from None
+    except FileRefused as exc:  # a device, a FIFO, a file over 1 MiB: refused at once
+        raise ClaudeCodeHooksError(f"{where}: {exc}") from None
     except ValueError as exc:
         raise ClaudeCodeHooksError(f"{where}: not a JSON document: {exc}") from None
     if not isinstance(document, dict):

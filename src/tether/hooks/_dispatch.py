@@ -93,6 +93,7 @@ class Chain:
         "errors",
         "event",
         "fired",
+        "last",
         "manager",
         "reason",
         "recording",
@@ -105,6 +106,7 @@ class Chain:
         self.event = event
         self.recording = recording
         self.fired = 0
+        self.last: _Hook | None = None  # the last hook that ran
         self.blocked = False
         self.blocked_by: str | None = None  # the name of the hook that blocked
         self.reason: str | None = None
@@ -133,6 +135,7 @@ class Chain:
                     hook.spent = True
                     hook.manager._drop(hook)
             self.fired += 1
+            self.last = hook
             held = ctx.data
             outcome = error = None
             started = perf_counter()
@@ -190,12 +193,16 @@ class Chain:
         """After a hook that ran without error: one whose step held the event loop longer
         than its timeout is timed out (it could not be interrupted, but its run is recorded
         so, its error says why, and fail_closed blocks); one over the manager's
-        ``loop_block_warn`` is warned of. Either is logged once per hook."""
+        ``loop_block_warn`` is warned of. Either is logged once per hook, and counted in the
+        manager's ``loop_blocks`` each time."""
         warn = self.manager.loop_block_warn
         timeout = self.manager._timeout_of(hook)
         over = timeout is not None and busy > timeout
         if not over and (warn is None or busy <= warn):
             return None, None
+        blocks = self.manager.loop_blocks
+        key = (self.event.value, "timed_out" if over else "warned")
+        blocks[key] = blocks.get(key, 0) + 1
         self.manager._warn_blocked(hook, self.event.value, busy, timeout)
         if not over:
             return None, None

@@ -3,11 +3,18 @@
 The ring holds each dispatch's DispatchRecord (see _recording) as the dispatch handed it over;
 its runs become HookRuns (redacted, named, with their source) only when someone reads them or
 the batch is flushed.
+
+With an ``offload`` (a function that runs a write elsewhere and returns its future), a flush
+made on a running loop hands its batch to it and returns: a sink that waits (a file another
+program holds locked) never stalls the loop. One batch is under way at a time, so batches land
+in the order they were recorded; one that fails goes back ahead of those recorded since.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import functools
 import logging
 import time
@@ -35,6 +42,13 @@ RING_SIZE: Final = 1000
 Entry = DispatchRecord
 BATCH: Final = 256
 FLUSH_INTERVAL: Final = 0.5
+#: Longest wait before an offloaded write that failed is tried again (the wait doubles from
+#: FLUSH_INTERVAL with each failure in a row).
+RETRY_MAX: Final = 30.0
+
+#: Runs a write elsewhere (a writer thread) and returns its future; None when it cannot now,
+#: and the write is then made at once, where the flush is.
+Offload = Callable[[Callable[[], None]], "concurrent.futures.Future[None] | None"]
 
 
 def _source(manager: HookManager, hook: _Hook) -> str:
@@ -60,6 +74,7 @@ class HistoryRecorder:
         size: int = RING_SIZE,
         redact: Callable[[str], str] | None = None,
         sink: Callable[[list[HookRun]], None] | None = None,
+        offload: Offload | None = None,
         trace: bool = False,
     ) -> None:
         self.process = process
@@ -71,6 +86,15 @@ class HistoryRecorder:
         #: broken store is retried on the timer, not on every dispatch.
         self._held = 0
         self._timer: asyncio.TimerHandle | None = None
+        self._offload = offload
+        #: The batch handed to ``offload`` and not settled yet (its entries and their runs),
+        #: and what its settling sets (True: written). One at a time: batches keep their order.
+        self._batch: tuple[list[Entry], list[HookRun]] | None = None
+        self._written: asyncio.Future[bool] | None = None
+        self._failures = 0  # offloaded writes failed in a row
+        #: Entries given up because more were held back than the ring holds (logged).
+        self.dropped = 0
+        self._unlogged = 0
         #: Keep each hook's data before and after (dry runs); off for ordinary history.
         self.trace = trace
         self._listeners: list[tuple[Callable[..., None], bool]] = []
@@ -114,6 +138,8 @@ class HistoryRecorder:
     def _queue(self, entry: Entry) -> None:
         """Batch an entry for the sink: written when BATCH are pending or FLUSH_INTERVAL later."""
         self._pending.append(entry)
+        if self._batch is not None:  # held back while a write waits: bounded
+            self._trim()
         if len(self._pending) >= self._held + BATCH:
             self.flush()
         elif self._timer is None:
@@ -234,24 +260,153 @@ class HistoryRecorder:
     def flush(self) -> None:
         """Hand pending records to the sink now.
 
+        On a running loop, with an ``offload``, the batch is handed to it and this returns at
+        once; while one batch is under way the next waits, and is handed over when it lands.
         A write that fails (a file locked past its busy timeout, say) is logged and its
         entries are kept for the next flush, the newest ``size`` of them at most (the ring's
-        size), so a store that is back gets them and one that stays broken holds little.
+        size; those given up are counted in ``dropped`` and logged), so a store that is back
+        gets them and one that stays broken holds little.
         """
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._flush(here=True)
+
+    def _flush(self, *, here: bool) -> None:
+        """Hand the pending batch to ``offload``; if it cannot take it, write it now only if
+        ``here`` (else it stays pending)."""
+        if self._batch is not None:
+            return
         pending, self._pending = self._pending, []
-        if pending and self._sink is not None:
+        if not pending or self._sink is None:
+            return
+        sink = self._sink
+        try:
+            runs = [run for entry in pending for run in self._expand(entry)]
+            if self._hand_over(pending, runs):
+                return
+            if not here:
+                self._pending[:0] = pending
+                return
+            sink(runs)
+        except Exception:
+            logger.exception("writing hook-run records failed; kept for the next write")
+            self._keep(pending)
+        else:
+            self._held = 0
+
+    def _hand_over(self, entries: list[Entry], runs: list[HookRun]) -> bool:
+        """Give the batch to ``offload`` (True), or say it must be written here (False)."""
+        if self._offload is None or self._sink is None:
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        done = self._offload(functools.partial(self._sink, runs))
+        if done is None:
+            return False
+        self._batch = (entries, runs)
+        self._written = loop.create_future()
+
+        def landed(future: concurrent.futures.Future[None]) -> None:  # the writer's thread
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._landed, future)
+
+        done.add_done_callback(landed)
+        return True
+
+    def _landed(self, future: concurrent.futures.Future[None]) -> None:
+        """The batch under way settled (on the loop): keep it if it failed, else go on."""
+        assert self._batch is not None
+        entries, _ = self._batch
+        self._batch = None
+        written, self._written = self._written, None
+        error = future.exception()
+        if error is None:
+            self._held = 0
+            self._failures = 0
+            self._report()
+        else:
+            logger.error("writing hook-run records failed; kept for the next write", exc_info=error)
+            self._keep(entries)
+            # Tried again off the loop only: after a stop, the next flush writes them.
+            self._failures += 1
+            if self._timer is None:
+                delay = min(FLUSH_INTERVAL * 2**self._failures, RETRY_MAX)
+                self._timer = asyncio.get_running_loop().call_later(delay, self._retry)
+        if written is not None and not written.done():
+            written.set_result(error is None)
+        if error is None and self._pending:
+            self.flush()  # what was recorded while it waited
+
+    def _retry(self) -> None:
+        self._timer = None
+        self._flush(here=False)
+
+    def _keep(self, failed: list[Entry]) -> None:
+        """Put the entries of a failed write back ahead of those recorded since (bounded)."""
+        self._pending = failed + self._pending  # (a sink may record while it writes)
+        self._trim()
+        self._report()
+        self._held = len(self._pending)
+
+    def _trim(self) -> None:
+        limit = self._ring.maxlen
+        if limit is not None and len(self._pending) > limit:
+            over = len(self._pending) - limit
+            del self._pending[:over]
+            self.dropped += over
+            self._unlogged += over
+
+    def _report(self) -> None:
+        if self._unlogged:
+            logger.warning(
+                "process %s: %d hook-run records dropped, the oldest held back: more than "
+                "the %d the ring holds waited for a store that was busy or failing "
+                "(%d dropped in all)",
+                self.process,
+                self._unlogged,
+                self._ring.maxlen,
+                self.dropped,
+            )
+            self._unlogged = 0
+
+    async def settle(self, within: float) -> bool:
+        """Write what is pending and wait for it, ``within`` seconds at most (the writes run
+        off the loop with an ``offload``). True if nothing is left unwritten; a write that
+        failed keeps its entries for a later flush (no retry here)."""
+        deadline = asyncio.get_running_loop().time() + within
+        while True:
+            self.flush()
+            written = self._written
+            if written is None:  # written here, or nothing to write
+                return not self._pending
             try:
-                self._sink([run for entry in pending for run in self._expand(entry)])
-            except Exception:
-                logger.exception("writing hook-run records failed; kept for the next write")
-                kept = pending + self._pending  # (a sink may record while it writes)
-                self._pending = kept[-self._ring.maxlen :] if self._ring.maxlen else kept
-                self._held = len(self._pending)
-            else:
-                self._held = 0
+                async with asyncio.timeout_at(deadline):
+                    ok = await asyncio.shield(written)
+            except TimeoutError:
+                return False
+            if not ok:
+                return False
+
+    def with_unwritten(self, stored: list[HookRun], **filters: Any) -> list[HookRun]:
+        """``stored`` (this process's runs read back from the sink's store, filtered) with the
+        runs not written yet added, filtered alike: what the store will hold, oldest first.
+
+        A batch under way may have landed already (its settling is not known on the loop
+        yet): its runs found in ``stored`` are not added twice.
+        """
+        if self._batch is None and not self._pending:
+            return stored
+        seen = {_identity(run) for run in stored}
+        unwritten = [] if self._batch is None else self._batch[1]
+        unwritten = [run for run in unwritten if _identity(run) not in seen]
+        unwritten += [run for entry in self._pending for run in self._expand(entry)]
+        last = filters.pop("last", None)
+        runs = stored + filter_runs(unwritten, **filters)
+        runs.sort(key=_recorded_at)  # stable: the store's order for ties
+        return filter_runs(runs, last=last)
 
     def runs(self, **filters: Any) -> list[HookRun]:
         """Recorded runs, oldest first (filters: event, outcome, hook, since, last).
@@ -273,6 +428,12 @@ def _prompt_changed(run: RunRecord) -> bool:
 
 def _recorded_at(run: HookRun) -> float:
     return run.recorded_at
+
+
+def _identity(run: HookRun) -> tuple[Any, ...]:
+    """What tells a run read back from the store from the others (its time is stored exactly,
+    as a REAL)."""
+    return (run.recorded_at, run.hook_id, run.dispatch_id, run.event, run.outcome)
 
 
 def _since(value: Any) -> float | None:

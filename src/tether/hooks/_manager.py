@@ -47,7 +47,14 @@ from ._hook import (
     _Unset,
     generation,
 )
-from ._order import OrderError, check_names, ordered
+from ._order import (
+    DeclarationError,
+    Misplaced,
+    OrderError,
+    check_names,
+    declaration_problems,
+    ordered,
+)
 from ._recording import (
     OFF,
     DispatchRecord,
@@ -97,6 +104,10 @@ class HookManager(ExtensionPoints):
         self.loop_block_warn = loop_block_warn
         #: The hooks whose holding of the event loop was logged (it is logged once per hook).
         self._held_logged: set[str] = set()
+        #: How often a hook's step held the event loop in this manager's dispatches, by
+        #: (event, kind): "timed_out" (past the hook's timeout) or "warned" (past
+        #: ``loop_block_warn``). Only ever counts up (telemetry reads it after each dispatch).
+        self.loop_blocks: dict[tuple[str, str], int] = {}
         self._hooks: dict[HookEvent | str, list[_Hook]] = {}
         self._by_id: dict[str, _Hook] = {}
         self._inherited: list[HookManager] = []
@@ -106,6 +117,8 @@ class HookManager(ExtensionPoints):
         self._error_listeners: list[Callable[[HookErrorInfo], Any]] = []
         self._deferred: set[asyncio.Task[Any]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
+        #: While register_configs runs: the hooks it registered, whose order it checks at once.
+        self._declaring: list[_Hook] | None = None
         self.recorder: RunRecorder | None = None
         #: Applied to the text of every logged hook error (the process sets its redactor).
         self.redact: Callable[[str], str] | None = None
@@ -267,6 +280,9 @@ class HookManager(ExtensionPoints):
         self._hooks.setdefault(key, []).append(hook)
         self._by_id[hook_id] = hook
         _bump()
+        if self._declaring is not None:  # register_configs checks the declaration as a whole
+            self._declaring.append(hook)
+            return hook_id
         try:
             self._check_order(key, hook)
         except ValueError:
@@ -284,7 +300,9 @@ class HookManager(ExtensionPoints):
                 known = ", ".join(sorted(map(repr, names))) or "none"
                 raise ValueError(
                     f"hook {hook.name!r}: {field} names {', '.join(map(repr, unknown))}, which no "
-                    f"hook of {key}'s chain is called (declare it first); hooks there: {known}"
+                    f"hook of {key}'s chain is called (declare it first); hooks there: {known} "
+                    "(a chain holds this manager's hooks and those it inherits and shares, not "
+                    "those of a manager that inherits or shares it)"
                 )
         try:
             ordered(chain)
@@ -317,6 +335,44 @@ class HookManager(ExtensionPoints):
             before=config.before or None,
             after=config.after or None,
         )
+
+    def register_configs(
+        self, configs: Sequence[HookConfig], *, source: str = "config", owner: object | None = None
+    ) -> list[str]:
+        """Register hooks declared together (a process's ``hooks``) as a whole; return their ids.
+
+        A before/after name may be that of any hook of the list, declared before or after the
+        one naming it, or of the chain (inherited and shared managers: link them first). An
+        unknown name or a cycle is a DeclarationError (a ValueError) naming each hook and
+        field at fault (``hooks[i].after``), and then none of the list is kept. Each hook's
+        source is its declaration's (a manifest's), else ``source``.
+        """
+        if self._declaring is not None:
+            raise RuntimeError("register_configs cannot be called from within itself")
+        declared: list[_Hook] = []
+        self._declaring = declared
+        try:
+            for config in configs:
+                self.register_config(config, source=config._source or source, owner=owner)
+            problems = self._declaration_problems(declared)
+            if problems:
+                raise DeclarationError(problems)
+        except BaseException:
+            for hook in declared:
+                self._drop(hook)
+            raise
+        finally:
+            self._declaring = None
+        return [h.hook_id for h in declared]
+
+    def _declaration_problems(self, declared: list[_Hook]) -> list[Misplaced]:
+        """What is wrong with the order of ``declared`` (registered together) in its chains."""
+        problems: list[Misplaced] = []
+        for key in dict.fromkeys(h.event for h in declared):
+            mine = [(i, h) for i, h in enumerate(declared) if h.event == key]
+            others = [h for h in self._base_chain(key) if h not in declared]
+            problems += declaration_problems(mine, others, str(key))
+        return sorted(problems, key=lambda p: p.position)
 
     def on(
         self,
@@ -533,10 +589,8 @@ class HookManager(ExtensionPoints):
         finally:
             DEPTH.reset(token)
         if not isinstance(ctx.data, dict):  # a context_factory's data was no dict
-            broken = not_a_dict(hooks[-1], ctx)
+            self._not_a_dict(chain, ctx)
             ctx.data = payload
-            self._log_failure(hooks[-1], ev.value, broken)
-            chain.errors.append((hooks[-1], broken))
         recording.close(chain.blocked)
         # A plain copy: what a hook kept of the data, or a task it started, cannot change the
         # result once the dispatch has returned. fired counts the hooks that ran without error.
@@ -555,6 +609,21 @@ class HookManager(ExtensionPoints):
             await self._after(chain, hooks, ctx, depth, recording, data or {}, dry_run)
         return result
 
+    def _not_a_dict(self, chain: Chain, ctx: HookContext) -> None:
+        """A context_factory made data that is not a dict: the error of the last hook that ran
+        on it (the result's data is the dispatch's own), or only logged when none ran."""
+        if chain.last is None:
+            logger.warning(
+                "%s: the context factory's data is a %s, not a dict; the hooks' result is the "
+                "data as dispatched",
+                chain.event.value,
+                type(ctx.data).__name__,
+            )
+            return
+        broken = not_a_dict(chain.last, ctx)
+        self._log_failure(chain.last, chain.event.value, broken)
+        chain.errors.append((chain.last, broken))
+
     def _recording(
         self, recorder: RunRecorder | None, event: HookEvent, depth: int, ctx: HookContext
     ) -> DispatchRecord | _Off:
@@ -565,9 +634,7 @@ class HookManager(ExtensionPoints):
                 return OFF
         data = ctx.data if isinstance(ctx.data, dict) else {}  # a factory's non-dict: an error
         number = next(_dispatch_ids)
-        return DispatchRecord(
-            number, self, event, depth, recorder=recorder, data=data, wall=ctx._epoch
-        )
+        return DispatchRecord(number, self, event, depth, recorder=recorder, data=data)
 
     async def _after(
         self,

@@ -6,22 +6,78 @@ registration order. Constraints (``before=["audit"]``: run ahead of every hook n
 sort whose tie-break is that base order, so a chain without constraints keeps it exactly and a
 constraint moves only the hook that declares it (put ahead of another, it runs right before
 it; put behind, right after it). A cycle is an error naming it.
+
+Hooks declared together (a process's ``hooks``, a manifest's) are checked as a whole by
+:func:`declaration_problems`: a name may be that of a hook declared later in the list, and a
+cycle is blamed on the hook whose constraints close it, counting in declared order.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from ._hook import _Hook
+__all__ = [
+    "DeclarationError",
+    "Declared",
+    "Misplaced",
+    "OrderError",
+    "check_names",
+    "declaration_problems",
+    "ordered",
+]
 
-__all__ = ["OrderError", "check_names", "ordered"]
+
+class Named(Protocol):
+    """What ordering reads of a hook (a registered one, or one declared as data)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def before(self) -> Sequence[str]: ...
+    @property
+    def after(self) -> Sequence[str]: ...
+
+
+H = TypeVar("H", bound=Named)
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """A hook as ordering sees it, for a check of data not (yet) registered."""
+
+    name: str
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
 
 
 class OrderError(ValueError):
     """Hooks' before/after constraints contradict each other (a cycle)."""
+
+
+class Misplaced(NamedTuple):
+    """One problem of hooks declared together: the hook's position in the declaration, the
+    field at fault ("before", "after", or "" when both make the cycle) and what is wrong."""
+
+    position: int
+    field: str
+    message: str
+
+    def path(self, where: str = "hooks") -> str:
+        """``hooks[2].after``: where the problem is, ``where`` naming the list."""
+        return f"{where}[{self.position}]" + (f".{self.field}" if self.field else "")
+
+
+class DeclarationError(ValueError):
+    """Hooks declared together name, in before/after, a hook their chain lacks, or make a
+    cycle; ``problems`` says which hook and field each (``hooks[i].after``)."""
+
+    def __init__(self, problems: Sequence[Misplaced], where: str = "hooks") -> None:
+        self.problems = list(problems)
+        self.where = where
+        super().__init__("; ".join(f"{p.path(where)}: {p.message}" for p in self.problems))
 
 
 def check_names(value: Sequence[str] | None, field: str) -> tuple[str, ...]:
@@ -36,24 +92,12 @@ def check_names(value: Sequence[str] | None, field: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def ordered(hooks: Sequence[_Hook]) -> tuple[_Hook, ...]:
+def ordered(hooks: Sequence[H]) -> tuple[H, ...]:
     """``hooks`` (in base order) with their before/after constraints applied; a name no hook
     of ``hooks`` has constrains nothing. Raises OrderError naming a cycle."""
     if not any(h.before or h.after for h in hooks):
         return tuple(hooks)
-    by_name: dict[str, list[int]] = {}
-    for i, hook in enumerate(hooks):
-        by_name.setdefault(hook.name, []).append(i)
-    ahead = [
-        {j for n in h.before for j in by_name.get(n, ()) if j != i} for i, h in enumerate(hooks)
-    ]
-    behind = [
-        {j for n in h.after for j in by_name.get(n, ()) if j != i} for i, h in enumerate(hooks)
-    ]
-    later: list[set[int]] = [set(targets) for targets in ahead]  # i -> what must run after i
-    for i, targets in enumerate(behind):
-        for j in targets:
-            later[j].add(i)
+    ahead, behind, later = _edges(hooks)
     first = _sort(later, list(range(len(hooks))))
     if len(first) < len(hooks):
         raise OrderError(f"hooks' before/after make a cycle: {_cycle(hooks, later, set(first))}")
@@ -68,6 +112,95 @@ def ordered(hooks: Sequence[_Hook]) -> tuple[_Hook, ...]:
         for j in behind[i]:
             rank[i] = max(rank[i], rank[j])
     return tuple(hooks[i] for i in _sort(later, rank))
+
+
+def declaration_problems(
+    declared: Sequence[tuple[int, Named]],
+    others: Sequence[Named],
+    event: str,
+    *,
+    known: Collection[str] | None = (),
+) -> list[Misplaced]:
+    """The problems of hooks declared together, for one event's chain.
+
+    ``declared`` holds each hook of the declaration on ``event`` with its position in the
+    declaration, in declared order; ``others`` the rest of the chain (inherited, shared, or
+    registered before). A before/after name must be that of another hook of the chain, or in
+    ``known`` (``None``: any name counts, one the chain lacks may come at run time). A cycle
+    is blamed on the first hook, in declared order, whose constraints close it; that hook's
+    constraints are then left out to look for another.
+    """
+    hooks = [h for _, h in declared]
+    problems: list[Misplaced] = []
+    if known is not None:
+        counts: dict[str, int] = {}
+        for hook in [*others, *hooks]:
+            counts[hook.name] = counts.get(hook.name, 0) + 1
+        there = ", ".join(sorted(map(repr, counts))) or "none"
+        for position, hook in declared:
+            for field in ("before", "after"):
+                wanted = getattr(hook, field)
+                unknown = [
+                    n for n in wanted if counts.get(n, 0) - (n == hook.name) <= 0 and n not in known
+                ]
+                if unknown:
+                    problems.append(
+                        Misplaced(
+                            position,
+                            field,
+                            f"hook {hook.name!r}: {field} names {', '.join(map(repr, unknown))}, "
+                            f"which no hook of {event}'s chain is called; hooks there: {there}",
+                        )
+                    )
+    if not any(h.before or h.after for h in hooks) or _cycle_of(others) is not None:
+        return problems  # (a cycle among the others is not this declaration's)
+    bare = [Declared(h.name) for h in hooks]
+    probe: list[Named] = [*bare]  # the declared hooks, constraints counted up to k
+    for k, (position, hook) in enumerate(declared):
+        probe[k] = hook
+        cycle = _cycle_of([*others, *probe])
+        if cycle is None:
+            continue
+        field = ""
+        for only in ("before", "after"):
+            probe[k] = Declared(hook.name, **{only: tuple(getattr(hook, only))})
+            if _cycle_of([*others, *probe]) is not None:
+                field = only
+                break
+        probe[k] = bare[k]
+        problems.append(
+            Misplaced(
+                position, field, f"hook {hook.name!r}: hooks' before/after make a cycle: {cycle}"
+            )
+        )
+    return sorted(problems, key=lambda p: p.position)
+
+
+def _edges(hooks: Sequence[Named]) -> tuple[list[set[int]], list[set[int]], list[set[int]]]:
+    """For each hook, the hooks it must run ahead of, behind, and all that must run after it."""
+    by_name: dict[str, list[int]] = {}
+    for i, hook in enumerate(hooks):
+        by_name.setdefault(hook.name, []).append(i)
+    ahead = [
+        {j for n in h.before for j in by_name.get(n, ()) if j != i} for i, h in enumerate(hooks)
+    ]
+    behind = [
+        {j for n in h.after for j in by_name.get(n, ()) if j != i} for i, h in enumerate(hooks)
+    ]
+    later: list[set[int]] = [set(targets) for targets in ahead]  # i -> what must run after i
+    for i, targets in enumerate(behind):
+        for j in targets:
+            later[j].add(i)
+    return ahead, behind, later
+
+
+def _cycle_of(hooks: Sequence[Named]) -> str | None:
+    """One cycle of ``hooks``' constraints, as ``'a' -> 'b' -> 'a'``; None if there is none."""
+    if not any(h.before or h.after for h in hooks):
+        return None
+    _, _, later = _edges(hooks)
+    placed = _sort(later, list(range(len(hooks))))
+    return None if len(placed) == len(hooks) else _cycle(hooks, later, set(placed))
 
 
 def _sort(later: list[set[int]], rank: list[int]) -> list[int]:
@@ -90,7 +223,7 @@ def _sort(later: list[set[int]], rank: list[int]) -> list[int]:
     return out
 
 
-def _cycle(hooks: Sequence[_Hook], later: list[set[int]], placed: set[int]) -> str:
+def _cycle(hooks: Sequence[Named], later: list[set[int]], placed: set[int]) -> str:
     """One cycle among the hooks that could not be placed, as ``'a' -> 'b' -> 'a'`` (each
     must run before the next). Every such hook waits on another such hook: walking back along
     what each waits on must come round."""

@@ -11,11 +11,14 @@ Lifecycle, kept by PersistentHook:
 * started on first use, without a shell, in a process group of its own, with the same minimal
   environment a command hook gets (plus TETHER_HOOK_PERSISTENT=1);
 * a crash (the program exits), a line it cannot take back (longer than ``max_output_bytes``)
-  or a timeout kills the whole group: every event in flight then is the hook's error, and the
+  or a timeout kills the whole group, and every other process the program started, one that
+  left the group (``setsid``) too, as for a spawned command hook (``_spawn.RunProcesses``,
+  whose run here is the program's life): every event in flight then is the hook's error, the
   next event starts a new program, after a backoff that doubles with each failure in a row
   (``restart_backoff`` up to ``max_restart_backoff``) and resets with the next good answer;
 * :meth:`aclose` closes its stdin, gives it ``STOP_GRACE`` seconds to exit, then SIGTERMs and
-  SIGKILLs the group. A manager closes the persistent hooks it built with itself.
+  SIGKILLs the group and the rest of its processes, reaps them and closes its pipes. A manager
+  closes the persistent hooks it built with itself.
 
 A line the program writes that is not a JSON object with an ``id`` (a stray print) is logged
 and skipped; an answer to an event no longer waited for (it timed out) is dropped.
@@ -38,6 +41,7 @@ from ._context import HookContext
 from ._errors import CommandHookError, CommandHookTimeoutError
 from ._executor import HookObjectExecutor
 from ._shell import STDERR_IN_MESSAGE, ShellHook, ShellHookResult, answer_of, apply_answer
+from ._spawn import RunProcesses, marked
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
@@ -68,28 +72,67 @@ def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
     return True
 
 
+def _kill_run(run: RunProcesses) -> None:
+    """SIGKILL the program's group and the rest of its processes, without waiting."""
+    run.kill()
+    run.release()
+
+
+class _Pipe:
+    """The read end of one of the program's output pipes, owned here (not by the asyncio
+    process): it is closed when the program is, whoever else still holds its write end."""
+
+    __slots__ = ("reader", "transport")
+
+    def __init__(self, reader: asyncio.StreamReader, transport: asyncio.BaseTransport) -> None:
+        self.reader = reader
+        self.transport = transport
+
+    @classmethod
+    async def open(cls, fd: int, limit: int) -> _Pipe:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=limit, loop=loop)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(fd, "rb", 0)
+        )
+        return cls(reader, transport)
+
+    def close(self) -> None:
+        self.transport.close()
+
+
 class _CoProcess:
-    """One running program: its pipes, the answers awaited, and its reader tasks."""
+    """One running program: its pipes, the answers awaited, and its reader tasks.
+
+    Its run (``RunProcesses``) holds every process it starts: they are killed with it, and
+    only then are its pipes closed (a live grandchild could write to them still)."""
 
     def __init__(
         self,
         proc: asyncio.subprocess.Process,
         name: str,
         on_fail: Callable[[_CoProcess], None],
+        run: RunProcesses,
+        stdout: _Pipe,
+        stderr: _Pipe,
     ) -> None:
         self.proc = proc
         self.on_fail = on_fail
         self.pid = proc.pid
         self.name = name
+        self.run = run
+        self.pipes = (stdout, stderr)
         self.loop = asyncio.get_running_loop()
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.stderr = bytearray()
         self.failure: str | None = None  # why it is gone, once it is
         self.killing: asyncio.Task[None] | None = None
-        # If the hook is dropped without aclose (or the interpreter exits), the group dies too.
-        self._finalizer = weakref.finalize(self, _kill_group, self.pid)
+        # If the hook is dropped without aclose (or the interpreter exits), its processes die
+        # too (the finalizer holds the run, not this object).
+        self._finalizer = weakref.finalize(self, _kill_run, run)
         self.reader = asyncio.create_task(self._read_answers(), name=f"{name} answers")
         self.err_reader = asyncio.create_task(self._read_stderr(), name=f"{name} stderr")
+        self.waiter = asyncio.create_task(self._wait_exit(), name=f"{name} exit")
 
     @property
     def alive(self) -> bool:
@@ -100,8 +143,7 @@ class _CoProcess:
         return f": {text[-STDERR_IN_MESSAGE:]}" if text else " (nothing on stderr)"
 
     async def _read_answers(self) -> None:
-        stdout = self.proc.stdout
-        assert stdout is not None
+        stdout = self.pipes[0].reader
         try:
             while True:
                 try:
@@ -145,9 +187,18 @@ class _CoProcess:
         if future is not None and not future.done():
             future.set_result(answer)
 
+    async def _wait_exit(self) -> None:
+        """A program that exits while a process it started holds its stdout open (no EOF for
+        the answer reader) is still seen to have exited: the reader gets KILL_GRACE to say
+        so (with its stderr), then it is said here."""
+        code = await self.proc.wait()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(KILL_GRACE):
+                await asyncio.shield(self.reader)
+        self.fail(f"exited {code}{self.stderr_said()}", exited=True)
+
     async def _read_stderr(self) -> None:
-        stderr = self.proc.stderr
-        assert stderr is not None
+        stderr = self.pipes[1].reader
         while chunk := await stderr.read(65536):
             self.stderr += chunk
             if len(self.stderr) > STDERR_TAIL:
@@ -160,10 +211,12 @@ class _CoProcess:
             return
         self.failure = why
         if exited:  # what is left of its group (a grandchild) must not outlive it
+            self.run.find()
             _kill_group(self.pid)
+            self.run.signal(signal.SIGKILL)
             # Reaped and its group emptied: a later kill could hit a reused process group.
             self._finalizer.detach()
-        elif kill:
+        if exited or kill:  # the rest of its processes reaped, its pipes closed
             self.killing = self.loop.create_task(self.terminate(), name=f"{self.name} kill")
         # Before the events in flight hear of it: the next event must see the backoff.
         self.on_fail(self)
@@ -173,30 +226,48 @@ class _CoProcess:
                 future.set_exception(CommandHookError(f"persistent hook {self.name!r} {why}"))
 
     async def terminate(self, grace: float = 0.0) -> None:
-        """End the program: stdin closed, ``grace`` seconds to exit, SIGTERM, then SIGKILL."""
-        proc = self.proc
+        """End the program: stdin closed, ``grace`` seconds to exit, SIGTERM, then SIGKILL,
+        of its group and every other process it started; all of them reaped, then the
+        readers stopped and the pipes closed."""
+        proc, run = self.proc, self.run
         if proc.stdin is not None and not proc.stdin.is_closing():
             proc.stdin.close()
         if grace > 0 and proc.returncode is None:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(grace):
                     await proc.wait()
+        run.find()  # before the group dies: its members' children are still theirs
         _kill_group(self.pid, signal.SIGTERM)
-        if proc.returncode is None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(KILL_GRACE):
-                    await proc.wait()
-        _kill_group(self.pid, signal.SIGKILL)
+        run.signal(signal.SIGTERM)
+        deadline = self.loop.time() + KILL_GRACE
+        while run.alive() and self.loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        run.kill()
         await proc.wait()
-        self.reader.cancel()
-        self.err_reader.cancel()
-        await asyncio.gather(self.reader, self.err_reader, return_exceptions=True)
+        run.release()
+        await run.settle()
         self._finalizer.detach()
+        # Nothing of the run holds the pipes now: the readers end at their EOF (an answer
+        # line or stderr the program wrote last is still read), else they are stopped here.
+        readers = (self.reader, self.err_reader, self.waiter)
+        current = asyncio.current_task()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(EOF_GRACE):
+                await asyncio.wait([t for t in readers if t is not current])
+        for task in readers:
+            if task is not current:
+                task.cancel()
+        await asyncio.gather(*(t for t in readers if t is not current), return_exceptions=True)
+        for pipe in self.pipes:
+            pipe.close()
 
     def abandon(self) -> None:
         """Kill it now without waiting (its event loop is gone: nothing can be awaited)."""
         self.failure = self.failure or "was abandoned"
         self._finalizer()
+        for pipe in self.pipes:  # its loop is closed: the descriptors go without it
+            with contextlib.suppress(Exception):
+                pipe.close()
 
 
 class PersistentHook:
@@ -326,25 +397,41 @@ class PersistentHook:
         shell = self._shell
         env = shell.build_env(ctx)
         env[PERSISTENT_ENV] = "1"
+        # Every process the program starts carries the marker: the runtime (a child
+        # subreaper) adopts one that leaves the group, and kills it with the program.
+        env, marker = marked(env)
         executable = shell._executable(env)
         name = self.display_name
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
         try:
             proc = await asyncio.create_subprocess_exec(
                 executable,
                 *shell._argv[1:],
                 stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+                stdout=stdout_w,
+                stderr=stderr_w,
                 env=env,
                 cwd=shell.cwd,
                 process_group=0,
                 close_fds=True,
-                limit=shell.max_output_bytes + 1,  # the newline
             )
         except (OSError, ValueError) as exc:
+            os.close(stdout_r)
+            os.close(stderr_r)
             raise CommandHookError(f"hook command {name!r} could not start: {exc}") from exc
+        finally:
+            os.close(stdout_w)
+            os.close(stderr_w)
         self.starts += 1
-        return _CoProcess(proc, name, self._failed)
+        run = RunProcesses(proc.pid, marker)
+        try:
+            stdout = await _Pipe.open(stdout_r, shell.max_output_bytes + 1)  # + the newline
+            stderr = await _Pipe.open(stderr_r, 2**16)
+        except BaseException:
+            _kill_run(run)
+            raise
+        return _CoProcess(proc, name, self._failed, run, stdout, stderr)
 
     def _failed(self, co: _CoProcess) -> None:
         """A program is gone: the next start waits the backoff (not after a close)."""

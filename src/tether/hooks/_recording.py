@@ -122,13 +122,38 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[An
     return out or None
 
 
+class _WallClock:
+    """Dates ``perf_counter`` readings on the wall clock from one shared reading of both
+    clocks, so that the dates keep the order of the readings: a run dated from a
+    ``time.time()`` of its own dispatch would not (a pause between the two readings shifts
+    that dispatch's dates, and a nested dispatch's run could then seem to end after the run
+    it ended inside). Read again every ``REREAD`` s to follow adjustments of the wall clock."""
+
+    REREAD: Final = 10.0
+    __slots__ = ("perf", "wall")
+
+    def __init__(self) -> None:
+        self.perf = perf_counter()
+        self.wall = time.time()
+
+    def at(self, perf: float) -> float:
+        """The wall-clock time of the ``perf_counter`` reading ``perf``."""
+        if perf - self.perf > self.REREAD:
+            self.perf, self.wall = perf_counter(), time.time()
+        return self.wall + (perf - self.perf)
+
+
+_CLOCK: Final = _WallClock()
+
+
 class DispatchRecord:
     """The runs of one dispatch as its recorder keeps them (or one background run), built
     while the chain runs: ``ran`` after each hook that ran, ``skipped`` for one a matcher
     passed over, and ``close`` once the chain has ended, which hands it to the recorder.
 
-    ``wall`` is the ``time.time()`` of the ``perf_counter`` reading ``started``: a run that
-    ended at ``ended`` is dated ``wall + ended - started``.
+    ``wall`` is the wall-clock time of the ``perf_counter`` reading ``started`` (one clock for
+    every record, see ``_WallClock``): a run that ended at ``ended`` is dated
+    ``wall + ended - started``.
     """
 
     __slots__ = (
@@ -156,7 +181,6 @@ class DispatchRecord:
         *,
         recorder: RunRecorder | None = None,
         data: dict[str, Any] | None = None,
-        wall: float | None = None,
         background: bool = False,
     ) -> None:
         self._id = ident  # a dispatch's number, or the dispatch id a background run had
@@ -173,7 +197,7 @@ class DispatchRecord:
         self.blocked = False
         self.runs: list[RunRecord] = []
         self.started = perf_counter()
-        self.wall = time.time() if wall is None else wall
+        self.wall = _CLOCK.at(self.started)
 
     @property
     def dispatch_id(self) -> str:

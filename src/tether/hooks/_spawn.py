@@ -9,7 +9,8 @@ subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so such a process, orphaned when 
 program exits, becomes the runtime's child instead of init's; each program gets a
 ``TETHER_HOOK_RUN`` marker in its environment, and at the hook's end every descendant of the
 program, and every adopted orphan carrying its marker, is signalled with the group (SIGTERM,
-then SIGKILL) and reaped. Elsewhere only the process group is guaranteed.
+then SIGKILL) and reaped. Elsewhere only the process group is guaranteed. A persistent hook's
+co-process gets the same (see RunProcesses): its run is the program's whole life.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["Completed", "run_program"]
+__all__ = ["Completed", "RunProcesses", "marked", "run_program"]
 
 #: Seconds between SIGTERM and SIGKILL of the hook's process group.
 KILL_GRACE: Final = 0.5
@@ -238,6 +239,75 @@ async def _settle_strays(program: int, marker: bytes, deadline: float) -> None:
         await asyncio.sleep(0.01)
 
 
+def marked(env: dict[str, str]) -> tuple[dict[str, str], bytes]:
+    """``env`` with a fresh run marker for one program, and the marker (``NAME=token``), when
+    this process is (made) a child subreaper; else ``env`` as it is and an empty marker."""
+    if not become_subreaper():
+        return env, b""
+    token = secrets.token_hex(8)
+    return {**env, RUN_MARKER: token}, f"{RUN_MARKER}={token}".encode()
+
+
+class RunProcesses:
+    """The processes of one hook run besides its program (its strays): every descendant of
+    the program and every adopted orphan carrying the run's ``marker`` (see hook_descendants),
+    each signalled through a pidfd and reaped here once it is this process's child.
+
+    The program itself is reaped by whoever started it; its process group is signalled by
+    ``kill`` (the program's pid is its group's id)."""
+
+    __slots__ = ("escaped", "marker", "program", "strays")
+
+    def __init__(self, program: int, marker: bytes) -> None:
+        self.program = program
+        self.marker = marker
+        self.strays: dict[int, _Stray] = {}
+        #: Whether a process of this run left its process group (then a last sweep is made).
+        self.escaped = False
+
+    def find(self) -> None:
+        """Take note of the run's processes alive now (call it before the group dies: its
+        members' children are still theirs then)."""
+        found, unsure = hook_descendants(self.program, self.marker)
+        self.escaped = self.escaped or unsure
+        for pid in found:
+            if pid not in self.strays and (stray := _Stray.open(pid)) is not None:
+                self.strays[pid] = stray
+
+    def signal(self, sig: int) -> bool:
+        """Signal every stray still alive; whether there was one."""
+        alive = False
+        for stray in self.strays.values():
+            if not stray.exited():
+                stray.signal(sig)
+                alive = True
+        return alive
+
+    def alive(self) -> bool:
+        """Whether a member of the program's group or a stray is still running."""
+        return _signal_group(self.program, 0) or any(not s.exited() for s in self.strays.values())
+
+    def kill(self) -> None:
+        """SIGKILL the program's group and every process of the run, found again now."""
+        _signal_group(self.program, signal.SIGKILL)
+        self.find()
+        self.signal(signal.SIGKILL)
+
+    def release(self) -> None:
+        """Hand the strays (signalled) over to be reaped: now, or at a later hook's end."""
+        self.escaped = self.escaped or bool(self.strays)
+        _UNREAPED.extend(self.strays.values())
+        self.strays = {}
+        _reap_strays()
+
+    async def settle(self) -> None:
+        """After ``release``: reap the killed strays, and kill the run's processes that turn
+        up meanwhile (see _settle_strays), within REAP_GRACE."""
+        if self.escaped or _UNREAPED:
+            loop = asyncio.get_running_loop()
+            await _settle_strays(self.program, self.marker, loop.time() + REAP_GRACE)
+
+
 @dataclass(slots=True)
 class Completed:
     """How a hook program ended."""
@@ -274,10 +344,7 @@ class _Child:
     ) -> None:
         self.loop = loop
         self.pid = pid
-        self.marker = marker
-        self.strays: dict[int, _Stray] = {}
-        #: Whether a process of this run left its process group (then a last sweep is made).
-        self.escaped = False
+        self.run = RunProcesses(pid, marker)
         self.returncode: int | None = None
         self.exited: asyncio.Future[int] = loop.create_future()
         self.eof: asyncio.Future[None] = loop.create_future()
@@ -409,39 +476,21 @@ class _Child:
             self.exited.set_result(code)
         # Anything left in the group, or marked as this run's, is a grandchild: it must not
         # outlive the hook.
-        self._find_strays()
-        if _signal_group(self.pid, signal.SIGTERM) | self._signal_strays(signal.SIGTERM):
+        self.run.find()
+        if _signal_group(self.pid, signal.SIGTERM) | self.run.signal(signal.SIGTERM):
             self._schedule_kill()
 
     # -- termination -----------------------------------------------------------------------
 
     def terminate(self) -> None:
         """SIGTERM the whole group (and every stray) now, SIGKILL it after KILL_GRACE."""
-        self._find_strays()  # before the group dies: its members' children are still theirs
+        self.run.find()  # before the group dies: its members' children are still theirs
         _signal_group(self.pid, signal.SIGTERM)
-        self._signal_strays(signal.SIGTERM)
+        self.run.signal(signal.SIGTERM)
         self._schedule_kill()
 
-    def _find_strays(self) -> None:
-        found, unsure = hook_descendants(self.pid, self.marker)
-        self.escaped = self.escaped or unsure
-        for pid in found:
-            if pid not in self.strays and (stray := _Stray.open(pid)) is not None:
-                self.strays[pid] = stray
-
-    def _signal_strays(self, sig: int) -> bool:
-        """Signal every stray still alive; whether there was one."""
-        alive = False
-        for stray in self.strays.values():
-            if not stray.exited():
-                stray.signal(sig)
-                alive = True
-        return alive
-
     def _kill_all(self) -> None:
-        _signal_group(self.pid, signal.SIGKILL)
-        self._find_strays()
-        self._signal_strays(signal.SIGKILL)
+        self.run.kill()
 
     def _schedule_kill(self) -> None:
         if self._kill_handle is None:
@@ -455,7 +504,7 @@ class _Child:
         """
         handle = self._kill_handle
         while handle is not None and self.loop.time() < handle.when():
-            if not _signal_group(self.pid, 0) and all(s.exited() for s in self.strays.values()):
+            if not self.run.alive():
                 return
             await asyncio.sleep(0.02)
 
@@ -476,10 +525,7 @@ class _Child:
             if self._kill_handle is not None:
                 self._kill_handle.cancel()
         # Every stray was signalled; it is reaped here (or soon, at a later hook's end).
-        self.escaped = self.escaped or bool(self.strays)
-        _UNREAPED.extend(self.strays.values())
-        self.strays = {}
-        _reap_strays()
+        self.run.release()
 
     def _close_fd(self, fd: int) -> None:
         if fd in self._fds:
@@ -570,11 +616,7 @@ async def run_program(
 ) -> Completed:
     """Run one program to completion (or to its timeout); raise OSError if it cannot start."""
     loop = asyncio.get_running_loop()
-    marker = b""
-    if become_subreaper():
-        token = secrets.token_hex(8)
-        env = {**env, RUN_MARKER: token}
-        marker = f"{RUN_MARKER}={token}".encode()
+    env, marker = marked(env)
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = os.pipe()
     stderr_r, stderr_w = os.pipe()
@@ -612,8 +654,7 @@ async def run_program(
         await child.settle_group()
     finally:
         child.close()
-    if child.escaped or _UNREAPED:
-        await _settle_strays(pid, marker, loop.time() + REAP_GRACE)
+    await child.run.settle()
     return Completed(
         returncode=child.returncode,
         stdout=bytes(child.stdout),

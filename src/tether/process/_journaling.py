@@ -175,6 +175,13 @@ class JournalWrites:
 
         done.add_done_callback(finished)
 
+    def history_offload(self, write: Callable[[], None]) -> concurrent.futures.Future[None] | None:
+        """Run a hook-run history write (same file) on the writer thread while the process
+        runs, in order with its journal writes; None when it does not (written at once)."""
+        if self._inline():
+            return None
+        return self._writer.submit(write, ())
+
     async def accept(self, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs) -> None:
         """``write(*args)`` waited for (off the loop while the process runs); raises its error."""
         if self._inline():

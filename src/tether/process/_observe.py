@@ -86,9 +86,9 @@ class HookInspector:
     def _hook_runs(self, **filters: Any) -> list[HookRun]:
         store = self.store
         if store is not None:
-            self.history.flush()
+            self.history.flush()  # off the loop while the process runs: not waited for
             try:
-                return store.query(self.name, **filters)
+                return self.history.with_unwritten(store.query(self.name, **filters), **filters)
             finally:
                 if self._stopped():  # a stopped process holds no file open
                     store.close()

@@ -54,7 +54,7 @@ from ._dead_letters import DeadLetterBox
 from ._errors import ProcessStateError
 from ._event import CURRENT_EVENT, TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
-from ._journaling import JournalWrites
+from ._journaling import JOURNAL_DRAIN, JournalWrites
 from ._mcp import McpServerConfig, check_entries
 from ._observe import HookInspector
 from ._queue import MemoryQueue
@@ -207,13 +207,14 @@ class AgentProcess:
         # the table is keyed by the manager, which the process holds.
         me = weakref.ref(self)
         DEFAULT_MODELS[hooks] = lambda: p._model if (p := me()) is not None else None
-        for hook in config.hooks:
-            hooks.register_config(hook, source=hook._source or "config")
         if parent is not None:
             hooks.inherit(parent.hooks)
             shared = shared if shared is not None else parent.hooks.shared
         if shared is not None:
             hooks.share(shared)
+        # Linked first: the declared hooks' before/after may name inherited and shared hooks,
+        # and one another in any order (a DeclarationError names hooks[i].before/.after).
+        hooks.register_configs(config.hooks)
         return hooks
 
     def _init_stores(self, config: ProcessConfig) -> None:
@@ -244,7 +245,10 @@ class AgentProcess:
         )
         store = self._history_store
         self.history = HistoryRecorder(
-            self.name, redact=self.redactor.text, sink=store.write if store is not None else None
+            self.name,
+            redact=self.redactor.text,
+            sink=store.write if store is not None else None,
+            offload=self._journal_writes.history_offload,
         )
         self.hooks.recorder = self.history
         self.hooks.redact = self.redactor.text
@@ -1201,7 +1205,8 @@ class AgentProcess:
             )
             if not restarting:  # deferred extension-point calls (call_later) end with the process
                 await self.hooks.aclose(keep=self._stop_waiters)
-            self.history.flush()
+            # Its hook runs go to the writer thread, waited for within the journal's drain.
+            await self.history.settle(JOURNAL_DRAIN)
             if self._model is not None and self.parent is None:
                 # Release pooled connections now; an OpenAI client reopens on its next call.
                 await cleanly(self._model.aclose(), "closing the model", self.redactor.text)

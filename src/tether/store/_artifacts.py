@@ -192,10 +192,11 @@ class SqliteArtifacts:
         self._file.release()
 
     def warn(self, task_id: str, text: str) -> None:
-        self._db.execute(
-            "INSERT INTO plugin_warnings VALUES (?, ?, ?, ?)",
-            (self.process, task_id, text, time.time()),
-        )
+        with self._file.write_lock:  # not inside another thread's transaction (see Lease)
+            self._db.execute(
+                "INSERT INTO plugin_warnings VALUES (?, ?, ?, ?)",
+                (self.process, task_id, text, time.time()),
+            )
 
     def warnings(self, task_id: str) -> list[str]:
         rows = self._db.execute(
@@ -206,10 +207,11 @@ class SqliteArtifacts:
 
     def put(self, task_id: str, name: str, payload: Any) -> str:
         check_artifact_path(task_id, name)
-        self._db.execute(
-            "INSERT OR REPLACE INTO artifacts VALUES (?, ?, ?, ?, ?)",
-            (self.process, task_id, name, json.dumps(payload), time.time()),
-        )
+        with self._file.write_lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO artifacts VALUES (?, ?, ?, ?, ?)",
+                (self.process, task_id, name, json.dumps(payload), time.time()),
+            )
         return name
 
     def list(self, task_id: str) -> list[dict[str, Any]]:

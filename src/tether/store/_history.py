@@ -94,19 +94,22 @@ class HistoryStore:
         # One transaction per batch: the connection autocommits (the journal's writes rely on
         # it), so without BEGIN each run was a transaction of its own and a failed or killed
         # batch left a part of itself. IMMEDIATE: a busy file fails here, with nothing open.
+        # Written on a process's journal writer thread while it runs (see HistoryRecorder's
+        # offload); the file's write lock keeps other threads' writes out of the transaction.
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.executemany(
-                f"INSERT INTO hook_runs ({', '.join(_COLUMNS)}) VALUES "
-                f"({', '.join('?' * len(_COLUMNS))})",
-                rows,
-            )
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # never leave the shared connection inside a transaction
-                db.execute("ROLLBACK")
-            raise
+        with self._file.write_lock:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(
+                    f"INSERT INTO hook_runs ({', '.join(_COLUMNS)}) VALUES "
+                    f"({', '.join('?' * len(_COLUMNS))})",
+                    rows,
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:  # never leave the shared connection inside a transaction
+                    db.execute("ROLLBACK")
+                raise
 
     def query(
         self,

@@ -44,6 +44,10 @@ CREATE INDEX IF NOT EXISTS events_state ON events (process, state);
 BUSY_TIMEOUT: Final = 5.0
 
 _connections: dict[str, sqlite3.Connection] = {}
+#: One lock per file, held by each write on its shared connection: the connection is used
+#: from several threads (each process's journal writer, the loop), and a write of one must not
+#: land inside another's transaction (a history batch's BEGIN ... COMMIT).
+_write_locks: dict[str, threading.Lock] = {}
 #: How many holders each shared connection has (``connect`` and every Lease holding it).
 _holders: dict[str, int] = {}
 _lock = threading.Lock()
@@ -86,11 +90,14 @@ class Lease:
     ``release`` (the last share given back closes the file, its descriptors with it). Used
     again after that, it takes a share anew."""
 
-    __slots__ = ("_conn", "key")
+    __slots__ = ("_conn", "key", "write_lock")
 
     def __init__(self, path: str | Path) -> None:
         self.key = str(Path(path).resolve())
         self._conn: sqlite3.Connection | None = _acquire(self.key)
+        with _lock:
+            #: Held by every write on the file's shared connection (see _write_locks).
+            self.write_lock = _write_locks.setdefault(self.key, threading.Lock())
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -283,12 +290,14 @@ class Journal:
 
     def _write(self, sql: str, args: tuple[Any, ...]) -> None:
         try:
-            self._db.execute(sql, args)
+            with self._file.write_lock:
+                self._db.execute(sql, args)
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
 
     def _write_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         try:
-            self._db.executemany(sql, rows)
+            with self._file.write_lock:
+                self._db.executemany(sql, rows)
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc

@@ -26,6 +26,7 @@ MODEL_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 1
 METRIC_NAMES: Final = {
     "tether_hook_runs_total": ("counter", ("process", "event", "outcome", "executor")),
     "tether_hook_duration_seconds": ("histogram", ("event", "executor")),
+    "tether_hook_loop_blocks_total": ("counter", ("process", "event", "kind")),
     "tether_tasks_total": ("counter", ("process", "outcome")),
     "tether_task_duration_seconds": ("histogram", ("process",)),
     "tether_retries_total": ("counter", ("process",)),
@@ -89,6 +90,13 @@ class Metrics:
             "Duration of hook runs (skipped ones not counted)",
             ["event", "executor"],
             buckets=HOOK_BUCKETS,
+            registry=r,
+        )
+        self.hook_loop_blocks = Counter(
+            "tether_hook_loop_blocks",
+            "Hook steps that held the event loop, by kind: timed_out (past the hook's "
+            "timeout: the run timed out) or warned (past the manager's loop_block_warn)",
+            ["process", "event", "kind"],
             registry=r,
         )
         self.tasks = Counter(

@@ -54,6 +54,8 @@ class Telemetry:
         self.tracing = tracing
         self.metrics = metrics
         self._kinds: dict[int, dict[str, str]] = {}
+        #: The loop_blocks of each chain (HookManager) counted so far, by id.
+        self._blocks: dict[int, dict[tuple[str, str], int]] = {}
 
     @classmethod
     def from_env(cls, *, metrics: bool | None = None) -> Telemetry:
@@ -220,6 +222,23 @@ class Telemetry:
                 m.child(m.hook_runs, name, run.event, run.outcome, kind).inc()
                 if run.outcome not in ("skipped", "dropped"):
                     m.child(m.hook_duration, run.event, kind).observe(run.duration_ms / 1e3)
+            self._count_loop_blocks(name, hooks)
+
+    def _count_loop_blocks(self, process: str, hooks: HookManager) -> None:
+        """What the chain's ``loop_blocks`` counted since the last of its dispatches (the
+        engine counts a hook holding the event loop as it runs; its record says so only when
+        the hold timed it out, in its error)."""
+        now = hooks.loop_blocks
+        if not now:
+            return
+        m = self.metrics
+        assert m is not None
+        seen = self._blocks.setdefault(id(hooks), {})
+        for (event, kind), count in list(now.items()):
+            new = count - seen.get((event, kind), 0)
+            if new > 0:
+                m.child(m.hook_loop_blocks, process, event, kind).inc(new)
+                seen[(event, kind)] = count
 
     def dead_lettered(self, process: str, reason: str) -> None:
         if self.metrics is not None:

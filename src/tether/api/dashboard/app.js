@@ -78,7 +78,7 @@ async function refresh() {
     processNames = processes.map((p) => p.name);
     fill("processes", processes.map((p) => {
       const tr = row([p.name, p.state, p.queue_size, p.in_flight, p.invocation_count,
-        p.dead_letter_count, p.restart_count, p.hook_count]);
+        p.dead_letter_count, p.restart_count, hookCount(p)]);
       tr.dataset.process = p.name;
       tr.children[1].className = "state-" + p.state;
       return tr;
@@ -89,6 +89,15 @@ async function refresh() {
   } catch (err) {
     document.getElementById("health").textContent = String(err.message || err);
   }
+}
+
+// What the catalog lists for the process: its whole chain, the shared and inherited hooks
+// said (a process listed from another cluster host may only have its own hook_count).
+function hookCount(p) {
+  const chain = p.hooks_in_chain;
+  if (!chain) return p.hook_count;
+  const parts = ["shared", "inherited"].filter((k) => chain[k]).map((k) => chain[k] + " " + k);
+  return parts.length ? chain.total + " (" + parts.join(", ") + ")" : chain.total;
 }
 
 async function refreshDeadLetters(processes) {

@@ -1,4 +1,4 @@
-"""The CLI as a new user meets it: --version, shell completion, offline event table, FakeLLM
+"""The CLI as a new user first meets it: --version, shell completion, offline event table, FakeLLM
 from the shell, --model/--base-url, whole tables when piped, --json answers, the program's
 stderr in 'hooks test', hook counts, trigger checks, publishing, --until-idle's exit status,
 live lines without None, did-you-mean for a manifest typo, and JSON logs."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,14 +20,13 @@ from typing import Any
 import httpx
 import pytest
 
-from _cli_support import cli_in_thread
+from _cli_support import CLI, cli_in_thread, running
 from _net_support import free_port
 from tether import AgentRuntime, EventTrigger, HookEvent, HookManager, ProcessConfig
 from tether.api import OrchestrationAPI
 from tether.models import ScriptedModel
 from tether.testing import FakeLLM
 
-CLI = [sys.executable, "-m", "tether.cli"]
 ENV = {**os.environ, "NO_COLOR": "1"}
 
 
@@ -113,28 +113,17 @@ def test_a_piped_table_keeps_every_column_whole_whatever_the_terminal_width() ->
 
 @pytest.mark.parametrize("command", [["-m", "tether.testing"], ["-m", "tether.cli", "fake-llm"]])
 async def test_fake_llm_serves_from_the_shell_until_sigint(command: list[str]) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, *command, "--port", "0", stdout=asyncio.subprocess.PIPE, env=ENV
-    )
-    assert proc.stdout is not None
-    try:
-        async with asyncio.timeout(30):
-            first = (await proc.stdout.readline()).decode()
-        url = first.split(" at ")[1].strip()
+    async with running(sys.executable, *command, "--port", "0", env=ENV, stderr=None) as llm:
+        await llm.read_until(" at ", what="the fake LLM")
+        url = llm.seen[-1].split(" at ")[1].strip()
         async with httpx.AsyncClient() as client:
             r = await client.post(
                 f"{url}/chat/completions",
                 json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
             )
         assert r.status_code == 200
-        proc.send_signal(signal.SIGINT)
-        async with asyncio.timeout(30):
-            await proc.wait()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode == 0
+        await llm.stop(signal.SIGINT)
+    assert llm.proc.returncode == 0
 
 
 # -- run: model, base URL, exit status, live lines, logs -------------------------------------
@@ -240,6 +229,56 @@ async def test_json_logs_name_process_event_and_hook_with_secrets_redacted(
     assert line["level"] == "warning"
     assert {"time", "logger", "trace_id"} <= set(line)
     assert "sk-secret-value-123" not in done.stderr
+
+
+def test_a_json_log_line_carries_the_trace_id_of_the_task_it_was_written_in(
+    tmp_path: Path,
+) -> None:
+    """With tracing on (an OTLP endpoint set: here a closed loopback port, so the export
+    fails quietly), a hook failure's log line names the trace its task runs in."""
+    hook = write(tmp_path / "hook.py", "import sys; sys.exit(3)\n")
+    agent = write(
+        tmp_path / "a.agent",
+        f"""\
+        name: traced
+        model: scripted
+        hooks:
+          - event: user_prompt_submit
+            command: ["{sys.executable}", "{hook}"]
+        """,
+    )
+    env = {**ENV, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
+    done = tether(
+        "run", str(agent), "--inject", "{}", "--until-idle", "--log-format", "json", env=env
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    [failed] = [line for line in lines if "failed on user_prompt_submit" in line["message"]]
+    assert re.fullmatch(r"[0-9a-f]{32}", failed["trace_id"]), failed
+    assert failed["trace_id"] != "0" * 32
+
+
+def test_log_level_decides_which_lines_are_written(tmp_path: Path) -> None:
+    """A failing hook logs a warning: shown at --log-level warning (and by default), not at
+    error."""
+    hook = write(tmp_path / "hook.py", "import sys; sys.exit(3)\n")
+    agent = write(
+        tmp_path / "a.agent",
+        f"""\
+        name: levels
+        model: scripted
+        hooks:
+          - event: user_prompt_submit
+            command: ["{sys.executable}", "{hook}"]
+        """,
+    )
+    run = ["run", str(agent), "--inject", "{}", "--until-idle", "--log-format", "json"]
+    warned = tether(*run, "--log-level", "warning")
+    quiet = tether(*run, "--log-level", "error")
+    assert warned.returncode == quiet.returncode == 0, (warned.stderr, quiet.stderr)
+    assert "failed on user_prompt_submit" in warned.stderr
+    assert "failed on user_prompt_submit" not in quiet.stderr
+    assert "exited 3" in quiet.stdout  # the run's own output still tells
 
 
 # -- validate, inject, publish, ps, hooks test -----------------------------------------------
