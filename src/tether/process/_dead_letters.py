@@ -48,8 +48,8 @@ class DeadLetterBox:
     as task_completed ("dead_lettered") to the process's hooks.
 
     It is handed what it writes to and calls: the journal and its writes, ``complete`` (the
-    process's task_completed dispatch) and ``inject`` (to redeliver). ``stream`` (a cluster's
-    queue) and ``observer`` are set by the process when it gets them.
+    process's task_completed dispatch) and ``inject`` (to redeliver); ``stream`` (a cluster's
+    queue) and ``observer`` answer what the process has now.
     """
 
     def __init__(
@@ -61,6 +61,8 @@ class DeadLetterBox:
         *,
         complete: Complete,
         inject: Callable[[TriggerEvent], Awaitable[str]],
+        stream: Callable[[], StreamQueue | None],
+        observer: Callable[[], Observer | None],
     ) -> None:
         self.name = name
         self.redactor = redactor
@@ -68,8 +70,8 @@ class DeadLetterBox:
         self.writes = writes
         self._complete = complete
         self._inject = inject
-        self.stream: StreamQueue | None = None
-        self.observer: Observer | None = None
+        self._stream = stream
+        self._observer = observer
         #: The dead letters, oldest first.
         self.entries: list[dict[str, Any]] = []
         self._later: set[asyncio.Task[Any]] = set()  # task_completed fired off a timer
@@ -88,14 +90,16 @@ class DeadLetterBox:
             "timestamp": datetime.now(UTC),
         }
         self.entries.append(entry)
-        if self.observer is not None:
-            self.observer.dead_lettered(self.name, reason)
+        observer = self._observer()
+        if observer is not None:
+            observer.dead_lettered(self.name, reason)
         logger.info("event %s dead-lettered: %s (%s)", event.event_id, reason, error)
         if self.journal is not None:  # a failed write: see _journaling (at-least-once)
             payload = self.redactor.declared.value(event.to_dict())  # replayed: see Redactor
             self.writes.write(event.event_id, self.journal.dead, payload, attempts, reason, error)
-        if self.stream is not None:
-            self.stream.dead(entry)
+        stream = self._stream()
+        if stream is not None:
+            stream.dead(entry)
         return entry
 
     async def dead_letter_all(
@@ -206,10 +210,11 @@ class DeadLetterBox:
                 if not any(d["event_id"] == event.event_id for d in self.entries):
                     self.entries.append(entry)  # neither queued nor dead-lettered again
                 raise
-            if self.stream is not None and not any(
+            stream = self._stream()
+            if stream is not None and not any(
                 d["event_id"] == event.event_id for d in self.entries
             ):  # in the stream again (not dead again): its Redis dead letter goes
-                self.stream.forget_dead([event.event_id])
+                stream.forget_dead([event.event_id])
             count += 1
         return count
 
@@ -218,7 +223,8 @@ class DeadLetterBox:
         count = len(self.entries)
         if self.journal is not None:
             self.journal.forget_dead([d["event"].event_id for d in self.entries])
-        if self.stream is not None:
-            self.stream.forget_dead([d["event"].event_id for d in self.entries])
+        stream = self._stream()
+        if stream is not None:
+            stream.forget_dead([d["event"].event_id for d in self.entries])
         self.entries = []
         return count

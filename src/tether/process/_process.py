@@ -14,7 +14,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -23,22 +22,12 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from .._redact import Redactor
-from ..agent import (
-    AgentContext,
-    AgentLoop,
-    RunResult,
-    Tool,
-    as_tool,
-    permission_denied,
-    scan,
-    scan_payload,
-)
-from ..agent._observer import Note
+from ..agent import AgentContext, AgentLoop, Tool, as_tool
 from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
 from ..hooks._background import drain as drain_async_hooks
-from ..hooks._hook import closing
 from ..hooks._prompt import DEFAULT_MODELS
 from ..hooks._secrets import CommandSecrets
+from ._attempts import EventRunner, Live
 from ._changes import AppliedChange, ConfigChanges, Saved
 from ._config import (
     CronTrigger,
@@ -52,16 +41,16 @@ from ._config import (
 from ._config_secrets import config_secrets, resolve_secrets
 from ._dead_letters import DeadLetterBox
 from ._errors import ProcessStateError
-from ._event import CURRENT_EVENT, TriggerEvent, render_prompt
-from ._extensions import extensions_for_run, render_for_run
+from ._event import TriggerEvent
+from ._intake import Intake
 from ._journaling import JOURNAL_DRAIN, JournalWrites
 from ._mcp import McpServerConfig, check_entries
 from ._observe import HookInspector
 from ._queue import MemoryQueue
 from ._rewind import REWIND_WAIT, Rewinder
-from ._state import ProcessState, accepts_events, validate_name
+from ._state import ProcessState, validate_name
 from ._stopping import ASYNC_HOOK_DRAIN, WorkerPool, stop_deadline
-from ._supervise import Lifecycle, Supervisor, cleanly, describe, is_fatal
+from ._supervise import Lifecycle, Supervisor, cleanly, describe
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
@@ -74,9 +63,6 @@ if TYPE_CHECKING:
 __all__ = ["AgentProcess", "ProcessState"]
 
 logger = logging.getLogger("tether.process")
-
-#: Run transcripts kept for plugins (converse) after a task completes.
-TRANSCRIPTS_KEPT: Final = 100
 
 
 def tools_of(declared: list[Any]) -> list[Tool]:
@@ -146,9 +132,7 @@ class AgentProcess:
             on_compact=self._on_compact,
         )
         self.state = ProcessState.CREATED
-        self.invocation_count = 0
         self.restart_count = 0
-        self.filtered_count = 0
         self.children: dict[str, AgentProcess] = {}
         self._spawning: set[str] = set()  # children whose subagent_start hooks run now
         self.on_spawn: Callable[[AgentProcess], Awaitable[None]] | None = None
@@ -158,14 +142,10 @@ class AgentProcess:
         #: The loop the process runs in, from start() to the end of its stop: asking it for the
         #: current task spares _emit the getpid() system call asyncio.current_task() makes.
         self._running_loop: asyncio.AbstractEventLoop | None = None
-        self._inflight: dict[str, tuple[TriggerEvent, int]] = {}
-        self._pool = WorkerPool(self.name, self._inflight)
+        self._pool = WorkerPool(self.name)
         # The pool's own (never rebound), read on every event's path.
         self._busy = self._pool.busy
         self._abandoned = self._pool.abandoned
-        self._retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]] = {}
-        # Events whose run was cancelled by stop() or a restart: (event, attempt cut off).
-        self._cut_off: list[tuple[TriggerEvent, int]] = []
         self._dispatching: set[asyncio.Task[Any]] = set()
         self._stopping = False
         self._model: Model | None = None
@@ -187,16 +167,17 @@ class AgentProcess:
         self._started_at: float | None = None
         self._recovered_once = False
         self._rewinder = Rewinder(
-            self.name, self.context, lambda: self._queue, self._busy, self._changes
+            self.name,
+            self.context,
+            lambda: self._queue,
+            self._busy,
+            serialised=self._changes.serialised,
+            apply_change=self._changes.apply_change,
         )
-        self.transcripts: dict[str, list[dict[str, Any]]] = {}
-        #: The model.for_run answer of each kept transcript (None: the process's model).
-        self.run_models: dict[str, Model | None] = {}
-        self._init_stores(config)
         #: Told of each task, run, model call, tool call and hook run (see observe()).
         self.observer: Observer | None = None
-        #: The note of each task attempt under way, while an observer is set.
-        self._task_notes: dict[str, Note] = {}
+        self._init_stores(config)
+        self._init_events()
 
     def _hooks_of(
         self, config: ProcessConfig, shared: HookManager | None, parent: AgentProcess | None
@@ -240,8 +221,12 @@ class AgentProcess:
             self.redactor,
             self._journal,
             self._journal_writes,
-            complete=self._complete,
+            complete=lambda event, outcome, ms, error: self._runner.complete(
+                event, outcome, ms, error
+            ),
             inject=self.inject,
+            stream=lambda: self._stream,
+            observer=lambda: self.observer,
         )
         store = self._history_store
         self.history = HistoryRecorder(
@@ -265,6 +250,48 @@ class AgentProcess:
         for plugin in config.plugins:
             self.plugins.add(plugin)
 
+    def _init_events(self) -> None:
+        """How events enter (Intake) and are run (EventRunner)."""
+        live = Live(
+            config=lambda: self.config,
+            state=lambda: self.state,
+            stopping=lambda: self._stopping,
+            queue=lambda: self._queue,
+            stream=lambda: self._stream,
+            observer=lambda: self.observer,
+        )
+        journal, writes = self._journal, self._journal_writes
+        self._intake = Intake(
+            self.name,
+            self.redactor,
+            live=live,
+            supervisor=self._supervision,
+            letters=self._letters,
+            journal=journal,
+            writes=writes,
+            emit=self._emit,
+        )
+        self._runner = EventRunner(
+            self.name,
+            self.redactor,
+            self.hooks,
+            live=live,
+            pool=self._pool,
+            rewinder=self._rewinder,
+            supervisor=self._supervision,
+            letters=self._letters,
+            journal=journal,
+            writes=writes,
+            loop=lambda: self._loop,
+            budget=lambda: self._changes.budget,
+            emit=self._emit,
+            emit_worker=self._emit_worker,
+            enqueue=self._intake.enqueue,
+        )
+        #: The last runs' transcripts, and the model.for_run answer of each (see EventRunner).
+        self.transcripts = self._runner.transcripts
+        self.run_models = self._runner.run_models
+
     def __repr__(self) -> str:
         return f"AgentProcess({self.name!r}, state={self.state.value!r})"
 
@@ -273,7 +300,7 @@ class AgentProcess:
         ``observer`` (telemetry: see tether.telemetry). One observer at a time."""
         if self.observer is not None:
             raise ProcessStateError(f"process {self.name!r} already has an observer")
-        self.observer = self._letters.observer = observer
+        self.observer = observer
 
         def hook_runs(runs: list[HookRun]) -> None:
             observer.hook_runs(self.name, self.hooks, runs)
@@ -292,6 +319,16 @@ class AgentProcess:
     @config.setter
     def config(self, config: ProcessConfig) -> None:
         self._changes.config = config
+
+    @property
+    def invocation_count(self) -> int:
+        """Runs started since the process was created."""
+        return self._runner.invocation_count
+
+    @property
+    def filtered_count(self) -> int:
+        """File changes a file_changed hook filtered out."""
+        return self._intake.filtered_count
 
     @property
     def last_error(self) -> str | None:
@@ -556,7 +593,9 @@ class AgentProcess:
         if self.state != ProcessState.RUNNING:  # stopped meanwhile
             return
         self._pool.tasks = [
-            asyncio.get_running_loop().create_task(self._worker(), name=f"{self.name}-worker-{i}")
+            asyncio.get_running_loop().create_task(
+                self._runner.work(), name=f"{self.name}-worker-{i}"
+            )
             for i in range(self.config.concurrency)
         ]
         for trigger_id, trigger in self._changes.triggers:
@@ -574,7 +613,7 @@ class AgentProcess:
             )
         queue.redact = self.redactor.declared.value
         queue.dead_letter = self._dead
-        self._queue = self._stream = self._letters.stream = queue
+        self._queue = self._stream = queue
 
     def _start_failed(self) -> None:
         """A process whose start failed runs nothing, so it holds no journal lease: another
@@ -626,7 +665,7 @@ class AgentProcess:
                 if never_started:  # events injected before start() are dead-lettered too
                     loop = asyncio.get_running_loop()
                     deadline = stop_deadline(loop.time(), self.config.stop_timeout)
-                    leftovers = self._take_leftovers(ProcessState.STOPPED)
+                    leftovers = self._runner.waiting(ProcessState.STOPPED)
                     await self._letters.dead_letter_all(leftovers, "process stopped", deadline)
                 return
             if self.state == ProcessState.STOPPING:
@@ -679,387 +718,15 @@ class AgentProcess:
 
     async def inject(self, event: TriggerEvent) -> str:
         """Queue an event (after task_created); return its id. Never drops: see dead_letters."""
-        if not isinstance(event, TriggerEvent):
-            raise TypeError(f"inject() takes a TriggerEvent, got {type(event).__name__}")
-        if not self._accepts():
-            self._dead(event, "process stopped", f"process is {self.state.value}", 0)
-            return event.event_id
-        try:
-            gate = await self._task_created(event)
-        except BaseException as exc:  # what the engine does not isolate: raise, keep the event
-            self._not_queued(event, "task_created", exc)
-            raise
-        if gate.blocked:
-            self._dead(event, "blocked by hook", gate.reason, 0)
-            return event.event_id
-        if not self._accepts():
-            self._dead(event, "process stopped", "the process stopped during task_created", 0)
-            return event.event_id
-        if self._stream is not None:  # the stream's holder reads it (here or on another host)
-            if not await self._stream.add(event):
-                self._dead(
-                    event,
-                    "queue full",
-                    f"the stream holds max_queue_size={self.config.max_queue_size} events",
-                    0,
-                )
-            return event.event_id
-        if self._journal is not None and not self._queue.full():
-            # Waited for (off the loop, see _journaling): it raises, and the event is refused.
-            stored = self.redactor.declared.value(event.to_dict())
-            await self._journal_writes.accept(self._journal.queued, stored, 0)
-            if not self._accepts():
-                self._dead(event, "process stopped", "the process stopped while journaling", 0)
-                return event.event_id
-        self._enqueue(event, 0, journaled=True)
-        return event.event_id
+        return await self._intake.inject(event)
 
-    def _accepts(self) -> bool:
-        """Whether inject() takes events now. A clustered process takes them on every host
-        while the cluster runs it (wherever that is), not only on the host holding it."""
-        if self._stream is not None:
-            return self._stream.accepting
-        return accepts_events(self.state, restarting=self._supervision.restarting)
-
-    async def _task_created(self, event: TriggerEvent) -> DispatchResult:
-        observer = self.observer
-        accepting = (
-            contextlib.nullcontext(Note())
-            if observer is None
-            else observer.accepted(
-                self.name, event.event_id, event.trigger_id, event.trigger_type, event.traceparent
-            )
-        )
-        token = CURRENT_EVENT.set((self.name, event.event_id))
-        try:
-            with accepting as note:
-                gate = await self._emit(
-                    HookEvent.TASK_CREATED,
-                    {
-                        "event_id": event.event_id,
-                        "trigger_id": event.trigger_id,
-                        "trigger_type": event.trigger_type,
-                    },
-                )
-                if gate.blocked:
-                    note.outcome, note.error = "blocked", self.redactor.text(gate.reason or "")
-        finally:
-            CURRENT_EVENT.reset(token)
-        if note.traceparent is not None and event.traceparent is None:
-            event.traceparent = note.traceparent  # its attempts join the trace it began
-        return gate
-
-    def _enqueue(self, event: TriggerEvent, attempts: int, *, journaled: bool = False) -> bool:
-        """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered.
-
-        ``journaled`` (inject): its ``queued`` write was made already. A retry's or
-        recovery's event is queued even if the write fails (see _journaling)."""
-        if self._queue.full():
-            self._dead(
-                event,
-                "queue full",
-                f"the queue holds max_queue_size={self.config.max_queue_size} events",
-                attempts,
-            )
-            return False
-        if self._journal is not None and not journaled:
-            stored = self.redactor.declared.value(event.to_dict())
-            self._journal_writes.write(event.event_id, self._journal.queued, stored, attempts)
-        self._queue.put_nowait((event, attempts))
-        return True
+    def _enqueue(self, event: TriggerEvent, attempts: int) -> bool:
+        """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered."""
+        return self._intake.enqueue(event, attempts)
 
     async def fire(self, trigger_id: str, trigger_type: str, payload: dict[str, Any]) -> str:
         """Build a TriggerEvent from a trigger and inject it."""
         return await self.inject(TriggerEvent(trigger_id, trigger_type, payload))
-
-    def _not_queued(self, event: TriggerEvent, hook: str, exc: BaseException) -> None:
-        """Dead-letter ``event``, whose ``hook`` dispatch raised what the engine does not
-        isolate, or was cut off by the stop (or crash) of the process or the removal of its
-        trigger (its runner cancelled); not when the caller itself was cancelled, or the host
-        goes down."""
-        if closing(exc):
-            if self.state == ProcessState.FAILED:
-                self._dead(event, "process failed", f"the process failed during {hook}", 0)
-            elif self._stopping or self.state != ProcessState.RUNNING:
-                self._dead(event, "process stopped", f"the process stopped during {hook}", 0)
-            else:
-                self._dead(event, "trigger removed", f"its trigger was removed during {hook}", 0)
-        elif not is_fatal(exc):
-            self._dead(event, "process failed", f"a {hook} hook raised {describe(exc)}", 0)
-
-    async def _file_changed(self, trigger_id: str, payload: dict[str, Any]) -> None:
-        event = TriggerEvent(trigger_id, "file_watch", payload)
-        try:
-            gate = await self._emit(
-                HookEvent.FILE_CHANGED,
-                {**payload, "trigger_id": trigger_id, "event_id": event.event_id},
-            )
-        except BaseException as exc:  # as in inject(): raise, keep the event
-            self._not_queued(event, "file_changed", exc)
-            raise
-        if gate.blocked:
-            self.filtered_count += 1
-            path, why = self.redactor.text(f"{payload.get('path')}"), gate.reason or ""
-            logger.info("file change %s filtered by hook: %s", path, self.redactor.text(why))
-            return
-        await self.inject(event)
-
-    # -- the worker ------------------------------------------------------------------------
-
-    async def _worker(self) -> None:
-        me = asyncio.current_task()
-        assert me is not None
-        # After a crash (_supervisor set) workers take no new events: they wait for the restart.
-        while not (self._stopping or self._supervision.restarting or me in self._abandoned):
-            if (
-                self._rewinder.held is not None
-            ):  # a rewind() waits for the runs in flight: no new one
-                await self._rewinder.held.wait()
-                continue
-            event, attempts = await self._rewinder.next_event()  # a given-back event first
-            if (
-                self._rewinder.held is not None
-            ):  # taken while a rewind began: run it once it is over
-                await self._rewinder.wait_out(event, attempts)
-            if self._stopping or self._supervision.restarting:
-                self._rewinder.give_back(event, attempts)
-                return
-            self._busy[me] = event.event_id
-            self._inflight[event.event_id] = (event, attempts + 1)
-            try:
-                await self._handle(event, attempts + 1)
-            except BaseException as exc:
-                if me in self._abandoned:  # given up on at a stop: its event is decided
-                    return
-                if is_fatal(exc):
-                    if isinstance(exc, asyncio.CancelledError) and event.event_id in self._inflight:
-                        self._cut_off.append((event, attempts + 1))  # by stop() or a restart
-                    raise
-                # A bug in the machinery, or a hook, model or tool raising what no layer
-                # isolates (a BaseException, a stray CancelledError): supervise, never lose it.
-                await self._worker_crashed(event, attempts + 1, exc)
-            finally:
-                if me not in self._abandoned:  # (its event id may be running again by now)
-                    self._inflight.pop(event.event_id, None)
-                    self._busy.pop(me, None)
-                self._queue.task_done()
-
-    def _complete(
-        self,
-        event: TriggerEvent,
-        outcome: str,
-        duration_ms: float,
-        error: str | None,
-        *,
-        worker: bool = False,
-    ) -> Awaitable[DispatchResult]:  # task_completed, to await (no coroutine of its own)
-        if self._task_notes:
-            note = self._task_notes.get(event.event_id)
-            if note is not None:
-                note.outcome, note.error = outcome, error
-        dispatch = (self._emit_worker if worker else self._emit)(
-            HookEvent.TASK_COMPLETED,
-            {
-                "event_id": event.event_id,
-                "trigger_id": event.trigger_id,
-                "trigger_type": event.trigger_type,
-                "outcome": outcome,
-                "duration_ms": round(duration_ms, 3),
-                "error": error,
-            },
-        )
-        if self._stream is not None and outcome != "retrying":  # decided: acknowledge after
-            return self._stream.settled(dispatch, event.event_id)
-        return dispatch
-
-    async def _refuse(
-        self, event: TriggerEvent, attempt: int, started: float, reason: str, error: str
-    ) -> None:
-        self._inflight.pop(event.event_id, None)
-        self._dead(event, reason, error, attempt)
-        await self._complete(
-            event, "dead_lettered", (time.perf_counter() - started) * 1e3, error, worker=True
-        )
-
-    async def _handle(self, event: TriggerEvent, attempt: int) -> None:
-        token = CURRENT_EVENT.set((self.name, event.event_id))
-        try:
-            await self._observed_attempt(event, attempt)
-        finally:
-            CURRENT_EVENT.reset(token)
-
-    async def _observed_attempt(self, event: TriggerEvent, attempt: int) -> None:
-        observer = self.observer
-        if observer is None:
-            return await self._attempt(event, attempt)
-        with observer.task(
-            self.name,
-            event.event_id,
-            event.trigger_id,
-            event.trigger_type,
-            attempt,
-            event.traceparent,
-        ) as note:
-            self._task_notes[event.event_id] = note
-            try:
-                await self._attempt(event, attempt)
-            finally:
-                self._task_notes.pop(event.event_id, None)
-
-    async def _attempt(self, event: TriggerEvent, attempt: int) -> None:
-        started = time.perf_counter()
-        if self._journal is not None:  # a failed write: see _journaling (at-least-once)
-            await self._journal_writes.landed(
-                event.event_id, self._journal.running, event.event_id, attempt
-            )
-        if self._stream is not None:  # the attempt counts on the next host, as in recovery
-            await self._stream.running(event.event_id, attempt)
-        prompt = (
-            await render_for_run(self.hooks, event, self.name)
-            if self.hooks.implemented("prompt.render")  # a coroutine only when one may render
-            else render_prompt(event)
-        )
-        self._go_on()  # (a prompt.render handler may have swallowed a stop's cancellation)
-        shown = self.redactor.declared.text(prompt)
-        gate = await self._emit_worker(
-            HookEvent.USER_PROMPT_SUBMIT,
-            {
-                "prompt": shown,
-                "event_id": event.event_id,
-                "trigger_id": event.trigger_id,
-                "trigger_type": event.trigger_type,
-            },
-        )
-        if gate.blocked:
-            self._inflight.pop(event.event_id, None)
-            self._dead(event, "blocked by hook", gate.reason, attempt)
-            await self._complete(
-                event, "blocked", (time.perf_counter() - started) * 1e3, gate.reason, worker=True
-            )
-            return
-        changed = gate.data.get("prompt")
-        if isinstance(changed, str) and changed != shown:
-            prompt = changed
-        rails = self.config.guardrails  # scanners may suspend; the payload scan alone never does
-        scanning = scan(rails, event.payload, prompt) if rails.scanners else None
-        denial = await scanning if scanning is not None else scan_payload(rails, event.payload)
-        self._go_on()
-        if denial is not None:
-            await permission_denied(
-                self._emit_worker,
-                "guardrail",
-                None,
-                denial.reason,
-                denial.decided_by,
-                event_id=event.event_id,
-                trigger_type=event.trigger_type,
-            )
-            await self._refuse(event, attempt, started, "guardrail refused", denial.reason)
-            return
-        if self._changes.budget is not None:
-            over = self._changes.budget.check_run()
-            if over is not None:
-                await permission_denied(
-                    self._emit_worker,
-                    "budget",
-                    None,
-                    over.reason,
-                    "budget",
-                    limit_name=over.limit_name,
-                    limit_value=over.limit_value,
-                    current_value=over.current_value,
-                    event_id=event.event_id,
-                )
-                await self._refuse(event, attempt, started, "budget exceeded", over.reason)
-                return
-        self.invocation_count += 1
-        assert self._loop is not None
-        try:
-            await self._observed_run(prompt, event)
-        except Exception as exc:
-            await self._failed(event, attempt, started, exc)
-            return
-        self._go_on()
-        self._supervision.succeeded()  # recovered: max_restarts counts restarts in a row
-        self._inflight.pop(event.event_id, None)  # finished: a stop() now cuts off no run
-        if self._journal is not None:
-            self._journal_writes.write(event.event_id, self._journal.done, event.event_id)
-        await self._complete(
-            event, "success", (time.perf_counter() - started) * 1e3, None, worker=True
-        )
-
-    async def _observed_run(self, prompt: str, event: TriggerEvent) -> RunResult:
-        observer = self.observer
-        if observer is None:
-            return await self._run(prompt, event)
-        with observer.run(self.name, event.event_id) as note:
-            try:
-                result = await self._run(prompt, event)
-            except Exception as exc:
-                note.outcome, note.error = "error", self.redactor.text(f"{exc}")
-                raise
-            note.attributes.update(turns=result.turns, tool_calls=result.tool_calls)
-            return result
-
-    def _run(self, prompt: str, event: TriggerEvent) -> Awaitable[RunResult]:
-        """One run (to await), with the extension points for its model and extra tools."""
-        hooks = self.hooks
-        if hooks.implemented("model.for_run") or hooks.implemented("tools.for_run"):
-            return self._run_extended(prompt, event)
-        return self._start_run(prompt, event, None, [])  # no handler: no coroutine of its own
-
-    async def _run_extended(self, prompt: str, event: TriggerEvent) -> RunResult:
-        model, tools = await extensions_for_run(self.hooks, event, self.name)
-        self._go_on()
-        return await self._start_run(prompt, event, model, tools)
-
-    def _start_run(
-        self, prompt: str, event: TriggerEvent, model: Model | None, tools: list[Tool]
-    ) -> Awaitable[RunResult]:
-        assert self._loop is not None
-        transcript: list[dict[str, Any]] = []
-        self.transcripts[event.event_id] = transcript
-        self.run_models[event.event_id] = model
-        if len(self.transcripts) > TRANSCRIPTS_KEPT:
-            self.run_models.pop(next(iter(self.transcripts)), None)
-            self.transcripts.pop(next(iter(self.transcripts)))
-        return self._loop.run(
-            prompt, event_id=event.event_id, extra_tools=tools, model=model, transcript=transcript
-        )
-
-    async def _failed(
-        self, event: TriggerEvent, attempt: int, started: float, exc: Exception
-    ) -> None:
-        if asyncio.current_task() in self._abandoned:  # given up on at a stop: decided
-            return
-        error = self.redactor.text(f"{exc}")
-        duration = (time.perf_counter() - started) * 1e3
-        self._supervision.run_failed()
-        self._inflight.pop(event.event_id, None)
-        # A crash's restart keeps what waits (its supervisor is set): a retry waits for it too.
-        if attempt <= self.config.max_retries and (
-            not self._stopping or self._supervision.restarting
-        ):
-            delay = min(
-                self.config.retry_backoff * (2 ** (attempt - 1)), self.config.retry_backoff_max
-            )
-            handle = asyncio.get_running_loop().call_later(delay, self._retry, event.event_id)
-            self._retries[event.event_id] = (handle, event, attempt)
-            if self._journal is not None:
-                stored = self.redactor.declared.value(event.to_dict())
-                self._journal_writes.write(event.event_id, self._journal.queued, stored, attempt)
-            await self._complete(event, "retrying", duration, error, worker=True)
-        else:
-            self._dead(event, "process failed", error, attempt)
-            await self._complete(event, "failed", duration, error, worker=True)
-        self._supervision.crash_if_failing(error)
-
-    def _retry(self, event_id: str) -> None:
-        entry = self._retries.pop(event_id, None)
-        if entry is not None:
-            _, event, attempts = entry
-            if not self._enqueue(event, attempts):  # its hooks heard "retrying": say how it ended
-                self._letters.fire_later(event, "queue full")
 
     # -- triggers --------------------------------------------------------------------------
 
@@ -1072,7 +739,7 @@ class AgentProcess:
             runner = CronRunner(trigger_id, trigger, redact=self.redactor.text)
         elif isinstance(trigger, FileWatchTrigger):
             runner = FileWatchRunner(
-                trigger_id, trigger, self._file_changed, redact=self.redactor.text
+                trigger_id, trigger, self._intake.file_changed, redact=self.redactor.text
             )
         else:  # webhook and event triggers are fed from outside (HTTP layer, runtime)
             return
@@ -1102,34 +769,6 @@ class AgentProcess:
 
     # -- supervision and teardown ----------------------------------------------------------
 
-    def _go_on(self) -> None:
-        """In a run that a stop gave up on (see WorkerPool.halt), raise CancelledError:
-        its event is dead-lettered already, so the run goes no further and records nothing
-        (its worker returns). Called after each step a swallowed cancellation may get past."""
-        # _abandoned is empty but during a stop: asyncio.current_task() costs a getpid() system
-        # call on Python 3.11, and this runs four times per event.
-        if self._abandoned and asyncio.current_task() in self._abandoned:
-            raise asyncio.CancelledError
-
-    async def _worker_crashed(self, event: TriggerEvent, attempt: int, exc: BaseException) -> None:
-        """A worker's run of ``event`` raised what nothing isolated: the process crashed.
-
-        The event is dead-lettered ("process failed", task_completed "failed") unless its fate
-        was decided already (it left ``_inflight``: done, dead-lettered or waiting for a
-        retry), so a redelivery never runs a finished event twice.
-        """
-        error = self.redactor.text(describe(exc))
-        logger.error("worker of %s crashed: %s", self.name, error)
-        if self._inflight.pop(event.event_id, None) is not None:
-            self._dead(event, "process failed", error, attempt)
-            try:
-                await self._complete(event, "failed", 0.0, error, worker=True)
-            except BaseException as again:
-                if is_fatal(again):
-                    raise
-                logger.error("task_completed of %s failed too", event.event_id)
-        self._supervision.crashed(f"worker crashed: {error}")
-
     def _enter(self, state: ProcessState) -> None:
         self.state = state
 
@@ -1142,10 +781,7 @@ class AgentProcess:
             await runner.stop()
         self._runners.clear()
         await self._pool.halt(self.config.stop_timeout)
-        cut_off, self._cut_off = self._cut_off, []
-        for event, attempt in cut_off:
-            if not self._enqueue(event, attempt - 1):  # it reached a worker: say how it ended
-                await self._letters.fire_dead_lettered([event], "queue full", None)
+        await self._runner.requeue_cut_off()
         # Never re-run beside the run given up on.
         await self._letters.dead_letter_all(self._pool.take_given_up(), "process failed")
 
@@ -1153,17 +789,6 @@ class AgentProcess:
         self.restart_count += 1
         self.state = ProcessState.STOPPED
         await self.start(_restart=True)
-
-    def _take_leftovers(self, final_state: ProcessState) -> list[tuple[TriggerEvent, int, str]]:
-        """What waits for a retry or in the queue, to dead-letter."""
-        leftovers: list[tuple[TriggerEvent, int]] = []
-        for handle, event, attempts in self._retries.values():
-            handle.cancel()
-            leftovers.append((event, attempts))
-        self._retries.clear()
-        leftovers += self._rewinder.take_waiting()  # given-back events first, then the queue
-        note = f"still queued when the process {final_state.value}"
-        return [(event, attempts, note) for event, attempts in leftovers]
 
     async def _teardown(self, final_state: ProcessState, restarting: bool = False) -> None:
         self._stopping = True
@@ -1188,16 +813,8 @@ class AgentProcess:
             )
             deadline = stop_deadline(halting, self.config.stop_timeout)
             why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
-            cut_off, self._cut_off = self._cut_off, []
-            note = f"cancelled while running when the process {final_state.value}"
             # One call: every event left is dead-lettered before any task_completed hook runs.
-            await self._letters.dead_letter_all(
-                [(event, attempt, note) for event, attempt in cut_off]
-                + self._pool.take_given_up()
-                + self._take_leftovers(final_state),
-                why,
-                deadline,
-            )
+            await self._letters.dead_letter_all(self._runner.unfinished(final_state), why, deadline)
             # This process's async hooks only, within stop_timeout and what the deadline leaves.
             left = max(0.0, deadline - loop.time())
             await drain_async_hooks(
@@ -1242,8 +859,8 @@ class AgentProcess:
             "invocation_count": self.invocation_count,
             "hook_count": len(self.hooks),
             "queue_size": self._queue.qsize() + self._rewinder.waiting,
-            "in_flight": len(self._inflight),
-            "retrying": len(self._retries),
+            "in_flight": len(self._pool.inflight),
+            "retrying": len(self._runner.retries),
             "dead_letter_count": len(self._letters.entries),
             "restart_count": self.restart_count,
             "filtered_count": self.filtered_count,

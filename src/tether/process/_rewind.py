@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Final
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Final
 
 from ._changes import check_source
 from ._errors import ProcessBusyError
 
 if TYPE_CHECKING:
     from ..agent import AgentContext
-    from ._changes import ConfigChanges
+    from ._changes import Saved
     from ._event import TriggerEvent
 
 __all__ = ["REWIND_WAIT", "Rewinder"]
@@ -38,8 +39,9 @@ class Rewinder:
 
     Workers take their next event here (``next_event``): a given-back one first, then the
     queue's (``queue`` answers the process's queue now: a cluster's may replace the first).
-    ``busy`` is the process's map of the workers running an event now; ``changes`` serialises
-    a rewind with the configuration changes and fires its config_change.
+    ``busy`` is the process's map of the workers running an event now; ``serialised`` and
+    ``apply_change`` (the configuration changes') order a rewind among them and fire its
+    config_change.
     """
 
     def __init__(
@@ -48,13 +50,19 @@ class Rewinder:
         context: AgentContext,
         queue: Callable[[], asyncio.Queue[tuple[TriggerEvent, int]]],
         busy: Mapping[asyncio.Task[None], str],
-        changes: ConfigChanges,
+        *,
+        serialised: Callable[[str, float | None], AbstractAsyncContextManager[None]],
+        apply_change: Callable[
+            [str, str, Callable[[], Any], Callable[[], Saved] | None, dict[str, Any]],
+            Awaitable[bool],
+        ],
     ) -> None:
         self.name = name
         self.context = context
         self._queue = queue
         self._busy = busy
-        self._changes = changes
+        self._serialised = serialised
+        self._apply_change = apply_change
         #: Set while a rewind is under way: workers wait on it before taking the next event.
         self.held: asyncio.Event | None = None
         self._rewinds = asyncio.Lock()
@@ -131,8 +139,8 @@ class Rewinder:
                 "size_after": size - messages,
                 "dropping": dropping,
             }
-            async with self._changes.serialised("rewind", deadline):
-                return await self._changes.apply_change("rewind", source, apply, None, details)
+            async with self._serialised("rewind", deadline):
+                return await self._apply_change("rewind", source, apply, None, details)
         finally:
             self.held = None
             held.set()

@@ -39,15 +39,13 @@ def stop_deadline(halting: float, stop_timeout: float) -> float:
 
 
 class WorkerPool:
-    """The worker tasks of one process, which of them run an event now, and halting them.
+    """The worker tasks of one process, which of them run an event now, and halting them."""
 
-    ``inflight`` is the process's map of the events whose run is under way (by id): a worker
-    given up on takes its event out of it, to be dead-lettered and never run again.
-    """
-
-    def __init__(self, name: str, inflight: dict[str, tuple[TriggerEvent, int]]) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
-        self._inflight = inflight
+        #: The events whose run is under way (by id), with their attempt: a worker given up
+        #: on takes its event out, to be dead-lettered and never run again.
+        self.inflight: dict[str, tuple[TriggerEvent, int]] = {}
         self.tasks: list[asyncio.Task[None]] = []
         #: The workers running an event now, with its id.
         self.busy: dict[asyncio.Task[None], str] = {}
@@ -91,7 +89,7 @@ class WorkerPool:
         ends is ignored (its worker checks ``abandoned``), so a stop is bounded and nothing
         is recorded twice."""
         event_id = self.busy.pop(worker, None)
-        entry = self._inflight.pop(event_id, None) if event_id is not None else None
+        entry = self.inflight.pop(event_id, None) if event_id is not None else None
         if entry is not None:  # dead-lettered, never run again: the run may yet act
             self._given_up.append(entry)
         self.abandoned.add(worker)  # referenced until it ends, then forgotten
