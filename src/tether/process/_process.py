@@ -22,10 +22,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from .._redact import Redactor
-from ..agent import AgentContext, AgentLoop, Tool, as_tool
+from ..agent import AgentContext, AgentLoop, Tool
 from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
 from ..hooks._background import drain as drain_async_hooks
-from ..hooks._prompt import DEFAULT_MODELS
 from ..hooks._secrets import CommandSecrets
 from ._attempts import EventRunner, Live
 from ._changes import AppliedChange, ConfigChanges, Saved
@@ -46,6 +45,7 @@ from ._intake import Intake
 from ._journaling import JOURNAL_DRAIN, JournalWrites
 from ._mcp import McpServerConfig, check_entries
 from ._observe import HookInspector
+from ._parts import agent_loop, hooks_of, model_of, tools_of
 from ._queue import MemoryQueue
 from ._rewind import REWIND_WAIT, Rewinder
 from ._state import ProcessState, validate_name
@@ -63,23 +63,6 @@ if TYPE_CHECKING:
 __all__ = ["AgentProcess", "ProcessState"]
 
 logger = logging.getLogger("tether.process")
-
-
-def tools_of(declared: list[Any]) -> list[Tool]:
-    """The Tools a configuration declares; an import path is imported now, and one that
-    cannot be is a ValueError naming the entry and what is wrong."""
-    from ..agent._tools import import_tool
-
-    tools: list[Tool] = []
-    for index, entry in enumerate(declared):
-        if isinstance(entry, str):
-            try:
-                tools.append(import_tool(entry))
-            except ValueError as exc:
-                raise ValueError(f"tools[{index}]: {exc}") from None
-        else:
-            tools.append(as_tool(entry))
-    return tools
 
 
 class AgentProcess:
@@ -106,7 +89,15 @@ class AgentProcess:
         # HookContext.metadata of every dispatch (the engine gives each hook its own copy).
         self._metadata: Final = {"process_name": self.name, "process_id": self.process_id}
         self.parent = parent
-        self.hooks = self._hooks_of(config, hooks, parent)
+        # Prompt hooks that name no model ask this process's. Weakly: the table is keyed by
+        # the manager, which the process holds.
+        me = weakref.ref(self)
+        self.hooks: HookManager = hooks_of(
+            config,
+            hooks,
+            parent.hooks if parent is not None else None,
+            lambda: p._model if (p := me()) is not None else None,
+        )
         # Declared secrets, and what the command hooks of the chain hand their programs (looked
         # up at each use: hooks registered later, in code or by a plugin, count too).
         self.redactor = Redactor(
@@ -178,25 +169,6 @@ class AgentProcess:
         self.observer: Observer | None = None
         self._init_stores(config)
         self._init_events()
-
-    def _hooks_of(
-        self, config: ProcessConfig, shared: HookManager | None, parent: AgentProcess | None
-    ) -> HookManager:
-        """This process's hook manager: its own hooks, then its parent's, then the shared."""
-        hooks = HookManager(default_timeout=config.hook_timeout)
-        # Prompt hooks that name no model ask this process's (made when it starts). Weakly:
-        # the table is keyed by the manager, which the process holds.
-        me = weakref.ref(self)
-        DEFAULT_MODELS[hooks] = lambda: p._model if (p := me()) is not None else None
-        if parent is not None:
-            hooks.inherit(parent.hooks)
-            shared = shared if shared is not None else parent.hooks.shared
-        if shared is not None:
-            hooks.share(shared)
-        # Linked first: the declared hooks' before/after may name inherited and shared hooks,
-        # and one another in any order (a DeclarationError names hooks[i].before/.after).
-        hooks.register_configs(config.hooks)
-        return hooks
 
     def _init_stores(self, config: ProcessConfig) -> None:
         """The journal, the hook-run history (in SQLite with a journal), dead letters and
@@ -538,34 +510,19 @@ class AgentProcess:
         self._running_loop = asyncio.get_running_loop()
         try:
             if self._model is None:
-                from ..models import resolve_model
-
-                model = self.config.model
-                if isinstance(model, str) and model.startswith("openai:"):
-                    self._model = resolve_model(
-                        model,
-                        timeout=self.config.model_timeout,
-                        max_retries=self.config.model_max_retries,
-                        base_url=self.config.base_url,
-                    )
-                else:
-                    self._model = resolve_model(model)
-            self._loop = AgentLoop(
-                model=self._model,
-                instructions=self.config.instructions,
-                mission=self.config.mission,
-                context=self.context,
+                self._model = model_of(self.config)
+            self._loop = agent_loop(
+                self.name,
+                self.config,
+                self._model,
+                self.context,
                 emit=self._emit_worker,
                 tools=self._changes.tools,
-                approval=self.config.approval,
                 budget=self._changes.budget,
                 redactor=self.redactor,
-                process_id=self.name,
-                max_turns=self.config.max_turns,
-                tool_timeout=self.config.tool_timeout,
                 observer=self.observer,
+                open_mode_tools=self._open_mode_tools,
             )
-            self._install_builtin_tools(self._loop)
             if self._journal is not None and not self._journal.claim():
                 raise ProcessStateError(
                     f"journal {self._journal.path} is in use by another live process named "
@@ -621,21 +578,10 @@ class AgentProcess:
         if self._journal is not None:
             self._journal.release()
 
-    def _install_builtin_tools(self, loop: AgentLoop) -> None:
-        if self.config.context.state_tool:
-            context = self.context
+    def _open_mode_tools(self) -> list[Tool]:
+        from ._open_mode import open_mode_tools
 
-            async def update_state(key: str, value: Any) -> str:
-                """Save a note that persists between runs: state[key] = value."""
-                context.update_state(key, value)
-                return f"state[{key!r}] saved"
-
-            loop.add_tool(update_state)
-        if self.config.execution_mode == "open":
-            from ._open_mode import open_mode_tools
-
-            for t in open_mode_tools(self):
-                loop.add_tool(t)
+        return open_mode_tools(self)
 
     def _recover(self) -> dict[str, Any] | None:
         """Requeue what the journal says was unfinished (first start of this object only)."""
