@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Final
 from .._redact import Redactor
 from ..agent import AgentContext, AgentLoop, Tool
 from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
-from ..hooks._background import drain as drain_async_hooks
 from ..hooks._secrets import CommandSecrets
 from ._attempts import EventRunner, Live
 from ._changes import AppliedChange, ConfigChanges, Saved
@@ -42,15 +41,15 @@ from ._dead_letters import DeadLetterBox
 from ._errors import ProcessStateError
 from ._event import TriggerEvent
 from ._intake import Intake
-from ._journaling import JOURNAL_DRAIN, JournalWrites
+from ._journaling import JournalWrites
 from ._mcp import McpServerConfig, check_entries
 from ._observe import HookInspector
 from ._parts import agent_loop, hooks_of, model_of, tools_of
 from ._queue import MemoryQueue
 from ._rewind import REWIND_WAIT, Rewinder
 from ._state import ProcessState, validate_name
-from ._stopping import ASYNC_HOOK_DRAIN, WorkerPool, stop_deadline
-from ._supervise import Lifecycle, Supervisor, cleanly, describe
+from ._stopping import Ends, Teardown, WorkerPool, stop_deadline
+from ._supervise import Lifecycle, Supervisor, describe
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
@@ -148,9 +147,9 @@ class AgentProcess:
                 stopping=lambda: self._stopping or self.state == ProcessState.STOPPING,
                 enter=self._enter,
                 session_end=self._session_end,
-                pause=self._pause_for_restart,
+                pause=lambda: self._teardown.pause(),
                 restart=self._restart_after_crash,
-                fail=lambda: self._teardown(final_state=ProcessState.FAILED),
+                fail=lambda: self._teardown.run(ProcessState.FAILED),
             ),
         )
         self._stopper: asyncio.Task[None] | None = None
@@ -263,6 +262,28 @@ class AgentProcess:
         #: The last runs' transcripts, and the model.for_run answer of each (see EventRunner).
         self.transcripts = self._runner.transcripts
         self.run_models = self._runner.run_models
+        self._teardown = Teardown(
+            self.redactor.text,
+            runners=self._runners,
+            pool=self._pool,
+            events=self._runner,
+            letters=self._letters,
+            hooks=self.hooks,
+            history=self.history,
+            journal=journal,
+            writes=writes,
+            keep=self._stop_waiters,
+            ends=Ends(
+                halting=self._halting,
+                stop_timeout=lambda: self.config.stop_timeout,
+                children=lambda: self.children.values(),
+                close_mcp=self._changes.close_mcp,
+                model=lambda: self._model if self.parent is None else None,
+                enter=self._ended,
+                stores=lambda: (self._journal, self._history_store, self.plugins.artifacts),
+                stopped=None if self.parent is None else self._tell_parent,
+            ),
+        )
 
     def __repr__(self) -> str:
         return f"AgentProcess({self.name!r}, state={self.state.value!r})"
@@ -636,7 +657,7 @@ class AgentProcess:
             if not was_failed:
                 await self._session_end(reason)
         finally:  # a session_end hook raising what the engine does not isolate still stops it
-            await self._teardown(ProcessState.STOPPED, restarting=reason == "restart")
+            await self._teardown.run(ProcessState.STOPPED, restarting=reason == "restart")
 
     async def restart(self) -> None:
         """session_end (reason "restart"), teardown, then session_start with restart=True."""
@@ -718,81 +739,21 @@ class AgentProcess:
     def _enter(self, state: ProcessState) -> None:
         self.state = state
 
-    async def _pause_for_restart(self) -> None:
-        """A crash's restart: stop the triggers and workers, keeping the queue (events wait
-        for the restarted process, and so does a run cut off here: its attempt does not
-        count)."""
+    def _halting(self) -> None:
         self._stopping = True
-        for runner in list(self._runners.values()):
-            await runner.stop()
-        self._runners.clear()
-        await self._pool.halt(self.config.stop_timeout)
-        await self._runner.requeue_cut_off()
-        # Never re-run beside the run given up on.
-        await self._letters.dead_letter_all(self._pool.take_given_up(), "process failed")
+
+    def _ended(self, state: ProcessState) -> None:
+        self.state = state
+        self._running_loop = None
+
+    async def _tell_parent(self) -> None:
+        assert self.parent is not None
+        await self.parent._child_stopped(self)
 
     async def _restart_after_crash(self) -> None:
         self.restart_count += 1
         self.state = ProcessState.STOPPED
         await self.start(_restart=True)
-
-    async def _teardown(self, final_state: ProcessState, restarting: bool = False) -> None:
-        self._stopping = True
-        try:  # whatever raises here, the process ends in final_state (never "stopping" for good)
-            for runner in list(self._runners.values()):
-                await runner.stop()
-            self._runners.clear()
-            # Children stop together: each has its own stop_timeout, and one child's slow
-            # runs or hooks do not hold up the others' stops.
-            await asyncio.gather(
-                *(
-                    cleanly(child.stop(), f"stopping child {child.name!r}", self.redactor.text)
-                    for child in list(self.children.values())
-                )
-            )
-            loop = asyncio.get_running_loop()
-            halting = loop.time()
-            await self._pool.halt(self.config.stop_timeout)
-            # No run calls a tool any more: the MCP servers go (their programs' groups too).
-            await cleanly(
-                self._changes.close_mcp(), "closing the MCP connections", self.redactor.text
-            )
-            deadline = stop_deadline(halting, self.config.stop_timeout)
-            why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
-            # One call: every event left is dead-lettered before any task_completed hook runs.
-            await self._letters.dead_letter_all(self._runner.unfinished(final_state), why, deadline)
-            # This process's async hooks only, within stop_timeout and what the deadline leaves.
-            left = max(0.0, deadline - loop.time())
-            await drain_async_hooks(
-                min(ASYNC_HOOK_DRAIN, self.config.stop_timeout, left), self.hooks
-            )
-            if not restarting:  # deferred extension-point calls (call_later) end with the process
-                await self.hooks.aclose(keep=self._stop_waiters)
-            # Its hook runs go to the writer thread, waited for within the journal's drain.
-            await self.history.settle(JOURNAL_DRAIN)
-            if self._model is not None and self.parent is None:
-                # Release pooled connections now; an OpenAI client reopens on its next call.
-                await cleanly(self._model.aclose(), "closing the model", self.redactor.text)
-        finally:
-            self.state = final_state
-            self._running_loop = None
-            # Its queued writes done (or given up: at-least-once), the writer thread ends.
-            await self._journal_writes.close()
-            journal = self._journal
-            if journal is not None and final_state == ProcessState.STOPPED and not restarting:
-                journal.release()  # the next process of this name may start and recover
-            if final_state == ProcessState.STOPPED and not restarting:
-                self._close_files()
-        if self.parent is not None and not restarting:  # a restarted child stays its child
-            await self.parent._child_stopped(self)
-
-    def _close_files(self) -> None:
-        """Give back the process's shares of its SQLite file (the last one closes it), so a
-        stopped process holds no descriptor; a later read (its history, say) opens it anew."""
-        for store in (self._journal, self._history_store, self.plugins.artifacts):
-            close = getattr(store, "close", None)
-            if close is not None:
-                close()
 
     # -- status ----------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Stopping a process: halting its workers within ``stop_timeout``, and the stop's deadline.
+"""Stopping a process (Teardown): halting its workers within ``stop_timeout`` (WorkerPool),
+and the stop's deadline.
 
 What a stop does, in order: the trigger runners and child processes stop; idle workers are
 cancelled and busy ones get ``stop_timeout`` to finish their run (then are cancelled, and one
@@ -14,14 +15,36 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Final
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from ..hooks._background import drain as drain_async_hooks
 from ..hooks._hook import CLOSING
+from ._journaling import JOURNAL_DRAIN
+from ._state import ProcessState
+from ._supervise import cleanly
 
 if TYPE_CHECKING:
+    from ..hooks import HookManager
+    from ..hooks._history import HistoryRecorder
+    from ..models import Model
+    from ..store import Journal
+    from ._attempts import EventRunner
+    from ._dead_letters import DeadLetterBox
     from ._event import TriggerEvent
+    from ._journaling import JournalWrites
+    from ._triggers import TriggerRunner
 
-__all__ = ["ABANDON_GRACE", "ASYNC_HOOK_DRAIN", "WorkerPool", "stop_deadline"]
+__all__ = [
+    "ABANDON_GRACE",
+    "ASYNC_HOOK_DRAIN",
+    "Child",
+    "Ends",
+    "Teardown",
+    "WorkerPool",
+    "stop_deadline",
+]
 
 logger = logging.getLogger("tether.process")
 
@@ -101,3 +124,148 @@ class WorkerPool:
             event_id,
             ABANDON_GRACE,
         )
+
+
+class Child(Protocol):
+    """A child process, as its parent's teardown stops it."""
+
+    @property
+    def name(self) -> str: ...
+
+    def stop(self) -> Awaitable[None]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Ends:
+    """What a Teardown asks of its process: the process says how, the teardown when."""
+
+    #: Mark a stop under way: workers take no new event.
+    halting: Callable[[], None]
+    #: The configuration's stop_timeout now.
+    stop_timeout: Callable[[], float]
+    #: The child processes now.
+    children: Callable[[], Iterable[Child]]
+    #: Close the MCP connections.
+    close_mcp: Callable[[], Awaitable[None]]
+    #: The model whose connections the process holds (a child shares its parent's: None).
+    model: Callable[[], Model | None]
+    #: Enter the final state: the process runs in no loop any more.
+    enter: Callable[[ProcessState], None]
+    #: The SQLite stores it holds a share of (journal, hook-run history, artifacts).
+    stores: Callable[[], Iterable[object]]
+    #: Tell the parent this child stopped (None for a process without a parent).
+    stopped: Callable[[], Awaitable[None]] | None
+
+
+class Teardown:
+    """A process's stop (or a crash given up on), in the order of the module docstring, and
+    the pause of a crash before its restart.
+
+    It is handed the collaborators it stops and drains (the trigger runners, the workers, the
+    event path, the dead letters, the hooks and their history, the journal and its writes),
+    the tasks awaiting the stop (``keep``: a deferred call among them is not cancelled), and
+    what only the process knows how to do (``ends``).
+    """
+
+    def __init__(
+        self,
+        redact: Callable[[str], str],
+        *,
+        runners: dict[str, TriggerRunner],
+        pool: WorkerPool,
+        events: EventRunner,
+        letters: DeadLetterBox,
+        hooks: HookManager,
+        history: HistoryRecorder,
+        journal: Journal | None,
+        writes: JournalWrites,
+        keep: set[asyncio.Task[Any] | None],
+        ends: Ends,
+    ) -> None:
+        self._redact = redact
+        self._runners = runners
+        self._pool = pool
+        self._events = events
+        self._letters = letters
+        self._hooks = hooks
+        self._history = history
+        self._journal = journal
+        self._writes = writes
+        self._keep = keep
+        self._ends = ends
+
+    async def _stop_triggers(self) -> None:
+        for runner in list(self._runners.values()):
+            await runner.stop()
+        self._runners.clear()
+
+    async def pause(self) -> None:
+        """A crash's restart: stop the triggers and workers, keeping the queue (events wait
+        for the restarted process, and so does a run cut off here: its attempt does not
+        count)."""
+        self._ends.halting()
+        await self._stop_triggers()
+        await self._pool.halt(self._ends.stop_timeout())
+        await self._events.requeue_cut_off()
+        # Never re-run beside the run given up on.
+        await self._letters.dead_letter_all(self._pool.take_given_up(), "process failed")
+
+    async def run(self, final_state: ProcessState, restarting: bool = False) -> None:
+        """Stop everything and end in ``final_state``; ``restarting``: a start follows."""
+        ends = self._ends
+        ends.halting()
+        try:  # whatever raises here, the process ends in final_state (never "stopping" for good)
+            await self._stop_triggers()
+            # Children stop together: each has its own stop_timeout, and one child's slow
+            # runs or hooks do not hold up the others' stops.
+            await asyncio.gather(
+                *(
+                    cleanly(child.stop(), f"stopping child {child.name!r}", self._redact)
+                    for child in list(ends.children())
+                )
+            )
+            loop = asyncio.get_running_loop()
+            halting = loop.time()
+            await self._pool.halt(ends.stop_timeout())
+            # No run calls a tool any more: the MCP servers go (their programs' groups too).
+            await cleanly(ends.close_mcp(), "closing the MCP connections", self._redact)
+            deadline = stop_deadline(halting, ends.stop_timeout())
+            why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
+            # One call: every event left is dead-lettered before any task_completed hook runs.
+            await self._letters.dead_letter_all(self._events.unfinished(final_state), why, deadline)
+            await self._quiet_hooks(deadline, restarting)
+            model = ends.model()
+            if model is not None:
+                # Release pooled connections now; an OpenAI client reopens on its next call.
+                await cleanly(model.aclose(), "closing the model", self._redact)
+        finally:
+            ends.enter(final_state)
+            await self._release(final_state == ProcessState.STOPPED and not restarting)
+        if ends.stopped is not None and not restarting:  # a restarted child stays its child
+            await ends.stopped()
+
+    async def _quiet_hooks(self, deadline: float, restarting: bool) -> None:
+        """Drain this process's async hooks, within stop_timeout and what the deadline
+        leaves; end its deferred extension-point calls unless it restarts; settle the
+        history of its hook runs."""
+        left = max(0.0, deadline - asyncio.get_running_loop().time())
+        await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self._ends.stop_timeout(), left), self._hooks)
+        if not restarting:  # deferred extension-point calls (call_later) end with the process
+            await self._hooks.aclose(keep=self._keep)
+        # Its hook runs go to the writer thread, waited for within the journal's drain.
+        await self._history.settle(JOURNAL_DRAIN)
+
+    async def _release(self, for_good: bool) -> None:
+        """End the journal's writer thread; stopped for good, give back the journal's lease
+        and every share of a SQLite file, so a stopped process holds no descriptor (a later
+        read, its history say, opens the file anew)."""
+        # Its queued writes done (or given up: at-least-once), the writer thread ends.
+        await self._writes.close()
+        if not for_good:
+            return
+        if self._journal is not None:
+            self._journal.release()  # the next process of this name may start and recover
+        for store in self._ends.stores():
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
