@@ -18,12 +18,12 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .._redact import Redactor
 from ..agent import AgentContext, AgentLoop, Tool
-from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
+from ..hooks import DispatchResult, HookEvent, HookManager
 from ..hooks._secrets import CommandSecrets
 from ._attempts import EventRunner, Live
 from ._changes import AppliedChange, ConfigChanges, Saved
@@ -38,6 +38,7 @@ from ._config import (
 )
 from ._config_secrets import config_secrets, resolve_secrets
 from ._dead_letters import DeadLetterBox
+from ._emitter import Emitter
 from ._errors import ProcessStateError
 from ._event import TriggerEvent
 from ._intake import Intake
@@ -67,10 +68,12 @@ logger = logging.getLogger("tether.process")
 class AgentProcess:
     """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks.
 
-    Built of collaborators, each handed only what it needs: its configuration and the
-    changes of it (ConfigChanges), its dead letters (DeadLetterBox), its journal writes
+    Built of collaborators, each handed only what it needs: its hook dispatches (Emitter),
+    its configuration and the changes of it (ConfigChanges), the events coming in (Intake)
+    and their attempts (EventRunner), its dead letters (DeadLetterBox), its journal writes
     (JournalWrites), its workers (WorkerPool), rewinds (Rewinder), crash supervision
-    (Supervisor) and the view of its hooks (HookInspector). The public methods are here.
+    (Supervisor), its stop (Teardown) and the view of its hooks (HookInspector). The public
+    methods are here.
     """
 
     def __init__(
@@ -85,8 +88,6 @@ class AgentProcess:
         config = config if config is not None else ProcessConfig()
         check_entries(config.mcp_servers, f"process {self.name!r}")
         self.process_id = str(uuid.uuid4())
-        # HookContext.metadata of every dispatch (the engine gives each hook its own copy).
-        self._metadata: Final = {"process_name": self.name, "process_id": self.process_id}
         self.parent = parent
         # Prompt hooks that name no model ask this process's. Weakly: the table is keyed by
         # the manager, which the process holds.
@@ -103,6 +104,22 @@ class AgentProcess:
             resolve_secrets(config) + config_secrets(config.triggers, config),
             learned=CommandSecrets(self.hooks),
         )
+        self._pool = WorkerPool(self.name)
+        # The pool's own (never rebound), read on every event's path.
+        self._busy = self._pool.busy
+        self._abandoned = self._pool.abandoned
+        #: The loop the process runs in, from start() to the end of its stop.
+        self._running_loop: asyncio.AbstractEventLoop | None = None
+        self._emitter = Emitter(
+            self.name,
+            self.hooks,
+            self.redactor,
+            {"process_name": self.name, "process_id": self.process_id},
+            busy=self._busy,
+            loop=lambda: self._running_loop,
+        )
+        self._emit = self._emitter.emit
+        self._emit_worker = self._emitter.emit_worker
         self._runners: dict[str, TriggerRunner] = {}
         self._loop: AgentLoop | None = None
         self._changes = ConfigChanges(
@@ -129,14 +146,6 @@ class AgentProcess:
         self._queue: asyncio.Queue[tuple[TriggerEvent, int]] = MemoryQueue(config.max_queue_size)
         #: The Redis stream queue when this process runs in a cluster (see use_queue).
         self._stream: StreamQueue | None = None
-        #: The loop the process runs in, from start() to the end of its stop: asking it for the
-        #: current task spares _emit the getpid() system call asyncio.current_task() makes.
-        self._running_loop: asyncio.AbstractEventLoop | None = None
-        self._pool = WorkerPool(self.name)
-        # The pool's own (never rebound), read on every event's path.
-        self._busy = self._pool.busy
-        self._abandoned = self._pool.abandoned
-        self._dispatching: set[asyncio.Task[Any]] = set()
         self._stopping = False
         self._model: Model | None = None
         self._supervision = Supervisor(
@@ -447,52 +456,10 @@ class AgentProcess:
     ) -> bool:
         """Drop the newest ``messages`` messages of the conversation (see Rewinder.rewind);
         ProcessStateError when awaited from a hook or run of this process."""
-        self._guard_self_await("rewind")
+        self._emitter.guard("rewind")
         return await self._rewinder.rewind(messages, source=source, timeout=timeout)
 
     # -- hooks -----------------------------------------------------------------------------
-
-    async def _emit(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult:
-        """Dispatch ``event`` to the resolved chain with secrets redacted.
-
-        The dispatching task is noted so that a hook awaiting this process's stop() (which
-        would wait on itself) gets a clear error instead of a deadlock.
-        """
-        data = self.redactor.declared.value(data)
-        loop = self._running_loop
-        task = asyncio.current_task() if loop is None else asyncio.current_task(loop)
-        if task is None or task in self._busy:  # a worker: _busy already marks it
-            return await self.hooks.dispatch(
-                event, data, process_id=self.name, metadata=self._metadata
-            )
-        self._dispatching.add(task)
-        try:
-            return await self.hooks.dispatch(
-                event, data, process_id=self.name, metadata=self._metadata
-            )
-        finally:
-            self._dispatching.discard(task)
-
-    def _emit_worker(
-        self,
-        event: HookEvent,
-        data: dict[str, Any],
-        *,
-        context_factory: Callable[..., HookContext] | None = None,
-    ) -> Coroutine[Any, Any, DispatchResult]:
-        """``_emit`` for code that only runs inside a worker, which ``_busy`` already marks.
-
-        A plain function handing back the dispatch to await: one coroutine less per event.
-        ``context_factory`` builds the hooks' context (the agent loop's, for a tool call).
-        """
-        data = self.redactor.declared.value(data)
-        return self.hooks.dispatch(
-            event,
-            data,
-            process_id=self.name,
-            metadata=self._metadata,
-            context_factory=context_factory,
-        )
 
     def _session_end(self, reason: str) -> Awaitable[DispatchResult]:
         """session_end (to await), fired at a stop and when a crash is supervised: its
@@ -500,15 +467,6 @@ class AgentProcess:
         return self._emit(
             HookEvent.SESSION_END, {"reason": reason, "invocation_count": self.invocation_count}
         )
-
-    def _guard_self_await(self, what: str) -> None:
-        task = asyncio.current_task()
-        if task is not None and (task in self._dispatching or task in self._busy):
-            raise ProcessStateError(
-                f"{what}() of process {self.name!r} was awaited from inside its own hook or run, "
-                f"which would wait on itself; schedule it instead: "
-                f"asyncio.create_task(process.{what}())"
-            )
 
     def _on_compact(self, phase: str, data: dict[str, Any]) -> Awaitable[Any]:
         event = HookEvent.PRE_COMPACT if phase == "pre" else HookEvent.POST_COMPACT
@@ -518,7 +476,7 @@ class AgentProcess:
 
     async def start(self, *, _restart: bool = False) -> None:
         """Enter RUNNING: fire session_start, then start workers and triggers."""
-        self._guard_self_await("start")
+        self._emitter.guard("start")
         supervisor = self._supervision.busy
         if supervisor is not None:  # an automatic restart (or failure) is under way
             await asyncio.wait([supervisor])
@@ -615,7 +573,7 @@ class AgentProcess:
 
         Events still queued are dead-lettered ("process stopped") and can be redelivered.
         """
-        self._guard_self_await("stop")
+        self._emitter.guard("stop")
         me = asyncio.current_task()  # a deferred call awaiting this stop is not cancelled by it
         self._stop_waiters.add(me)
         try:
@@ -661,7 +619,7 @@ class AgentProcess:
 
     async def restart(self) -> None:
         """session_end (reason "restart"), teardown, then session_start with restart=True."""
-        self._guard_self_await("restart")
+        self._emitter.guard("restart")
         if self.state in (ProcessState.RUNNING, ProcessState.FAILED):
             await self.stop(reason="restart")
         self.restart_count += 1
