@@ -231,7 +231,8 @@ class AgentProcess:
             self.plugins.add(plugin)
 
     def _init_events(self) -> None:
-        """How events enter (Intake) and are run (EventRunner)."""
+        """How events enter (Intake), are run (EventRunner), and what a stop does with them
+        and the rest of the process (Teardown)."""
         live = Live(
             config=lambda: self.config,
             state=lambda: self.state,
