@@ -32,7 +32,9 @@ async def test_a_rewind_behind_another_rewind_gives_up_at_its_own_timeout() -> N
         await process.inject(ticket("second"))
         await eventually(lambda: model.active == 1, what="the second run")
         first = asyncio.create_task(process.rewind(2, timeout=60))
-        await eventually(lambda: process._held is not None, what="the first rewind to begin")
+        await eventually(
+            lambda: process._rewinder.held is not None, what="the first rewind to begin"
+        )
         with pytest.raises(ProcessBusyError, match="another rewind"):
             await asyncio.wait_for(process.rewind(1, timeout=0.05), 10)
         model.gate.set()

@@ -54,7 +54,7 @@ async def test_stop_during_a_crash_teardown_waits_for_it_and_leaves_the_process_
     await process.inject(queued)
     await process.start()
     await in_teardown.wait()
-    teardown = process._failing
+    teardown = process._supervision.failing
     assert teardown is not None
     stopping = asyncio.create_task(process.stop())
     await asyncio.wait([stopping], timeout=0.1)
@@ -78,7 +78,7 @@ async def test_start_during_the_teardown_of_a_crash_waits_for_it_and_the_process
     await process.inject(ticket("queued"))
     await process.start()
     await in_teardown.wait()
-    teardown = process._failing
+    teardown = process._supervision.failing
     assert teardown is not None
     starting = asyncio.create_task(process.start())
     await asyncio.wait([starting], timeout=0.1)

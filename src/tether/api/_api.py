@@ -282,7 +282,8 @@ class OrchestrationAPI:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _process(self, request: Request) -> AgentProcess:
+    def process_for(self, request: Request) -> AgentProcess:
+        """The process the request's ``{name}`` names; a 404 APIError when there is none."""
         name = request.path_params["name"]
         process = self.runtime.get(name)
         if process is None:
@@ -300,7 +301,7 @@ class OrchestrationAPI:
             )
         return data
 
-    async def _parsed(self, request: Request, model: type[M], *, optional: bool = False) -> M:
+    async def parsed_body(self, request: Request, model: type[M], *, optional: bool = False) -> M:
         """The request's JSON body validated as ``model`` (422 naming each bad field)."""
         data = await self._body(request, optional=optional)
         try:
@@ -360,7 +361,7 @@ class OrchestrationAPI:
         paths = host_paths(spec.triggers, spec.journal_path, spec.artifacts_dir)
         if spec.open_mode.allow_host_triggers:  # the agent could pick host paths itself
             paths.append("open_mode.allow_host_triggers")
-        self._check_paths([f"config.{path}" for path in paths])
+        self.check_host_paths([f"config.{path}" for path in paths])
         if spec.base_url is not None and not self.allow_command_deploys:
             # The host's model key (OPENAI_API_KEY) would be sent wherever the client says.
             raise APIError(
@@ -408,30 +409,30 @@ class OrchestrationAPI:
             raise APIError(409, "PORT_UNAVAILABLE", f"webhook trigger: {exc}") from None
 
     async def _detail(self, request: Request) -> Response:
-        return JSONResponse(process_detail(self._process(request)))
+        return JSONResponse(process_detail(self.process_for(request)))
 
     async def _delete(self, request: Request) -> Response:
-        process = self._process(request)
+        process = self.process_for(request)
         await self.runtime.remove_process(process.name)
         return JSONResponse({"name": process.name, "removed": True})
 
     async def _start(self, request: Request) -> Response:
-        process = self._process(request)
+        process = self.process_for(request)
         await _state_call(process.start())
         return JSONResponse(process_summary(process))
 
     async def _stop(self, request: Request) -> Response:
-        process = self._process(request)
+        process = self.process_for(request)
         await _state_call(process.stop())
         return JSONResponse(process_summary(process))
 
     async def _restart(self, request: Request) -> Response:
-        process = self._process(request)
+        process = self.process_for(request)
         await _state_call(process.restart())
         return JSONResponse(process_summary(process))
 
     async def _inject(self, request: Request) -> Response:
-        process = self._process(request)
+        process = self.process_for(request)
         data = await self._body(request, optional=True)
         try:
             body = strict_validate(InjectEvent, data)
@@ -446,25 +447,27 @@ class OrchestrationAPI:
         return JSONResponse(_accepted(process, event_id), status_code=202)
 
     async def _dead_letters(self, request: Request) -> Response:
-        process = self._process(request)
+        process = self.process_for(request)
         letters = [dead_letter_view(process, d) for d in list(process.dead_letters)]
         return JSONResponse({"name": process.name, "dead_letters": letters})
 
     async def _redeliver(self, request: Request) -> Response:
-        process = self._process(request)
-        body = await self._parsed(request, Redeliver, optional=True)
+        process = self.process_for(request)
+        body = await self.parsed_body(request, Redeliver, optional=True)
         count = await process.redeliver_dead_letters(body.event_ids)
         return JSONResponse({"name": process.name, "redelivered": count})
 
     async def _clear(self, request: Request) -> Response:
-        process = self._process(request)
+        process = self.process_for(request)
         return JSONResponse({"name": process.name, "cleared": process.clear_dead_letters()})
 
     async def _hooks(self, request: Request) -> Response:
-        process = self._process(request)
+        process = self.process_for(request)
         return JSONResponse({"name": process.name, "hooks": process_detail(process)["hooks"]})
 
-    def _check_paths(self, paths: list[str]) -> None:
+    def check_host_paths(self, paths: list[str]) -> None:
+        """A 403 APIError naming the first of ``paths`` (paths on the runtime's host) unless
+        the API allows command deploys."""
         if paths and not self.allow_command_deploys:
             raise APIError(
                 403,

@@ -115,12 +115,12 @@ class ConfigEndpoints:
         self.api = api
 
     async def change(self, request: Request) -> Response:
-        process = self.api._process(request)
-        change = await self.api._parsed(request, ConfigChange)
+        process = self.api.process_for(request)
+        change = await self.api.parsed_body(request, ConfigChange)
         if change.rollback:
             return await self._rollback(process, change)
         self._check(process, change)
-        self.api._check_paths([f"add_{p}" for p in host_paths(change.add_triggers, None, None)])
+        self.api.check_host_paths([f"add_{p}" for p in host_paths(change.add_triggers, None, None)])
         changed: list[str] = []
         if change.instructions is not None:
             await process.update_instructions(change.instructions)
@@ -260,8 +260,8 @@ class ConfigEndpoints:
             raise APIError(409, "PORT_UNAVAILABLE", f"webhook trigger: {exc}") from None
 
     async def rewind(self, request: Request) -> Response:
-        process = self.api._process(request)
-        body = await self.api._parsed(request, RewindRequest)
+        process = self.api.process_for(request)
+        body = await self.api.parsed_body(request, RewindRequest)
         try:
             await process.rewind(body.messages, timeout=body.timeout)
         except ProcessBusyError as exc:

@@ -182,7 +182,7 @@ class HookEndpoints:
         return JSONResponse({"hooks": hooks})
 
     async def runs(self, request: Request) -> Response:
-        process = self.api._process(request)
+        process = self.api.process_for(request)
         params = query_params(request, ("event", "outcome", "hook", "since", "last"))
         filters = {
             "event": _event_filter(params, extension_points=False),
@@ -202,7 +202,7 @@ class HookEndpoints:
         return self._set_enabled(request, True)
 
     def _set_enabled(self, request: Request, enabled: bool) -> Response:
-        process = self.api._process(request)
+        process = self.api.process_for(request)
         query_params(request, ())
         selector = request.path_params["selector"]
         # The whole resolved chain: an inherited or shared hook is one object, so switching it
@@ -229,8 +229,8 @@ class HookEndpoints:
 
     async def dry_run(self, request: Request) -> Response:
 
-        process = self.api._process(request)
-        body = await self.api._parsed(request, DryRunRequest)
+        process = self.api.process_for(request)
+        body = await self.api.parsed_body(request, DryRunRequest)
         if body.event not in _EVENTS:
             message = f"unknown hook event {body.event!r}; valid events are: {', '.join(_EVENTS)}"
             raise APIError(
@@ -244,7 +244,7 @@ class HookEndpoints:
         return JSONResponse({"name": process.name, **answer})
 
     async def artifacts(self, request: Request) -> Response:
-        process = self.api._process(request)
+        process = self.api.process_for(request)
         query_params(request, ())
         task_id = request.path_params["task_id"]
         if len(task_id) > 200 or not _TASK_ID.fullmatch(task_id):

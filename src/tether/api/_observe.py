@@ -118,7 +118,7 @@ class ObservabilityEndpoints:
         )
 
     async def timeline(self, request: Request) -> Response:
-        process = self.api._process(request)
+        process = self.api.process_for(request)
         event_id = request.path_params["task_id"]
         runs = self.feed.timeline(process.name, event_id)
         dead = [
@@ -151,13 +151,13 @@ class ObservabilityEndpoints:
         )
 
     async def tasks(self, request: Request) -> Response:
-        process = self.api._process(request)
+        process = self.api.process_for(request)
         return JSONResponse({"name": process.name, "tasks": self.feed.events(process.name)})
 
     # -- publishing ------------------------------------------------------------------------------
 
     async def publish(self, request: Request) -> Response:
-        body = await self.api._parsed(request, PublishEvent)
+        body = await self.api.parsed_body(request, PublishEvent)
         ids = await self.api.runtime.publish(body.event_type, body.payload)
         return JSONResponse({"event_type": body.event_type, "event_ids": ids}, status_code=202)
 

@@ -172,6 +172,7 @@ def run(
             base_url=base_url,
             log_level=log_level.value if log_level is not None else None,
             log_format=log_format.value,
+            debug=STATE.debug,
         )
     )
 
@@ -279,6 +280,7 @@ def serve(
             open_metrics=open_metrics,
             log_level=log_level.value if log_level is not None else None,
             log_format=log_format.value,
+            debug=STATE.debug,
         )
     )
 

@@ -43,15 +43,15 @@ def _console() -> Console:
 
 
 @contextlib.contextmanager
-def _logs(level: str | None, log_format: str) -> Iterator[LogSetup | None]:
+def _logs(level: str | None, log_format: str, debug: bool) -> Iterator[LogSetup | None]:
     """``--log-level``/``--log-format``: tether's logs on stderr (redacted once the runtime
-    exists: see LogSetup); without them, as before: none (see _quiet_logs)."""
+    exists: see LogSetup); without them none, or all of them with ``debug`` (see _quiet_logs)."""
     from ._logs import logging_to_stderr
 
     if level is None and log_format == "json":
         level = "info"
     if level is None:
-        with _quiet_logs():
+        with _quiet_logs(debug):
             yield None
         return
     with logging_to_stderr(level, log_format) as setup:
@@ -73,15 +73,14 @@ async def _shutdown(telemetry: Telemetry | None) -> None:
 
 
 @contextlib.contextmanager
-def _quiet_logs() -> Iterator[None]:
+def _quiet_logs(debug: bool) -> Iterator[None]:
     """Hook errors are shown as outcomes: keep their log tracebacks off the terminal.
 
     Python prints records of unconfigured loggers to stderr ("last resort"); a NullHandler
     stops that without touching levels. The handlers go again when the command ends.
+    With ``debug`` (``tether --debug``) every record is shown instead.
     """
-    from ._app import STATE
-
-    if STATE.debug:
+    if debug:
         logging.basicConfig(level=logging.DEBUG)
         yield
         return
@@ -185,10 +184,11 @@ def run_file(
     base_url: str | None = None,
     log_level: str | None = None,
     log_format: str = "text",
+    debug: bool = False,
 ) -> int:
     """Run the agent of ``file``; return the exit status: with ``until_idle``, 1 when an
     event was dead-lettered."""
-    with _logs(log_level, log_format) as logs:
+    with _logs(log_level, log_format, debug) as logs:
         return asyncio.run(
             _run(
                 file,
@@ -320,6 +320,7 @@ def serve_files(
     open_metrics: bool = False,
     log_level: str | None = None,
     log_format: str = "text",
+    debug: bool = False,
 ) -> int:
     """Serve a runtime with the processes of ``files``; return the exit status.
 
@@ -327,7 +328,7 @@ def serve_files(
     the API name their own). With ``cluster``, this host joins a cluster on Redis: it runs the
     processes whose lease it takes (see ``tether.cluster``).
     """
-    with _logs(log_level, log_format) as logs:
+    with _logs(log_level, log_format, debug) as logs:
         return asyncio.run(
             _serve(
                 files,

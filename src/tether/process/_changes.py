@@ -42,7 +42,6 @@ from ._config import ProcessConfig, RestartPolicy, TriggerConfig, check_mission
 from ._config_secrets import config_secrets, server_secrets
 from ._errors import NothingToRollBackError, ProcessBusyError, ProcessStateError
 from ._mcp import McpServerConfig, is_stdio, server_name
-from ._state import ProcessState
 
 if TYPE_CHECKING:
     from .._redact import Redactor
@@ -109,36 +108,56 @@ async def _to_the_end(
 
 
 class ConfigChanges:
-    """The configuration-change half of AgentProcess."""
+    """A process's configuration while it lives, and every change of it (see the module
+    docstring): it owns the parts a change replaces (``config``, ``tools``, ``triggers``,
+    ``budget``) and the MCP connections.
 
-    if TYPE_CHECKING:
-        name: str
-        redactor: Redactor
-        config: ProcessConfig
-        state: ProcessState
-        _loop: AgentLoop | None
-        _tools: list[Tool]
-        _triggers: list[tuple[str, TriggerConfig]]
-        _runners: dict[str, TriggerRunner]
-        _budget: BudgetTracker | None
-        _mcp: McpConnections | None
+    It is handed what a change reaches beyond them: ``emit`` (config_change), the agent loop
+    of the running process (``loop``, None before a start), whether the process runs, the
+    trigger runners and how to start one.
+    """
 
-        async def _emit(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult: ...
-
-        def _start_trigger(self, trigger_id: str, trigger: TriggerConfig) -> None: ...
-
-    def _init_changes(self) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: ProcessConfig,
+        redactor: Redactor,
+        *,
+        tools: list[Tool],
+        emit: Callable[[HookEvent, dict[str, Any]], Awaitable[DispatchResult]],
+        loop: Callable[[], AgentLoop | None],
+        running: Callable[[], bool],
+        runners: dict[str, TriggerRunner],
+        start_trigger: Callable[[str, TriggerConfig], None],
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.redactor = redactor
+        self.tools = tools
+        self.triggers: list[tuple[str, TriggerConfig]] = [
+            (t.id or f"{t.type}-{i}", t) for i, t in enumerate(config.triggers)
+        ]
+        self.budget = BudgetTracker(config.budget) if config.budget else None
+        self._emit = emit
+        self._get_loop = loop
+        self._running = running
+        self.runners = runners
+        self._start_trigger = start_trigger
         self._config_history: deque[AppliedChange] = deque(maxlen=CONFIG_HISTORY_KEPT)
-        # The connections to the MCP servers, made once a running process has one (_sync_mcp).
-        self._mcp = None
+        # The connections to the MCP servers, made once a running process has one (sync_mcp).
+        self._mcp: McpConnections | None = None
         # Held from a change's config_change dispatch until it has applied (and by rollback()
         # from reading the history on): changes apply one at a time, in the order they came.
         self._one_change = asyncio.Lock()
         # The task holding _one_change: one that asks for it again would wait on itself.
         self._changing: asyncio.Task[Any] | None = None
 
+    @property
+    def loop(self) -> AgentLoop | None:
+        return self._get_loop()
+
     @asynccontextmanager
-    async def _serialised(self, change: str, deadline: float | None = None) -> AsyncIterator[None]:
+    async def serialised(self, change: str, deadline: float | None = None) -> AsyncIterator[None]:
         """Hold the change lock; ProcessStateError if this task already holds it (a hook).
 
         With ``deadline`` (a loop time), ProcessBusyError if the lock is not free by then.
@@ -183,10 +202,10 @@ class ConfigChanges:
         docstring): ProcessStateError when awaited from a config_change hook of this process.
         """
         check_source(source)
-        async with self._serialised(change):
-            return await self._change(change, source, apply, snapshot, details)
+        async with self.serialised(change):
+            return await self.apply_change(change, source, apply, snapshot, details)
 
-    async def _change(
+    async def apply_change(
         self,
         change: str,
         source: str,
@@ -194,7 +213,7 @@ class ConfigChanges:
         snapshot: Callable[[], Saved] | None,
         details: dict[str, Any],
     ) -> bool:
-        """change_config() once the change lock is held."""
+        """change_config() once the change lock is held (by ``serialised``)."""
         gate = await self._emit(
             HookEvent.CONFIG_CHANGE, {"source": source, "change": change, **details}
         )
@@ -230,7 +249,7 @@ class ConfigChanges:
     ) -> None:
         """Record an applied change: its secrets declared, and kept for rollback()."""
         # A trigger's HMAC key or an MCP server's header it brought is a secret from now on.
-        self.redactor.declare(config_secrets((t for _, t in self._triggers), self.config))
+        self.redactor.declare(config_secrets((t for _, t in self.triggers), self.config))
         if saved is not None:
             undo, restored, *triggers = saved
             self._config_history.append(
@@ -280,7 +299,7 @@ class ConfigChanges:
         lock, so it sees the very change undone); an exception from it refuses the rollback.
         """
         check_source(source)
-        async with self._serialised("rollback"):
+        async with self.serialised("rollback"):
             if not self._config_history:
                 raise NothingToRollBackError(
                     f"process {self.name!r} has no applied configuration change to roll back "
@@ -302,14 +321,14 @@ class ConfigChanges:
                 "undone_details": entry.details,
                 "restored": entry.restored,
             }
-            return await self._change("rollback", source, apply, None, details)
+            return await self.apply_change("rollback", source, apply, None, details)
 
     # -- instructions and mission ----------------------------------------------------------
 
     def _put_instructions(self, instructions: str) -> None:
         self.config = self.config.model_copy(update={"instructions": instructions})
-        if self._loop is not None:
-            self._loop.instructions = instructions
+        if self.loop is not None:
+            self.loop.instructions = instructions
 
     async def update_instructions(self, instructions: str, *, source: str = "operator") -> bool:
         def snapshot() -> Saved:
@@ -326,8 +345,8 @@ class ConfigChanges:
 
     def _put_mission(self, mission: str | None) -> None:
         self.config = self.config.model_copy(update={"mission": mission})
-        if self._loop is not None:
-            self._loop.mission = mission
+        if self.loop is not None:
+            self.loop.mission = mission
 
     async def set_mission(self, mission: str | None, *, source: str = "operator") -> bool:
         """Set the standing goal given to the model after the instructions (None clears it).
@@ -351,19 +370,19 @@ class ConfigChanges:
     # -- tools -----------------------------------------------------------------------------
 
     def _tools_snapshot(self, name: str) -> Saved:
-        before = list(self._tools)
+        before = list(self.tools)
         # The tool of that name as runs saw it: a built-in tool lives in the loop only.
         kept = next((t for t in before if t.name == name), None)
-        if kept is None and self._loop is not None:
-            kept = self._loop.tools.get(name)
+        if kept is None and self.loop is not None:
+            kept = self.loop.tools.get(name)
 
         def undo() -> None:
-            self._tools = list(before)
-            if self._loop is not None:
+            self.tools = list(before)
+            if self.loop is not None:
                 if kept is not None:
-                    self._loop.add_tool(kept)
+                    self.loop.add_tool(kept)
                 else:
-                    self._loop.remove_tool(name)
+                    self.loop.remove_tool(name)
 
         return undo, {"tools": [t.name for t in before]}
 
@@ -371,9 +390,9 @@ class ConfigChanges:
         t = as_tool(fn)
 
         def apply() -> None:
-            self._tools = [x for x in self._tools if x.name != t.name] + [t]
-            if self._loop is not None:
-                self._loop.add_tool(t)
+            self.tools = [x for x in self.tools if x.name != t.name] + [t]
+            if self.loop is not None:
+                self.loop.add_tool(t)
 
         return await self.change_config(
             "tool",
@@ -385,9 +404,9 @@ class ConfigChanges:
 
     async def remove_tool(self, name: str) -> bool:
         def apply() -> None:
-            self._tools = [x for x in self._tools if x.name != name]
-            if self._loop is not None:
-                self._loop.remove_tool(name)
+            self.tools = [x for x in self.tools if x.name != name]
+            if self.loop is not None:
+                self.loop.remove_tool(name)
 
         return await self.change_config(
             "tool",
@@ -400,16 +419,16 @@ class ConfigChanges:
     # -- triggers --------------------------------------------------------------------------
 
     def _triggers_snapshot(self) -> Saved:
-        before = list(self._triggers)
+        before = list(self.triggers)
 
         async def undo() -> None:
-            self._triggers = list(before)
+            self.triggers = list(before)
             kept = {i for i, _ in before}
-            for trigger_id in [i for i in self._runners if i not in kept]:
-                await self._runners.pop(trigger_id).stop()
-            if self.state == ProcessState.RUNNING:
+            for trigger_id in [i for i in self.runners if i not in kept]:
+                await self.runners.pop(trigger_id).stop()
+            if self._running():
                 for trigger_id, trigger in before:
-                    if trigger_id not in self._runners:
+                    if trigger_id not in self.runners:
                         self._start_trigger(trigger_id, trigger)  # no runner: fed from outside
 
         return undo, {"triggers": [i for i, _ in before]}, before
@@ -419,8 +438,8 @@ class ConfigChanges:
 
         Read under the change lock: two concurrent add_trigger() calls never get the same id.
         """
-        taken = {i for i, _ in self._triggers}
-        n = len(self._triggers)
+        taken = {i for i, _ in self.triggers}
+        n = len(self.triggers)
         while trigger.id is None and f"{trigger.type}-{n}" in taken:
             n += 1  # the default id type-N of an earlier trigger may still be in use
         trigger_id = trigger.id or f"{trigger.type}-{n}"
@@ -431,34 +450,34 @@ class ConfigChanges:
     async def add_trigger(self, trigger: TriggerConfig, *, source: str = "operator") -> bool:
         """Add a trigger (and start its runner when running); ValueError if its id is taken."""
         check_source(source)
-        async with self._serialised("trigger_added"):
+        async with self.serialised("trigger_added"):
             trigger_id = self._new_trigger_id(trigger)
 
             def apply() -> None:
-                if self.state == ProcessState.RUNNING:
+                if self._running():
                     self._start_trigger(trigger_id, trigger)
-                self._triggers.append((trigger_id, trigger))
+                self.triggers.append((trigger_id, trigger))
 
             details = {"trigger_id": trigger_id, "trigger": trigger.model_dump(mode="json")}
-            return await self._change(
+            return await self.apply_change(
                 "trigger_added", source, apply, self._triggers_snapshot, details
             )
 
     async def remove_trigger(self, trigger_id: str, *, source: str = "operator") -> bool:
         """Remove a trigger (stopping its runner); KeyError when there is none."""
         check_source(source)
-        async with self._serialised("trigger_removed"):
-            if not any(i == trigger_id for i, _ in self._triggers):
+        async with self.serialised("trigger_removed"):
+            if not any(i == trigger_id for i, _ in self.triggers):
                 raise KeyError(f"process {self.name!r} has no trigger {trigger_id!r}")
 
             async def apply() -> None:
-                self._triggers = [(i, t) for i, t in self._triggers if i != trigger_id]
-                runner = self._runners.pop(trigger_id, None)
+                self.triggers = [(i, t) for i, t in self.triggers if i != trigger_id]
+                runner = self.runners.pop(trigger_id, None)
                 if runner is not None:
                     await runner.stop()
 
             details = {"trigger_id": trigger_id}
-            return await self._change(
+            return await self.apply_change(
                 "trigger_removed", source, apply, self._triggers_snapshot, details
             )
 
@@ -466,12 +485,12 @@ class ConfigChanges:
 
     def _put_budget(self, config: BudgetConfig | None) -> None:
         self.config = self.config.model_copy(update={"budget": config})
-        if self._budget is None:
-            self._budget = BudgetTracker(config)
+        if self.budget is None:
+            self.budget = BudgetTracker(config)
         else:
-            self._budget.config = config or BudgetConfig()  # the counts of the day are kept
-        if self._loop is not None:
-            self._loop.budget = self._budget
+            self.budget.config = config or BudgetConfig()  # the counts of the day are kept
+        if self.loop is not None:
+            self.loop.budget = self.budget
 
     async def set_budget(self, budget: Any) -> bool:
         config = budget if isinstance(budget, BudgetConfig) else BudgetConfig.model_validate(budget)
@@ -528,11 +547,11 @@ class ConfigChanges:
     def _put_mcp_servers(self, servers: list[dict[str, Any]]) -> None:
         self.config = self.config.model_copy(update={"mcp_servers": servers})
 
-    async def _sync_mcp(self) -> None:
+    async def sync_mcp(self) -> None:
         """While running, connect to the declared MCP servers a connection is missing for and
         close the connections to servers no longer declared (see _mcp_link). The SDK is only
         imported once a running process has a server to connect to."""
-        if self.state != ProcessState.RUNNING or self._loop is None:
+        if not self._running() or self.loop is None:
             return
         if self._mcp is None:
             if not self.config.mcp_servers:
@@ -543,14 +562,14 @@ class ConfigChanges:
         if self._mcp.is_open:
             await self._mcp.sync(self.config.mcp_servers)
         else:
-            await self._mcp.open(self._loop, self.config.mcp_servers, self.config.tool_timeout)
+            await self._mcp.open(self.loop, self.config.mcp_servers, self.config.tool_timeout)
 
-    async def _close_mcp(self) -> None:
+    async def close_mcp(self) -> None:
         """Close every MCP connection (a stdio server's whole process group goes with it)."""
         if self._mcp is not None:
             await self._mcp.aclose()
 
-    def _mcp_status(self) -> dict[str, dict[str, Any]]:
+    def mcp_status(self) -> dict[str, dict[str, Any]]:
         """Each declared MCP server's connection: its state, tools count and last error."""
         live = self._mcp.status() if self._mcp is not None else {}
         shown: dict[str, dict[str, Any]] = {}
@@ -574,7 +593,7 @@ class ConfigChanges:
 
         async def undo() -> None:
             self._put_mcp_servers(before)
-            await self._sync_mcp()
+            await self.sync_mcp()
 
         return undo, {"mcp_servers": names}
 
@@ -592,13 +611,13 @@ class ConfigChanges:
         )
         entry = parsed.entry()
         check_source(source)
-        async with self._serialised("mcp_server"):  # the name is checked under the lock
+        async with self.serialised("mcp_server"):  # the name is checked under the lock
             if any(server_name(s) == parsed.name for s in self.config.mcp_servers):
                 raise ValueError(f"process {self.name!r} already has an MCP server {parsed.name!r}")
 
             async def apply() -> None:
                 self._put_mcp_servers([*self.config.mcp_servers, entry])
-                await self._sync_mcp()
+                await self.sync_mcp()
 
             # Secret before the config_change hooks see it (the url's password is in details).
             self.redactor.declare(server_secrets(entry))
@@ -609,7 +628,7 @@ class ConfigChanges:
                 # The url as given (a dump shows its password as ***): redacted as declared.
                 "server": {**parsed.model_dump(mode="json", exclude_defaults=True), **url},
             }
-            return await self._change("mcp_server", source, apply, self._mcp_snapshot, details)
+            return await self.apply_change("mcp_server", source, apply, self._mcp_snapshot, details)
 
     async def remove_mcp_server(self, name: str, *, source: str = "operator") -> bool:
         """Remove the declared MCP server ``name``; KeyError when there is none.
@@ -617,14 +636,14 @@ class ConfigChanges:
         A running process closes its connection (and stops its program) before this returns;
         its tools are no longer offered."""
         check_source(source)
-        async with self._serialised("mcp_server"):  # the name is checked under the lock
+        async with self.serialised("mcp_server"):  # the name is checked under the lock
             if not any(server_name(s) == name for s in self.config.mcp_servers):
                 raise KeyError(f"process {self.name!r} has no MCP server {name!r}")
 
             async def apply() -> None:
                 kept = [s for s in self.config.mcp_servers if server_name(s) != name]
                 self._put_mcp_servers(kept)
-                await self._sync_mcp()
+                await self.sync_mcp()
 
             details = {"action": "removed", "server_name": name}
-            return await self._change("mcp_server", source, apply, self._mcp_snapshot, details)
+            return await self.apply_change("mcp_server", source, apply, self._mcp_snapshot, details)

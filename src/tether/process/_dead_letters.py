@@ -2,7 +2,7 @@
 
 An entry is a dict (``event``, ``event_id``, ``reason``, ``error``, ``attempts``,
 ``timestamp``); with a journal it is written there too, so the next process over the same file
-reloads it (see ``_recovery``). ``redeliver_dead_letters()`` injects entries again.
+reloads it (see ``_recovery``). ``AgentProcess.redeliver_dead_letters()`` injects entries again.
 
 A stop dead-letters what is left, then fires task_completed ("dead_lettered") for each, up to
 its deadline: the dispatch under way then is cancelled and the rest are not made, and the
@@ -27,10 +27,10 @@ if TYPE_CHECKING:
     from ..hooks import DispatchResult
     from ..store import Journal
     from ._event import TriggerEvent
-    from ._state import ProcessState
+    from ._journaling import JournalWrites
     from ._stream_queue import StreamQueue
 
-__all__ = ["UNFIRED", "DeadLetters"]
+__all__ = ["UNFIRED", "DeadLetterBox"]
 
 logger = logging.getLogger("tether.process")
 
@@ -39,42 +39,44 @@ logger = logging.getLogger("tether.process")
 UNFIRED: Final = "task_completed cut off: the stop's deadline passed"
 
 
-class DeadLetters:
-    """The dead-letter part of AgentProcess."""
+#: Fires task_completed for an event: (event, outcome, duration_ms, error), to await.
+Complete = Callable[["TriggerEvent", str, float, "str | None"], Awaitable["DispatchResult"]]
 
-    if TYPE_CHECKING:
-        name: str
-        redactor: Redactor
-        dead_letters: list[dict[str, Any]]
-        observer: Observer | None
-        _journal: Journal | None
-        _stream: StreamQueue | None
-        _retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]]
-        _given_up: list[tuple[TriggerEvent, int]]
-        _later: set[asyncio.Task[Any]]
 
-        async def inject(self, event: TriggerEvent) -> str: ...
+class DeadLetterBox:
+    """A process's dead letters: kept, journaled, mirrored in a cluster's stream, and fired
+    as task_completed ("dead_lettered") to the process's hooks.
 
-        def _take_waiting(self) -> list[tuple[TriggerEvent, int]]: ...
+    It is handed what it writes to and calls: the journal and its writes, ``complete`` (the
+    process's task_completed dispatch) and ``inject`` (to redeliver); ``stream`` (a cluster's
+    queue) and ``observer`` answer what the process has now.
+    """
 
-        def _journal_write(
-            self, about: str, write: Callable[..., None], *args: Any, **kwargs: Any
-        ) -> None: ...
+    def __init__(
+        self,
+        name: str,
+        redactor: Redactor,
+        journal: Journal | None,
+        writes: JournalWrites,
+        *,
+        complete: Complete,
+        inject: Callable[[TriggerEvent], Awaitable[str]],
+        stream: Callable[[], StreamQueue | None],
+        observer: Callable[[], Observer | None],
+    ) -> None:
+        self.name = name
+        self.redactor = redactor
+        self.journal = journal
+        self.writes = writes
+        self._complete = complete
+        self._inject = inject
+        self._stream = stream
+        self._observer = observer
+        #: The dead letters, oldest first.
+        self.entries: list[dict[str, Any]] = []
+        self._later: set[asyncio.Task[Any]] = set()  # task_completed fired off a timer
 
-        def _complete(
-            self,
-            event: TriggerEvent,
-            outcome: str,
-            duration_ms: float,
-            error: str | None,
-            *,
-            worker: bool = False,
-        ) -> Awaitable[DispatchResult]: ...
-
-    def _dead(self, event: TriggerEvent, reason: str, error: str | None, attempts: int) -> None:
-        self._dead_entry(event, reason, error, attempts)
-
-    def _dead_entry(
+    def add(
         self, event: TriggerEvent, reason: str, error: str | None, attempts: int
     ) -> dict[str, Any]:
         """Dead-letter ``event`` (in the journal too); the entry kept."""
@@ -87,20 +89,20 @@ class DeadLetters:
             "attempts": attempts,
             "timestamp": datetime.now(UTC),
         }
-        self.dead_letters.append(entry)
-        if self.observer is not None:
-            self.observer.dead_lettered(self.name, reason)
+        self.entries.append(entry)
+        observer = self._observer()
+        if observer is not None:
+            observer.dead_lettered(self.name, reason)
         logger.info("event %s dead-lettered: %s (%s)", event.event_id, reason, error)
-        if self._journal is not None:  # a failed write: see _journaling (at-least-once)
+        if self.journal is not None:  # a failed write: see _journaling (at-least-once)
             payload = self.redactor.declared.value(event.to_dict())  # replayed: see Redactor
-            self._journal_write(
-                event.event_id, self._journal.dead, payload, attempts, reason, error
-            )
-        if self._stream is not None:
-            self._stream.dead(entry)
+            self.writes.write(event.event_id, self.journal.dead, payload, attempts, reason, error)
+        stream = self._stream()
+        if stream is not None:
+            stream.dead(entry)
         return entry
 
-    async def _dead_letter_all(
+    async def dead_letter_all(
         self,
         events: list[tuple[TriggerEvent, int, str]],
         why: str,
@@ -112,12 +114,12 @@ class DeadLetters:
 
         With ``deadline`` (a loop time), the task_completed dispatches stop there (see the
         module docstring): the dead letters of those cut off or not made end with UNFIRED."""
-        entries = [self._dead_entry(event, why, note, attempts) for event, attempts, note in events]
-        fired = await self._fire_dead_lettered([event for event, _, _ in events], why, deadline)
+        entries = [self.add(event, why, note, attempts) for event, attempts, note in events]
+        fired = await self.fire_dead_lettered([event for event, _, _ in events], why, deadline)
         if fired < len(entries):
             self._unfired(entries[fired:], len(entries))
 
-    async def _fire_dead_lettered(
+    async def fire_dead_lettered(
         self, events: list[TriggerEvent], why: str, deadline: float | None
     ) -> int:
         """Fire task_completed ("dead_lettered") for each event in turn, until ``deadline``;
@@ -156,11 +158,11 @@ class DeadLetters:
             firing.result()  # what no layer isolates (KeyboardInterrupt, SystemExit) goes on
         return fired
 
-    def _dead_lettered_later(self, event: TriggerEvent, why: str) -> None:
+    def fire_later(self, event: TriggerEvent, why: str) -> None:
         """Fire task_completed ("dead_lettered") for ``event``, dead-lettered outside any
         task (a retry's timer finding the queue full), from a task of its own."""
         task = asyncio.get_running_loop().create_task(
-            self._fire_dead_lettered([event], why, None), name=f"{self.name}-dead-lettered"
+            self.fire_dead_lettered([event], why, None), name=f"{self.name}-dead-lettered"
         )
         self._later.add(task)
         task.add_done_callback(self._later.discard)
@@ -168,12 +170,12 @@ class DeadLetters:
     def _unfired(self, entries: list[dict[str, Any]], total: int) -> None:
         """Say in each dead letter (and its journal row) that a stop's deadline cut its
         task_completed off; log how many."""
-        kept = [entry for entry in entries if any(d is entry for d in self.dead_letters)]
+        kept = [entry for entry in entries if any(d is entry for d in self.entries)]
         for entry in kept:
             entry["error"] = f"{entry['error']}; {UNFIRED}" if entry["error"] else UNFIRED
-        if self._journal is not None:
+        if self.journal is not None:
             amended = [(entry["event_id"], entry["error"]) for entry in kept]
-            self._journal_write(f"{len(kept)} dead letters", self._journal.amend_dead, amended)
+            self.writes.write(f"{len(kept)} dead letters", self.journal.amend_dead, amended)
         logger.warning(
             "process %s: the stop's deadline passed before task_completed ran for %d of the %d "
             "events it dead-lettered; their dead letters say so (%s)",
@@ -184,34 +186,7 @@ class DeadLetters:
             + (", ..." if len(entries) > 5 else ""),
         )
 
-    def _take_given_up(self) -> list[tuple[TriggerEvent, int, str]]:
-        """The events of runs a stop gave up on (see AgentProcess._abandon), to dead-letter."""
-        given_up, self._given_up = self._given_up, []
-        note = "its run did not end when cancelled; abandoned, and not run again"
-        return [(event, attempt, note) for event, attempt in given_up]
-
-    def _take_leftovers(self, final_state: ProcessState) -> list[tuple[TriggerEvent, int, str]]:
-        """What waits for a retry or in the queue, to dead-letter."""
-        leftovers: list[tuple[TriggerEvent, int]] = []
-        for handle, event, attempts in self._retries.values():
-            handle.cancel()
-            leftovers.append((event, attempts))
-        self._retries.clear()
-        leftovers += self._take_waiting()  # given-back events first, then the queue
-        note = f"still queued when the process {final_state.value}"
-        return [(event, attempts, note) for event, attempts in leftovers]
-
-    async def _dead_letter_given_up(self, why: str) -> None:
-        await self._dead_letter_all(self._take_given_up(), why)
-
-    async def _dead_letter_leftovers(
-        self, why: str, final_state: ProcessState, deadline: float | None = None
-    ) -> None:
-        """Dead-letter what waits for a retry or in the queue (task_completed for each, until
-        ``deadline``)."""
-        await self._dead_letter_all(self._take_leftovers(final_state), why, deadline)
-
-    async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
+    async def redeliver(self, event_ids: list[str] | None = None) -> int:
         """Inject dead-lettered events again (all, or those named); return how many.
 
         Each leaves the dead letters only when its turn comes, and its journal row stays (moved
@@ -220,36 +195,36 @@ class DeadLetters:
         gives up midway, or a host that dies, leaves the others dead letters still. One that
         another redelivery (or clear_dead_letters()) took meanwhile is skipped.
         """
-        chosen = [
-            d for d in self.dead_letters if event_ids is None or d["event"].event_id in event_ids
-        ]
+        chosen = [d for d in self.entries if event_ids is None or d["event"].event_id in event_ids]
         count = 0
         for entry in chosen:
-            if entry not in self.dead_letters:
+            if entry not in self.entries:
                 continue
-            self.dead_letters.remove(entry)
+            self.entries.remove(entry)
             event = entry["event"]
-            if self._journal is not None:  # only its place: inject() writes its new state
-                self._journal_write(event.event_id, self._journal.redelivering, event.event_id)
+            if self.journal is not None:  # only its place: inject() writes its new state
+                self.writes.write(event.event_id, self.journal.redelivering, event.event_id)
             try:
-                await self.inject(event)
+                await self._inject(event)
             except BaseException:
-                if not any(d["event_id"] == event.event_id for d in self.dead_letters):
-                    self.dead_letters.append(entry)  # neither queued nor dead-lettered again
+                if not any(d["event_id"] == event.event_id for d in self.entries):
+                    self.entries.append(entry)  # neither queued nor dead-lettered again
                 raise
-            if self._stream is not None and not any(
-                d["event_id"] == event.event_id for d in self.dead_letters
+            stream = self._stream()
+            if stream is not None and not any(
+                d["event_id"] == event.event_id for d in self.entries
             ):  # in the stream again (not dead again): its Redis dead letter goes
-                self._stream.forget_dead([event.event_id])
+                stream.forget_dead([event.event_id])
             count += 1
         return count
 
-    def clear_dead_letters(self) -> int:
+    def clear(self) -> int:
         """Forget every dead letter; return how many."""
-        count = len(self.dead_letters)
-        if self._journal is not None:
-            self._journal.forget_dead([d["event"].event_id for d in self.dead_letters])
-        if self._stream is not None:
-            self._stream.forget_dead([d["event"].event_id for d in self.dead_letters])
-        self.dead_letters = []
+        count = len(self.entries)
+        if self.journal is not None:
+            self.journal.forget_dead([d["event"].event_id for d in self.entries])
+        stream = self._stream()
+        if stream is not None:
+            stream.forget_dead([d["event"].event_id for d in self.entries])
+        self.entries = []
         return count

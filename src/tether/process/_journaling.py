@@ -10,7 +10,7 @@ event dead-lettered by a stopped process, say) runs at once, as before.
 ``inject`` journals an event ``queued`` before it queues it, and waits for that write (off the
 loop): when it raises, the event is refused, and nothing of it is left queued. Every later
 write of the event's progress (``done``, a retry's ``queued``, ``dead``, an amended or
-redelivered dead letter) goes through ``_journal_write`` and is not waited for (``running``,
+redelivered dead letter) goes through ``JournalWrites.write`` and is not waited for (``running``,
 which counts the attempt, is waited for by its worker, off the loop): when it
 fails (the file locked past its busy timeout, a full disk) a warning is logged, redacted, it is
 counted in ``status()`` (``journal_errors``, and the last error as ``journal_error``), and the
@@ -117,26 +117,34 @@ class JournalWriter:
 
 
 class JournalWrites:
-    """The journal-write part of AgentProcess."""
+    """The journal writes of one process's events: off the loop while it runs, and counted,
+    not raised, when they fail (see the module docstring).
 
-    if TYPE_CHECKING:
-        name: str
-        redactor: Redactor
-        _running_loop: asyncio.AbstractEventLoop | None
+    ``running`` says whether the process runs now: only then do writes go to the writer
+    thread (a write made by a stopped process runs at once).
+    """
 
-    def _init_journal_writes(self) -> None:
-        #: Journal writes that failed since the process was created, and the last one's error.
-        self.journal_errors = 0
-        self.journal_error: str | None = None
-        self._journal_writer = JournalWriter(self.name)
-        self._journal_pending = 0  # on the loop's thread only
+    def __init__(self, name: str, redactor: Redactor, running: Callable[[], bool]) -> None:
+        self.name = name
+        self.redactor = redactor
+        self._running = running
+        #: Writes that failed since the process was created, and the last one's error.
+        self.errors = 0
+        self.error: str | None = None
+        self._writer = JournalWriter(name)
+        self._pending = 0  # on the loop's thread only
 
     @property
-    def journal_pending(self) -> int:
-        """Journal writes handed to the writer thread whose outcome is not recorded yet."""
-        return self._journal_pending
+    def pending(self) -> int:
+        """Writes handed to the writer thread whose outcome is not recorded yet."""
+        return self._pending
 
-    def _journal_write(
+    def _inline(self) -> bool:
+        """Whether a write runs at once: the process is not running, and its writer thread
+        is not finishing earlier writes (they stay in order)."""
+        return not self._running() and not self._writer.running
+
+    def write(
         self, about: str, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs
     ) -> None:
         """``write(*args)``, a journal write of the progress of ``about`` (an event id, or what
@@ -146,20 +154,20 @@ class JournalWrites:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        if loop is None or (self._running_loop is None and not self._journal_writer.running):
+        if loop is None or self._inline():
             try:
                 write(*args, **kwargs)
             except sqlite3.Error as exc:
-                self._journal_failed(about, write.__name__, exc)
+                self._failed(about, write.__name__, exc)
             return
         name = write.__name__
-        self._journal_pending += 1
-        done = self._journal_writer.submit(lambda: write(*args, **kwargs), ())
+        self._pending += 1
+        done = self._writer.submit(lambda: write(*args, **kwargs), ())
 
         def settled(exc: BaseException | None) -> None:
-            self._journal_pending -= 1
+            self._pending -= 1
             if exc is not None:
-                self._journal_failed(about, name, exc)
+                self._failed(about, name, exc)
 
         def finished(future: concurrent.futures.Future[None]) -> None:  # the writer's thread
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
@@ -167,23 +175,21 @@ class JournalWrites:
 
         done.add_done_callback(finished)
 
-    def _history_offload(self, write: Callable[[], None]) -> concurrent.futures.Future[None] | None:
+    def history_offload(self, write: Callable[[], None]) -> concurrent.futures.Future[None] | None:
         """Run a hook-run history write (same file) on the writer thread while the process
         runs, in order with its journal writes; None when it does not (written at once)."""
-        if self._running_loop is None and not self._journal_writer.running:
+        if self._inline():
             return None
-        return self._journal_writer.submit(write, ())
+        return self._writer.submit(write, ())
 
-    async def _journal_accept(
-        self, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs
-    ) -> None:
+    async def accept(self, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs) -> None:
         """``write(*args)`` waited for (off the loop while the process runs); raises its error."""
-        if self._running_loop is None and not self._journal_writer.running:
+        if self._inline():
             write(*args, **kwargs)  # not running: nothing else waits on this loop for it
             return
-        await asyncio.wrap_future(self._journal_writer.submit(lambda: write(*args, **kwargs), ()))
+        await asyncio.wrap_future(self._writer.submit(lambda: write(*args, **kwargs), ()))
 
-    async def _journal_landed(
+    async def landed(
         self, about: str, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs
     ) -> None:
         """``write(*args)`` waited for (off the loop while the process runs); its ``sqlite3``
@@ -191,13 +197,17 @@ class JournalWrites:
         follows: a run's ``running`` counts its attempt, so an event whose runs keep killing
         the host is dead-lettered once its retries are used, however soon each crash comes."""
         try:
-            await self._journal_accept(write, *args, **kwargs)
+            await self.accept(write, *args, **kwargs)
         except sqlite3.Error as exc:
-            self._journal_failed(about, write.__name__, exc)
+            self._failed(about, write.__name__, exc)
 
-    def _journal_failed(self, about: str, name: str, exc: BaseException) -> None:
-        self.journal_errors += 1
-        self.journal_error = error = self.redactor.text(describe(exc))
+    async def close(self) -> None:
+        """Finish the queued writes (or give them up after JOURNAL_DRAIN); end the thread."""
+        await self._writer.close()
+
+    def _failed(self, about: str, name: str, exc: BaseException) -> None:
+        self.errors += 1
+        self.error = error = self.redactor.text(describe(exc))
         logger.warning(
             "%s",
             self.redactor.text(

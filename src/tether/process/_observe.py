@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..hooks import HookEvent, HookManager, HookRun
 from ..hooks._context import DRY_RUN_KEY
-from ._state import ProcessState
 
 if TYPE_CHECKING:
     from .._redact import Redactor
     from ..hooks._history import HistoryRecorder
     from ..store import HistoryStore
 
-__all__ = ["HookObservability", "withhold"]
+__all__ = ["HookInspector", "withhold"]
 
 #: The effects the hooks of the dry run under way asked for and did not get (None outside one).
 #: It only collects notes: whether an effect is withheld is decided by the context's metadata,
@@ -39,19 +39,31 @@ def withhold(note: dict[str, Any]) -> None:
         notes.append(note)
 
 
-class HookObservability:
-    """The hook-observability half of AgentProcess."""
+class HookInspector:
+    """A process's hook runs as recorded, and dry runs of its resolved chain.
 
-    if TYPE_CHECKING:
-        name: str
-        process_id: str
-        hooks: HookManager
-        history: HistoryRecorder
-        redactor: Redactor
-        _history_store: HistoryStore | None
-        state: ProcessState
+    Reads only what it is handed: the process's name and id, its hooks, their history (and
+    the SQLite store behind it) and its redactor; ``stopped`` says whether the process is
+    stopped, when a read must leave the history file closed again.
+    """
 
-    # -- hook observability ----------------------------------------------------------------
+    def __init__(
+        self,
+        name: str,
+        process_id: str,
+        hooks: HookManager,
+        history: HistoryRecorder,
+        redactor: Redactor,
+        store: HistoryStore | None,
+        stopped: Callable[[], bool],
+    ) -> None:
+        self.name = name
+        self.process_id = process_id
+        self.hooks = hooks
+        self.history = history
+        self.redactor = redactor
+        self.store = store
+        self._stopped = stopped
 
     def hook_runs(self, **filters: Any) -> list[HookRun]:
         """Recorded hook runs, oldest first (filters: event, outcome, hook, since, last).
@@ -72,13 +84,13 @@ class HookObservability:
         return [r for r in runs if datetime.fromtimestamp(r.recorded_at, UTC) >= when]
 
     def _hook_runs(self, **filters: Any) -> list[HookRun]:
-        store = self._history_store
+        store = self.store
         if store is not None:
             self.history.flush()  # off the loop while the process runs: not waited for
             try:
                 return self.history.with_unwritten(store.query(self.name, **filters), **filters)
             finally:
-                if self.state == ProcessState.STOPPED:  # a stopped process holds no file open
+                if self._stopped():  # a stopped process holds no file open
                     store.close()
         return self.history.runs(**filters)
 

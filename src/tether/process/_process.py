@@ -14,91 +14,67 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .._redact import Redactor
-from ..agent import (
-    AgentContext,
-    AgentLoop,
-    BudgetTracker,
-    RunResult,
-    Tool,
-    as_tool,
-    permission_denied,
-    scan,
-    scan_payload,
-)
-from ..agent._observer import Note
-from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
-from ..hooks._hook import CLOSING, closing
-from ..hooks._prompt import DEFAULT_MODELS
+from ..agent import AgentContext, AgentLoop, Tool
+from ..hooks import DispatchResult, HookEvent, HookManager
 from ..hooks._secrets import CommandSecrets
-from ._changes import ConfigChanges
+from ._attempts import EventRunner, Live
+from ._changes import AppliedChange, ConfigChanges, Saved
 from ._config import (
     CronTrigger,
     EventTrigger,
     FileWatchTrigger,
     ProcessConfig,
+    RestartPolicy,
     TriggerConfig,
     WebhookTrigger,
 )
 from ._config_secrets import config_secrets, resolve_secrets
-from ._dead_letters import DeadLetters
+from ._dead_letters import DeadLetterBox
+from ._emitter import Emitter
 from ._errors import ProcessStateError
-from ._event import CURRENT_EVENT, TriggerEvent, render_prompt
-from ._extensions import extensions_for_run, render_for_run
+from ._event import TriggerEvent
+from ._intake import Intake
 from ._journaling import JournalWrites
-from ._mcp import check_entries
-from ._observe import HookObservability
+from ._mcp import McpServerConfig, check_entries
+from ._observe import HookInspector
+from ._parts import agent_loop, hooks_of, model_of, tools_of
 from ._queue import MemoryQueue
-from ._rewind import Rewinding
-from ._state import ProcessState, accepts_events, validate_name
-from ._stopping import Stopping
-from ._supervise import Supervision, describe, is_fatal
+from ._rewind import REWIND_WAIT, Rewinder
+from ._state import ProcessState, validate_name
+from ._stopping import Ends, Teardown, WorkerPool, stop_deadline
+from ._supervise import Lifecycle, Supervisor, describe
 from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
 
 if TYPE_CHECKING:
     from ..agent._observer import Observer
     from ..hooks import HookRun
     from ..models import Model
-    from ..store import Journal
+    from ..store import HistoryStore, Journal
     from ._stream_queue import StreamQueue
 
 __all__ = ["AgentProcess", "ProcessState"]
 
 logger = logging.getLogger("tether.process")
 
-#: Run transcripts kept for plugins (converse) after a task completes.
-TRANSCRIPTS_KEPT: Final = 100
 
+class AgentProcess:
+    """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks.
 
-def tools_of(declared: list[Any]) -> list[Tool]:
-    """The Tools a configuration declares; an import path is imported now, and one that
-    cannot be is a ValueError naming the entry and what is wrong."""
-    from ..agent._tools import import_tool
-
-    tools: list[Tool] = []
-    for index, entry in enumerate(declared):
-        if isinstance(entry, str):
-            try:
-                tools.append(import_tool(entry))
-            except ValueError as exc:
-                raise ValueError(f"tools[{index}]: {exc}") from None
-        else:
-            tools.append(as_tool(entry))
-    return tools
-
-
-class AgentProcess(
-    ConfigChanges, DeadLetters, JournalWrites, Rewinding, HookObservability, Stopping, Supervision
-):
-    """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks."""
+    Built of collaborators, each handed only what it needs: its hook dispatches (Emitter),
+    its configuration and the changes of it (ConfigChanges), the events coming in (Intake)
+    and their attempts (EventRunner), its dead letters (DeadLetterBox), its journal writes
+    (JournalWrites), its workers (WorkerPool), rewinds (Rewinder), crash supervision
+    (Supervisor), its stop (Teardown) and the view of its hooks (HookInspector). The public
+    methods are here.
+    """
 
     def __init__(
         self,
@@ -109,120 +85,215 @@ class AgentProcess(
         parent: AgentProcess | None = None,
     ) -> None:
         self.name = validate_name(name)
-        self.config = config if config is not None else ProcessConfig()
-        check_entries(self.config.mcp_servers, f"process {self.name!r}")
+        config = config if config is not None else ProcessConfig()
+        check_entries(config.mcp_servers, f"process {self.name!r}")
         self.process_id = str(uuid.uuid4())
-        # HookContext.metadata of every dispatch (the engine gives each hook its own copy).
-        self._metadata: Final = {"process_name": self.name, "process_id": self.process_id}
         self.parent = parent
-        self.hooks = HookManager(default_timeout=self.config.hook_timeout)
-        # Prompt hooks that name no model ask this process's (made when it starts). Weakly:
-        # the table is keyed by the manager, which the process holds.
+        # Prompt hooks that name no model ask this process's. Weakly: the table is keyed by
+        # the manager, which the process holds.
         me = weakref.ref(self)
-        DEFAULT_MODELS[self.hooks] = lambda: p._model if (p := me()) is not None else None
-        if parent is not None:
-            self.hooks.inherit(parent.hooks)
-            hooks = hooks if hooks is not None else parent.hooks.shared
-        if hooks is not None:
-            self.hooks.share(hooks)
-        # Linked first: the declared hooks' before/after may name inherited and shared hooks,
-        # and one another in any order (a DeclarationError names hooks[i].before/.after).
-        self.hooks.register_configs(self.config.hooks)
+        self.hooks: HookManager = hooks_of(
+            config,
+            hooks,
+            parent.hooks if parent is not None else None,
+            lambda: p._model if (p := me()) is not None else None,
+        )
         # Declared secrets, and what the command hooks of the chain hand their programs (looked
         # up at each use: hooks registered later, in code or by a plugin, count too).
         self.redactor = Redactor(
-            resolve_secrets(self.config) + config_secrets(self.config.triggers, self.config),
+            resolve_secrets(config) + config_secrets(config.triggers, config),
             learned=CommandSecrets(self.hooks),
         )
+        self._pool = WorkerPool(self.name)
+        # The pool's own (never rebound), read on every event's path.
+        self._busy = self._pool.busy
+        self._abandoned = self._pool.abandoned
+        #: The loop the process runs in, from start() to the end of its stop.
+        self._running_loop: asyncio.AbstractEventLoop | None = None
+        self._emitter = Emitter(
+            self.name,
+            self.hooks,
+            self.redactor,
+            {"process_name": self.name, "process_id": self.process_id},
+            busy=self._busy,
+            loop=lambda: self._running_loop,
+        )
+        self._emit = self._emitter.emit
+        self._emit_worker = self._emitter.emit_worker
+        self._runners: dict[str, TriggerRunner] = {}
+        self._loop: AgentLoop | None = None
+        self._changes = ConfigChanges(
+            self.name,
+            config,
+            self.redactor,
+            tools=tools_of(config.tools),
+            emit=self._emit,
+            loop=lambda: self._loop,
+            running=lambda: self.state == ProcessState.RUNNING,
+            runners=self._runners,
+            start_trigger=self._start_trigger,
+        )
         self.context = AgentContext(
-            self.config.context.conversation_max_messages,
-            self.config.context.initial_state,
+            config.context.conversation_max_messages,
+            config.context.initial_state,
             on_compact=self._on_compact,
         )
         self.state = ProcessState.CREATED
-        self.dead_letters: list[dict[str, Any]] = []
-        self.invocation_count = 0
         self.restart_count = 0
-        self._auto_restarts = 0  # what the restart policy counts: restart() calls are not
-        self.filtered_count = 0
         self.children: dict[str, AgentProcess] = {}
         self._spawning: set[str] = set()  # children whose subagent_start hooks run now
-        self.last_error: str | None = None
         self.on_spawn: Callable[[AgentProcess], Awaitable[None]] | None = None
-        self._queue: asyncio.Queue[tuple[TriggerEvent, int]] = MemoryQueue(
-            self.config.max_queue_size
-        )
+        self._queue: asyncio.Queue[tuple[TriggerEvent, int]] = MemoryQueue(config.max_queue_size)
         #: The Redis stream queue when this process runs in a cluster (see use_queue).
         self._stream: StreamQueue | None = None
-        self._workers: list[asyncio.Task[None]] = []
-        #: The loop the process runs in, from start() to the end of its stop: asking it for the
-        #: current task spares _emit the getpid() system call asyncio.current_task() makes.
-        self._running_loop: asyncio.AbstractEventLoop | None = None
-        #: The workers running an event now, with its id.
-        self._busy: dict[asyncio.Task[None], str] = {}
-        #: Workers given up on at a stop: their run ignored its cancellation (see _halt_workers),
-        #: and their events, to dead-letter (not to re-run: the run may yet act).
-        self._abandoned: set[asyncio.Task[None]] = set()
-        self._given_up: list[tuple[TriggerEvent, int]] = []
-        self._inflight: dict[str, tuple[TriggerEvent, int]] = {}
-        self._retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]] = {}
-        # Events whose run was cancelled by stop() or a restart: (event, attempt cut off).
-        self._cut_off: list[tuple[TriggerEvent, int]] = []
-        self._dispatching: set[asyncio.Task[Any]] = set()
-        self._later: set[asyncio.Task[Any]] = set()  # task_completed fired off a timer
         self._stopping = False
-        self._runners: dict[str, TriggerRunner] = {}
-        self._triggers: list[tuple[str, TriggerConfig]] = [
-            (t.id or f"{t.type}-{i}", t) for i, t in enumerate(self.config.triggers)
-        ]
-        self._tools: list[Tool] = tools_of(self.config.tools)
-        self._budget = BudgetTracker(self.config.budget) if self.config.budget else None
         self._model: Model | None = None
-        self._loop: AgentLoop | None = None
-        self._consecutive_failures = 0
-        self._supervisor: asyncio.Task[None] | None = None
-        self._failing: asyncio.Task[None] | None = None  # tearing down a crash for good
+        self._supervision = Supervisor(
+            self.name,
+            policy=lambda: self.config.restart,
+            redact=self.redactor.text,
+            lifecycle=Lifecycle(
+                stopping=lambda: self._stopping or self.state == ProcessState.STOPPING,
+                enter=self._enter,
+                session_end=self._session_end,
+                pause=lambda: self._teardown.pause(),
+                restart=self._restart_after_crash,
+                fail=lambda: self._teardown.run(ProcessState.FAILED),
+            ),
+        )
         self._stopper: asyncio.Task[None] | None = None
         self._stop_waiters: set[asyncio.Task[Any] | None] = set()
         self._started_at: float | None = None
-        self._journal: Journal | None = None
         self._recovered_once = False
-        self._init_changes()
-        self._init_journal_writes()
-        self._init_rewind()
-        self.transcripts: dict[str, list[dict[str, Any]]] = {}
-        #: The model.for_run answer of each kept transcript (None: the process's model).
-        self.run_models: dict[str, Model | None] = {}
-        if self.config.journal_path:
-            from ..store import Journal
+        self._rewinder = Rewinder(
+            self.name,
+            self.context,
+            lambda: self._queue,
+            self._busy,
+            serialised=self._changes.serialised,
+            apply_change=self._changes.apply_change,
+        )
+        #: Told of each task, run, model call, tool call and hook run (see observe()).
+        self.observer: Observer | None = None
+        self._init_stores(config)
+        self._init_events()
 
-            self._journal = Journal(
-                self.config.journal_path, self.name, redact=self.redactor.declared.text
-            )
+    def _init_stores(self, config: ProcessConfig) -> None:
+        """The journal, the hook-run history (in SQLite with a journal), dead letters and
+        plugins."""
         from ..hooks._history import HistoryRecorder
         from ._plugins import PluginManager
 
-        self._history_store = None
-        if self.config.journal_path:
-            from ..store import HistoryStore
+        self._journal: Journal | None = None
+        self._history_store: HistoryStore | None = None
+        if config.journal_path:
+            from ..store import HistoryStore, Journal
 
-            self._history_store = HistoryStore(self.config.journal_path)
+            self._journal = Journal(
+                config.journal_path, self.name, redact=self.redactor.declared.text
+            )
+            self._history_store = HistoryStore(config.journal_path)
+        self._journal_writes = JournalWrites(
+            self.name, self.redactor, running=lambda: self._running_loop is not None
+        )
+        self._letters = DeadLetterBox(
+            self.name,
+            self.redactor,
+            self._journal,
+            self._journal_writes,
+            complete=lambda event, outcome, ms, error: self._runner.complete(
+                event, outcome, ms, error
+            ),
+            inject=self.inject,
+            stream=lambda: self._stream,
+            observer=lambda: self.observer,
+        )
+        store = self._history_store
         self.history = HistoryRecorder(
             self.name,
             redact=self.redactor.text,
-            sink=self._history_store.write if self._history_store is not None else None,
-            offload=self._history_offload,
+            sink=store.write if store is not None else None,
+            offload=self._journal_writes.history_offload,
         )
         self.hooks.recorder = self.history
         self.hooks.redact = self.redactor.text
-
+        self._inspector = HookInspector(
+            self.name,
+            self.process_id,
+            self.hooks,
+            self.history,
+            self.redactor,
+            store,
+            stopped=lambda: self.state == ProcessState.STOPPED,
+        )
         self.plugins = PluginManager(self)
-        for plugin in self.config.plugins:
+        for plugin in config.plugins:
             self.plugins.add(plugin)
-        #: Told of each task, run, model call, tool call and hook run (see observe()).
-        self.observer: Observer | None = None
-        #: The note of each task attempt under way, while an observer is set.
-        self._task_notes: dict[str, Note] = {}
+
+    def _init_events(self) -> None:
+        """How events enter (Intake), are run (EventRunner), and what a stop does with them
+        and the rest of the process (Teardown)."""
+        live = Live(
+            config=lambda: self.config,
+            state=lambda: self.state,
+            stopping=lambda: self._stopping,
+            queue=lambda: self._queue,
+            stream=lambda: self._stream,
+            observer=lambda: self.observer,
+        )
+        journal, writes = self._journal, self._journal_writes
+        self._intake = Intake(
+            self.name,
+            self.redactor,
+            live=live,
+            supervisor=self._supervision,
+            letters=self._letters,
+            journal=journal,
+            writes=writes,
+            emit=self._emit,
+        )
+        self._runner = EventRunner(
+            self.name,
+            self.redactor,
+            self.hooks,
+            live=live,
+            pool=self._pool,
+            rewinder=self._rewinder,
+            supervisor=self._supervision,
+            letters=self._letters,
+            journal=journal,
+            writes=writes,
+            loop=lambda: self._loop,
+            budget=lambda: self._changes.budget,
+            emit=self._emit,
+            emit_worker=self._emit_worker,
+            enqueue=self._intake.enqueue,
+        )
+        #: The last runs' transcripts, and the model.for_run answer of each (see EventRunner).
+        self.transcripts = self._runner.transcripts
+        self.run_models = self._runner.run_models
+        self._teardown = Teardown(
+            self.redactor.text,
+            runners=self._runners,
+            pool=self._pool,
+            events=self._runner,
+            letters=self._letters,
+            hooks=self.hooks,
+            history=self.history,
+            journal=journal,
+            writes=writes,
+            keep=self._stop_waiters,
+            ends=Ends(
+                halting=self._halting,
+                stop_timeout=lambda: self.config.stop_timeout,
+                children=lambda: self.children.values(),
+                close_mcp=self._changes.close_mcp,
+                model=lambda: self._model if self.parent is None else None,
+                enter=self._ended,
+                stores=lambda: (self._journal, self._history_store, self.plugins.artifacts),
+                stopped=None if self.parent is None else self._tell_parent,
+            ),
+        )
 
     def __repr__(self) -> str:
         return f"AgentProcess({self.name!r}, state={self.state.value!r})"
@@ -241,49 +312,155 @@ class AgentProcess(
         if self._loop is not None:
             self._loop.observer = observer
 
-    # -- hooks -----------------------------------------------------------------------------
+    # -- state held by collaborators -------------------------------------------------------
 
-    async def _emit(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult:
-        """Dispatch ``event`` to the resolved chain with secrets redacted.
+    @property
+    def config(self) -> ProcessConfig:
+        """The configuration now (a change replaces it: see ConfigChanges)."""
+        return self._changes.config
 
-        The dispatching task is noted so that a hook awaiting this process's stop() (which
-        would wait on itself) gets a clear error instead of a deadlock.
-        """
-        data = self.redactor.declared.value(data)
-        loop = self._running_loop
-        task = asyncio.current_task() if loop is None else asyncio.current_task(loop)
-        if task is None or task in self._busy:  # a worker: _busy already marks it
-            return await self.hooks.dispatch(
-                event, data, process_id=self.name, metadata=self._metadata
-            )
-        self._dispatching.add(task)
-        try:
-            return await self.hooks.dispatch(
-                event, data, process_id=self.name, metadata=self._metadata
-            )
-        finally:
-            self._dispatching.discard(task)
+    @config.setter
+    def config(self, config: ProcessConfig) -> None:
+        self._changes.config = config
 
-    def _emit_worker(
+    @property
+    def invocation_count(self) -> int:
+        """Runs started since the process was created."""
+        return self._runner.invocation_count
+
+    @property
+    def filtered_count(self) -> int:
+        """File changes a file_changed hook filtered out."""
+        return self._intake.filtered_count
+
+    @property
+    def last_error(self) -> str | None:
+        """The error of the last crash, if any."""
+        return self._supervision.last_error
+
+    @property
+    def dead_letters(self) -> list[dict[str, Any]]:
+        """The dead letters, oldest first (see DeadLetterBox)."""
+        return self._letters.entries
+
+    @property
+    def journal_errors(self) -> int:
+        """Journal writes that failed since the process was created (see _journaling)."""
+        return self._journal_writes.errors
+
+    @property
+    def journal_error(self) -> str | None:
+        """The error of the last journal write that failed (redacted)."""
+        return self._journal_writes.error
+
+    @property
+    def journal_pending(self) -> int:
+        """Journal writes handed to the writer thread whose outcome is not recorded yet."""
+        return self._journal_writes.pending
+
+    def _dead(self, event: TriggerEvent, reason: str, error: str | None, attempts: int) -> None:
+        self._letters.add(event, reason, error, attempts)
+
+    async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
+        """Inject dead-lettered events again (all, or those named); return how many (see
+        DeadLetterBox.redeliver)."""
+        return await self._letters.redeliver(event_ids)
+
+    def clear_dead_letters(self) -> int:
+        """Forget every dead letter; return how many."""
+        return self._letters.clear()
+
+    # -- hooks, as recorded and dry-run (see HookInspector) ---------------------------------
+
+    def hook_runs(self, **filters: Any) -> list[HookRun]:
+        """Recorded hook runs, oldest first (filters: event, outcome, hook, since, last)."""
+        return self._inspector.hook_runs(**filters)
+
+    async def dry_run(self, event: HookEvent | str, data: dict[str, Any]) -> dict[str, Any]:
+        """Push a sample event through the resolved chain (see HookInspector.dry_run)."""
+        return await self._inspector.dry_run(event, data)
+
+    # -- configuration changes (see ConfigChanges) ------------------------------------------
+
+    async def change_config(
         self,
-        event: HookEvent,
-        data: dict[str, Any],
+        change: str,
         *,
-        context_factory: Callable[..., HookContext] | None = None,
-    ) -> Coroutine[Any, Any, DispatchResult]:
-        """``_emit`` for code that only runs inside a worker, which ``_busy`` already marks.
-
-        A plain function handing back the dispatch to await: one coroutine less per event.
-        ``context_factory`` builds the hooks' context (the agent loop's, for a tool call).
-        """
-        data = self.redactor.declared.value(data)
-        return self.hooks.dispatch(
-            event,
-            data,
-            process_id=self.name,
-            metadata=self._metadata,
-            context_factory=context_factory,
+        source: str = "operator",
+        apply: Callable[[], Any],
+        snapshot: Callable[[], Saved] | None = None,
+        **details: Any,
+    ) -> bool:
+        """Fire config_change, then apply: always for operators, unless blocked for the agent."""
+        return await self._changes.change_config(
+            change, source=source, apply=apply, snapshot=snapshot, **details
         )
+
+    @property
+    def config_history(self) -> list[dict[str, Any]]:
+        """The applied changes rollback() can undo, oldest first (secret values redacted)."""
+        return self._changes.config_history
+
+    @property
+    def next_rollback(self) -> AppliedChange | None:
+        """The applied change rollback() would undo now, if any."""
+        return self._changes.next_rollback
+
+    async def rollback(
+        self, *, source: str = "operator", check: Callable[[AppliedChange], None] | None = None
+    ) -> bool:
+        """Undo the newest applied change, restoring what it replaced."""
+        return await self._changes.rollback(source=source, check=check)
+
+    async def update_instructions(self, instructions: str, *, source: str = "operator") -> bool:
+        return await self._changes.update_instructions(instructions, source=source)
+
+    async def set_mission(self, mission: str | None, *, source: str = "operator") -> bool:
+        """Set the standing goal given to the model after the instructions (None clears it)."""
+        return await self._changes.set_mission(mission, source=source)
+
+    async def add_tool(self, fn: Callable[..., Awaitable[Any]] | Tool) -> bool:
+        return await self._changes.add_tool(fn)
+
+    async def remove_tool(self, name: str) -> bool:
+        return await self._changes.remove_tool(name)
+
+    async def add_trigger(self, trigger: TriggerConfig, *, source: str = "operator") -> bool:
+        """Add a trigger (and start its runner when running); ValueError if its id is taken."""
+        return await self._changes.add_trigger(trigger, source=source)
+
+    async def remove_trigger(self, trigger_id: str, *, source: str = "operator") -> bool:
+        """Remove a trigger (stopping its runner); KeyError when there is none."""
+        return await self._changes.remove_trigger(trigger_id, source=source)
+
+    async def set_budget(self, budget: Any) -> bool:
+        return await self._changes.set_budget(budget)
+
+    async def set_health(
+        self, health: RestartPolicy | Mapping[str, Any], *, source: str = "operator"
+    ) -> bool:
+        """Change the supervision settings (``config.restart``): see ConfigChanges.set_health."""
+        return await self._changes.set_health(health, source=source)
+
+    async def add_mcp_server(
+        self, server: McpServerConfig | Mapping[str, Any], *, source: str = "operator"
+    ) -> bool:
+        """Declare an MCP server; a running process connects to it before this returns."""
+        return await self._changes.add_mcp_server(server, source=source)
+
+    async def remove_mcp_server(self, name: str, *, source: str = "operator") -> bool:
+        """Remove the declared MCP server ``name``; KeyError when there is none."""
+        return await self._changes.remove_mcp_server(name, source=source)
+
+    async def rewind(
+        self, messages: int, *, source: str = "operator", timeout: float = REWIND_WAIT
+    ) -> bool:
+        """Drop the newest ``messages`` messages of the conversation (see Rewinder.rewind);
+        ProcessStateError when awaited from a hook or run of this process."""
+        self._emitter.guard("rewind")
+        return await self._rewinder.rewind(messages, source=source, timeout=timeout)
+
+    # -- hooks -----------------------------------------------------------------------------
 
     def _session_end(self, reason: str) -> Awaitable[DispatchResult]:
         """session_end (to await), fired at a stop and when a crash is supervised: its
@@ -291,15 +468,6 @@ class AgentProcess(
         return self._emit(
             HookEvent.SESSION_END, {"reason": reason, "invocation_count": self.invocation_count}
         )
-
-    def _guard_self_await(self, what: str) -> None:
-        task = asyncio.current_task()
-        if task is not None and (task in self._dispatching or task in self._busy):
-            raise ProcessStateError(
-                f"{what}() of process {self.name!r} was awaited from inside its own hook or run, "
-                f"which would wait on itself; schedule it instead: "
-                f"asyncio.create_task(process.{what}())"
-            )
 
     def _on_compact(self, phase: str, data: dict[str, Any]) -> Awaitable[Any]:
         event = HookEvent.PRE_COMPACT if phase == "pre" else HookEvent.POST_COMPACT
@@ -309,8 +477,8 @@ class AgentProcess(
 
     async def start(self, *, _restart: bool = False) -> None:
         """Enter RUNNING: fire session_start, then start workers and triggers."""
-        self._guard_self_await("start")
-        supervisor = self._supervisor or self._failing
+        self._emitter.guard("start")
+        supervisor = self._supervision.busy
         if supervisor is not None:  # an automatic restart (or failure) is under way
             await asyncio.wait([supervisor])
         if self.state in (ProcessState.STARTING, ProcessState.RUNNING):
@@ -322,34 +490,19 @@ class AgentProcess(
         self._running_loop = asyncio.get_running_loop()
         try:
             if self._model is None:
-                from ..models import resolve_model
-
-                model = self.config.model
-                if isinstance(model, str) and model.startswith("openai:"):
-                    self._model = resolve_model(
-                        model,
-                        timeout=self.config.model_timeout,
-                        max_retries=self.config.model_max_retries,
-                        base_url=self.config.base_url,
-                    )
-                else:
-                    self._model = resolve_model(model)
-            self._loop = AgentLoop(
-                model=self._model,
-                instructions=self.config.instructions,
-                mission=self.config.mission,
-                context=self.context,
+                self._model = model_of(self.config)
+            self._loop = agent_loop(
+                self.name,
+                self.config,
+                self._model,
+                self.context,
                 emit=self._emit_worker,
-                tools=self._tools,
-                approval=self.config.approval,
-                budget=self._budget,
+                tools=self._changes.tools,
+                budget=self._changes.budget,
                 redactor=self.redactor,
-                process_id=self.name,
-                max_turns=self.config.max_turns,
-                tool_timeout=self.config.tool_timeout,
                 observer=self.observer,
+                open_mode_tools=self._open_mode_tools,
             )
-            self._install_builtin_tools(self._loop)
             if self._journal is not None and not self._journal.claim():
                 raise ProcessStateError(
                     f"journal {self._journal.path} is in use by another live process named "
@@ -373,14 +526,16 @@ class AgentProcess(
             return
         # Runs see the MCP servers' tools from the first: each has connected, or failed once
         # (and is retried in the background), before a worker starts.
-        await self._sync_mcp()
+        await self._changes.sync_mcp()
         if self.state != ProcessState.RUNNING:  # stopped meanwhile
             return
-        self._workers = [
-            asyncio.get_running_loop().create_task(self._worker(), name=f"{self.name}-worker-{i}")
+        self._pool.tasks = [
+            asyncio.get_running_loop().create_task(
+                self._runner.work(), name=f"{self.name}-worker-{i}"
+            )
             for i in range(self.config.concurrency)
         ]
-        for trigger_id, trigger in self._triggers:
+        for trigger_id, trigger in self._changes.triggers:
             if trigger_id not in self._runners:  # one added by a session_start hook runs already
                 self._start_trigger(trigger_id, trigger)
 
@@ -403,21 +558,10 @@ class AgentProcess(
         if self._journal is not None:
             self._journal.release()
 
-    def _install_builtin_tools(self, loop: AgentLoop) -> None:
-        if self.config.context.state_tool:
-            context = self.context
+    def _open_mode_tools(self) -> list[Tool]:
+        from ._open_mode import open_mode_tools
 
-            async def update_state(key: str, value: Any) -> str:
-                """Save a note that persists between runs: state[key] = value."""
-                context.update_state(key, value)
-                return f"state[{key!r}] saved"
-
-            loop.add_tool(update_state)
-        if self.config.execution_mode == "open":
-            from ._open_mode import open_mode_tools
-
-            for t in open_mode_tools(self):
-                loop.add_tool(t)
+        return open_mode_tools(self)
 
     def _recover(self) -> dict[str, Any] | None:
         """Requeue what the journal says was unfinished (first start of this object only)."""
@@ -430,7 +574,7 @@ class AgentProcess(
 
         Events still queued are dead-lettered ("process stopped") and can be redelivered.
         """
-        self._guard_self_await("stop")
+        self._emitter.guard("stop")
         me = asyncio.current_task()  # a deferred call awaiting this stop is not cancelled by it
         self._stop_waiters.add(me)
         try:
@@ -445,10 +589,10 @@ class AgentProcess(
                 never_started = self.state == ProcessState.CREATED
                 self.state = ProcessState.STOPPED
                 if never_started:  # events injected before start() are dead-lettered too
-                    deadline = self._stop_deadline(asyncio.get_running_loop().time())
-                    await self._dead_letter_leftovers(
-                        "process stopped", ProcessState.STOPPED, deadline
-                    )
+                    loop = asyncio.get_running_loop()
+                    deadline = stop_deadline(loop.time(), self.config.stop_timeout)
+                    leftovers = self._runner.waiting(ProcessState.STOPPED)
+                    await self._letters.dead_letter_all(leftovers, "process stopped", deadline)
                 return
             if self.state == ProcessState.STOPPING:
                 while self.state == ProcessState.STOPPING:
@@ -462,24 +606,21 @@ class AgentProcess(
         await asyncio.shield(stopper)
 
     async def _stop(self, reason: str) -> None:
-        failing = self._failing  # one teardown at a time: the crash's ends first
+        failing = self._supervision.failing  # one teardown at a time: the crash's ends first
         if failing is not None and failing is not asyncio.current_task():
             await asyncio.wait([failing])
-        supervisor = self._supervisor
-        if supervisor is not None and supervisor is not asyncio.current_task():
-            supervisor.cancel(CLOSING)
-            self._supervisor = None
+        self._supervision.cancel()
         was_failed = self.state == ProcessState.FAILED
         self.state = ProcessState.STOPPING
         try:
             if not was_failed:
                 await self._session_end(reason)
         finally:  # a session_end hook raising what the engine does not isolate still stops it
-            await self._teardown(ProcessState.STOPPED, restarting=reason == "restart")
+            await self._teardown.run(ProcessState.STOPPED, restarting=reason == "restart")
 
     async def restart(self) -> None:
         """session_end (reason "restart"), teardown, then session_start with restart=True."""
-        self._guard_self_await("restart")
+        self._emitter.guard("restart")
         if self.state in (ProcessState.RUNNING, ProcessState.FAILED):
             await self.stop(reason="restart")
         self.restart_count += 1
@@ -503,385 +644,15 @@ class AgentProcess(
 
     async def inject(self, event: TriggerEvent) -> str:
         """Queue an event (after task_created); return its id. Never drops: see dead_letters."""
-        if not isinstance(event, TriggerEvent):
-            raise TypeError(f"inject() takes a TriggerEvent, got {type(event).__name__}")
-        if not self._accepts():
-            self._dead(event, "process stopped", f"process is {self.state.value}", 0)
-            return event.event_id
-        try:
-            gate = await self._task_created(event)
-        except BaseException as exc:  # what the engine does not isolate: raise, keep the event
-            self._not_queued(event, "task_created", exc)
-            raise
-        if gate.blocked:
-            self._dead(event, "blocked by hook", gate.reason, 0)
-            return event.event_id
-        if not self._accepts():
-            self._dead(event, "process stopped", "the process stopped during task_created", 0)
-            return event.event_id
-        if self._stream is not None:  # the stream's holder reads it (here or on another host)
-            if not await self._stream.add(event):
-                self._dead(
-                    event,
-                    "queue full",
-                    f"the stream holds max_queue_size={self.config.max_queue_size} events",
-                    0,
-                )
-            return event.event_id
-        if self._journal is not None and not self._queue.full():
-            # Waited for (off the loop, see _journaling): it raises, and the event is refused.
-            stored = self.redactor.declared.value(event.to_dict())
-            await self._journal_accept(self._journal.queued, stored, 0)
-            if not self._accepts():
-                self._dead(event, "process stopped", "the process stopped while journaling", 0)
-                return event.event_id
-        self._enqueue(event, 0, journaled=True)
-        return event.event_id
+        return await self._intake.inject(event)
 
-    def _accepts(self) -> bool:
-        """Whether inject() takes events now. A clustered process takes them on every host
-        while the cluster runs it (wherever that is), not only on the host holding it."""
-        if self._stream is not None:
-            return self._stream.accepting
-        return accepts_events(self.state, restarting=self._supervisor is not None)
-
-    async def _task_created(self, event: TriggerEvent) -> DispatchResult:
-        observer = self.observer
-        accepting = (
-            contextlib.nullcontext(Note())
-            if observer is None
-            else observer.accepted(
-                self.name, event.event_id, event.trigger_id, event.trigger_type, event.traceparent
-            )
-        )
-        token = CURRENT_EVENT.set((self.name, event.event_id))
-        try:
-            with accepting as note:
-                gate = await self._emit(
-                    HookEvent.TASK_CREATED,
-                    {
-                        "event_id": event.event_id,
-                        "trigger_id": event.trigger_id,
-                        "trigger_type": event.trigger_type,
-                    },
-                )
-                if gate.blocked:
-                    note.outcome, note.error = "blocked", self.redactor.text(gate.reason or "")
-        finally:
-            CURRENT_EVENT.reset(token)
-        if note.traceparent is not None and event.traceparent is None:
-            event.traceparent = note.traceparent  # its attempts join the trace it began
-        return gate
-
-    def _enqueue(self, event: TriggerEvent, attempts: int, *, journaled: bool = False) -> bool:
-        """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered.
-
-        ``journaled`` (inject): its ``queued`` write was made already. A retry's or
-        recovery's event is queued even if the write fails (see _journaling)."""
-        if self._queue.full():
-            self._dead(
-                event,
-                "queue full",
-                f"the queue holds max_queue_size={self.config.max_queue_size} events",
-                attempts,
-            )
-            return False
-        if self._journal is not None and not journaled:
-            stored = self.redactor.declared.value(event.to_dict())
-            self._journal_write(event.event_id, self._journal.queued, stored, attempts)
-        self._queue.put_nowait((event, attempts))
-        return True
+    def _enqueue(self, event: TriggerEvent, attempts: int) -> bool:
+        """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered."""
+        return self._intake.enqueue(event, attempts)
 
     async def fire(self, trigger_id: str, trigger_type: str, payload: dict[str, Any]) -> str:
         """Build a TriggerEvent from a trigger and inject it."""
         return await self.inject(TriggerEvent(trigger_id, trigger_type, payload))
-
-    def _not_queued(self, event: TriggerEvent, hook: str, exc: BaseException) -> None:
-        """Dead-letter ``event``, whose ``hook`` dispatch raised what the engine does not
-        isolate, or was cut off by the stop (or crash) of the process or the removal of its
-        trigger (its runner cancelled); not when the caller itself was cancelled, or the host
-        goes down."""
-        if closing(exc):
-            if self.state == ProcessState.FAILED:
-                self._dead(event, "process failed", f"the process failed during {hook}", 0)
-            elif self._stopping or self.state != ProcessState.RUNNING:
-                self._dead(event, "process stopped", f"the process stopped during {hook}", 0)
-            else:
-                self._dead(event, "trigger removed", f"its trigger was removed during {hook}", 0)
-        elif not is_fatal(exc):
-            self._dead(event, "process failed", f"a {hook} hook raised {describe(exc)}", 0)
-
-    async def _file_changed(self, trigger_id: str, payload: dict[str, Any]) -> None:
-        event = TriggerEvent(trigger_id, "file_watch", payload)
-        try:
-            gate = await self._emit(
-                HookEvent.FILE_CHANGED,
-                {**payload, "trigger_id": trigger_id, "event_id": event.event_id},
-            )
-        except BaseException as exc:  # as in inject(): raise, keep the event
-            self._not_queued(event, "file_changed", exc)
-            raise
-        if gate.blocked:
-            self.filtered_count += 1
-            path, why = self.redactor.text(f"{payload.get('path')}"), gate.reason or ""
-            logger.info("file change %s filtered by hook: %s", path, self.redactor.text(why))
-            return
-        await self.inject(event)
-
-    # -- the worker ------------------------------------------------------------------------
-
-    async def _worker(self) -> None:
-        me = asyncio.current_task()
-        assert me is not None
-        # After a crash (_supervisor set) workers take no new events: they wait for the restart.
-        while not (self._stopping or self._supervisor is not None or me in self._abandoned):
-            if self._held is not None:  # a rewind() waits for the runs in flight: no new one
-                await self._held.wait()
-                continue
-            event, attempts = await self._next_event()  # a given-back event first
-            if self._held is not None:  # taken while a rewind began: run it once it is over
-                await self._wait_out_rewind(event, attempts)
-            if self._stopping or self._supervisor is not None:
-                self._give_back(event, attempts)
-                return
-            self._busy[me] = event.event_id
-            self._inflight[event.event_id] = (event, attempts + 1)
-            try:
-                await self._handle(event, attempts + 1)
-            except BaseException as exc:
-                if me in self._abandoned:  # given up on at a stop: its event is decided
-                    return
-                if is_fatal(exc):
-                    if isinstance(exc, asyncio.CancelledError) and event.event_id in self._inflight:
-                        self._cut_off.append((event, attempts + 1))  # by stop() or a restart
-                    raise
-                # A bug in the machinery, or a hook, model or tool raising what no layer
-                # isolates (a BaseException, a stray CancelledError): supervise, never lose it.
-                await self._worker_crashed(event, attempts + 1, exc)
-            finally:
-                if me not in self._abandoned:  # (its event id may be running again by now)
-                    self._inflight.pop(event.event_id, None)
-                    self._busy.pop(me, None)
-                self._queue.task_done()
-
-    def _complete(
-        self,
-        event: TriggerEvent,
-        outcome: str,
-        duration_ms: float,
-        error: str | None,
-        *,
-        worker: bool = False,
-    ) -> Awaitable[DispatchResult]:  # task_completed, to await (no coroutine of its own)
-        if self._task_notes:
-            note = self._task_notes.get(event.event_id)
-            if note is not None:
-                note.outcome, note.error = outcome, error
-        dispatch = (self._emit_worker if worker else self._emit)(
-            HookEvent.TASK_COMPLETED,
-            {
-                "event_id": event.event_id,
-                "trigger_id": event.trigger_id,
-                "trigger_type": event.trigger_type,
-                "outcome": outcome,
-                "duration_ms": round(duration_ms, 3),
-                "error": error,
-            },
-        )
-        if self._stream is not None and outcome != "retrying":  # decided: acknowledge after
-            return self._stream.settled(dispatch, event.event_id)
-        return dispatch
-
-    async def _refuse(
-        self, event: TriggerEvent, attempt: int, started: float, reason: str, error: str
-    ) -> None:
-        self._inflight.pop(event.event_id, None)
-        self._dead(event, reason, error, attempt)
-        await self._complete(
-            event, "dead_lettered", (time.perf_counter() - started) * 1e3, error, worker=True
-        )
-
-    async def _handle(self, event: TriggerEvent, attempt: int) -> None:
-        token = CURRENT_EVENT.set((self.name, event.event_id))
-        try:
-            await self._observed_attempt(event, attempt)
-        finally:
-            CURRENT_EVENT.reset(token)
-
-    async def _observed_attempt(self, event: TriggerEvent, attempt: int) -> None:
-        observer = self.observer
-        if observer is None:
-            return await self._attempt(event, attempt)
-        with observer.task(
-            self.name,
-            event.event_id,
-            event.trigger_id,
-            event.trigger_type,
-            attempt,
-            event.traceparent,
-        ) as note:
-            self._task_notes[event.event_id] = note
-            try:
-                await self._attempt(event, attempt)
-            finally:
-                self._task_notes.pop(event.event_id, None)
-
-    async def _attempt(self, event: TriggerEvent, attempt: int) -> None:
-        started = time.perf_counter()
-        if self._journal is not None:  # a failed write: see _journaling (at-least-once)
-            await self._journal_landed(
-                event.event_id, self._journal.running, event.event_id, attempt
-            )
-        if self._stream is not None:  # the attempt counts on the next host, as in recovery
-            await self._stream.running(event.event_id, attempt)
-        prompt = (
-            await render_for_run(self.hooks, event, self.name)
-            if self.hooks.implemented("prompt.render")  # a coroutine only when one may render
-            else render_prompt(event)
-        )
-        self._go_on()  # (a prompt.render handler may have swallowed a stop's cancellation)
-        shown = self.redactor.declared.text(prompt)
-        gate = await self._emit_worker(
-            HookEvent.USER_PROMPT_SUBMIT,
-            {
-                "prompt": shown,
-                "event_id": event.event_id,
-                "trigger_id": event.trigger_id,
-                "trigger_type": event.trigger_type,
-            },
-        )
-        if gate.blocked:
-            self._inflight.pop(event.event_id, None)
-            self._dead(event, "blocked by hook", gate.reason, attempt)
-            await self._complete(
-                event, "blocked", (time.perf_counter() - started) * 1e3, gate.reason, worker=True
-            )
-            return
-        changed = gate.data.get("prompt")
-        if isinstance(changed, str) and changed != shown:
-            prompt = changed
-        rails = self.config.guardrails  # scanners may suspend; the payload scan alone never does
-        scanning = scan(rails, event.payload, prompt) if rails.scanners else None
-        denial = await scanning if scanning is not None else scan_payload(rails, event.payload)
-        self._go_on()
-        if denial is not None:
-            await permission_denied(
-                self._emit_worker,
-                "guardrail",
-                None,
-                denial.reason,
-                denial.decided_by,
-                event_id=event.event_id,
-                trigger_type=event.trigger_type,
-            )
-            await self._refuse(event, attempt, started, "guardrail refused", denial.reason)
-            return
-        if self._budget is not None:
-            over = self._budget.check_run()
-            if over is not None:
-                await permission_denied(
-                    self._emit_worker,
-                    "budget",
-                    None,
-                    over.reason,
-                    "budget",
-                    limit_name=over.limit_name,
-                    limit_value=over.limit_value,
-                    current_value=over.current_value,
-                    event_id=event.event_id,
-                )
-                await self._refuse(event, attempt, started, "budget exceeded", over.reason)
-                return
-        self.invocation_count += 1
-        assert self._loop is not None
-        try:
-            await self._observed_run(prompt, event)
-        except Exception as exc:
-            await self._failed(event, attempt, started, exc)
-            return
-        self._go_on()
-        self._consecutive_failures = 0
-        self._auto_restarts = 0  # recovered: max_restarts counts restarts in a row
-        self._inflight.pop(event.event_id, None)  # finished: a stop() now cuts off no run
-        if self._journal is not None:
-            self._journal_write(event.event_id, self._journal.done, event.event_id)
-        await self._complete(
-            event, "success", (time.perf_counter() - started) * 1e3, None, worker=True
-        )
-
-    async def _observed_run(self, prompt: str, event: TriggerEvent) -> RunResult:
-        observer = self.observer
-        if observer is None:
-            return await self._run(prompt, event)
-        with observer.run(self.name, event.event_id) as note:
-            try:
-                result = await self._run(prompt, event)
-            except Exception as exc:
-                note.outcome, note.error = "error", self.redactor.text(f"{exc}")
-                raise
-            note.attributes.update(turns=result.turns, tool_calls=result.tool_calls)
-            return result
-
-    def _run(self, prompt: str, event: TriggerEvent) -> Awaitable[RunResult]:
-        """One run (to await), with the extension points for its model and extra tools."""
-        hooks = self.hooks
-        if hooks.implemented("model.for_run") or hooks.implemented("tools.for_run"):
-            return self._run_extended(prompt, event)
-        return self._start_run(prompt, event, None, [])  # no handler: no coroutine of its own
-
-    async def _run_extended(self, prompt: str, event: TriggerEvent) -> RunResult:
-        model, tools = await extensions_for_run(self.hooks, event, self.name)
-        self._go_on()
-        return await self._start_run(prompt, event, model, tools)
-
-    def _start_run(
-        self, prompt: str, event: TriggerEvent, model: Model | None, tools: list[Tool]
-    ) -> Awaitable[RunResult]:
-        assert self._loop is not None
-        transcript: list[dict[str, Any]] = []
-        self.transcripts[event.event_id] = transcript
-        self.run_models[event.event_id] = model
-        if len(self.transcripts) > TRANSCRIPTS_KEPT:
-            self.run_models.pop(next(iter(self.transcripts)), None)
-            self.transcripts.pop(next(iter(self.transcripts)))
-        return self._loop.run(
-            prompt, event_id=event.event_id, extra_tools=tools, model=model, transcript=transcript
-        )
-
-    async def _failed(
-        self, event: TriggerEvent, attempt: int, started: float, exc: Exception
-    ) -> None:
-        if asyncio.current_task() in self._abandoned:  # given up on at a stop: decided
-            return
-        error = self.redactor.text(f"{exc}")
-        duration = (time.perf_counter() - started) * 1e3
-        self._consecutive_failures += 1
-        self._inflight.pop(event.event_id, None)
-        # A crash's restart keeps what waits (its supervisor is set): a retry waits for it too.
-        if attempt <= self.config.max_retries and (
-            not self._stopping or self._supervisor is not None
-        ):
-            delay = min(
-                self.config.retry_backoff * (2 ** (attempt - 1)), self.config.retry_backoff_max
-            )
-            handle = asyncio.get_running_loop().call_later(delay, self._retry, event.event_id)
-            self._retries[event.event_id] = (handle, event, attempt)
-            if self._journal is not None:
-                stored = self.redactor.declared.value(event.to_dict())
-                self._journal_write(event.event_id, self._journal.queued, stored, attempt)
-            await self._complete(event, "retrying", duration, error, worker=True)
-        else:
-            self._dead(event, "process failed", error, attempt)
-            await self._complete(event, "failed", duration, error, worker=True)
-        if self._consecutive_failures >= self.config.restart.max_consecutive_failures:
-            self._crashed(f"{self._consecutive_failures} runs failed in a row; last: {error}")
-
-    def _retry(self, event_id: str) -> None:
-        entry = self._retries.pop(event_id, None)
-        if entry is not None:
-            _, event, attempts = entry
-            if not self._enqueue(event, attempts):  # its hooks heard "retrying": say how it ended
-                self._dead_lettered_later(event, "queue full")
 
     # -- triggers --------------------------------------------------------------------------
 
@@ -894,7 +665,7 @@ class AgentProcess(
             runner = CronRunner(trigger_id, trigger, redact=self.redactor.text)
         elif isinstance(trigger, FileWatchTrigger):
             runner = FileWatchRunner(
-                trigger_id, trigger, self._file_changed, redact=self.redactor.text
+                trigger_id, trigger, self._intake.file_changed, redact=self.redactor.text
             )
         else:  # webhook and event triggers are fed from outside (HTTP layer, runtime)
             return
@@ -903,15 +674,15 @@ class AgentProcess(
 
     @property
     def webhook_triggers(self) -> list[tuple[str, WebhookTrigger]]:
-        return [(i, t) for i, t in self._triggers if isinstance(t, WebhookTrigger)]
+        return [(i, t) for i, t in self._changes.triggers if isinstance(t, WebhookTrigger)]
 
     @property
     def event_triggers(self) -> list[tuple[str, EventTrigger]]:
-        return [(i, t) for i, t in self._triggers if isinstance(t, EventTrigger)]
+        return [(i, t) for i, t in self._changes.triggers if isinstance(t, EventTrigger)]
 
     @property
     def triggers(self) -> list[tuple[str, TriggerConfig]]:
-        return list(self._triggers)
+        return list(self._changes.triggers)
 
     # -- subagents -------------------------------------------------------------------------
 
@@ -921,6 +692,27 @@ class AgentProcess(
         await self._emit(
             HookEvent.SUBAGENT_STOP, {"process_name": child.name, "state": child.state.value}
         )
+
+    # -- supervision and teardown ----------------------------------------------------------
+
+    def _enter(self, state: ProcessState) -> None:
+        self.state = state
+
+    def _halting(self) -> None:
+        self._stopping = True
+
+    def _ended(self, state: ProcessState) -> None:
+        self.state = state
+        self._running_loop = None
+
+    async def _tell_parent(self) -> None:
+        assert self.parent is not None
+        await self.parent._child_stopped(self)
+
+    async def _restart_after_crash(self) -> None:
+        self.restart_count += 1
+        self.state = ProcessState.STOPPED
+        await self.start(_restart=True)
 
     # -- status ----------------------------------------------------------------------------
 
@@ -932,10 +724,10 @@ class AgentProcess(
             "state": self.state.value,
             "invocation_count": self.invocation_count,
             "hook_count": len(self.hooks),
-            "queue_size": self._queue.qsize() + len(self._given_back) + self._holding,
-            "in_flight": len(self._inflight),
-            "retrying": len(self._retries),
-            "dead_letter_count": len(self.dead_letters),
+            "queue_size": self._queue.qsize() + self._rewinder.waiting,
+            "in_flight": len(self._pool.inflight),
+            "retrying": len(self._runner.retries),
+            "dead_letter_count": len(self._letters.entries),
             "restart_count": self.restart_count,
             "filtered_count": self.filtered_count,
             "children": sorted(self.children),
@@ -956,7 +748,7 @@ class AgentProcess(
                 if r.error is not None
             },
             # Each declared MCP server's connection (state, tools, last error).
-            "mcp_servers": self._mcp_status(),
+            "mcp_servers": self._changes.mcp_status(),
         }
 
 

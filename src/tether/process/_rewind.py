@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -24,42 +24,47 @@ from ._errors import ProcessBusyError
 
 if TYPE_CHECKING:
     from ..agent import AgentContext
+    from ._changes import Saved
     from ._event import TriggerEvent
 
-__all__ = ["REWIND_WAIT", "Rewinding"]
+__all__ = ["REWIND_WAIT", "Rewinder"]
 
 #: Seconds rewind() waits, by default, for the runs in flight to finish.
 REWIND_WAIT: Final = 30.0
 _POLL: Final = 0.005
 
 
-class Rewinding:
-    """The rewind part of AgentProcess."""
+class Rewinder:
+    """Rewinds of one process's conversation, and the events its workers hold meanwhile.
 
-    if TYPE_CHECKING:
-        name: str
-        context: AgentContext
-        _busy: dict[asyncio.Task[None], str]
-        _queue: asyncio.Queue[tuple[TriggerEvent, int]]
+    Workers take their next event here (``next_event``): a given-back one first, then the
+    queue's (``queue`` answers the process's queue now: a cluster's may replace the first).
+    ``busy`` is the process's map of the workers running an event now; ``serialised`` and
+    ``apply_change`` (the configuration changes') order a rewind among them and fire its
+    config_change.
+    """
 
-        def _guard_self_await(self, what: str) -> None: ...
-
-        def _serialised(
-            self, change: str, deadline: float | None = None
-        ) -> AbstractAsyncContextManager[None]: ...
-
-        async def _change(
-            self,
-            change: str,
-            source: str,
-            apply: Callable[[], Any],
-            snapshot: Any,
-            details: dict[str, Any],
-        ) -> bool: ...
-
-    def _init_rewind(self) -> None:
-        # Set while a rewind is under way: workers wait on it before taking the next event.
-        self._held: asyncio.Event | None = None
+    def __init__(
+        self,
+        name: str,
+        context: AgentContext,
+        queue: Callable[[], asyncio.Queue[tuple[TriggerEvent, int]]],
+        busy: Mapping[asyncio.Task[None], str],
+        *,
+        serialised: Callable[[str, float | None], AbstractAsyncContextManager[None]],
+        apply_change: Callable[
+            [str, str, Callable[[], Any], Callable[[], Saved] | None, dict[str, Any]],
+            Awaitable[bool],
+        ],
+    ) -> None:
+        self.name = name
+        self.context = context
+        self._queue = queue
+        self._busy = busy
+        self._serialised = serialised
+        self._apply_change = apply_change
+        #: Set while a rewind is under way: workers wait on it before taking the next event.
+        self.held: asyncio.Event | None = None
         self._rewinds = asyncio.Lock()
         # Events a worker took from the queue but did not run, ahead of the queue: the next
         # worker takes them first. Each is still an unfinished task of the queue (one get(),
@@ -67,6 +72,11 @@ class Rewinding:
         self._given_back: deque[tuple[TriggerEvent, int]] = deque()
         # Events workers took and hold until the rewind is over: still waiting to run.
         self._holding = 0
+
+    @property
+    def waiting(self) -> int:
+        """Events taken from the queue that wait to run (given back, or held by a worker)."""
+        return len(self._given_back) + self._holding
 
     async def rewind(
         self, messages: int, *, source: str = "operator", timeout: float = REWIND_WAIT
@@ -80,9 +90,8 @@ class Rewinding:
         ProcessBusyError and changes nothing; ProcessBusyError too, after config_change, if
         the conversation changed while its hooks ran (nothing dropped). ValueError if the
         conversation holds fewer messages; ProcessStateError when awaited from a hook or run
-        of this process (it would wait on itself).
+        of this process (it would wait on itself: the process checks that).
         """
-        self._guard_self_await("rewind")
         if isinstance(messages, bool) or not isinstance(messages, int) or messages < 1:
             raise ValueError(f"messages must be a whole number of at least 1, got {messages!r}")
         if not timeout > 0:
@@ -99,7 +108,7 @@ class Rewinding:
                 f"another rewind of process {self.name!r} was still under way after "
                 f"{timeout:g}s; rewind() changed nothing"
             ) from None
-        held = self._held = asyncio.Event()
+        held = self.held = asyncio.Event()
         try:
             await self._quiet(timeout, deadline)
             buffer = self.context.conversation
@@ -131,9 +140,9 @@ class Rewinding:
                 "dropping": dropping,
             }
             async with self._serialised("rewind", deadline):
-                return await self._change("rewind", source, apply, None, details)
+                return await self._apply_change("rewind", source, apply, None, details)
         finally:
-            self._held = None
+            self.held = None
             held.set()
             self._rewinds.release()
 
@@ -148,37 +157,38 @@ class Rewinding:
                 )
             await asyncio.sleep(_POLL)
 
-    async def _wait_out_rewind(self, event: TriggerEvent, attempts: int) -> None:
+    async def wait_out(self, event: TriggerEvent, attempts: int) -> None:
         """Keep ``event``, which a worker took from the queue, from running until no rewind
         is under way. A worker cancelled meanwhile (stop, restart) gives it back first."""
         self._holding += 1
         try:
-            while self._held is not None:
+            while self.held is not None:
                 try:
-                    await self._held.wait()
+                    await self.held.wait()
                 except asyncio.CancelledError:
-                    self._give_back(event, attempts)
+                    self.give_back(event, attempts)
                     raise
         finally:
             self._holding -= 1
 
-    def _give_back(self, event: TriggerEvent, attempts: int) -> None:
+    def give_back(self, event: TriggerEvent, attempts: int) -> None:
         """Hold an event a worker took but did not run ahead of the queue (never dropped)."""
         self._given_back.append((event, attempts))
 
-    async def _next_event(self) -> tuple[TriggerEvent, int]:
+    async def next_event(self) -> tuple[TriggerEvent, int]:
         """The next event for a worker: a given-back one first, else the queue's next."""
         if self._given_back:
             return self._given_back.popleft()
-        return await self._queue.get()
+        return await self._queue().get()
 
-    def _take_waiting(self) -> list[tuple[TriggerEvent, int]]:
+    def take_waiting(self) -> list[tuple[TriggerEvent, int]]:
         """Take every event waiting to run, given-back ones first, each marked done in the
         queue (the caller dead-letters them)."""
         waiting = list(self._given_back)
         self._given_back.clear()
-        while not self._queue.empty():
-            waiting.append(self._queue.get_nowait())
+        queue = self._queue()
+        while not queue.empty():
+            waiting.append(queue.get_nowait())
         for _ in waiting:
-            self._queue.task_done()
+            queue.task_done()
         return waiting

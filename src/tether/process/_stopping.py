@@ -1,11 +1,12 @@
-"""Stopping a process: its teardown, and halting its workers within ``stop_timeout``.
+"""Stopping a process (Teardown): halting its workers within ``stop_timeout`` (WorkerPool),
+and the stop's deadline.
 
 What a stop does, in order: the trigger runners and child processes stop; idle workers are
 cancelled and busy ones get ``stop_timeout`` to finish their run (then are cancelled, and one
 whose run ignores its cancellation is abandoned ABANDON_GRACE later); every event left is
 dead-lettered, then its task_completed fires; the process's async hooks are drained.
 
-The last two share one deadline (see ``_stop_deadline``): what is left of stop_timeout after
+The last two share one deadline (see ``stop_deadline``): what is left of stop_timeout after
 the runs, plus ABANDON_GRACE. A stop's length so does not grow with the number of events left
 or how slow their hooks are; a task_completed not run by then is said in its dead letter.
 """
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Final, cast
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..hooks._background import drain as drain_async_hooks
 from ..hooks._hook import CLOSING
@@ -23,19 +26,25 @@ from ._state import ProcessState
 from ._supervise import cleanly
 
 if TYPE_CHECKING:
-    from .._redact import Redactor
     from ..hooks import HookManager
     from ..hooks._history import HistoryRecorder
     from ..models import Model
-    from ..store import HistoryStore, Journal
-    from ._config import ProcessConfig
+    from ..store import Journal
+    from ._attempts import EventRunner
+    from ._dead_letters import DeadLetterBox
     from ._event import TriggerEvent
-    from ._journaling import JournalWriter
-    from ._plugins import PluginManager
-    from ._process import AgentProcess
+    from ._journaling import JournalWrites
     from ._triggers import TriggerRunner
 
-__all__ = ["ABANDON_GRACE", "ASYNC_HOOK_DRAIN", "Stopping"]
+__all__ = [
+    "ABANDON_GRACE",
+    "ASYNC_HOOK_DRAIN",
+    "Child",
+    "Ends",
+    "Teardown",
+    "WorkerPool",
+    "stop_deadline",
+]
 
 logger = logging.getLogger("tether.process")
 
@@ -44,131 +53,47 @@ ASYNC_HOOK_DRAIN: Final = 5.0
 ABANDON_GRACE: Final = 1.0
 
 
-class Stopping:
-    """The teardown part of AgentProcess."""
+def stop_deadline(halting: float, stop_timeout: float) -> float:
+    """The loop time at which a stop cuts off its last hooks (the task_completed of its
+    dead letters, then its async hooks): what is left of ``stop_timeout`` after the runs
+    (counted from ``halting``, when the workers were told to stop), plus ABANDON_GRACE."""
+    now = asyncio.get_running_loop().time()
+    return max(halting + stop_timeout, now) + ABANDON_GRACE
 
-    if TYPE_CHECKING:
-        name: str
-        config: ProcessConfig
-        state: ProcessState
-        hooks: HookManager
-        history: HistoryRecorder
-        redactor: Redactor
-        parent: AgentProcess | None
-        children: dict[str, AgentProcess]
-        _model: Model | None
-        _journal: Journal | None
-        _journal_writer: JournalWriter
-        _history_store: HistoryStore | None
-        plugins: PluginManager
-        _stopping: bool
-        _running_loop: asyncio.AbstractEventLoop | None
-        _runners: dict[str, TriggerRunner]
-        _workers: list[asyncio.Task[None]]
-        _busy: dict[asyncio.Task[None], str]
-        _abandoned: set[asyncio.Task[None]]
-        _given_up: list[tuple[TriggerEvent, int]]
-        _inflight: dict[str, tuple[TriggerEvent, int]]
-        _cut_off: list[tuple[TriggerEvent, int]]
-        _stop_waiters: set[asyncio.Task[Any] | None]
 
-        async def _dead_letter_all(
-            self,
-            events: list[tuple[TriggerEvent, int, str]],
-            why: str,
-            deadline: float | None = None,
-        ) -> None: ...
+class WorkerPool:
+    """The worker tasks of one process, which of them run an event now, and halting them."""
 
-        async def _close_mcp(self) -> None: ...
+    def __init__(self, name: str) -> None:
+        self.name = name
+        #: The events whose run is under way (by id), with their attempt: a worker given up
+        #: on takes its event out, to be dead-lettered and never run again.
+        self.inflight: dict[str, tuple[TriggerEvent, int]] = {}
+        self.tasks: list[asyncio.Task[None]] = []
+        #: The workers running an event now, with its id.
+        self.busy: dict[asyncio.Task[None], str] = {}
+        #: Workers given up on at a stop: their run ignored its cancellation (see halt), and
+        #: their events, to dead-letter (not to re-run: the run may yet act).
+        self.abandoned: set[asyncio.Task[None]] = set()
+        self._given_up: list[tuple[TriggerEvent, int]] = []
 
-        def _take_given_up(self) -> list[tuple[TriggerEvent, int, str]]: ...
+    def take_given_up(self) -> list[tuple[TriggerEvent, int, str]]:
+        """The events of the runs a stop gave up on, to dead-letter."""
+        given_up, self._given_up = self._given_up, []
+        note = "its run did not end when cancelled; abandoned, and not run again"
+        return [(event, attempt, note) for event, attempt in given_up]
 
-        def _take_leftovers(
-            self, final_state: ProcessState
-        ) -> list[tuple[TriggerEvent, int, str]]: ...
+    async def halt(self, stop_timeout: float) -> None:
+        """Stop the workers: idle ones at once, busy ones after their run (or ``stop_timeout``).
 
-    async def _teardown(self, final_state: ProcessState, restarting: bool = False) -> None:
-        self._stopping = True
-        try:  # whatever raises here, the process ends in final_state (never "stopping" for good)
-            for runner in list(self._runners.values()):
-                await runner.stop()
-            self._runners.clear()
-            # Children stop together: each has its own stop_timeout, and one child's slow
-            # runs or hooks do not hold up the others' stops.
-            await asyncio.gather(
-                *(
-                    cleanly(child.stop(), f"stopping child {child.name!r}", self.redactor.text)
-                    for child in list(self.children.values())
-                )
-            )
-            loop = asyncio.get_running_loop()
-            halting = loop.time()
-            await self._halt_workers()
-            # No run calls a tool any more: the MCP servers go (their programs' groups too).
-            await cleanly(self._close_mcp(), "closing the MCP connections", self.redactor.text)
-            deadline = self._stop_deadline(halting)
-            why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
-            cut_off, self._cut_off = self._cut_off, []
-            note = f"cancelled while running when the process {final_state.value}"
-            # One call: every event left is dead-lettered before any task_completed hook runs.
-            await self._dead_letter_all(
-                [(event, attempt, note) for event, attempt in cut_off]
-                + self._take_given_up()
-                + self._take_leftovers(final_state),
-                why,
-                deadline,
-            )
-            # This process's async hooks only, within stop_timeout and what the deadline leaves.
-            left = max(0.0, deadline - loop.time())
-            await drain_async_hooks(
-                min(ASYNC_HOOK_DRAIN, self.config.stop_timeout, left), self.hooks
-            )
-            if not restarting:  # deferred extension-point calls (call_later) end with the process
-                await self.hooks.aclose(keep=self._stop_waiters)
-            # Its hook runs go to the writer thread, waited for within the journal's drain.
-            await self.history.settle(JOURNAL_DRAIN)
-            if self._model is not None and self.parent is None:
-                # Release pooled connections now; an OpenAI client reopens on its next call.
-                await cleanly(self._model.aclose(), "closing the model", self.redactor.text)
-        finally:
-            self.state = final_state
-            self._running_loop = None
-            # Its queued writes done (or given up: at-least-once), the writer thread ends.
-            await self._journal_writer.close()
-            journal = self._journal
-            if journal is not None and final_state == ProcessState.STOPPED and not restarting:
-                journal.release()  # the next process of this name may start and recover
-            if final_state == ProcessState.STOPPED and not restarting:
-                self._close_files()
-        if self.parent is not None and not restarting:  # a restarted child stays its child
-            await self.parent._child_stopped(cast("AgentProcess", self))
-
-    def _close_files(self) -> None:
-        """Give back the process's shares of its SQLite file (the last one closes it), so a
-        stopped process holds no descriptor; a later read (its history, say) opens it anew."""
-        for store in (self._journal, self._history_store, self.plugins.artifacts):
-            close = getattr(store, "close", None)
-            if close is not None:
-                close()
-
-    def _stop_deadline(self, halting: float) -> float:
-        """The loop time at which a stop cuts off its last hooks (the task_completed of its
-        dead letters, then its async hooks): what is left of stop_timeout after the runs
-        (counted from ``halting``, when the workers were told to stop), plus ABANDON_GRACE."""
-        now = asyncio.get_running_loop().time()
-        return max(halting + self.config.stop_timeout, now) + ABANDON_GRACE
-
-    async def _halt_workers(self) -> None:
-        """Stop the workers: idle ones at once, busy ones after their run (or stop_timeout).
-
-        A run still going at stop_timeout is cancelled; its worker records it in _cut_off.
+        A run still going then is cancelled; its worker records it as cut off.
         """
-        idle = [w for w in self._workers if w not in self._busy]
+        idle = [w for w in self.tasks if w not in self.busy]
         for worker in idle:
             worker.cancel(CLOSING)
-        busy = [w for w in self._workers if w in self._busy]
+        busy = [w for w in self.tasks if w in self.busy]
         if busy:
-            _, pending = await asyncio.wait(busy, timeout=self.config.stop_timeout)
+            _, pending = await asyncio.wait(busy, timeout=stop_timeout)
             for worker in pending:
                 worker.cancel(CLOSING)
             if pending:  # a run that swallows its cancellation is not waited on for ever
@@ -176,21 +101,22 @@ class Stopping:
                 for worker in stuck:
                     self._abandon(worker)
         await asyncio.gather(
-            *(w for w in self._workers if w not in self._abandoned), return_exceptions=True
+            *(w for w in self.tasks if w not in self.abandoned), return_exceptions=True
         )
-        self._workers = []
-        self._busy.clear()
+        self.tasks = []
+        self.busy.clear()
 
     def _abandon(self, worker: asyncio.Task[None]) -> None:
         """Give up on a worker whose run did not end when cancelled (a tool or model that
         swallows CancelledError): its event is cut off now, and whatever the run does when it
-        ends is ignored (see _handle), so a stop is bounded and nothing is recorded twice."""
-        event_id = self._busy.pop(worker, None)
-        entry = self._inflight.pop(event_id, None) if event_id is not None else None
+        ends is ignored (its worker checks ``abandoned``), so a stop is bounded and nothing
+        is recorded twice."""
+        event_id = self.busy.pop(worker, None)
+        entry = self.inflight.pop(event_id, None) if event_id is not None else None
         if entry is not None:  # dead-lettered, never run again: the run may yet act
             self._given_up.append(entry)
-        self._abandoned.add(worker)  # referenced until it ends, then forgotten
-        worker.add_done_callback(self._abandoned.discard)
+        self.abandoned.add(worker)  # referenced until it ends, then forgotten
+        worker.add_done_callback(self.abandoned.discard)
         logger.error(
             "process %s: the run of event %s did not end within %gs of being cancelled (a tool "
             "or model swallowed the cancellation); it was abandoned and its event dead-lettered",
@@ -198,3 +124,148 @@ class Stopping:
             event_id,
             ABANDON_GRACE,
         )
+
+
+class Child(Protocol):
+    """A child process, as its parent's teardown stops it."""
+
+    @property
+    def name(self) -> str: ...
+
+    def stop(self) -> Awaitable[None]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Ends:
+    """What a Teardown asks of its process: the process says how, the teardown when."""
+
+    #: Mark a stop under way: workers take no new event.
+    halting: Callable[[], None]
+    #: The configuration's stop_timeout now.
+    stop_timeout: Callable[[], float]
+    #: The child processes now.
+    children: Callable[[], Iterable[Child]]
+    #: Close the MCP connections.
+    close_mcp: Callable[[], Awaitable[None]]
+    #: The model whose connections the process holds (a child shares its parent's: None).
+    model: Callable[[], Model | None]
+    #: Enter the final state: the process runs in no loop any more.
+    enter: Callable[[ProcessState], None]
+    #: The SQLite stores it holds a share of (journal, hook-run history, artifacts).
+    stores: Callable[[], Iterable[object]]
+    #: Tell the parent this child stopped (None for a process without a parent).
+    stopped: Callable[[], Awaitable[None]] | None
+
+
+class Teardown:
+    """A process's stop (or a crash given up on), in the order of the module docstring, and
+    the pause of a crash before its restart.
+
+    It is handed the collaborators it stops and drains (the trigger runners, the workers, the
+    event path, the dead letters, the hooks and their history, the journal and its writes),
+    the tasks awaiting the stop (``keep``: a deferred call among them is not cancelled), and
+    what only the process knows how to do (``ends``).
+    """
+
+    def __init__(
+        self,
+        redact: Callable[[str], str],
+        *,
+        runners: dict[str, TriggerRunner],
+        pool: WorkerPool,
+        events: EventRunner,
+        letters: DeadLetterBox,
+        hooks: HookManager,
+        history: HistoryRecorder,
+        journal: Journal | None,
+        writes: JournalWrites,
+        keep: set[asyncio.Task[Any] | None],
+        ends: Ends,
+    ) -> None:
+        self._redact = redact
+        self._runners = runners
+        self._pool = pool
+        self._events = events
+        self._letters = letters
+        self._hooks = hooks
+        self._history = history
+        self._journal = journal
+        self._writes = writes
+        self._keep = keep
+        self._ends = ends
+
+    async def _stop_triggers(self) -> None:
+        for runner in list(self._runners.values()):
+            await runner.stop()
+        self._runners.clear()
+
+    async def pause(self) -> None:
+        """A crash's restart: stop the triggers and workers, keeping the queue (events wait
+        for the restarted process, and so does a run cut off here: its attempt does not
+        count)."""
+        self._ends.halting()
+        await self._stop_triggers()
+        await self._pool.halt(self._ends.stop_timeout())
+        await self._events.requeue_cut_off()
+        # Never re-run beside the run given up on.
+        await self._letters.dead_letter_all(self._pool.take_given_up(), "process failed")
+
+    async def run(self, final_state: ProcessState, restarting: bool = False) -> None:
+        """Stop everything and end in ``final_state``; ``restarting``: a start follows."""
+        ends = self._ends
+        ends.halting()
+        try:  # whatever raises here, the process ends in final_state (never "stopping" for good)
+            await self._stop_triggers()
+            # Children stop together: each has its own stop_timeout, and one child's slow
+            # runs or hooks do not hold up the others' stops.
+            await asyncio.gather(
+                *(
+                    cleanly(child.stop(), f"stopping child {child.name!r}", self._redact)
+                    for child in list(ends.children())
+                )
+            )
+            loop = asyncio.get_running_loop()
+            halting = loop.time()
+            await self._pool.halt(ends.stop_timeout())
+            # No run calls a tool any more: the MCP servers go (their programs' groups too).
+            await cleanly(ends.close_mcp(), "closing the MCP connections", self._redact)
+            deadline = stop_deadline(halting, ends.stop_timeout())
+            why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
+            # One call: every event left is dead-lettered before any task_completed hook runs.
+            await self._letters.dead_letter_all(self._events.unfinished(final_state), why, deadline)
+            await self._quiet_hooks(deadline, restarting)
+            model = ends.model()
+            if model is not None:
+                # Release pooled connections now; an OpenAI client reopens on its next call.
+                await cleanly(model.aclose(), "closing the model", self._redact)
+        finally:
+            ends.enter(final_state)
+            await self._release(final_state == ProcessState.STOPPED and not restarting)
+        if ends.stopped is not None and not restarting:  # a restarted child stays its child
+            await ends.stopped()
+
+    async def _quiet_hooks(self, deadline: float, restarting: bool) -> None:
+        """Drain this process's async hooks, within stop_timeout and what the deadline
+        leaves; end its deferred extension-point calls unless it restarts; settle the
+        history of its hook runs."""
+        left = max(0.0, deadline - asyncio.get_running_loop().time())
+        await drain_async_hooks(min(ASYNC_HOOK_DRAIN, self._ends.stop_timeout(), left), self._hooks)
+        if not restarting:  # deferred extension-point calls (call_later) end with the process
+            await self._hooks.aclose(keep=self._keep)
+        # Its hook runs go to the writer thread, waited for within the journal's drain.
+        await self._history.settle(JOURNAL_DRAIN)
+
+    async def _release(self, for_good: bool) -> None:
+        """End the journal's writer thread; stopped for good, give back the journal's lease
+        and every share of a SQLite file, so a stopped process holds no descriptor (a later
+        read, its history say, opens the file anew)."""
+        # Its queued writes done (or given up: at-least-once), the writer thread ends.
+        await self._writes.close()
+        if not for_good:
+            return
+        if self._journal is not None:
+            self._journal.release()  # the next process of this name may start and recover
+        for store in self._ends.stores():
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()

@@ -11,18 +11,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..hooks import DispatchResult
+from ..hooks._hook import CLOSING
 from ._state import ProcessState
 
 if TYPE_CHECKING:
-    from .._redact import Redactor
-    from ._config import ProcessConfig
-    from ._event import TriggerEvent
-    from ._triggers import TriggerRunner
+    from ._config import RestartPolicy
 
-__all__ = ["Supervision", "cleanly", "describe", "is_fatal"]
+__all__ = ["Lifecycle", "Supervisor", "cleanly", "describe", "is_fatal"]
 
 logger = logging.getLogger("tether.process")
 
@@ -54,134 +52,114 @@ async def cleanly(step: Awaitable[Any], what: str, redact: Callable[[str], str])
         logger.error("%s failed during the teardown: %s", what, redact(describe(exc)))
 
 
-class Supervision:
-    """The supervision part of AgentProcess."""
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """What a Supervisor may do to its process: the process says how, the supervisor when."""
 
-    if TYPE_CHECKING:
-        name: str
-        config: ProcessConfig
-        state: ProcessState
-        last_error: str | None
-        invocation_count: int
-        restart_count: int
-        _auto_restarts: int
-        _consecutive_failures: int
-        _stopping: bool
-        _supervisor: asyncio.Task[None] | None
-        _failing: asyncio.Task[None] | None
-        _runners: dict[str, TriggerRunner]
-        _cut_off: list[tuple[TriggerEvent, int]]
-        _inflight: dict[str, tuple[TriggerEvent, int]]
-        _abandoned: set[asyncio.Task[None]]
-        redactor: Redactor
+    #: Whether a stop is under way (it wins over a restart).
+    stopping: Callable[[], bool]
+    #: Enter a state (FAILED at a crash).
+    enter: Callable[[ProcessState], None]
+    #: Fire session_end with a reason ("restart" or "stop").
+    session_end: Callable[[str], Awaitable[Any]]
+    #: Stop the triggers and workers, keeping what waits to run (for the restart).
+    pause: Callable[[], Awaitable[None]]
+    #: Start again (counted as a restart).
+    restart: Callable[[], Awaitable[None]]
+    #: Tear down for good (the process ends FAILED).
+    fail: Callable[[], Awaitable[None]]
 
-        def _dead(
-            self, event: TriggerEvent, reason: str, error: str | None, attempts: int
-        ) -> None: ...
 
-        def _complete(
-            self,
-            event: TriggerEvent,
-            outcome: str,
-            duration_ms: float,
-            error: str | None,
-            *,
-            worker: bool = False,
-        ) -> Awaitable[DispatchResult]: ...
+class Supervisor:
+    """Watches one process's failures and restarts it by its policy (see the module
+    docstring). ``policy`` is read at each decision: a change of it applies at the next."""
 
-        def _session_end(self, reason: str) -> Awaitable[DispatchResult]: ...
+    def __init__(
+        self,
+        name: str,
+        policy: Callable[[], RestartPolicy],
+        redact: Callable[[str], str],
+        lifecycle: Lifecycle,
+    ) -> None:
+        self.name = name
+        self._policy = policy
+        self._redact = redact
+        self._lifecycle = lifecycle
+        self.last_error: str | None = None
+        self._auto_restarts = 0  # what the restart policy counts: restart() calls are not
+        self._consecutive_failures = 0
+        self._supervising: asyncio.Task[None] | None = None
+        #: Tearing down a crash for good (no restart coming).
+        self.failing: asyncio.Task[None] | None = None
 
-        async def _halt_workers(self) -> None: ...
+    @property
+    def restarting(self) -> bool:
+        """Whether a crash is being supervised (a restart may follow): workers take no new
+        event, and what waits is kept for the restart."""
+        return self._supervising is not None
 
-        async def _dead_letter_given_up(self, why: str) -> None: ...
+    @property
+    def busy(self) -> asyncio.Task[None] | None:
+        """The task supervising a crash or tearing it down, if any (a start waits for it)."""
+        return self._supervising or self.failing
 
-        def _enqueue(self, event: TriggerEvent, attempts: int) -> bool: ...
+    def cancel(self) -> None:
+        """Call off a restart under way (a stop wins), unless this task is the supervisor."""
+        supervising = self._supervising
+        if supervising is not None and supervising is not asyncio.current_task():
+            supervising.cancel(CLOSING)
+            self._supervising = None
 
-        async def _fire_dead_lettered(
-            self, events: list[TriggerEvent], why: str, deadline: float | None
-        ) -> int: ...
+    def succeeded(self) -> None:
+        """A run succeeded: the failures and restarts in a row start again from naught."""
+        self._consecutive_failures = 0
+        self._auto_restarts = 0
 
-        async def start(self, *, _restart: bool = False) -> None: ...
+    def run_failed(self) -> None:
+        """A run failed: counted at once, so a success meanwhile sets the count back."""
+        self._consecutive_failures += 1
 
-        async def _teardown(self, final_state: ProcessState, restarting: bool = False) -> None: ...
+    def crash_if_failing(self, error: str) -> None:
+        """Too many failed runs in a row (the policy says how many) is a crash."""
+        if self._consecutive_failures >= self._policy().max_consecutive_failures:
+            self.crashed(f"{self._consecutive_failures} runs failed in a row; last: {error}")
 
-    def _go_on(self) -> None:
-        """In a run that a stop gave up on (see AgentProcess._abandon), raise CancelledError:
-        its event is dead-lettered already, so the run goes no further and records nothing
-        (its worker returns). Called after each step a swallowed cancellation may get past."""
-        # _abandoned is empty but during a stop: asyncio.current_task() costs a getpid() system
-        # call on Python 3.11, and this runs four times per event.
-        if self._abandoned and asyncio.current_task() in self._abandoned:
-            raise asyncio.CancelledError
-
-    async def _worker_crashed(self, event: TriggerEvent, attempt: int, exc: BaseException) -> None:
-        """A worker's run of ``event`` raised what nothing isolated: the process crashed.
-
-        The event is dead-lettered ("process failed", task_completed "failed") unless its fate
-        was decided already (it left ``_inflight``: done, dead-lettered or waiting for a
-        retry), so a redelivery never runs a finished event twice.
-        """
-        error = self.redactor.text(describe(exc))
-        logger.error("worker of %s crashed: %s", self.name, error)
-        if self._inflight.pop(event.event_id, None) is not None:
-            self._dead(event, "process failed", error, attempt)
-            try:
-                await self._complete(event, "failed", 0.0, error, worker=True)
-            except BaseException as again:
-                if is_fatal(again):
-                    raise
-                logger.error("task_completed of %s failed too", event.event_id)
-        self._crashed(f"worker crashed: {error}")
-
-    def _crashed(self, error: str) -> None:
+    def crashed(self, error: str) -> None:
         """Enter FAILED and, if the restart policy allows, restart after a backoff."""
-        if self._supervisor is not None or self._stopping or self.state == ProcessState.STOPPING:
+        if self._supervising is not None or self._lifecycle.stopping():
             return  # a stop() under way (still in session_end) wins over a restart
         self.last_error = error
         logger.error("process %s failed: %s", self.name, error)
-        self._supervisor = asyncio.get_running_loop().create_task(self._supervise(error))
+        self._supervising = asyncio.get_running_loop().create_task(self._supervise())
 
-    async def _supervise(self, error: str) -> None:
-        policy = self.config.restart
+    async def _supervise(self) -> None:
+        policy = self._policy()
         will_restart = policy.policy == "on_failure" and self._auto_restarts < policy.max_restarts
-        self.state = ProcessState.FAILED
+        life = self._lifecycle
+        life.enter(ProcessState.FAILED)
         try:
-            await self._session_end("restart" if will_restart else "stop")
+            await life.session_end("restart" if will_restart else "stop")
         except BaseException as exc:  # a hook raising what the engine does not isolate
             if is_fatal(exc):
                 raise
-            error = self.redactor.text(repr(exc))
+            error = self._redact(repr(exc))
             logger.error("session_end of %s raised %s; supervising on", self.name, error)
         if will_restart:
-            # Keep the queue: events wait for the restarted process, and so does a run that
-            # is cut off here (its attempt does not count).
-            self._stopping = True
-            for runner in list(self._runners.values()):
-                await runner.stop()
-            self._runners.clear()
-            await self._halt_workers()
-            cut_off, self._cut_off = self._cut_off, []
-            for event, attempt in cut_off:
-                if not self._enqueue(event, attempt - 1):  # it reached a worker: say how it ended
-                    await self._fire_dead_lettered([event], "queue full", None)
-            await self._dead_letter_given_up("process failed")  # never re-run beside the run
-            delay = min(policy.backoff * (2**self._auto_restarts), policy.backoff_max)
-            await asyncio.sleep(delay)
-            self.restart_count += 1
+            await life.pause()
+            await asyncio.sleep(min(policy.backoff * (2**self._auto_restarts), policy.backoff_max))
             self._auto_restarts += 1
             self._consecutive_failures = 0
-            self._supervisor = None
-            self.state = ProcessState.STOPPED
+            self._supervising = None
             try:
-                await self.start(_restart=True)
+                await life.restart()
             except BaseException as exc:  # e.g. a session_start hook: a crash, supervised too
                 if is_fatal(exc):
                     raise
-                self._crashed(f"restart failed: {self.redactor.text(repr(exc))}")
+                self.crashed(f"restart failed: {self._redact(repr(exc))}")
         else:
-            self._supervisor = None  # no restart coming: inject() dead-letters from here on
-            self._failing = asyncio.current_task()
+            self._supervising = None  # no restart coming: inject() dead-letters from here on
+            self.failing = asyncio.current_task()
             try:
-                await self._teardown(final_state=ProcessState.FAILED)
+                await life.fail()
             finally:
-                self._failing = None
+                self.failing = None

@@ -1,0 +1,126 @@
+"""The parts a process is built of from its configuration: its hook manager, its declared
+tools, its model and the agent loop its runs go through.
+
+Each is built when the process needs it (the manager and tools when it is created, the model
+and agent loop when it starts) and raises at once, naming the entry, when the configuration
+asks for what cannot be built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..agent import AgentLoop, Tool, as_tool
+from ..hooks import HookManager
+from ..hooks._prompt import DEFAULT_MODELS
+
+if TYPE_CHECKING:
+    from .._redact import Redactor
+    from ..agent import AgentContext, BudgetTracker
+    from ..agent._loop import Emit
+    from ..agent._observer import Observer
+    from ..models import Model
+    from ._config import ProcessConfig
+
+__all__ = ["agent_loop", "hooks_of", "model_of", "tools_of"]
+
+
+def tools_of(declared: list[Any]) -> list[Tool]:
+    """The Tools a configuration declares; an import path is imported now, and one that
+    cannot be is a ValueError naming the entry and what is wrong."""
+    from ..agent._tools import import_tool
+
+    tools: list[Tool] = []
+    for index, entry in enumerate(declared):
+        if isinstance(entry, str):
+            try:
+                tools.append(import_tool(entry))
+            except ValueError as exc:
+                raise ValueError(f"tools[{index}]: {exc}") from None
+        else:
+            tools.append(as_tool(entry))
+    return tools
+
+
+def hooks_of(
+    config: ProcessConfig,
+    shared: HookManager | None,
+    parent: HookManager | None,
+    model: Callable[[], Model | None],
+) -> HookManager:
+    """A process's hook manager: its own hooks, then its parent's, then the shared.
+
+    ``model`` answers the process's model (made when it starts), which prompt hooks that
+    name none ask; the process hands it weakly, as the table is keyed by the manager it holds.
+    """
+    hooks = HookManager(default_timeout=config.hook_timeout)
+    DEFAULT_MODELS[hooks] = model
+    if parent is not None:
+        hooks.inherit(parent)
+        shared = shared if shared is not None else parent.shared
+    if shared is not None:
+        hooks.share(shared)
+    # Linked first: the declared hooks' before/after may name inherited and shared hooks,
+    # and one another in any order (a DeclarationError names hooks[i].before/.after).
+    hooks.register_configs(config.hooks)
+    return hooks
+
+
+def model_of(config: ProcessConfig) -> Model:
+    """The model ``config`` names; an OpenAI one with its timeout, retries and base URL."""
+    from ..models import resolve_model
+
+    model = config.model
+    if isinstance(model, str) and model.startswith("openai:"):
+        return resolve_model(
+            model,
+            timeout=config.model_timeout,
+            max_retries=config.model_max_retries,
+            base_url=config.base_url,
+        )
+    return resolve_model(model)
+
+
+def agent_loop(
+    name: str,
+    config: ProcessConfig,
+    model: Model,
+    context: AgentContext,
+    *,
+    emit: Emit,
+    tools: list[Tool],
+    budget: BudgetTracker | None,
+    redactor: Redactor,
+    observer: Observer | None,
+    open_mode_tools: Callable[[], list[Tool]],
+) -> AgentLoop:
+    """The agent loop of a started process, with the built-in tools its configuration asks
+    for: ``update_state`` (context.state_tool) and, in open mode, ``open_mode_tools()``."""
+    loop = AgentLoop(
+        model=model,
+        instructions=config.instructions,
+        mission=config.mission,
+        context=context,
+        emit=emit,
+        tools=tools,
+        approval=config.approval,
+        budget=budget,
+        redactor=redactor,
+        process_id=name,
+        max_turns=config.max_turns,
+        tool_timeout=config.tool_timeout,
+        observer=observer,
+    )
+    if config.context.state_tool:
+
+        async def update_state(key: str, value: Any) -> str:
+            """Save a note that persists between runs: state[key] = value."""
+            context.update_state(key, value)
+            return f"state[{key!r}] saved"
+
+        loop.add_tool(update_state)
+    if config.execution_mode == "open":
+        for tool in open_mode_tools():
+            loop.add_tool(tool)
+    return loop

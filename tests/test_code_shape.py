@@ -1,0 +1,153 @@
+"""The code's shape: AgentProcess is built by composition, and no module reaches into the
+private names another module defines (it asks for a public method, or is handed a callable)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from _imports_support import SRC
+
+#: Private names of the standard library that are its public API (namedtuple's).
+STDLIB_PRIVATE = {"_replace", "_asdict", "_fields", "_make"}
+
+#: Known reaches into another module's private names, each "module: expression". The list only
+#: shrinks: a new reach fails the test; mend it (a public method, or a callable handed over)
+#: rather than adding it here. The hook engine's modules share the manager's internals as one
+#: package, deliberately.
+KNOWN_REACHES = {
+    "agent/_tool_hooks.py: tool._validator",
+    "cli/_hooktest.py: hook._cwd",
+    "cli/_validate.py: hook._claude_event",
+    "hooks/_background.py: hook.manager._drop",
+    "hooks/_background.py: manager._log_failure",
+    "hooks/_background.py: manager._report",
+    "hooks/_background.py: manager._timeout_of",
+    "hooks/_claude_code.py: config._claude_event",
+    "hooks/_claude_code.py: config._plugin_root",
+    "hooks/_dispatch.py: hook.manager._drop",
+    "hooks/_dispatch.py: self.manager._log_failure",
+    "hooks/_dispatch.py: self.manager._shown",
+    "hooks/_dispatch.py: self.manager._timeout_of",
+    "hooks/_dispatch.py: self.manager._warn_blocked",
+    "hooks/_history.py: manager._shared",
+    "hooks/_http_hook.py: claude._add_context",
+    "hooks/_http_hook.py: claude._event_name",
+    "hooks/_manager.py: config._source",
+    "hooks/_persistent.py: shell._argv",
+    "hooks/_persistent.py: shell._executable",
+    "hooks/_plugin.py: manager._by_id",
+    "hooks/_plugin.py: manager._drop",
+    "hooks/_secrets.py: owner._by_id",
+    "hooks/_secrets.py: self._manager._chain",
+    "eval/_runner.py: process._loop",
+    "eval/_runner.py: self.process._model",
+    "process/_open_mode.py: parent._emit_worker",
+    "process/_open_mode.py: parent._spawning",
+    "process/_plugins.py: process._loop",
+    "process/_recovery.py: process._dead",
+    "process/_recovery.py: process._enqueue",
+    "process/_recovery.py: process._journal",
+    "process/_recovery.py: process._queue",
+    "process/_recovery.py: process._stream",
+}
+
+
+def _sources() -> list[Path]:
+    return sorted(SRC.rglob("*.py"))
+
+
+def _names_defined(tree: ast.AST) -> set[str]:
+    """Every name a module defines or binds: its functions and classes, the attributes it
+    assigns (on any object), its variables and parameters."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def private_reaches(source: str, where: str) -> set[str]:
+    """``obj._name`` read in the module ``where`` (not on ``self`` or ``cls``) where no code
+    of that module defines ``_name``: a reach into a private name of another module."""
+    tree = ast.parse(source, where)
+    own = _names_defined(tree) | STDLIB_PRIVATE
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+            continue
+        if node.attr.startswith("__") or node.attr in own:
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            continue
+        found.add(f"{where}: {ast.unparse(node)}")
+    return found
+
+
+def _reaches_in_tether() -> set[str]:
+    return set().union(
+        *(
+            private_reaches(path.read_text(), path.relative_to(SRC).as_posix())
+            for path in _sources()
+        )
+    )
+
+
+def test_agent_process_is_built_by_composition_not_mixins() -> None:
+    from tether.process import AgentProcess
+
+    assert AgentProcess.__bases__ == (object,)
+    assert AgentProcess.__mro__ == (AgentProcess, object)
+
+
+def test_the_scan_finds_a_reach_into_another_modules_private_name() -> None:
+    source = "def f(api, request):\n    return api._process(request)\n"
+    assert private_reaches(source, "api/_x.py") == {"api/_x.py: api._process"}
+
+
+def test_the_scan_lets_a_module_use_the_private_names_it_defines() -> None:
+    source = "class A:\n    def _own(self, other):\n        return other._own\n"
+    assert private_reaches(source, "x.py") == set()
+
+
+def test_no_module_reaches_into_another_modules_private_names() -> None:
+    found = _reaches_in_tether()
+    assert sorted(found - KNOWN_REACHES) == []
+
+
+def test_the_known_reaches_are_all_still_there() -> None:
+    """The allowance shrinks with the code: a reach mended leaves the list too."""
+    found = _reaches_in_tether()
+    assert sorted(KNOWN_REACHES - found) == []
+
+
+def test_no_api_module_calls_a_private_method_of_the_api() -> None:
+    calls = [
+        f"{path.relative_to(SRC)}: {ast.unparse(node)}"
+        for path in sorted((SRC / "api").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "api"
+    ]
+    assert calls == []
+
+
+def test_only_the_cli_app_module_reads_its_state() -> None:
+    importers = [
+        path.relative_to(SRC).as_posix()
+        for path in _sources()
+        if path != SRC / "cli" / "_app.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").split(".")[-1] == "_app"
+        and any(alias.name == "STATE" for alias in node.names)
+    ]
+    assert importers == []
