@@ -397,3 +397,33 @@ async def test_hook_run_history_in_redis_is_capped_at_its_length_keeping_the_new
         assert last[0] == runs[-1]
     finally:
         await node.stop()
+
+
+async def test_a_clustered_process_keeps_its_recorder_its_listeners_and_its_own_reads(
+    redis_url: str, redis_prefix: str, llm: FakeLLM
+) -> None:
+    """The cluster sends the runs to Redis through the process's own recorder: a listener
+    added before the host started (telemetry's, say) and the process's own hook_runs() still
+    see every run."""
+
+    async def audit(ctx: Any) -> None:
+        return None
+
+    runtime = AgentRuntime()
+    process = await runtime.add_process(
+        "solo", config(llm, hooks=[HookConfig(event="task_created", callback=audit)])
+    )
+    heard: list[Any] = []
+    process.history.add_listener(heard.extend)
+    node = ClusterNode(runtime, redis_url, host="h1", prefix=redis_prefix, lease_ttl=TTL)
+    await node.start()
+    try:
+        await eventually(lambda: "solo" in node.held, timeout=10, what="the lease")
+        await process.inject(TriggerEvent("t", "manual", {"n": 1}))
+        await eventually(lambda: len(llm.prompts) == 1, timeout=10, what="the run")
+        assert [run.event for run in heard] == ["task_created"]
+        assert [run.event for run in process.hook_runs()] == ["task_created"]
+        in_redis = await node.hook_runs("solo")
+        assert [run["event"] for run in in_redis] == ["task_created"]
+    finally:
+        await node.stop()

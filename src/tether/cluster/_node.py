@@ -555,17 +555,16 @@ class ClusterNode:
     # -- hook-run history ----------------------------------------------------------------------
 
     def _record_history(self, process: AgentProcess) -> None:
-        """Send the process's hook runs to its Redis stream (capped), from any host."""
-        from ..hooks._history import HistoryRecorder
-
+        """Send the process's hook runs to its Redis stream (capped), from any host. The
+        process keeps its recorder: its own reads, a dry run's and telemetry's listeners
+        still see every run."""
         buffer = self._history.setdefault(process.name, [])
 
         def sink(runs: list[HookRun]) -> None:
             buffer.extend(process.redactor.value(run.as_dict()) for run in runs)
             del buffer[:-HISTORY_KEPT]
 
-        process.history = HistoryRecorder(process.name, redact=process.redactor.text, sink=sink)
-        process.hooks.recorder = process.history
+        process.history.send_to(sink)
 
     def queue(self, name: str) -> StreamQueue:
         """The stream queue of process ``name`` on this host (KeyError if none)."""

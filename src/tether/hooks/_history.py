@@ -99,6 +99,13 @@ class HistoryRecorder:
         self.trace = trace
         self._listeners: list[tuple[Callable[..., None], bool]] = []
 
+    def send_to(self, sink: Callable[[list[HookRun]], None]) -> None:
+        """Hand the runs recorded from now on to ``sink`` instead, on the loop at each flush
+        (a store elsewhere, say: a cluster's stream). The ring, the listeners and whoever
+        holds this recorder are kept."""
+        self._sink = sink
+        self._offload = None
+
     def add_listener(self, listener: Callable[..., None], *, lazy: bool = False) -> None:
         """Call ``listener`` with the HookRuns of each dispatch (or background run) as it is
         recorded, in the task that dispatched (telemetry parents its spans there).
