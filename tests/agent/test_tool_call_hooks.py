@@ -8,19 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from _process_support import Recorder, run_task
-from tether import (
-    AgentProcess,
-    ApprovalDecision,
-    ApprovalPolicy,
-    ApprovalRequest,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    OpenModeConfig,
-    ProcessConfig,
-)
+from tether import AgentProcess, OpenModeConfig, ProcessConfig
 from tether.agent import Tool
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 TOOL_KEYS = {"tool_name", "arguments", "call_id", "event_id", "server"}

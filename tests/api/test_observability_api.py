@@ -18,15 +18,8 @@ import pytest
 
 from _api_support import runs_of, wait_for_runs
 from _cli_support import cli_in_thread
-from tether import (
-    AgentRuntime,
-    HookBlocked,
-    HookContext,
-    HookEvent,
-    HookManager,
-    OrchestrationAPI,
-    TriggerEvent,
-)
+from tether import AgentRuntime, OrchestrationAPI, TriggerEvent
+from tether.hooks import HookBlocked, HookContext, HookEvent, HookManager
 from tether.hooks._background import QUEUE_SIZE
 from tether.hooks._records import OUTCOMES
 

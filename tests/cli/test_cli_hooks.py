@@ -21,15 +21,9 @@ import httpx
 import pytest
 
 from _cli_support import CLI, cli_in_thread, running, serving
-from tether import (
-    AgentRuntime,
-    HookConfig,
-    HookManager,
-    OrchestrationAPI,
-    Plugin,
-    PluginContext,
-)
+from tether import AgentRuntime, OrchestrationAPI
 from tether.cli._hooks import parse_since
+from tether.hooks import HookConfig, HookManager, Plugin, PluginContext
 
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 TOKEN = "t0ken"

@@ -13,16 +13,9 @@ import pytest
 from redis.asyncio import Redis
 
 from _process_support import FailingModel, Recorder, eventually
-from tether import (
-    AgentRuntime,
-    HookBlocked,
-    HookConfig,
-    HookEvent,
-    ProcessConfig,
-    ProcessState,
-    TriggerEvent,
-)
+from tether import AgentRuntime, ProcessConfig, ProcessState, TriggerEvent
 from tether.cluster import ClusterNode, cluster_config
+from tether.hooks import HookBlocked, HookConfig, HookEvent
 from tether.models import OpenAIModel
 from tether.testing import FakeLLM
 

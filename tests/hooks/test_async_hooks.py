@@ -12,16 +12,8 @@ from pydantic import ValidationError
 
 from _process_support import Recorder, eventually, ticket
 from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-    TriggerEvent,
-)
+from tether import AgentProcess, ProcessConfig, TriggerEvent
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent, HookManager
 from tether.hooks._background import MANAGER_WORKERS, QUEUE_SIZE, WORKERS, drain
 from tether.hooks._history import HistoryRecorder
 from tether.models import ScriptedModel

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tether import (
+from tether.hooks import (
     CommandHookError,
     HookBlocked,
     HookConfig,

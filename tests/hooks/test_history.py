@@ -15,17 +15,8 @@ import pytest
 
 from _process_support import Recorder, eventually, ticket
 from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    HookRun,
-    ProcessConfig,
-    TriggerEvent,
-)
+from tether import AgentProcess, ProcessConfig, TriggerEvent
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent, HookManager, HookRun
 from tether.hooks._history import HistoryRecorder
 from tether.hooks._records import OUTCOMES
 from tether.models import ScriptedModel

@@ -14,14 +14,8 @@ import pytest
 
 from _process_support import Recorder, eventually, ticket
 from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-)
+from tether import AgentProcess, ProcessConfig
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 CANARY = "canary-123"

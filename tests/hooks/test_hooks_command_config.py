@@ -17,7 +17,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from tether import (
+from tether.hooks import (
     CommandHookError,
     HookConfig,
     HookContext,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tether import (
+from tether.hooks import (
     DispatchResult,
     HookBlocked,
     HookContext,

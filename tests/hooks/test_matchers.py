@@ -14,21 +14,10 @@ from pydantic import ValidationError
 
 from _process_support import Recorder, eventually, ticket, write_until
 from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    ApprovalDecision,
-    ApprovalPolicy,
-    ApprovalRequest,
-    BudgetConfig,
-    ContextConfig,
-    FileWatchTrigger,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-    TriggerEvent,
-)
+from tether import AgentProcess, FileWatchTrigger, ProcessConfig, TriggerEvent
+from tether.agent import BudgetConfig, ContextConfig
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookConfig, HookContext, HookEvent, HookManager
 from tether.hooks._history import HistoryRecorder
 from tether.hooks._matcher import MATCHER_FIELDS
 from tether.manifest import ManifestError, parse_manifest

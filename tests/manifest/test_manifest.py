@@ -8,19 +8,16 @@ from pathlib import Path
 import pytest
 
 from _manifest_support import problems, write
-from tether import (
-    AgentManifest,
-    HookConfig,
-    ManifestError,
-    ProcessConfig,
-    WebhookTrigger,
-    load_manifest,
-    manifest_to_process_config,
-)
+from tether import ProcessConfig, WebhookTrigger
+from tether.hooks import HookConfig
 from tether.manifest import (
     CODE_ONLY,
+    AgentManifest,
+    ManifestError,
     ProcessSpec,
+    load_manifest,
     manifest_json_schema,
+    manifest_to_process_config,
     parse_manifest,
     render_json_schema,
     shipped_json_schema,

@@ -13,16 +13,8 @@ from pathlib import Path
 import pytest
 
 from _process_support import eventually, ticket
-from tether import (
-    AgentProcess,
-    AgentRuntime,
-    HookManager,
-    Plugin,
-    PluginContext,
-    PluginError,
-    ProcessConfig,
-    implements,
-)
+from tether import AgentProcess, AgentRuntime, ProcessConfig
+from tether.hooks import HookManager, Plugin, PluginContext, PluginError, implements
 from tether.hooks._plugin import register_plugin
 from tether.manifest import (
     ManifestError,

@@ -11,13 +11,8 @@ import pytest
 
 from _manifest_support import problems, write
 from _process_support import Recorder, run_task
-from tether import (
-    AgentProcess,
-    HookEvent,
-    ProcessConfig,
-    load_manifest,
-    manifest_to_process_config,
-)
+from tether import AgentProcess, ProcessConfig, load_manifest, manifest_to_process_config
+from tether.hooks import HookEvent
 from tether.models import ScriptedModel
 
 

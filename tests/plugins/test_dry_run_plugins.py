@@ -15,17 +15,8 @@ import pytest
 
 from _process_support import Recorder, eventually, ticket
 from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    AgentRuntime,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    OrchestrationAPI,
-    Plugin,
-    PluginContext,
-    ProcessConfig,
-)
+from tether import AgentProcess, AgentRuntime, OrchestrationAPI, ProcessConfig
+from tether.hooks import HookConfig, HookContext, HookEvent, Plugin, PluginContext
 from tether.plugins.debrief import DRY_RUN_ERROR, DebriefPlugin, debrief_prompt
 from tether.testing import FakeLLM
 

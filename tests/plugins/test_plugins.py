@@ -15,7 +15,7 @@ import pytest
 
 from _process_support import completions, run_task
 from _process_support import plugin_process as make_process
-from tether import (
+from tether.hooks import (
     HookContext,
     HookManager,
     Plugin,

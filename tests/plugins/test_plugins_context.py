@@ -14,15 +14,9 @@ from pydantic import SecretStr
 
 from _process_support import Recorder, completions, eventually, ticket
 from _process_support import plugin_process as make_process
-from tether import (
-    AgentProcess,
-    GuardrailConfig,
-    HookEvent,
-    HookManager,
-    Plugin,
-    PluginContext,
-    PluginError,
-)
+from tether import AgentProcess
+from tether.agent import GuardrailConfig
+from tether.hooks import HookEvent, HookManager, Plugin, PluginContext, PluginError
 from tether.hooks._plugin import register_plugin
 from tether.models import ScriptedModel
 

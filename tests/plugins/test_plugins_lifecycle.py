@@ -17,15 +17,8 @@ import pytest
 
 from _process_support import completions, run_task
 from _process_support import plugin_process as make_process
-from tether import (
-    AgentProcess,
-    HookEvent,
-    Plugin,
-    PluginContext,
-    PluginError,
-    hook_options,
-    implements,
-)
+from tether import AgentProcess
+from tether.hooks import HookEvent, Plugin, PluginContext, PluginError, hook_options, implements
 from tether.hooks._plugin import resolve_plugin
 from tether.models import ScriptedModel
 from tether.plugins.debrief import DebriefPlugin

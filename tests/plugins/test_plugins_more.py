@@ -15,15 +15,8 @@ import pytest
 
 from _process_support import completions, eventually, run_task
 from _process_support import plugin_process as make_process
-from tether import (
-    HookEvent,
-    HookManager,
-    Plugin,
-    PluginContext,
-    PluginError,
-    TriggerEvent,
-    implements,
-)
+from tether import TriggerEvent
+from tether.hooks import HookEvent, HookManager, Plugin, PluginContext, PluginError, implements
 from tether.hooks._plugin import register_plugin
 from tether.models import ModelReply, ScriptedModel
 from tether.plugins.debrief import DebriefPlugin

@@ -14,14 +14,8 @@ from typing import Any
 import pytest
 
 from _process_support import Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-    ProcessState,
-    RestartPolicy,
-)
+from tether import AgentProcess, ProcessConfig, ProcessState, RestartPolicy
+from tether.hooks import HookContext, HookEvent
 from tether.models import ScriptedModel
 from tether.store import Journal
 

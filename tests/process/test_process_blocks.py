@@ -12,16 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from _process_support import GatedModel, Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    ContextConfig,
-    FileWatchTrigger,
-    HookBlocked,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-)
+from tether import AgentProcess, FileWatchTrigger, ProcessConfig
+from tether.agent import ContextConfig
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookBlocked, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 

@@ -12,15 +12,9 @@ import pytest
 from pydantic import SecretStr
 
 from _process_support import FailingModel, GatedModel, Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    BudgetConfig,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-)
+from tether import AgentProcess, ProcessConfig
+from tether.agent import BudgetConfig
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 TASK_KEYS = {"event_id", "trigger_id", "trigger_type"}

@@ -8,20 +8,10 @@ from typing import Any
 import pytest
 
 from _process_support import Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    ApprovalDecision,
-    ApprovalPolicy,
-    ApprovalRequest,
-    BudgetConfig,
-    ContextConfig,
-    GuardrailConfig,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-)
+from tether import AgentProcess, ProcessConfig
+from tether.agent import BudgetConfig, ContextConfig, GuardrailConfig
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 from tether.testing import FakeLLM
 

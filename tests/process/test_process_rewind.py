@@ -8,15 +8,8 @@ from typing import Any
 import pytest
 
 from _process_support import GatedModel, Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    HookBlocked,
-    HookContext,
-    HookEvent,
-    ProcessBusyError,
-    ProcessConfig,
-    ProcessStateError,
-)
+from tether import AgentProcess, ProcessBusyError, ProcessConfig, ProcessStateError
+from tether.hooks import HookBlocked, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 

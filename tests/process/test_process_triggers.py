@@ -12,16 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from _process_support import Recorder, eventually, write_until
-from tether import (
-    AgentProcess,
-    CronTrigger,
-    FileWatchTrigger,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-)
+from tether import AgentProcess, CronTrigger, FileWatchTrigger, ProcessConfig
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 from tether.process._triggers import CronRunner
 

@@ -12,15 +12,8 @@ import asyncio
 from typing import Any
 
 from _process_support import completions, eventually, run_task, ticket
-from tether import (
-    AgentProcess,
-    Plugin,
-    PluginContext,
-    ProcessConfig,
-    TriggerEvent,
-    hook_options,
-    implements,
-)
+from tether import AgentProcess, ProcessConfig, TriggerEvent
+from tether.hooks import Plugin, PluginContext, hook_options, implements
 from tether.models import ScriptedModel
 from tether.process._dead_letters import UNFIRED
 

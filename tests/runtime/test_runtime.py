@@ -10,15 +10,13 @@ import pytest
 
 from tether import (
     AgentRuntime,
-    HookContext,
-    HookEvent,
-    HookManager,
     ProcessConfig,
     ProcessExistsError,
     ProcessState,
     TriggerEvent,
     WebhookClashError,
 )
+from tether.hooks import HookContext, HookEvent, HookManager
 
 SCRIPTED = {"model": "scripted", "instructions": "You triage support tickets."}
 
