@@ -20,6 +20,30 @@ if TYPE_CHECKING:
 #: Writes an executable Python script into the test's tmp_path and returns its absolute path.
 ScriptFactory = Callable[..., str]
 
+#: The keys of a hook-run record (``HookRun.as_dict()``), pinned here for every reader of runs.
+HOOK_RUN_FIELDS = frozenset(
+    {
+        "recorded_at",
+        "hook_id",
+        "hook_name",
+        "event",
+        "process_id",
+        "source",
+        "mode",
+        "outcome",
+        "duration_ms",
+        "error",
+        "patch_applied",
+        "dispatch_id",
+        "dispatch_depth",
+        "data_before",
+        "data_after",
+        "required",
+        "duration_shared",
+        "changes",
+    }
+)
+
 
 @pytest.fixture
 def make_script(tmp_path: Path) -> ScriptFactory:
