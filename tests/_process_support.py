@@ -243,3 +243,28 @@ async def run_task(process: Any, rec: Recorder, text: str = "Login is down") -> 
     event_id: str = await process.inject(ticket(text))
     await eventually(lambda: len(rec.outcomes()) > before, what="task_completed")
     return event_id
+
+
+async def hold_a_second_run(process: Any, model: GatedModel, rec: Recorder) -> None:
+    """Let a "first" ticket finish, then hold a "second" one inside ``model`` (its gate closed).
+
+    ``rec`` records the task_completed events of the running ``process``."""
+    model.gate.set()
+    await run_task(process, rec, "first")
+    model.gate.clear()
+    await process.inject(ticket("second"))
+    await eventually(lambda: model.active == 1, what="the second run")
+
+
+class HeldRewind:
+    """A config_change hook that holds each rewind until ``release`` is set; ``entered`` is set
+    once a rewind has reached it."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, ctx: HookContext) -> None:
+        if ctx.data["change"] == "rewind":
+            self.entered.set()
+            await self.release.wait()
