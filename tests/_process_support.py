@@ -22,10 +22,13 @@ from tether.models import ModelReply, ModelUnavailableError, ToolCall
 __all__ = [
     "FailingModel",
     "GatedModel",
+    "HeldRewind",
     "RawToolCallModel",
     "Recorder",
+    "alive",
     "children",
     "eventually",
+    "hold_a_second_run",
     "killed_host",
     "ticket",
     "write_until",
@@ -60,6 +63,19 @@ def children() -> set[int]:
         with open(f"/proc/self/task/{task}/children") as f:
             found.update(int(pid) for pid in f.read().split())
     return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting to be reaped does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 async def write_until(path: Path, condition: Callable[[], object], *, timeout: float = 10) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from _mcp_support import alive, pids, stdio_entry
-from _process_support import Recorder, eventually
+from _mcp_support import pids, stdio_entry
+from _process_support import Recorder, alive, eventually
 from tether import AgentProcess, ProcessConfig, TriggerEvent, load_manifest
 from tether.agent import BudgetConfig
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
