@@ -9,6 +9,22 @@ import pytest
 
 from tether import ManifestError, load_manifest
 
+#: Two task_created hooks, "report" after "redact"; "redact" names a hook in its own ``field``
+#: (before or after): fill in ``field`` and ``target`` with str.format.
+ORDERED = """\
+    version: 1
+    name: ordered
+    hooks:
+      - event: task_created
+        command: ["true"]
+        name: report
+        after: [redact]
+      - event: task_created
+        command: ["true"]
+        name: redact
+        {field}: [{target}]
+    """
+
 
 def write(tmp_path: Path, text: str, name: str = "agent.agent") -> Path:
     """``text`` (dedented) as the file ``name`` in ``tmp_path``."""
