@@ -12,6 +12,7 @@ import pytest
 
 if TYPE_CHECKING:
     import httpx
+    from redis.asyncio import Redis
 
     from tether import AgentRuntime
     from tether.api import OrchestrationAPI
@@ -153,6 +154,16 @@ async def redis_url() -> str:
     from _redis_support import require_redis
 
     return await require_redis()
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[Redis]:
+    """A client of the test Redis that answers text."""
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    await client.aclose()
 
 
 @pytest.fixture
