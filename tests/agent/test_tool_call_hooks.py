@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from _process_support import Recorder, run_task
+from _tool_support import search
 from tether import AgentProcess, OpenModeConfig, ProcessConfig
 from tether.agent import Tool
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
@@ -117,16 +119,7 @@ async def test_post_tool_use_fires_after_a_tool_that_raised_with_the_error_text(
 
 
 async def test_a_tool_from_an_mcp_server_fires_both_events_with_its_server_name() -> None:
-    async def search(query: str) -> str:
-        return f"found {query}"
-
-    crm = Tool(
-        name="mcp__crm__search",
-        fn=search,
-        description="Search the CRM",
-        parameters={"type": "object", "properties": {"query": {"type": "string"}}},
-        server="crm",
-    )
+    crm = replace(search, name="mcp__crm__search", server="crm")  # as an MCP server names it
     process, _ = shop([("mcp__crm__search", {"query": "acme"})], [], tools=[crm])
     rec = await run_one(process, HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE)
     [pre] = rec.of(HookEvent.PRE_TOOL_USE)
