@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Callable
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 
 #: Writes an executable Python script into the test's tmp_path and returns its absolute path.
 ScriptFactory = Callable[..., str]
+
+#: Installs a plugin distribution: ``install_plugin(source, entry="acme")``, the module's name.
+Install = Callable[..., str]
 
 #: The keys of a hook-run record (``HookRun.as_dict()``), pinned here for every reader of runs.
 HOOK_RUN_FIELDS = frozenset(
@@ -57,6 +61,31 @@ def make_script(tmp_path: Path) -> ScriptFactory:
         return str(path)
 
     return make
+
+
+@pytest.fixture
+def install_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
+    """Install tiny distributions (a module of ``source`` and its .dist-info) declaring the
+    ``tether.plugins`` entry point ``entry`` = the module's AcmePlugin; importlib.metadata finds
+    them on sys.path. Each call returns its module's name."""
+    modules: list[str] = []
+    site = tmp_path / "site-packages"
+    site.mkdir()
+
+    def make(source: str, entry: str = "acme") -> str:
+        module = f"acme_{uuid.uuid4().hex[:8]}"
+        modules.append(module)
+        (site / f"{module}.py").write_text(textwrap.dedent(source))
+        dist = site / f"{module}-1.0.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+        (dist / "entry_points.txt").write_text(f"[tether.plugins]\n{entry} = {module}:AcmePlugin\n")
+        return module
+
+    monkeypatch.syspath_prepend(str(site))
+    yield make
+    for module in modules:
+        sys.modules.pop(module, None)
 
 
 @pytest.fixture

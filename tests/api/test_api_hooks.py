@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import textwrap
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import httpx
 import pytest
 
 from _api_support import runs_of, wait_for_runs
-from conftest import HOOK_RUN_FIELDS
+from conftest import HOOK_RUN_FIELDS, Install
 from tether import AgentRuntime, HookBlocked, HookContext, HookEvent, OrchestrationAPI
 
 TOKEN = "t0ken-for-hook-tests"
@@ -79,32 +78,6 @@ async def inject(client: httpx.AsyncClient, name: str, ticket: str) -> str:
     assert r.status_code == 202, r.text
     event_id: str = r.json()["event_id"]
     return event_id
-
-
-Install = Callable[..., str]
-
-
-@pytest.fixture
-def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
-    """Install a tiny distribution declaring a ``tether.plugins`` entry point on sys.path."""
-    modules: list[str] = []
-    site = tmp_path / "site-packages"
-    site.mkdir()
-
-    def make(source: str = ACME, entry: str = "acme") -> str:
-        module = f"acme_api_{uuid.uuid4().hex[:8]}"
-        modules.append(module)
-        (site / f"{module}.py").write_text(textwrap.dedent(source))
-        dist = site / f"{module}-1.0.dist-info"
-        dist.mkdir()
-        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
-        (dist / "entry_points.txt").write_text(f"[tether.plugins]\n{entry} = {module}:AcmePlugin\n")
-        return module
-
-    monkeypatch.syspath_prepend(str(site))
-    yield make
-    for module in modules:
-        sys.modules.pop(module, None)
 
 
 # -- the event taxonomy ----------------------------------------------------------------------------
@@ -579,9 +552,9 @@ async def test_a_plugin_named_in_a_deployed_config_is_active_and_its_artifact_is
 
 
 async def test_a_third_party_plugin_is_activated_by_name_and_its_warnings_are_served(
-    client: httpx.AsyncClient, runtime: AgentRuntime, install: Install
+    client: httpx.AsyncClient, runtime: AgentRuntime, install_plugin: Install
 ) -> None:
-    install()
+    install_plugin(ACME)
     r = await create(client, "triage", plugins=["acme"])
     assert r.status_code == 201, r.text
     process = runtime.get("triage")
@@ -636,9 +609,9 @@ async def test_a_plugin_object_cannot_be_sent(client: httpx.AsyncClient) -> None
 
 
 async def test_a_plugin_that_cannot_be_loaded_answers_422_and_deploys_nothing(
-    client: httpx.AsyncClient, runtime: AgentRuntime, install: Install
+    client: httpx.AsyncClient, runtime: AgentRuntime, install_plugin: Install
 ) -> None:
-    install(source="raise ImportError('needs acme-sdk')\n")
+    install_plugin("raise ImportError('needs acme-sdk')\n")
     r = await create(client, "triage", plugins=["acme"])
     status, code, message = error_of(r)
     assert (status, code) == (422, "VALIDATION_ERROR")

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import textwrap
-import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from _process_support import completions, run_task
 from _process_support import plugin_process as make_process
+from conftest import Install
 from tether.hooks import (
     HookContext,
     HookManager,
@@ -319,35 +317,14 @@ class AcmePlugin(Plugin):
         SEEN.append(ctx.data["event_id"])
 """
 
-Install = Callable[..., str]
+
+def acme_module(name: str = "acme") -> str:
+    """The source of a plugin module whose AcmePlugin is named ``name``."""
+    return PLUGIN_MODULE.format(name=name)
 
 
-@pytest.fixture
-def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
-    """Install a tiny distribution (a module and its .dist-info) declaring ``tether.plugins``
-    entry points; importlib.metadata finds it on sys.path. Returns the module's name."""
-    modules: list[str] = []
-    site = tmp_path / "site-packages"
-    site.mkdir()
-
-    def make(entry: str = "acme", plugin: str = "acme", source: str = PLUGIN_MODULE) -> str:
-        module = f"acme_tether_{uuid.uuid4().hex[:8]}"
-        modules.append(module)
-        (site / f"{module}.py").write_text(textwrap.dedent(source.format(name=plugin)))
-        dist = site / f"{module}-1.0.dist-info"
-        dist.mkdir()
-        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
-        (dist / "entry_points.txt").write_text(f"[tether.plugins]\n{entry} = {module}:AcmePlugin\n")
-        return module
-
-    monkeypatch.syspath_prepend(str(site))
-    yield make
-    for module in modules:
-        sys.modules.pop(module, None)
-
-
-async def test_installing_a_plugin_package_activates_nothing(install: Install) -> None:
-    module = install()
+async def test_installing_a_plugin_package_activates_nothing(install_plugin: Install) -> None:
+    module = install_plugin(acme_module())
     process = make_process()
     rec = completions(process)
 
@@ -360,9 +337,9 @@ async def test_installing_a_plugin_package_activates_nothing(install: Install) -
 
 
 async def test_a_third_party_plugin_is_activated_by_its_entry_point_name(
-    install: Install,
+    install_plugin: Install,
 ) -> None:
-    module = install()
+    module = install_plugin(acme_module())
     process = make_process("acme")
     rec = completions(process)
     async with process:
@@ -373,24 +350,24 @@ async def test_a_third_party_plugin_is_activated_by_its_entry_point_name(
     assert seen == [event_id]
 
 
-def test_the_unknown_name_error_lists_entry_point_plugins_too(install: Install) -> None:
-    install()
+def test_the_unknown_name_error_lists_entry_point_plugins_too(install_plugin: Install) -> None:
+    install_plugin(acme_module())
 
     with pytest.raises(PluginError, match=r"available: acme, debrief"):
         resolve_plugin("acne")
 
 
-def test_an_entry_point_must_carry_the_name_of_the_plugin_it_loads(install: Install) -> None:
-    install(entry="acme", plugin="acme-audit")
+def test_an_entry_point_must_carry_the_name_of_the_plugin_it_loads(install_plugin: Install) -> None:
+    install_plugin(acme_module("acme-audit"))
 
     with pytest.raises(PluginError, match="entry point 'acme' loads plugin 'acme-audit'"):
         make_process("acme")
 
 
 def test_an_entry_point_that_cannot_be_imported_is_a_plugin_error_naming_it(
-    install: Install,
+    install_plugin: Install,
 ) -> None:
-    install(source="raise ImportError('needs acme-sdk')\n")
+    install_plugin("raise ImportError('needs acme-sdk')\n")
 
     with pytest.raises(PluginError, match=r"plugin 'acme' could not be loaded.*needs acme-sdk"):
         resolve_plugin("acme")
@@ -476,7 +453,29 @@ def test_reload_of_a_plugin_that_is_not_active_is_an_error() -> None:
         make_process().plugins.reload("audit")
 
 
-def test_reload_keeps_the_old_instance_when_the_fresh_one_cannot_register() -> None:
+def takes_a_bad_setting(plugin: Plugin) -> None:
+    plugin.timeout = -1.0
+
+
+def refuses_to_be_made(plugin: Plugin) -> None:
+    raise RuntimeError("only one, please")
+
+
+@pytest.mark.parametrize(
+    ("spoil", "error", "match"),
+    [
+        pytest.param(
+            takes_a_bad_setting,
+            PluginError,
+            "timeout must be > 0",
+            id="the_fresh_one_cannot_register",
+        ),
+        pytest.param(refuses_to_be_made, RuntimeError, "only one", id="a_fresh_one_cannot_be_made"),
+    ],
+)
+def test_reload_keeps_the_old_instance_when(
+    spoil: Callable[[Plugin], None], error: type[Exception], match: str
+) -> None:
     class Moody(Audit):
         name = "moody"
         made = 0
@@ -484,35 +483,15 @@ def test_reload_keeps_the_old_instance_when_the_fresh_one_cannot_register() -> N
         def __init__(self) -> None:
             type(self).made += 1
             if type(self).made > 1:
-                self.timeout = -1.0  # the fresh instance picks up a bad setting
+                spoil(self)  # only the fresh instance
             super().__init__()
 
     old = Moody()
     process = make_process(old)
 
-    with pytest.raises(PluginError, match="timeout must be > 0"):
+    with pytest.raises(error, match=match):
         process.plugins.reload("moody")
     assert process.plugins.get("moody") is old
-    assert len(process.hooks) == 2
-
-
-def test_reload_keeps_the_old_instance_when_a_fresh_one_cannot_be_made() -> None:
-    class Once(Audit):
-        name = "once"
-        made = 0
-
-        def __init__(self) -> None:
-            type(self).made += 1
-            if type(self).made > 1:
-                raise RuntimeError("only one, please")
-            super().__init__()
-
-    old = Once()
-    process = make_process(old)
-
-    with pytest.raises(RuntimeError, match="only one"):
-        process.plugins.reload("once")
-    assert process.plugins.get("once") is old
     assert len(process.hooks) == 2
 
 
