@@ -11,8 +11,9 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,12 @@ __all__ = [
     "alive",
     "children",
     "eventually",
+    "finished",
     "hold_a_second_run",
     "killed_host",
+    "locked",
+    "proc_state",
+    "scripted",
     "ticket",
     "write_until",
 ]
@@ -65,6 +70,15 @@ def children() -> set[int]:
     return found
 
 
+def proc_state(pid: int) -> str | None:
+    """The state letter of ``pid`` in /proc (``Z``: a zombie), None once it is gone and reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
 def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie waiting to be reaped does not count)."""
     try:
@@ -76,6 +90,18 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold ``path`` locked from another connection (as another program would) until exit."""
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN EXCLUSIVE")
+        yield
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
 
 
 async def write_until(path: Path, condition: Callable[[], object], *, timeout: float = 10) -> None:
@@ -246,6 +272,20 @@ def plugin_process(*plugins: Any, **config: Any) -> Any:
 
     config.setdefault("model", ScriptedModel())
     return AgentProcess("triage", ProcessConfig(plugins=list(plugins), **config))
+
+
+def scripted(name: str = "triage", **config: Any) -> Any:
+    """An AgentProcess ``name`` on a ScriptedModel (unless ``model`` is given)."""
+    from tether import AgentProcess, ProcessConfig
+    from tether.models import ScriptedModel
+
+    model = config.pop("model", None) or ScriptedModel()
+    return AgentProcess(name, ProcessConfig(model=model, **config))
+
+
+async def finished(rec: Recorder, count: int = 1) -> None:
+    """Wait until ``rec`` has seen ``count`` task_completed events."""
+    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) >= count, what="the runs")
 
 
 def completions(process: Any) -> Recorder:

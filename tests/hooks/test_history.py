@@ -10,11 +10,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import Recorder, completions, eventually, finished, scripted, ticket
 from conftest import HOOK_RUN_FIELDS, ScriptFactory
 from tether import AgentProcess, ProcessConfig, TriggerEvent
 from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent, HookManager, HookRun
@@ -24,20 +23,6 @@ from tether.models import ScriptedModel
 
 UPS = HookEvent.USER_PROMPT_SUBMIT
 PROMPT_DATA = {"prompt": "hello", "event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
-
-
-def scripted(name: str = "triage", **config: Any) -> AgentProcess:
-    model = config.pop("model", None) or ScriptedModel()
-    return AgentProcess(name, ProcessConfig(model=model, **config))
-
-
-def completions(process: AgentProcess) -> Recorder:
-    """A task_completed recorder registered last (lowest priority), to wait for runs."""
-    return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
-
-
-async def finished(rec: Recorder, count: int = 1) -> None:
-    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) >= count, what="the runs")
 
 
 async def handled(process: AgentProcess, event: TriggerEvent | None = None) -> Recorder:

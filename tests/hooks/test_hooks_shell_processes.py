@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from _process_support import proc_state
 from _shell_support import parent_of_a_stubborn_grandchild
 from tether import CommandHookError, HookContext, HookEvent, HookManager, ShellHook
 
@@ -23,17 +24,8 @@ def ctx() -> HookContext:
     return HookContext(HookEvent.TASK_COMPLETED, "p", {"outcome": "success"})
 
 
-def state(pid: int) -> str | None:
-    """The process state letter from /proc (``Z`` for a zombie), or None once it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
 def is_dead(pid: int) -> bool:
-    return state(pid) in (None, "Z")
+    return proc_state(pid) in (None, "Z")
 
 
 async def wait_dead(pid: int, within: float = 5.0) -> bool:
@@ -48,7 +40,7 @@ async def wait_dead(pid: int, within: float = 5.0) -> bool:
 async def wait_gone(pid: int, within: float = 5.0) -> bool:
     """Wait until the process is gone from /proc: dead and reaped."""
     deadline = time.monotonic() + within
-    while state(pid) is not None:
+    while proc_state(pid) is not None:
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.02)
@@ -117,7 +109,7 @@ async def test_a_program_ignoring_sigterm_is_killed_and_reaped_before_run_return
 
     pid = pid_in(pidfile)
     assert pid is not None
-    assert state(pid) is None  # killed and already reaped: no zombie either
+    assert proc_state(pid) is None  # killed and already reaped: no zombie either
     assert not is_our_child(pid)
 
 
@@ -216,7 +208,7 @@ async def test_cancelling_run_kills_and_reaps_the_program_before_it_returns(
     with pytest.raises(asyncio.CancelledError):
         await task
 
-    assert state(pid) is None
+    assert proc_state(pid) is None
     assert not is_our_child(pid)
 
 

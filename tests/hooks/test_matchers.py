@@ -12,9 +12,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from _process_support import Recorder, eventually, ticket, write_until
+from _process_support import (
+    completions,
+    eventually,
+    finished,
+    scripted,
+    ticket,
+    write_until,
+)
 from conftest import ScriptFactory
-from tether import AgentProcess, FileWatchTrigger, ProcessConfig, TriggerEvent
+from tether import AgentProcess, FileWatchTrigger, TriggerEvent
 from tether.agent import BudgetConfig, ContextConfig
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from tether.hooks import HookConfig, HookContext, HookEvent, HookManager
@@ -36,19 +43,6 @@ class Seen:
         self.data.append(dict(ctx.data))
 
 
-def scripted(**config: Any) -> AgentProcess:
-    model = config.pop("model", None) or ScriptedModel()
-    return AgentProcess("triage", ProcessConfig(model=model, **config))
-
-
-def done(process: AgentProcess) -> Recorder:
-    return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
-
-
-async def finished(rec: Recorder, count: int = 1) -> None:
-    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) >= count, what="the runs")
-
-
 def outcomes(process: AgentProcess, name: str) -> list[str]:
     return [run.outcome for run in process.hook_runs(hook=name)]
 
@@ -62,7 +56,7 @@ async def test_a_trigger_type_matcher_runs_the_hook_only_for_that_trigger_type()
     process.hooks.register(
         HookEvent.TASK_CREATED, webhooks, name="w", matcher={"trigger_type": "web*"}
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(TriggerEvent("desk", "webhook", {"ticket": "a"}))
         await process.inject(TriggerEvent("nightly", "cron", {}))
@@ -75,7 +69,7 @@ async def test_a_trigger_id_matcher_takes_a_list_of_patterns() -> None:
     seen = Seen()
     process = scripted()
     process.hooks.register(UPS, seen, name="s", matcher={"trigger_id": ["desk-*", "vip"]})
-    rec = done(process)
+    rec = completions(process)
     async with process:
         for trigger_id in ("desk-eu", "vip", "vip-2", "other"):
             await process.inject(ticket(trigger_id=trigger_id))
@@ -93,7 +87,7 @@ async def test_several_fields_must_all_match() -> None:
         name="s",
         matcher={"trigger_type": "webhook", "trigger_id": "desk"},
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(TriggerEvent("desk", "webhook", {}))
         await process.inject(TriggerEvent("desk", "manual", {}))
@@ -119,7 +113,7 @@ async def test_a_tool_name_matcher_runs_a_permission_request_hook_for_matching_t
     process.hooks.register(
         HookEvent.PERMISSION_REQUEST, mail_tools, name="mail", matcher={"tool_name": "send_*"}
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket())
         await finished(rec)
@@ -140,7 +134,7 @@ async def test_a_kind_matcher_runs_a_permission_denied_hook_for_that_kind_of_den
         name="approvals",
         matcher={"kind": ["approval", "guardrail"]},
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket())
         await process.inject(ticket("Over the daily limit"))
@@ -164,7 +158,7 @@ async def test_a_path_matcher_runs_a_file_changed_hook_only_for_matching_paths(
     process.hooks.register(
         HookEvent.FILE_CHANGED, invoices, name="invoices", matcher={"path": ["*.csv", "*.xlsx"]}
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await write_until(inbox / "tickets-1.txt", lambda: tickets.data)
         await finished(rec)
@@ -197,7 +191,7 @@ async def test_a_hook_config_matcher_is_applied_to_a_callback_hook() -> None:
             )
         ]
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(TriggerEvent("nightly", "cron", {}))
         await process.inject(ticket())
@@ -222,7 +216,7 @@ async def test_a_command_hook_whose_matcher_does_not_match_is_never_spawned(
         event="user_prompt_submit", command=[script], matcher={"trigger_id": "billing"}
     )
     process = scripted(hooks=[hook])
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket(trigger_id="helpdesk"))
         await finished(rec)
@@ -334,7 +328,7 @@ async def test_a_once_hook_with_a_matcher_fires_on_the_first_matching_event() ->
     hook_id = process.hooks.register(
         HookEvent.TASK_CREATED, seen, once=True, matcher={"trigger_type": "cron"}
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket())
         assert hook_id in process.hooks  # a non-matching event does not use it up

@@ -5,27 +5,12 @@ on. Once the lock goes, the waiting writes land (at-least-once as before)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sqlite3
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import Recorder, eventually, locked, ticket
 from tether import AgentProcess, HookEvent, ProcessConfig
 from tether.store import Journal
-
-
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold ``path`` locked from another connection, as another program would."""
-    other = sqlite3.connect(path, isolation_level=None)
-    try:
-        other.execute("BEGIN EXCLUSIVE")
-        yield
-        other.execute("ROLLBACK")
-    finally:
-        other.close()
 
 
 def journal_threads() -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 from pydantic import SecretStr
 
 from _executor_support import PolicyServer
-from _process_support import Recorder, eventually, ticket
+from _process_support import Recorder, eventually, proc_state, ticket
 from conftest import ScriptFactory
 from tether import AgentProcess, AgentRuntime, HookConfig, HookEvent, ProcessConfig
 from tether.models import ScriptedModel
@@ -32,13 +32,6 @@ def handle(event):
         raise Block("password resets go to the identity team")
     return {"data": {**event["data"], "prompt": prompt + f" [pid {os.getpid()}]"}}
 """
-
-
-def proc_state(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return None
 
 
 def file_bytes(tmp_path: Path) -> bytes:
