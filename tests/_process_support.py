@@ -33,6 +33,7 @@ __all__ = [
     "hold_a_second_run",
     "killed_host",
     "locked",
+    "noop",
     "proc_state",
     "scripted",
     "ticket",
@@ -145,6 +146,10 @@ def escaping(text: str) -> Any:
         raise Escapes(text)
 
     return escapes
+
+
+async def noop(ctx: Any) -> None:
+    """A hook that does nothing (to have a hook registered)."""
 
 
 class Recorder:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -11,19 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
+from _process_support import eventually
 from tether import AgentRuntime, HookContext, HookEvent, OrchestrationAPI
 from tether.api import APIConfigError
 
 TOKEN = "s3cret-token-for-tests"
 SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage support tickets."}
-
-
-async def until(condition: Any, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "gave up waiting"
-        await asyncio.sleep(0.005)
 
 
 async def serve(runtime: AgentRuntime, **options: Any) -> OrchestrationAPI:
@@ -93,7 +85,7 @@ async def test_inject_queues_an_event_that_runs(
     assert body["status"] == "queued"
     process = runtime.get("triage")
     assert process is not None
-    await until(lambda: body["event_id"] in process.transcripts)
+    await eventually(lambda: body["event_id"] in process.transcripts)
 
 
 async def test_start_stop_and_restart_change_the_state(client: httpx.AsyncClient) -> None:
@@ -125,7 +117,7 @@ async def test_dead_letters_are_listed_redelivered_and_cleared(
     assert redelivered.json()["redelivered"] == 1
     process = runtime.get("triage")
     assert process is not None
-    await until(lambda: process.status()["invocation_count"] == 1)
+    await eventually(lambda: process.status()["invocation_count"] == 1)
 
     await client.post("/processes/triage/stop")
     await client.post("/processes/triage/inject", json={})

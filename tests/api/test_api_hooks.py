@@ -3,10 +3,8 @@ history, enable/disable, dry runs, plugins named in a deployed config and their 
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import textwrap
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import httpx
 import pytest
 
 from _api_support import runs_of, wait_for_runs
+from _process_support import eventually
 from conftest import HOOK_RUN_FIELDS, Install
 from tether import AgentRuntime, HookBlocked, HookContext, HookEvent, OrchestrationAPI
 
@@ -47,14 +46,6 @@ class AcmePlugin(Plugin):
         ctx.emit_artifact({"outcome": ctx.data["outcome"]}, label="summary")
         ctx.warn("the ticket named no priority")
 """
-
-
-async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "gave up waiting"
-        await asyncio.sleep(0.005)
 
 
 def script(tmp_path: Path, body: str, name: str = "hook.py") -> list[str]:
@@ -536,7 +527,9 @@ async def test_a_plugin_named_in_a_deployed_config_is_active_and_its_artifact_is
 
     event_id = await inject(client, "triage", "Login is down")
     name = f"{event_id}.debrief.json"
-    await until(lambda: any(a["name"] == name for a in process.plugins.artifacts.list(event_id)))
+    await eventually(
+        lambda: any(a["name"] == name for a in process.plugins.artifacts.list(event_id))
+    )
     r = await client.get(f"/processes/triage/tasks/{event_id}/artifacts")
     assert r.status_code == 200
     body = r.json()
@@ -561,7 +554,7 @@ async def test_a_third_party_plugin_is_activated_by_name_and_its_warnings_are_se
     assert process is not None
 
     event_id = await inject(client, "triage", "Printer jam")
-    await until(lambda: event_id in process.plugins.warnings)
+    await eventually(lambda: event_id in process.plugins.warnings)
     body = (await client.get(f"/processes/triage/tasks/{event_id}/artifacts")).json()
     assert [(a["name"], a["payload"]) for a in body["artifacts"]] == [
         (f"{event_id}.acme.summary.json", {"outcome": "success"})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -25,14 +25,6 @@ from tether.hooks._records import OUTCOMES
 
 UPS = HookEvent.USER_PROMPT_SUBMIT
 SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage support tickets."}
-
-
-async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "gave up waiting"
-        await asyncio.sleep(0.005)
 
 
 async def create(client: httpx.AsyncClient, name: str, **config: Any) -> None:

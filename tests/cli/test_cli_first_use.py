@@ -22,6 +22,7 @@ import pytest
 
 from _cli_support import CLI, cli_in_thread, running
 from _net_support import free_port
+from _process_support import noop
 from tether import AgentRuntime, EventTrigger, HookEvent, HookManager, ProcessConfig
 from tether.api import OrchestrationAPI
 from tether.models import ScriptedModel
@@ -48,10 +49,6 @@ def write(path: Path, text: str) -> Path:
 
 def at(api: OrchestrationAPI) -> tuple[str, str]:
     return ("--url", api.url)
-
-
-async def noop(ctx: Any) -> None:
-    return None
 
 
 @pytest.fixture
