@@ -35,6 +35,7 @@ __all__ = [
     "locked",
     "noop",
     "proc_state",
+    "run_one_task",
     "scripted",
     "ticket",
     "write_until",
@@ -304,6 +305,14 @@ async def run_task(process: Any, rec: Recorder, text: str = "Login is down") -> 
     event_id: str = await process.inject(ticket(text))
     await eventually(lambda: len(rec.outcomes()) > before, what="task_completed")
     return event_id
+
+
+async def run_one_task(process: Any, text: str = "Login is down") -> str:
+    """Start ``process``, run one ticket until its task_completed has reached every handler
+    (plugins' too), and stop the process; the ticket's event id."""
+    rec = completions(process)
+    async with process:
+        return await run_task(process, rec, text)
 
 
 async def hold_a_second_run(process: Any, model: GatedModel, rec: Recorder) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import GatedModel, Recorder, completions, eventually, ticket
+from _process_support import GatedModel, Recorder, completions, eventually, run_one_task, ticket
 from tether import AgentProcess, GuardrailConfig, HookBlocked, HookEvent, ProcessConfig
 from tether.models import ScriptedModel
 from tether.plugins.debrief import SCHEMA_VERSION, DebriefPlugin, debrief_prompt
@@ -95,9 +95,7 @@ async def test_debrief_does_not_run_after_a_successful_task_by_default() -> None
 
 async def test_debrief_on_all_runs_after_a_successful_task_too() -> None:
     process, _ = make_process(DebriefPlugin(on="all"), fail=False)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     artifact = debrief_of(process, event_id)
     assert artifact is not None
@@ -109,9 +107,7 @@ async def test_the_environment_variable_turns_on_debriefs_of_every_task(
 ) -> None:
     monkeypatch.setenv("TETHER_DEBRIEF_ON", "all")
     process, _ = make_process(fail=False)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert debrief_of(process, event_id) is not None
 
@@ -219,9 +215,7 @@ def test_the_prompt_asks_about_the_environment_then_blockers_then_changes() -> N
 
 async def test_the_prompt_goes_to_the_agent_with_the_run_in_context_and_no_tools() -> None:
     process, model = make_process()
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     run, debrief = model.requests
     assert "tools" not in debrief
@@ -234,9 +228,7 @@ async def test_the_prompt_goes_to_the_agent_with_the_run_in_context_and_no_tools
 
 async def test_the_artifact_has_the_documented_fields() -> None:
     process, _ = make_process()
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     artifact = debrief_of(process, event_id)
     assert artifact is not None
@@ -263,9 +255,7 @@ async def test_the_artifact_is_a_file_beside_the_task_in_the_artifacts_folder(
     tmp_path: Path,
 ) -> None:
     process, _ = make_process(artifacts_dir=str(tmp_path))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     path = tmp_path / f"{event_id}.debrief.json"
     assert json.loads(path.read_text(encoding="utf-8"))["task_id"] == event_id
@@ -277,9 +267,7 @@ async def test_the_artifact_names_the_model_that_ran_the_task() -> None:
     ran.name = "escalation-model"
     process, default = make_process()
     process.hooks.register("model.for_run", lambda **kw: ran)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     artifact = debrief_of(process, event_id)
     assert artifact is not None
@@ -319,9 +307,7 @@ async def test_the_debrief_deadline_can_be_set_by_environment(
         model.latency = 30.0
 
     process.hooks.register(HookEvent.TASK_COMPLETED, slow_down, priority=1000)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     artifact = debrief_of(process, event_id)
     assert artifact is not None

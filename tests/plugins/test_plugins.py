@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import completions, run_task
+from _process_support import completions, run_one_task, run_task
 from _process_support import plugin_process as make_process
 from conftest import Install
 from tether.hooks import (
@@ -66,9 +66,7 @@ def test_only_the_lifecycle_methods_a_plugin_defines_are_registered() -> None:
 async def test_one_plugin_instance_keeps_state_across_events() -> None:
     audit = Audit()
     process = make_process(audit)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert audit.open == {}
     assert audit.closed == [(event_id, "success")]
@@ -182,9 +180,7 @@ async def test_plugins_run_in_priority_order_and_hook_options_can_reorder_one_me
             order.append("second.prompt")
 
     process = make_process(Second(), First())
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert order == ["first.created", "second.created", "second.prompt", "first.prompt"]
 
@@ -341,9 +337,7 @@ async def test_a_third_party_plugin_is_activated_by_its_entry_point_name(
 ) -> None:
     module = install_plugin(acme_module())
     process = make_process("acme")
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert process.plugins.names == ["acme"]
     seen = sys.modules[module].SEEN
@@ -436,9 +430,7 @@ async def test_reload_never_has_the_old_and_new_instance_registered_together() -
 
     process.plugins.add(Probe())
     process.plugins.reload("probe")
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     _, new = instances
     assert seen == [[id(new)]]
@@ -547,9 +539,7 @@ async def test_a_failing_plugin_never_fails_the_task() -> None:
 
 async def test_a_plugin_failure_is_recorded_as_a_warning_with_the_task() -> None:
     process = make_process(Boom())
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert process.plugins.warnings == {
         event_id: [
@@ -560,9 +550,7 @@ async def test_a_plugin_failure_is_recorded_as_a_warning_with_the_task() -> None
 
 async def test_a_plugin_failure_shows_in_the_hook_run_history() -> None:
     process = make_process(Boom())
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     (run,) = process.hook_runs(outcome="failed")
     assert (run.hook_name, run.event) == ("plugin:boom.on_user_prompt_submit", "user_prompt_submit")
@@ -634,9 +622,7 @@ async def test_a_plugin_may_change_the_data_of_the_event_it_observes() -> None:
 
     model = ScriptedModel()
     process = make_process(Redact(), model=model)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert model.prompts[0].startswith("ticket: [component] is down")
 
@@ -651,8 +637,6 @@ async def test_a_plain_hook_context_plugin_method_receives_a_plugin_context() ->
             kinds.append(type(ctx))
 
     process = make_process(Look())
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert kinds == [PluginContext]

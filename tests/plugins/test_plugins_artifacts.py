@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from _process_support import completions, run_task
 from _process_support import plugin_process as make_process
+from _process_support import run_one_task
 from tether.hooks import Plugin, PluginContext, PluginError
 from tether.store._artifacts import DirArtifacts, MemoryArtifacts, SqliteArtifacts
 
@@ -100,9 +100,7 @@ async def test_a_bad_artifact_label_is_refused_naming_the_rule(tmp_path: Path) -
                     errors.append(str(exc))
 
     process = make_process(Labeller(), artifacts_dir=str(tmp_path))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert len(errors) == 3
     assert all("[a-z0-9_-]+ (at most 64 characters)" in e for e in errors)
@@ -123,9 +121,7 @@ async def test_an_artifact_label_holding_a_declared_secret_is_refused(tmp_path: 
                 errors.append(str(exc))
 
     process = make_process(Leaky(), artifacts_dir=str(tmp_path), secrets={"token": secret})
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     [error] = errors
     assert "declared secret" in error
@@ -149,9 +145,7 @@ async def test_an_artifact_payload_nested_too_deeply_is_a_plugin_error() -> None
                 errors.append(str(exc))
 
     process = make_process(Deep())
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert errors == ["artifact payload is nested too deeply to store"]
     assert process.plugins.artifacts.list(event_id) == []

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import completions, run_task
+from _process_support import completions, run_one_task, run_task
 from _process_support import plugin_process as make_process
 from tether.hooks import Plugin, PluginContext, PluginError
 from tether.models import ModelReply, ScriptedModel
@@ -103,9 +103,7 @@ async def test_a_bad_converse_timeout_is_refused_naming_it(timeout: Any) -> None
 
     model = ScriptedModel()
     process = make_process(Asker(), model=model)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     [error] = errors
     assert "converse timeout" in str(error)
@@ -199,9 +197,7 @@ async def test_converse_refuses_text_that_is_not_a_question() -> None:
 
     model = SwallowingModel()
     process = make_process(Asker(), model=model)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert errors == [
         "converse text must be a non-empty str, got None",

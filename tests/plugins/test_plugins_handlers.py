@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import completions, eventually, run_task
+from _process_support import completions, eventually, run_one_task, run_task
 from _process_support import plugin_process as make_process
 from tether import TriggerEvent
 from tether.hooks import HookEvent, HookManager, Plugin, PluginContext, PluginError, implements
@@ -157,9 +157,7 @@ async def test_a_plugin_warning_in_a_loop_keeps_a_bounded_count_and_size() -> No
                 ctx.warn(f"warning {i}")
 
     process = make_process(Chatty())
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     kept = process.plugins.warnings[event_id]
     assert len(kept) == 101
@@ -361,9 +359,7 @@ async def test_a_wrong_first_answer_lets_the_next_handler_of_a_process_point_ans
     process = make_process(Wrong(), Right(), model=EchoModel())
     errors: list[Any] = []
     process.hooks.on_error(errors.append)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec, "VPN is down")
+    await run_one_task(process, "VPN is down")
 
     assert chosen.prompts == ["Ticket: VPN is down"]
     assert sorted(str(e.error) for e in errors) == [

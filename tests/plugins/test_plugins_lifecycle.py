@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import completions, run_task
+from _process_support import completions, run_one_task, run_task
 from _process_support import plugin_process as make_process
 from tether import AgentProcess
 from tether.hooks import HookEvent, Plugin, PluginContext, PluginError, hook_options, implements
@@ -45,9 +45,7 @@ def ordered(order: list[str], name: str) -> Plugin:
 async def test_plugins_of_equal_priority_run_in_activation_order(names: list[str]) -> None:
     order: list[str] = []
     process = make_process(*(ordered(order, n) for n in names))
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert order == [f"{n}.created" for n in names] + [f"{n}.completed" for n in names]
 
@@ -56,9 +54,7 @@ async def test_a_plugin_added_later_runs_after_those_already_active() -> None:
     order: list[str] = []
     process = make_process(ordered(order, "first"))
     process.plugins.add(ordered(order, "second"))
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert order == ["first.created", "second.created", "first.completed", "second.completed"]
 
@@ -127,9 +123,7 @@ async def test_an_entry_point_may_name_a_plugin_instance(
 ) -> None:
     module = installed("single = {module}:INSTANCE\n")
     process = make_process("single")
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert process.plugins.names == ["single"]
     assert process.plugins.get("single") is sys.modules[module].INSTANCE
@@ -313,9 +307,7 @@ async def test_a_removed_plugin_can_be_activated_again() -> None:
     process = make_process(plugin)
     process.plugins.remove("again")
     process.plugins.add(plugin)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert order == ["again.created", "again.completed"]
 
@@ -365,9 +357,7 @@ def artifact_of(process: AgentProcess, event_id: str) -> Any:
 
 async def test_an_artifact_of_a_plugin_that_conversed_records_tools_disabled() -> None:
     process, _ = failing_process(Asks({"summary": "502", "tools_disabled": False}))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert artifact_of(process, event_id) == {
         "summary": "502",
@@ -384,9 +374,7 @@ async def test_an_artifact_of_a_plugin_whose_converse_timed_out_records_it() -> 
         model.latency = 30.0
 
     process.hooks.register(HookEvent.TASK_COMPLETED, slow_down, priority=1000)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert artifact_of(process, event_id) == {
         "summary": "slow",
@@ -397,18 +385,14 @@ async def test_an_artifact_of_a_plugin_whose_converse_timed_out_records_it() -> 
 
 async def test_an_artifact_of_a_plugin_that_did_not_converse_is_stored_as_emitted() -> None:
     process, _ = failing_process(Asks({"summary": "quiet"}, ask=False))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert artifact_of(process, event_id) == {"summary": "quiet"}
 
 
 async def test_an_artifact_that_is_not_an_object_is_never_stamped() -> None:
     process, _ = failing_process(Asks(["a", "list"]))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert artifact_of(process, event_id) == ["a", "list"]
 
@@ -469,9 +453,7 @@ async def test_the_stamp_says_timed_out_when_any_of_several_converse_calls_timed
     process = make_process(
         Twice(model), model=model, tools=[lookup_order], max_turns=1, max_retries=0
     )
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert replies == ["I saw a 502"]
     assert artifact_of(process, event_id) == {"asked": 2, "tools_disabled": True, "timed_out": True}
