@@ -37,6 +37,7 @@ __all__ = [
     "proc_state",
     "run_one_task",
     "scripted",
+    "task_warnings",
     "ticket",
     "write_until",
 ]
@@ -313,6 +314,17 @@ async def run_one_task(process: Any, text: str = "Login is down") -> str:
     rec = completions(process)
     async with process:
         return await run_task(process, rec, text)
+
+
+async def task_warnings(process: Any) -> list[str]:
+    """Run one ticket through ``process``, which must succeed (a plugin never fails a task),
+    and return the plugin warnings of that task."""
+    rec = completions(process)
+    async with process:
+        event_id = await run_task(process, rec)
+    assert rec.outcomes() == ["success"]
+    warnings: list[str] = process.plugins.warnings[event_id]
+    return warnings
 
 
 async def hold_a_second_run(process: Any, model: GatedModel, rec: Recorder) -> None:

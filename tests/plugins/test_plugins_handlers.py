@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import completions, eventually, run_one_task, run_task
+from _process_support import completions, eventually, run_one_task, run_task, task_warnings
 from _process_support import plugin_process as make_process
 from tether import TriggerEvent
 from tether.hooks import HookEvent, HookManager, Plugin, PluginContext, PluginError, implements
@@ -175,13 +175,7 @@ async def test_a_plugin_method_calling_sys_exit_is_a_warning_of_the_task() -> No
         async def on_task_completed(self, ctx: PluginContext) -> None:
             raise SystemExit(3)
 
-    process = make_process(Exiter())
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
-
-    assert rec.outcomes() == ["success"]
-    assert process.plugins.warnings[event_id] == [
+    assert await task_warnings(make_process(Exiter())) == [
         "plugin:exiter: on_task_completed failed: SystemExit(3)"
     ]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import completions, run_one_task, run_task
+from _process_support import completions, run_one_task, run_task, task_warnings
 from _process_support import plugin_process as make_process
 from tether import AgentProcess
 from tether.hooks import HookEvent, Plugin, PluginContext, PluginError, hook_options, implements
@@ -204,13 +204,7 @@ async def test_a_failing_run_time_lifecycle_handler_is_a_plugin_warning() -> Non
         async def check(self, ctx: PluginContext) -> None:
             raise RuntimeError("policy store offline")
 
-    process = make_process(Late())
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
-
-    assert rec.outcomes() == ["success"]
-    assert process.plugins.warnings[event_id] == [  # named as registered: check, not on_…
+    assert await task_warnings(make_process(Late())) == [  # named as registered: check, not on_…
         "plugin:late: check failed: RuntimeError('policy store offline')"
     ]
 
@@ -225,13 +219,7 @@ async def test_a_failing_run_time_extension_point_handler_is_a_plugin_warning() 
         def render(self, event: Any, process: Any) -> str:
             raise KeyError("template")
 
-    process = make_process(Late())
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
-
-    assert rec.outcomes() == ["success"]
-    assert process.plugins.warnings[event_id] == [
+    assert await task_warnings(make_process(Late())) == [
         "plugin:late: prompt.render (render) failed: KeyError('template')"
     ]
 
