@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from tether import ManifestError, load_manifest
 
@@ -30,6 +32,13 @@ def write(tmp_path: Path, text: str, name: str = "agent.agent") -> Path:
     """``text`` (dedented) as the file ``name`` in ``tmp_path``."""
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
+    return path
+
+
+def write_manifest(path: Path, **fields: Any) -> Path:
+    """The manifest ``fields`` as YAML in the file ``path`` (for a test that needs a manifest,
+    not one that reads its text)."""
+    path.write_text(yaml.safe_dump(fields, sort_keys=False))
     return path
 
 
