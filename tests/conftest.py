@@ -7,7 +7,7 @@ import textwrap
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -61,6 +61,14 @@ def make_script(tmp_path: Path) -> ScriptFactory:
         return str(path)
 
     return make
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Run ``tether ARGS...`` in this process, in a thread (an API may serve in the loop)."""
+    from _cli_support import cli_in_thread
+
+    return cli_in_thread(capsys, monkeypatch)
 
 
 @pytest.fixture

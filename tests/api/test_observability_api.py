@@ -17,7 +17,6 @@ import httpx
 import pytest
 
 from _api_support import runs_of, wait_for_runs
-from _cli_support import cli_in_thread
 from tether import AgentRuntime, OrchestrationAPI, TriggerEvent
 from tether.hooks import HookBlocked, HookContext, HookEvent, HookManager
 from tether.hooks._background import QUEUE_SIZE
@@ -346,12 +345,6 @@ async def test_the_openapi_document_lists_sync_only_and_the_bounds_of_last(
 
 
 NOTIFY = [{"event": "task_completed", "command": ["true"], "name": "notify", "tag": "audit"}]
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Run ``tether ARGS...`` in this process (in a thread: the API serves in the loop)."""
-    return cli_in_thread(capsys, monkeypatch)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from _cli_support import CLI, cli_in_thread, running
+from _cli_support import CLI, running
 from _manifest_support import write_manifest
 from _net_support import free_port
 from _process_support import noop
@@ -30,11 +30,6 @@ from tether.models import ScriptedModel
 from tether.testing import FakeLLM
 
 ENV = {**os.environ, "NO_COLOR": "1"}
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    return cli_in_thread(capsys, monkeypatch)
 
 
 def tether(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
