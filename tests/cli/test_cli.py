@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from _cli_support import CLI, Done, run_cli, running, serving
+from _manifest_support import write_manifest
 from _net_support import free_port
 from tether import AgentRuntime, OrchestrationAPI
 from tether.cli import main
@@ -73,17 +74,13 @@ elif "@" in prompt:
 def agent(tmp_path: Path) -> Path:
     """A scripted agent with a command hook that blocks refunds and masks an email address."""
     write(tmp_path / "gate.py", GATE)
-    return write(
+    gate = [sys.executable, "${TETHER_MANIFEST_DIR}/gate.py"]
+    return write_manifest(
         tmp_path / "triage.agent",
-        f"""\
-        name: triage
-        model: scripted
-        instructions: You triage support tickets.
-        hooks:
-          - event: user_prompt_submit
-            command: ["{sys.executable}", "${{TETHER_MANIFEST_DIR}}/gate.py"]
-            fail_closed: true
-        """,
+        name="triage",
+        model="scripted",
+        instructions="You triage support tickets.",
+        hooks=[{"event": "user_prompt_submit", "command": gate, "fail_closed": True}],
     )
 
 

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from _cli_support import CLI, running, serving
+from _manifest_support import write_manifest
 from tether import AgentRuntime, OrchestrationAPI
 from tether.cli._hooks import parse_since
 from tether.hooks import HookConfig, HookManager, Plugin, PluginContext
@@ -46,22 +47,16 @@ def write(path: Path, text: str) -> Path:
 def agent(tmp_path: Path) -> Path:
     """A scripted agent from a manifest: a tagged gate that blocks refunds, an async notifier."""
     write(tmp_path / "gate.py", GATE)
-    return write(
-        tmp_path / "triage.agent",
-        f"""\
-        name: triage
-        model: scripted
-        hooks:
-          - event: user_prompt_submit
-            command: ["{sys.executable}", "${{TETHER_MANIFEST_DIR}}/gate.py"]
-            name: gate
-            tag: policy
-            matcher: {{trigger_type: manual}}
-          - event: task_completed
-            command: ["true"]
-            name: notify
-            mode: async
-        """,
+    gate = {
+        "event": "user_prompt_submit",
+        "command": [sys.executable, "${TETHER_MANIFEST_DIR}/gate.py"],
+        "name": "gate",
+        "tag": "policy",
+        "matcher": {"trigger_type": "manual"},
+    }
+    notify = {"event": "task_completed", "command": ["true"], "name": "notify", "mode": "async"}
+    return write_manifest(
+        tmp_path / "triage.agent", name="triage", model="scripted", hooks=[gate, notify]
     )
 
 
