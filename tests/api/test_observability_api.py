@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from _api_support import runs_of, wait_for_runs
-from tether import AgentRuntime, OrchestrationAPI, TriggerEvent
+from tether import AgentProcess, AgentRuntime, OrchestrationAPI, TriggerEvent
 from tether.hooks import HookBlocked, HookContext, HookEvent, HookManager
 from tether.hooks._background import QUEUE_SIZE
 from tether.hooks._records import OUTCOMES
@@ -29,6 +29,14 @@ SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage sup
 async def create(client: httpx.AsyncClient, name: str, **config: Any) -> None:
     r = await client.post("/processes", json={"name": name, "config": {**SCRIPTED, **config}})
     assert r.status_code == 201, r.text
+
+
+async def created(client: httpx.AsyncClient, runtime: AgentRuntime) -> AgentProcess:
+    """The process "triage", created over HTTP."""
+    await create(client, "triage")
+    process = runtime.get("triage")
+    assert process is not None
+    return process
 
 
 async def inject(client: httpx.AsyncClient, name: str, trigger_id: str = "api") -> None:
@@ -63,9 +71,7 @@ async def refuses(ctx: HookContext) -> None:
 async def test_each_sync_outcome_of_real_dispatches_is_read_back_over_http(
     client: httpx.AsyncClient, runtime: AgentRuntime
 ) -> None:
-    await create(client, "triage")
-    process = runtime.get("triage")
-    assert process is not None
+    process = await created(client, runtime)
     process.hooks.register(UPS, appends_please, name="polite", priority=50)
     process.hooks.register(UPS, reads_only, name="audit", priority=40)
     process.hooks.register(UPS, crashes, name="crash", priority=30)
@@ -259,9 +265,7 @@ async def test_runs_stored_in_sqlite_are_read_over_http_after_the_runtime_restar
 async def test_a_dry_run_answers_its_decision_in_words_and_names_the_process_in_its_trace(
     client: httpx.AsyncClient, runtime: AgentRuntime
 ) -> None:
-    await create(client, "triage")
-    process = runtime.get("triage")
-    assert process is not None
+    process = await created(client, runtime)
     process.hooks.register(UPS, reads_only, name="audit", priority=10)
     process.hooks.register(
         UPS, refuses, name="printers", matcher={"trigger_id": "printers"}, fail_closed=True
