@@ -30,6 +30,7 @@ __all__ = [
     "children",
     "eventually",
     "finished",
+    "fire_until_completed",
     "hold_a_second_run",
     "killed_host",
     "locked",
@@ -325,6 +326,16 @@ async def task_warnings(process: Any) -> list[str]:
     assert rec.outcomes() == ["success"]
     warnings: list[str] = process.plugins.warnings[event_id]
     return warnings
+
+
+async def fire_until_completed(process: Any, runner: Any, rec: Recorder, what: str) -> None:
+    """Let the trigger ``runner`` fire into the running ``process`` until ``rec`` has seen a
+    task_completed (``what``: the run waited for), then stop the runner."""
+    runner.start(process.fire)
+    try:
+        await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what=what)
+    finally:
+        await runner.stop()
 
 
 async def hold_a_second_run(process: Any, model: GatedModel, rec: Recorder) -> None:
