@@ -17,6 +17,17 @@ def journal_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("tether-journal-")]
 
 
+async def started_and_run(path: Path, count: int) -> AgentProcess:
+    """A started process "p" journaled at ``path`` that has run ``count`` tickets."""
+    process = AgentProcess("p", ProcessConfig(model="scripted", journal_path=str(path)))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    await process.start()
+    for i in range(count):
+        await process.inject(ticket(f"t{i}"))
+    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == count, what="the runs")
+    return process
+
+
 async def test_a_locked_journal_does_not_stall_another_process_on_the_loop(
     tmp_path: Path,
 ) -> None:
@@ -74,12 +85,7 @@ async def test_inject_on_a_locked_journal_waits_off_the_loop_and_is_accepted_whe
 
 async def test_a_stopped_process_leaves_no_journal_writer_thread(tmp_path: Path) -> None:
     path = tmp_path / "tether.db"
-    process = AgentProcess("p", ProcessConfig(model="scripted", journal_path=str(path)))
-    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    await process.start()
-    for i in range(5):
-        await process.inject(ticket(f"t{i}"))
-    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 5, what="5 runs")
+    process = await started_and_run(path, 5)
     assert journal_threads() == ["tether-journal-p"]
     await process.stop()
     assert journal_threads() == []
@@ -88,12 +94,7 @@ async def test_a_stopped_process_leaves_no_journal_writer_thread(tmp_path: Path)
 
 async def test_writes_left_at_a_stop_land_before_the_stop_returns(tmp_path: Path) -> None:
     path = tmp_path / "tether.db"
-    process = AgentProcess("p", ProcessConfig(model="scripted", journal_path=str(path)))
-    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    await process.start()
-    for i in range(50):
-        await process.inject(ticket(f"t{i}"))
-    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 50, what="50 runs")
+    process = await started_and_run(path, 50)
     await process.stop()
     assert process.journal_pending == 0
     assert Journal(path, "p").unfinished() == []
