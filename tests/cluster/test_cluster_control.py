@@ -58,6 +58,14 @@ class Host:
         await self.runtime.stop_all()
 
 
+def clients(hosts: tuple[Host, Host]) -> tuple[httpx.AsyncClient, httpx.AsyncClient]:
+    """The API clients of the owner host and of the other host."""
+    owner, other = hosts
+    assert owner.http is not None
+    assert other.http is not None
+    return owner.http, other.http
+
+
 @pytest.fixture
 async def hosts(
     redis_url: str, redis_prefix: str, llm: FakeLLM
@@ -121,12 +129,11 @@ async def test_a_hook_disabled_through_another_host_is_disabled_where_the_proces
     hosts: tuple[Host, Host],
 ) -> None:
     owner, other = hosts
-    assert owner.http is not None
-    assert other.http is not None
-    answer = await other.http.post("/processes/alpha/hooks/audit/disable")
+    at_owner, at_other = clients(hosts)
+    answer = await at_other.post("/processes/alpha/hooks/audit/disable")
     assert answer.status_code == 200, answer.text
     assert answer.json()["enabled"] is False
-    await owner.http.post("/processes/alpha/inject", json={"payload": {"n": 1}})
+    await at_owner.post("/processes/alpha/inject", json={"payload": {"n": 1}})
     assert owner.seen == []  # the owner's hook is off
     assert other.seen == []
 
@@ -135,36 +142,31 @@ async def test_a_hook_enabled_again_through_another_host_runs_where_the_process_
     hosts: tuple[Host, Host],
 ) -> None:
     owner, other = hosts
-    assert owner.http is not None
-    assert other.http is not None
-    off = await other.http.post("/processes/alpha/hooks/audit/disable")
+    at_owner, at_other = clients(hosts)
+    off = await at_other.post("/processes/alpha/hooks/audit/disable")
     assert off.json()["enabled"] is False
-    on = await other.http.post("/processes/alpha/hooks/audit/enable")
+    on = await at_other.post("/processes/alpha/hooks/audit/enable")
     assert on.status_code == 200, on.text
     assert on.json()["enabled"] is True
-    answer = await other.http.post("/processes/alpha/inject", json={"payload": {"n": 2}})
+    answer = await at_other.post("/processes/alpha/inject", json={"payload": {"n": 2}})
     event_id = answer.json()["event_id"]
     # task_created runs on the host the inject reached; the owner's copy of the hook is on
     # again too (its catalog says so), which an inject there shows.
     assert other.seen == [event_id]
-    there = await owner.http.post("/processes/alpha/inject", json={"payload": {"n": 3}})
+    there = await at_owner.post("/processes/alpha/inject", json={"payload": {"n": 3}})
     assert owner.seen == [there.json()["event_id"]]
 
 
 async def test_hook_runs_are_read_from_redis_on_any_host(hosts: tuple[Host, Host]) -> None:
-    owner, other = hosts
-    assert owner.http is not None
-    assert other.http is not None
+    owner, _ = hosts
+    at_owner, at_other = clients(hosts)
     assert owner.node is not None
-    await owner.http.post("/processes/alpha/inject", json={"payload": {"n": 1}})
+    await at_owner.post("/processes/alpha/inject", json={"payload": {"n": 1}})
     runs: list[dict[str, Any]] = []
 
     async def read() -> bool:
         nonlocal runs
-        assert other.http is not None
-        runs = (await other.http.get("/processes/alpha/hooks/runs?event=task_created")).json()[
-            "runs"
-        ]
+        runs = (await at_other.get("/processes/alpha/hooks/runs?event=task_created")).json()["runs"]
         return bool(runs)
 
     for _ in range(100):
@@ -175,13 +177,13 @@ async def test_hook_runs_are_read_from_redis_on_any_host(hosts: tuple[Host, Host
     assert runs[-1]["event"] == "task_created"
     assert runs[-1]["process"] == "alpha"
     since = runs[-1]["recorded_at"]
-    later = await other.http.get("/processes/alpha/hooks/runs", params={"since": since})
+    later = await at_other.get("/processes/alpha/hooks/runs", params={"since": since})
     assert runs[-1] in later.json()["runs"]
-    future = await other.http.get(
+    future = await at_other.get(
         "/processes/alpha/hooks/runs", params={"since": "2999-01-01T00:00:00"}
     )
     assert future.json()["runs"] == []
-    bad = await other.http.get("/processes/alpha/hooks/runs", params={"since": "soon"})
+    bad = await at_other.get("/processes/alpha/hooks/runs", params={"since": "soon"})
     assert bad.status_code == 422
     assert "since" in bad.json()["error"]["message"]
 
