@@ -89,8 +89,8 @@ async def test_every_host_lists_every_process_with_the_host_it_runs_on(
     hosts: tuple[Host, Host],
 ) -> None:
     owner, other = hosts
-    assert other.http is not None
-    listed = (await other.http.get("/processes")).json()
+    _, at_other = clients(hosts)
+    listed = (await at_other.get("/processes")).json()
     assert listed["host"] == other.name
     assert [(p["name"], p["host"], p["state"]) for p in listed["processes"]] == [
         ("alpha", owner.name, "running")
@@ -113,9 +113,9 @@ async def test_an_event_injected_on_another_host_runs_where_the_process_runs(
     hosts: tuple[Host, Host], llm: FakeLLM
 ) -> None:
     owner, other = hosts
-    assert other.http is not None
+    _, at_other = clients(hosts)
     assert owner.node is not None
-    answer = await other.http.post("/processes/alpha/inject", json={"payload": {"n": 7}})
+    answer = await at_other.post("/processes/alpha/inject", json={"payload": {"n": 7}})
     assert answer.status_code == 202
     event_id = answer.json()["event_id"]
     assert other.seen == [event_id]  # task_created ran on the host that took the request
@@ -192,23 +192,22 @@ async def test_a_process_stopped_through_another_host_stays_stopped_until_starte
     hosts: tuple[Host, Host], llm: FakeLLM
 ) -> None:
     owner, other = hosts
-    assert other.http is not None
+    _, at_other = clients(hosts)
     assert owner.node is not None
     assert other.node is not None
-    answer = await other.http.post("/processes/alpha/stop")
+    answer = await at_other.post("/processes/alpha/stop")
     assert answer.status_code == 200, answer.text
     await eventually(lambda: "alpha" not in owner.node.held, timeout=10, what="the stop")
 
     async def listed() -> list[tuple[str, Any, str]]:
-        assert other.http is not None
-        body = (await other.http.get("/processes")).json()
+        body = (await at_other.get("/processes")).json()
         return [(p["name"], p["host"], p["state"]) for p in body["processes"]]
 
     assert await listed() == [("alpha", None, "stopped")]
-    refused = await other.http.post("/processes/alpha/restart")
+    refused = await at_other.post("/processes/alpha/restart")
     assert refused.status_code == 409
     assert refused.json()["error"]["code"] == "PROCESS_NOT_PLACED"
-    answer = await other.http.post("/processes/alpha/start")
+    answer = await at_other.post("/processes/alpha/start")
     assert answer.status_code == 202
     await eventually(
         lambda: "alpha" in owner.node.held or "alpha" in other.node.held,  # type: ignore[union-attr]
