@@ -230,8 +230,7 @@ def test_the_manifest_folder_is_a_built_in_variable(tmp_path: Path) -> None:
             """,
             [
                 "2: max_turns: Input should be a valid integer, unable to parse string as an "
-                "integer "
-                "(got 'many')",
+                "integer (got 'many')",
                 "6: triggers[0].webhook_port: Input should be a valid integer (got a list)",
                 "8: context.state_tool: Input should be a valid boolean, unable to interpret input "
                 "(got 'maybe')",
@@ -288,8 +287,8 @@ def test_the_manifest_folder_is_a_built_in_variable(tmp_path: Path) -> None:
             "name: a\ntriggers:\n  - type: cron\n    cron_expression: every day\n",
             [
                 "4: triggers[0].cron_expression: cron_expression 'every day' does not parse; "
-                "expected "
-                "five fields (minute hour day-of-month month day-of-week), e.g. '*/5 * * * *'"
+                "expected five fields (minute hour day-of-month month day-of-week), "
+                "e.g. '*/5 * * * *'"
             ],
             id="a_cron_expression_that_does_not_parse_is_refused",
         ),
@@ -316,8 +315,7 @@ def test_the_manifest_folder_is_a_built_in_variable(tmp_path: Path) -> None:
             """,
             [
                 "4: triggers[1].webhook_host: port 9782 is served on 127.0.0.1 by triggers[0]; "
-                "one port "
-                "listens on one host"
+                "one port listens on one host"
             ],
             id="one_port_cannot_listen_on_two_hosts",
         ),
