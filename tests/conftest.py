@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 #: Writes an executable Python script into the test's tmp_path and returns its absolute path.
 ScriptFactory = Callable[..., str]
 
-#: Installs a plugin distribution: ``install_plugin(source, entry="acme")``, the module's name.
+#: Installs a plugin distribution: ``install_plugin(source, entries)``, the module's name.
 Install = Callable[..., str]
 
 #: The keys of a hook-run record (``HookRun.as_dict()``), pinned here for every reader of runs.
@@ -74,20 +74,21 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.fixture
 def install_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
     """Install tiny distributions (a module of ``source`` and its .dist-info) declaring the
-    ``tether.plugins`` entry point ``entry`` = the module's AcmePlugin; importlib.metadata finds
-    them on sys.path. Each call returns its module's name."""
+    ``tether.plugins`` entry points ``entries`` (lines; ``{module}`` is the module's name, the
+    default names its AcmePlugin ``acme``); importlib.metadata finds them on sys.path. Each call
+    returns its module's name."""
     modules: list[str] = []
     site = tmp_path / "site-packages"
     site.mkdir()
 
-    def make(source: str, entry: str = "acme") -> str:
+    def make(source: str, entries: str = "acme = {module}:AcmePlugin\n") -> str:
         module = f"acme_{uuid.uuid4().hex[:8]}"
         modules.append(module)
         (site / f"{module}.py").write_text(textwrap.dedent(source))
         dist = site / f"{module}-1.0.dist-info"
         dist.mkdir()
         (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
-        (dist / "entry_points.txt").write_text(f"[tether.plugins]\n{entry} = {module}:AcmePlugin\n")
+        (dist / "entry_points.txt").write_text("[tether.plugins]\n" + entries.format(module=module))
         return module
 
     monkeypatch.syspath_prepend(str(site))

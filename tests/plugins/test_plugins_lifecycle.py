@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import textwrap
-import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _process_support import completions, run_one_task, run_task, task_warnings
 from _process_support import plugin_process as make_process
+from conftest import Install
 from tether import AgentProcess
 from tether.hooks import HookEvent, Plugin, PluginContext, PluginError, hook_options, implements
 from tether.hooks._plugin import resolve_plugin
@@ -85,43 +82,19 @@ INSTANCE = Single()
 """
 
 
-@pytest.fixture
-def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], str]]:
-    """Install a distribution whose ``tether.plugins`` entry points are the given lines;
-    returns its module's name (a module and a .dist-info on sys.path)."""
-    modules: list[str] = []
-    site = tmp_path / "site-packages"
-    site.mkdir()
-
-    def make(entries: str) -> str:
-        module = f"acme_ref_{uuid.uuid4().hex[:8]}"
-        modules.append(module)
-        (site / f"{module}.py").write_text(textwrap.dedent(ENTRY_MODULE))
-        dist = site / f"{module}-1.0.dist-info"
-        dist.mkdir()
-        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
-        (dist / "entry_points.txt").write_text("[tether.plugins]\n" + entries.format(module=module))
-        return module
-
-    monkeypatch.syspath_prepend(str(site))
-    yield make
-    for module in modules:
-        sys.modules.pop(module, None)
-
-
 def test_a_built_in_name_wins_over_an_entry_point_of_the_same_name(
-    installed: Callable[[str], str],
+    install_plugin: Install,
 ) -> None:
-    module = installed("debrief = {module}:Shadow\n")
+    module = install_plugin(ENTRY_MODULE, "debrief = {module}:Shadow\n")
 
     assert isinstance(resolve_plugin("debrief"), DebriefPlugin)
     assert module not in sys.modules  # the shadowing entry point is never even imported
 
 
 async def test_an_entry_point_may_name_a_plugin_instance(
-    installed: Callable[[str], str],
+    install_plugin: Install,
 ) -> None:
-    module = installed("single = {module}:INSTANCE\n")
+    module = install_plugin(ENTRY_MODULE, "single = {module}:INSTANCE\n")
     process = make_process("single")
     event_id = await run_one_task(process)
 
