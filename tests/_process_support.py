@@ -24,8 +24,10 @@ __all__ = [
     "FailingModel",
     "GatedModel",
     "HeldRewind",
+    "Messages",
     "RawToolCallModel",
     "Recorder",
+    "Tools",
     "alive",
     "children",
     "eventually",
@@ -42,6 +44,11 @@ __all__ = [
     "ticket",
     "write_until",
 ]
+
+
+#: The arguments of ``Model.complete``, for the fake models: OpenAI messages and tool specs.
+Messages = list[dict[str, Any]]
+Tools = list[dict[str, Any]] | None
 
 
 @contextlib.asynccontextmanager
@@ -190,9 +197,7 @@ class FailingModel:
         self.message = message
         self.calls = 0
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.calls += 1
         raise ModelUnavailableError(f"{self.message} (call {self.calls})")
 
@@ -209,9 +214,7 @@ class FailsOnceModel:
         self.reply = reply
         self.calls = 0
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.calls += 1
         if self.calls == 1:
             raise ModelUnavailableError("the endpoint is down")
@@ -234,9 +237,7 @@ class GatedModel:
         self.calls = 0
         self.prompts: list[str] = []
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.calls += 1
         self.prompts.append(str(messages[-1].get("content")))
         self.active += 1
@@ -261,9 +262,7 @@ class RawToolCallModel:
         self.reply = reply
         self.requests: list[list[dict[str, Any]]] = []
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.requests.append(json.loads(json.dumps(messages)))
         if len(self.requests) == 1:
             return ModelReply(content=None, tool_calls=[self.call])

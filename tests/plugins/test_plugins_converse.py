@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import completions, run_one_task, run_task
+from _process_support import Messages, Tools, completions, run_one_task, run_task
 from _process_support import plugin_process as make_process
 from tether.hooks import Plugin, PluginContext, PluginError
 from tether.models import ModelReply, ScriptedModel
@@ -26,9 +26,7 @@ class SwallowingModel:
         self.calls = 0
         self.late_replies = 0
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.calls += 1
         if self.calls == 1:
             return ModelReply(content="done")

@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from _process_support import completions, eventually, run_one_task, run_task, task_warnings
+from _process_support import (
+    Messages,
+    Tools,
+    completions,
+    eventually,
+    run_one_task,
+    run_task,
+    task_warnings,
+)
 from _process_support import plugin_process as make_process
 from tether import TriggerEvent
 from tether.hooks import HookEvent, HookManager, Plugin, PluginContext, PluginError, implements
@@ -312,9 +320,7 @@ class EchoModel:
     def __init__(self) -> None:
         self.prompts: list[str] = []
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.prompts.append(messages[-1]["content"])
         return ModelReply(content="ok")
 
