@@ -37,7 +37,9 @@ __all__ = [
     "killed_host",
     "locked",
     "noop",
+    "pid_in",
     "proc_state",
+    "read_pid",
     "run_one_task",
     "scripted",
     "task_warnings",
@@ -101,6 +103,28 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def pid_in(path: Path, *, whole_line: bool = False) -> int | None:
+    """The pid a program wrote to ``path``, None while it has not (or, with ``whole_line``,
+    not yet ended the line)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    if whole_line and not text.endswith("\n"):
+        return None
+    return int(text) if text.strip() else None
+
+
+async def read_pid(path: Path, within: float = 10.0, *, whole_line: bool = False) -> int:
+    """Wait until a program has written its pid to ``path``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while (pid := pid_in(path, whole_line=whole_line)) is None:
+        assert loop.time() < deadline, f"{path} was never written"
+        await asyncio.sleep(0.01)
+    return pid
 
 
 @contextlib.contextmanager

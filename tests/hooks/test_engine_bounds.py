@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from _cancellation_support import swallows_its_cancellation, wraps_its_cancellation
 
-from _process_support import alive
+from _process_support import alive, read_pid
 from tether.hooks import (
     CommandHookError,
     HookBlocked,
@@ -149,22 +149,6 @@ async def _wait_dead(pid: int, within: float = 5.0) -> bool:
     return True
 
 
-def _pid_in(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except FileNotFoundError:
-        return None
-    return int(text) if text else None
-
-
-async def _read_pid(path: Path, within: float = 5.0) -> int:
-    deadline = time.monotonic() + within
-    while (pid := _pid_in(path)) is None:
-        assert time.monotonic() < deadline, f"{path} was never written"
-        await asyncio.sleep(0.01)
-    return pid
-
-
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 async def test_a_command_hooks_timeout_bounds_the_dispatch_and_kills_the_grandchild_too(
     tmp_path: Path, make_script: Any
@@ -198,7 +182,7 @@ async def test_a_command_hooks_timeout_bounds_the_dispatch_and_kills_the_grandch
     started = time.monotonic()
     result = await manager.dispatch(CREATED, TASK)
     took = time.monotonic() - started
-    grandchild_pid = await _read_pid(pidfile)
+    grandchild_pid = await read_pid(pidfile)
 
     try:
         assert took < 5  # far below the 60 s either process would run
@@ -243,7 +227,7 @@ async def test_a_grandchild_in_a_session_of_its_own_holding_stdout_does_not_hold
     started = time.monotonic()
     result = await manager.dispatch(HookEvent.USER_PROMPT_SUBMIT, {"prompt": "hello"})
     took = time.monotonic() - started
-    grandchild_pid = await _read_pid(pidfile)
+    grandchild_pid = await read_pid(pidfile)
     with contextlib.suppress(ProcessLookupError):  # gone with its hook where that is kept
         os.kill(grandchild_pid, signal.SIGKILL)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import proc_state
+from _process_support import pid_in, proc_state, read_pid
 from _shell_support import parent_of_a_stubborn_grandchild
 from tether import CommandHookError, HookContext, HookEvent, HookManager, ShellHook
 
@@ -45,23 +45,6 @@ async def wait_gone(pid: int, within: float = 5.0) -> bool:
             return False
         await asyncio.sleep(0.02)
     return True
-
-
-def pid_in(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except FileNotFoundError:
-        return None
-    return int(text) if text else None
-
-
-async def read_pid(path: Path, within: float = 5.0) -> int:
-    """Wait until a program has written its pid to ``path``."""
-    deadline = time.monotonic() + within
-    while (pid := pid_in(path)) is None:
-        assert time.monotonic() < deadline, f"{path} was never written"
-        await asyncio.sleep(0.01)
-    return pid
 
 
 def children() -> set[int]:
