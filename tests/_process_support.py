@@ -41,6 +41,7 @@ __all__ = [
     "proc_state",
     "read_pid",
     "run_one_task",
+    "run_tasks",
     "scripted",
     "task_warnings",
     "ticket",
@@ -338,6 +339,16 @@ async def run_one_task(process: Any, text: str = "Login is down") -> str:
     rec = completions(process)
     async with process:
         return await run_task(process, rec, text)
+
+
+async def run_tasks(process: Any, count: int = 1) -> Recorder:
+    """Start ``process``, run ``count`` tickets one after another to their task_completed, and
+    stop the process; the recorder of task_completed."""
+    rec = completions(process)
+    async with process:
+        for _ in range(count):
+            await run_task(process, rec)
+    return rec
 
 
 async def task_warnings(process: Any) -> list[str]:

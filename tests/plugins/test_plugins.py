@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import completions, run_one_task, run_task
+from _process_support import completions, run_one_task, run_task, run_tasks
 from _process_support import plugin_process as make_process
 from conftest import Install
 from tether.hooks import (
@@ -529,9 +529,7 @@ class Boom(Plugin):
 async def test_a_failing_plugin_never_fails_the_task() -> None:
     model = ScriptedModel()
     process = make_process(Boom(), model=model)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_tasks(process)
 
     assert rec.outcomes() == ["success"]
     assert len(model.requests) == 1
@@ -587,9 +585,7 @@ async def test_a_fail_closed_plugin_failing_on_a_blockable_event_blocks_it() -> 
 
     model = ScriptedModel()
     process = make_process(Gate(), model=model)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_tasks(process)
 
     assert rec.outcomes() == ["blocked"]
     assert model.requests == []
@@ -605,9 +601,7 @@ async def test_a_fail_closed_plugin_failing_on_task_completed_changes_nothing() 
             raise RuntimeError("too late to block")
 
     process = make_process(Late())
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_tasks(process)
 
     assert rec.outcomes() == ["success"]
     assert process.dead_letters == []
