@@ -22,6 +22,9 @@ from tether.models import ScriptedModel
 
 ERROR_TEXT = "upstream 502: bad gateway"
 
+#: The ticket these tests send (its order is the one the failing tool looks up).
+TICKET = "Order A-1 is late"
+
 
 async def lookup_order(order: str) -> str:
     """Look up an order by its number."""
@@ -39,7 +42,7 @@ def files(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
-async def run_task(process: AgentProcess, rec: Recorder, text: str = "Order A-1 is late") -> str:
+async def run_task(process: AgentProcess, rec: Recorder, text: str = TICKET) -> str:
     before = len(rec.outcomes())
     event_id = await process.inject(ticket(text))
     await eventually(lambda: len(rec.outcomes()) > before, what="task_completed")
@@ -110,7 +113,7 @@ async def test_warn_redacts_the_process_secrets() -> None:
             ctx.warn("retrying with key sk-live-123")
 
     process = make_process(Leaky(), secrets={"API_KEY": SecretStr("sk-live-123")})
-    event_id = await run_one_task(process)
+    event_id = await run_one_task(process, TICKET)
 
     (warning,) = process.plugins.warnings[event_id]
     assert "sk-live-123" not in warning
@@ -124,7 +127,7 @@ async def test_an_artifact_is_a_file_named_after_the_task_and_plugin(tmp_path: P
     folder = tmp_path / "artifacts"
     plugin = Emit({"checked": True, "note": "café"})
     process = make_process(plugin, artifacts_dir=str(folder))
-    event_id = await run_one_task(process)
+    event_id = await run_one_task(process, TICKET)
 
     path = folder / f"{event_id}.audit.json"
     assert plugin.names == [path.name]
@@ -135,7 +138,7 @@ async def test_an_artifact_is_a_file_named_after_the_task_and_plugin(tmp_path: P
 async def test_a_labelled_artifact_carries_the_label_in_its_name(tmp_path: Path) -> None:
     plugin = Emit(label="summary")
     process = make_process(plugin, artifacts_dir=str(tmp_path))
-    event_id = await run_one_task(process)
+    event_id = await run_one_task(process, TICKET)
 
     assert (tmp_path / f"{event_id}.audit.summary.json").is_file()
 
@@ -143,7 +146,7 @@ async def test_a_labelled_artifact_carries_the_label_in_its_name(tmp_path: Path)
 async def test_artifacts_are_rows_of_the_sqlite_file_without_a_folder(tmp_path: Path) -> None:
     db = tmp_path / "tether.db"
     process = make_process(Emit({"checked": [1, 2]}, label="x"), journal_path=str(db))
-    event_id = await run_one_task(process)
+    event_id = await run_one_task(process, TICKET)
 
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT process, task_id, name, payload FROM artifacts").fetchall()
@@ -156,14 +159,14 @@ async def test_the_folder_wins_over_the_sqlite_file(tmp_path: Path) -> None:
     process = make_process(
         Emit(), artifacts_dir=str(tmp_path / "a"), journal_path=str(tmp_path / "j.db")
     )
-    event_id = await run_one_task(process)
+    event_id = await run_one_task(process, TICKET)
 
     assert (tmp_path / "a" / f"{event_id}.audit.json").is_file()
 
 
 async def test_artifacts_are_kept_in_memory_without_a_folder_or_sqlite_file() -> None:
     process = make_process(Emit({"checked": True}))
-    event_id = await run_one_task(process)
+    event_id = await run_one_task(process, TICKET)
 
     (item,) = process.plugins.artifacts.list(event_id)
     assert (item["name"], item["payload"]) == (f"{event_id}.audit.json", {"checked": True})
@@ -210,7 +213,7 @@ async def test_a_payload_that_is_not_json_is_rejected_and_nothing_is_stored(
 ) -> None:
     plugin = Emit(payload)
     process = make_process(plugin, artifacts_dir=str(tmp_path))
-    await run_one_task(process)
+    await run_one_task(process, TICKET)
 
     (error,) = plugin.errors
     assert "artifact payload is not JSON-serialisable" in str(error)
@@ -221,7 +224,7 @@ async def test_a_payload_that_is_not_json_is_rejected_and_nothing_is_stored(
 async def test_an_artifact_label_must_be_a_slug(label: str) -> None:
     plugin = Emit(label=label)
     process = make_process(plugin)
-    event_id = await run_one_task(process)
+    event_id = await run_one_task(process, TICKET)
 
     (error,) = plugin.errors
     assert "artifact label must match [a-z0-9_-]+" in str(error)
@@ -275,7 +278,7 @@ async def test_converse_returns_the_agents_reply_after_the_run() -> None:
 
 async def test_converse_sends_the_tasks_own_messages_and_no_tools() -> None:
     process, model = failing_process(Talk("Quote the error."))
-    await run_one_task(process)
+    await run_one_task(process, TICKET)
 
     run, converse = model.requests
     assert "tools" in run
@@ -328,7 +331,7 @@ async def test_converse_anywhere_but_task_completed_raises(event: HookEvent) -> 
     Early = type("Early", (Plugin,), {"name": "early", f"on_{event.value}": attempt})
     model = ScriptedModel()
     process = make_process(Early(), model=model)
-    await run_one_task(process)
+    await run_one_task(process, TICKET)
 
     (error,) = errors
     assert f"valid only in on_task_completed, not in on_{event.value}" in str(error)
@@ -366,7 +369,7 @@ async def test_converse_uses_the_plugins_converse_timeout_by_default() -> None:
         model.latency = 30.0
 
     process.hooks.register(HookEvent.TASK_COMPLETED, slow_down, priority=1000)
-    await run_one_task(process)
+    await run_one_task(process, TICKET)
 
     assert [type(e) for e in talk.errors] == [TimeoutError]
 
@@ -483,7 +486,7 @@ async def test_a_plugins_extension_point_handler_answers_through_its_wrapper() -
 
     process = make_process(Render())
     prompts = Recorder().attach(process.hooks, HookEvent.USER_PROMPT_SUBMIT)
-    event_id = await run_one_task(process)
+    event_id = await run_one_task(process, TICKET)
 
     assert [d["prompt"] for d in prompts.of(HookEvent.USER_PROMPT_SUBMIT)] == [
         "rendered by the plugin"
