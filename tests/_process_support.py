@@ -341,13 +341,13 @@ async def run_one_task(process: Any, text: str = "Login is down") -> str:
         return await run_task(process, rec, text)
 
 
-async def run_tasks(process: Any, count: int = 1) -> Recorder:
-    """Start ``process``, run ``count`` tickets one after another to their task_completed, and
-    stop the process; the recorder of task_completed."""
+async def run_tasks(process: Any, count: int = 1, text: str = "Login is down") -> Recorder:
+    """Start ``process``, run ``count`` tickets (``text``) one after another to their
+    task_completed, and stop the process; the recorder of task_completed."""
     rec = completions(process)
     async with process:
         for _ in range(count):
-            await run_task(process, rec)
+            await run_task(process, rec, text)
     return rec
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from _process_support import Recorder, completions, eventually, run_one_task, ticket
+from _process_support import Recorder, completions, eventually, run_one_task, run_tasks, ticket
 from _process_support import plugin_process as make_process
 from tether import AgentProcess
 from tether.agent import GuardrailConfig
@@ -268,9 +268,7 @@ class Talk(Plugin):
 async def test_converse_returns_the_agents_reply_after_the_run() -> None:
     talk = Talk()
     process, _ = failing_process(talk)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_tasks(process, text=TICKET)
 
     assert talk.replies == ["I saw a 502"]
     assert rec.outcomes() == ["failed"]
@@ -436,10 +434,7 @@ async def test_a_converse_failure_is_the_plugins_not_the_tasks() -> None:
 async def test_converse_calls_do_not_leak_between_tasks() -> None:
     talk = Talk()
     process, _ = failing_process(talk)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
-        await run_task(process, rec)
+    rec = await run_tasks(process, 2, text=TICKET)
 
     assert rec.outcomes() == ["failed", "success"]
     assert len(talk.calls) == 2
