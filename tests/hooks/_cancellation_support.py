@@ -1,4 +1,5 @@
-"""Hooks that mishandle the cancellation of their timeout, as careless real hooks do."""
+"""Hooks that mishandle the cancellation of their timeout, as careless real hooks do, and a
+body for one that waits to be cancelled."""
 
 from __future__ import annotations
 
@@ -21,3 +22,14 @@ async def wraps_its_cancellation(ctx: HookContext) -> None:
         await asyncio.sleep(30)
     except asyncio.CancelledError as exc:
         raise RuntimeError("request aborted") from exc
+
+
+async def sleep_until_cancelled(started: asyncio.Event, cancelled: list[bool]) -> None:
+    """Set ``started`` and sleep until cancelled; note the cancellation in ``cancelled`` and let
+    it through."""
+    started.set()
+    try:
+        await asyncio.sleep(10)
+    except asyncio.CancelledError:
+        cancelled.append(True)
+        raise

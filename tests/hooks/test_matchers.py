@@ -20,6 +20,7 @@ from _process_support import (
     ticket,
     write_until,
 )
+from _shell_support import appending_script
 from conftest import ScriptFactory
 from tether import AgentProcess, FileWatchTrigger, TriggerEvent
 from tether.agent import BudgetConfig, ContextConfig
@@ -204,14 +205,7 @@ async def test_a_command_hook_whose_matcher_does_not_match_is_never_spawned(
     tmp_path: Path, make_script: ScriptFactory
 ) -> None:
     spawned = tmp_path / "spawned"
-    script = make_script(
-        f"""
-        import json, sys
-        event = json.load(sys.stdin)
-        with open({str(spawned)!r}, "a") as f:
-            f.write(event["data"]["trigger_id"] + "\\n")
-        """
-    )
+    script = appending_script(make_script, spawned, 'event["data"]["trigger_id"]')
     hook = HookConfig(
         event="user_prompt_submit", command=[script], matcher={"trigger_id": "billing"}
     )
