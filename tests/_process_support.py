@@ -88,7 +88,7 @@ def proc_state(pid: int) -> str | None:
     """The state letter of ``pid`` in /proc (``Z``: a zombie), None once it is gone and reaped."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped before, or while, it was read
         return None
     return stat.rsplit(")", 1)[1].split()[0]
 

@@ -7,11 +7,10 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 import pytest
 
-from _process_support import eventually
+from _process_support import eventually, proc_state
 from conftest import ScriptFactory
 from tether import CommandHookError, HookContext, HookEvent, HookManager
 from tether.hooks._errors import CommandHookTimeoutError
@@ -48,11 +47,7 @@ def gone(pid: int) -> Callable[[], bool]:
     """True once ``pid`` has ended (gone, or a zombie its new parent has yet to reap)."""
 
     def check() -> bool:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except FileNotFoundError:
-            return True
-        return stat.rsplit(")", 1)[1].split()[0] == "Z"
+        return proc_state(pid) in (None, "Z")
 
     return check
 
