@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,6 +49,18 @@ def cli_in_thread(
 
 #: ``tether`` run as a program with this interpreter.
 CLI = [sys.executable, "-m", "tether.cli"]
+
+
+def validate(*args: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The real ``tether validate`` (``args`` after it) in a subprocess; a hang fails the test
+    (after ``timeout`` seconds) instead of the run."""
+    return subprocess.run(
+        [*CLI, "validate", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "500", "NO_COLOR": "1"},
+    )
 
 
 class Running:

@@ -130,20 +130,21 @@ class PolicyServer:
             got = await keep(request)
             return JSONResponse({"log": json.dumps(got.headers)})
 
+        handlers = {
+            "/allow": allow,
+            "/block": block,
+            "/rewrite": rewrite,
+            "/status/{code}": status,
+            "/redirect": redirect,
+            "/text": text,
+            "/list": a_list,
+            "/big": big,
+            "/slow": slow,
+            "/echo-headers": echo_headers,
+            "/echo-error": echo_error,
+            "/claude": claude,
+            "/cookie": cookie,
+        }
         return Starlette(
-            routes=[
-                Route("/allow", allow, methods=["POST"]),
-                Route("/block", block, methods=["POST"]),
-                Route("/rewrite", rewrite, methods=["POST"]),
-                Route("/status/{code}", status, methods=["POST"]),
-                Route("/redirect", redirect, methods=["POST"]),
-                Route("/text", text, methods=["POST"]),
-                Route("/list", a_list, methods=["POST"]),
-                Route("/big", big, methods=["POST"]),
-                Route("/slow", slow, methods=["POST"]),
-                Route("/echo-headers", echo_headers, methods=["POST"]),
-                Route("/echo-error", echo_error, methods=["POST"]),
-                Route("/claude", claude, methods=["POST"]),
-                Route("/cookie", cookie, methods=["POST"]),
-            ]
+            routes=[Route(path, fn, methods=["POST"]) for path, fn in handlers.items()]
         )

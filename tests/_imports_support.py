@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import tether
@@ -47,3 +50,15 @@ def is_module(name: str) -> bool:
         return False
     path = SRC.parent.joinpath(*name.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def loaded_after(code: str, modules: list[str]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has imported once it ran ``code``."""
+    check = (
+        f"{code}\nimport json, sys\nprint(json.dumps([m for m in {modules!r} if m in sys.modules]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check], check=True, capture_output=True, text=True, timeout=60
+    )
+    loaded: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return loaded

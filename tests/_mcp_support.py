@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FIXTURE_SERVER", "HttpMcpServer", "alive", "pids", "start_http_server", "stdio_entry"]
+__all__ = ["FIXTURE_SERVER", "HttpMcpServer", "pids", "start_http_server", "stdio_entry"]
 
 FIXTURE_SERVER = str(Path(__file__).parent / "process" / "mcp_fixture_server.py")
 
@@ -25,19 +25,6 @@ def stdio_entry(name: str, *args: str, **fields: Any) -> dict[str, Any]:
 def pids(path: Path) -> list[int]:
     """The pids a fixture server wrote to its ``--pidfile`` (its own first)."""
     return [int(line) for line in path.read_text().split()]
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting to be reaped does not count)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 @dataclass

@@ -11,8 +11,9 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,35 @@ from tether.models import ModelReply, ModelUnavailableError, ToolCall
 __all__ = [
     "FailingModel",
     "GatedModel",
+    "HeldRewind",
+    "Messages",
     "RawToolCallModel",
     "Recorder",
+    "Tools",
+    "alive",
     "children",
     "eventually",
+    "finished",
+    "fire_until_completed",
+    "hold_a_second_run",
     "killed_host",
+    "locked",
+    "noop",
+    "pid_in",
+    "proc_state",
+    "read_pid",
+    "run_one_task",
+    "run_tasks",
+    "scripted",
+    "task_warnings",
     "ticket",
     "write_until",
 ]
+
+
+#: The arguments of ``Model.complete``, for the fake models: OpenAI messages and tool specs.
+Messages = list[dict[str, Any]]
+Tools = list[dict[str, Any]] | None
 
 
 @contextlib.asynccontextmanager
@@ -60,6 +82,62 @@ def children() -> set[int]:
         with open(f"/proc/self/task/{task}/children") as f:
             found.update(int(pid) for pid in f.read().split())
     return found
+
+
+def proc_state(pid: int) -> str | None:
+    """The state letter of ``pid`` in /proc (``Z``: a zombie), None once it is gone and reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):  # reaped before, or while, it was read
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting to be reaped does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def pid_in(path: Path, *, whole_line: bool = False) -> int | None:
+    """The pid a program wrote to ``path``, None while it has not (or, with ``whole_line``,
+    not yet ended the line)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    if whole_line and not text.endswith("\n"):
+        return None
+    return int(text) if text.strip() else None
+
+
+async def read_pid(path: Path, within: float = 10.0, *, whole_line: bool = False) -> int:
+    """Wait until a program has written its pid to ``path``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while (pid := pid_in(path, whole_line=whole_line)) is None:
+        assert loop.time() < deadline, f"{path} was never written"
+        await asyncio.sleep(0.01)
+    return pid
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold ``path`` locked from another connection (as another program would) until exit."""
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN EXCLUSIVE")
+        yield
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
 
 
 async def write_until(path: Path, condition: Callable[[], object], *, timeout: float = 10) -> None:
@@ -105,6 +183,10 @@ def escaping(text: str) -> Any:
     return escapes
 
 
+async def noop(ctx: Any) -> None:
+    """A hook that does nothing (to have a hook registered)."""
+
+
 class Recorder:
     """An async hook that records every event it sees: (event value, data copy, process_id)."""
 
@@ -140,9 +222,7 @@ class FailingModel:
         self.message = message
         self.calls = 0
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.calls += 1
         raise ModelUnavailableError(f"{self.message} (call {self.calls})")
 
@@ -159,9 +239,7 @@ class FailsOnceModel:
         self.reply = reply
         self.calls = 0
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.calls += 1
         if self.calls == 1:
             raise ModelUnavailableError("the endpoint is down")
@@ -184,9 +262,7 @@ class GatedModel:
         self.calls = 0
         self.prompts: list[str] = []
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.calls += 1
         self.prompts.append(str(messages[-1].get("content")))
         self.active += 1
@@ -211,9 +287,7 @@ class RawToolCallModel:
         self.reply = reply
         self.requests: list[list[dict[str, Any]]] = []
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.requests.append(json.loads(json.dumps(messages)))
         if len(self.requests) == 1:
             return ModelReply(content=None, tool_calls=[self.call])
@@ -232,6 +306,20 @@ def plugin_process(*plugins: Any, **config: Any) -> Any:
     return AgentProcess("triage", ProcessConfig(plugins=list(plugins), **config))
 
 
+def scripted(name: str = "triage", **config: Any) -> Any:
+    """An AgentProcess ``name`` on a ScriptedModel (unless ``model`` is given)."""
+    from tether import AgentProcess, ProcessConfig
+    from tether.models import ScriptedModel
+
+    model = config.pop("model", None) or ScriptedModel()
+    return AgentProcess(name, ProcessConfig(model=model, **config))
+
+
+async def finished(rec: Recorder, count: int = 1) -> None:
+    """Wait until ``rec`` has seen ``count`` task_completed events."""
+    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) >= count, what="the runs")
+
+
 def completions(process: Any) -> Recorder:
     """Records task_completed after every plugin handler has run (lowest priority)."""
     return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
@@ -243,3 +331,67 @@ async def run_task(process: Any, rec: Recorder, text: str = "Login is down") -> 
     event_id: str = await process.inject(ticket(text))
     await eventually(lambda: len(rec.outcomes()) > before, what="task_completed")
     return event_id
+
+
+async def run_one_task(process: Any, text: str = "Login is down") -> str:
+    """Start ``process``, run one ticket until its task_completed has reached every handler
+    (plugins' too), and stop the process; the ticket's event id."""
+    rec = completions(process)
+    async with process:
+        return await run_task(process, rec, text)
+
+
+async def run_tasks(process: Any, count: int = 1, text: str = "Login is down") -> Recorder:
+    """Start ``process``, run ``count`` tickets (``text``) one after another to their
+    task_completed, and stop the process; the recorder of task_completed."""
+    rec = completions(process)
+    async with process:
+        for _ in range(count):
+            await run_task(process, rec, text)
+    return rec
+
+
+async def task_warnings(process: Any) -> list[str]:
+    """Run one ticket through ``process``, which must succeed (a plugin never fails a task),
+    and return the plugin warnings of that task."""
+    rec = completions(process)
+    async with process:
+        event_id = await run_task(process, rec)
+    assert rec.outcomes() == ["success"]
+    warnings: list[str] = process.plugins.warnings[event_id]
+    return warnings
+
+
+async def fire_until_completed(process: Any, runner: Any, rec: Recorder, what: str) -> None:
+    """Let the trigger ``runner`` fire into the running ``process`` until ``rec`` has seen a
+    task_completed (``what``: the run waited for), then stop the runner."""
+    runner.start(process.fire)
+    try:
+        await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what=what)
+    finally:
+        await runner.stop()
+
+
+async def hold_a_second_run(process: Any, model: GatedModel, rec: Recorder) -> None:
+    """Let a "first" ticket finish, then hold a "second" one inside ``model`` (its gate closed).
+
+    ``rec`` records the task_completed events of the running ``process``."""
+    model.gate.set()
+    await run_task(process, rec, "first")
+    model.gate.clear()
+    await process.inject(ticket("second"))
+    await eventually(lambda: model.active == 1, what="the second run")
+
+
+class HeldRewind:
+    """A config_change hook that holds each rewind until ``release`` is set; ``entered`` is set
+    once a rewind has reached it."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, ctx: HookContext) -> None:
+        if ctx.data["change"] == "rewind":
+            self.entered.set()
+            await self.release.wait()

@@ -1,4 +1,5 @@
-"""Hook programs for the command-hook tests: a parent whose grandchild outlives it."""
+"""Hook programs for the command-hook tests: one that notes what it was sent, a parent whose
+grandchild outlives it."""
 
 from __future__ import annotations
 
@@ -32,3 +33,16 @@ def parent_of_a_stubborn_grandchild(tmp_path: Path, make_script: ScriptFactory) 
         name="parent.py",
     )
     return parent, pidfile
+
+
+def appending_script(make_script: ScriptFactory, path: Path, line: str) -> str:
+    """A hook program that appends ``line`` (a Python expression over the ``event`` it reads
+    from stdin) as a line to ``path``."""
+    return make_script(
+        f"""
+        import json, sys
+        event = json.load(sys.stdin)
+        with open({str(path)!r}, "a") as f:
+            f.write({line} + "\\n")
+        """
+    )

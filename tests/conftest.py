@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Callable
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
     import httpx
+    from redis.asyncio import Redis
 
     from tether import AgentRuntime
     from tether.api import OrchestrationAPI
@@ -19,6 +21,33 @@ if TYPE_CHECKING:
 
 #: Writes an executable Python script into the test's tmp_path and returns its absolute path.
 ScriptFactory = Callable[..., str]
+
+#: Installs a plugin distribution: ``install_plugin(source, entries)``, the module's name.
+Install = Callable[..., str]
+
+#: The keys of a hook-run record (``HookRun.as_dict()``), pinned here for every reader of runs.
+HOOK_RUN_FIELDS = frozenset(
+    {
+        "recorded_at",
+        "hook_id",
+        "hook_name",
+        "event",
+        "process_id",
+        "source",
+        "mode",
+        "outcome",
+        "duration_ms",
+        "error",
+        "patch_applied",
+        "dispatch_id",
+        "dispatch_depth",
+        "data_before",
+        "data_after",
+        "required",
+        "duration_shared",
+        "changes",
+    }
+)
 
 
 @pytest.fixture
@@ -32,6 +61,40 @@ def make_script(tmp_path: Path) -> ScriptFactory:
         return str(path)
 
     return make
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Run ``tether ARGS...`` in this process, in a thread (an API may serve in the loop)."""
+    from _cli_support import cli_in_thread
+
+    return cli_in_thread(capsys, monkeypatch)
+
+
+@pytest.fixture
+def install_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
+    """Install tiny distributions (a module of ``source`` and its .dist-info) declaring the
+    ``tether.plugins`` entry points ``entries`` (lines; ``{module}`` is the module's name, the
+    default names its AcmePlugin ``acme``); importlib.metadata finds them on sys.path. Each call
+    returns its module's name."""
+    modules: list[str] = []
+    site = tmp_path / "site-packages"
+    site.mkdir()
+
+    def make(source: str, entries: str = "acme = {module}:AcmePlugin\n") -> str:
+        module = f"acme_{uuid.uuid4().hex[:8]}"
+        modules.append(module)
+        (site / f"{module}.py").write_text(textwrap.dedent(source))
+        dist = site / f"{module}-1.0.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+        (dist / "entry_points.txt").write_text("[tether.plugins]\n" + entries.format(module=module))
+        return module
+
+    monkeypatch.syspath_prepend(str(site))
+    yield make
+    for module in modules:
+        sys.modules.pop(module, None)
 
 
 @pytest.fixture
@@ -129,6 +192,16 @@ async def redis_url() -> str:
     from _redis_support import require_redis
 
     return await require_redis()
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[Redis]:
+    """A client of the test Redis that answers text."""
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    await client.aclose()
 
 
 @pytest.fixture

@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from _process_support import Recorder, run_task
-from tether import (
-    AgentProcess,
-    ApprovalDecision,
-    ApprovalPolicy,
-    ApprovalRequest,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    OpenModeConfig,
-    ProcessConfig,
-)
+from _tool_support import search
+from tether import AgentProcess, OpenModeConfig, ProcessConfig
 from tether.agent import Tool
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 TOOL_KEYS = {"tool_name", "arguments", "call_id", "event_id", "server"}
@@ -51,6 +44,29 @@ def tool_results(model: ScriptedModel) -> list[str]:
 
 def record(process: AgentProcess, *events: HookEvent) -> Recorder:
     return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, *events)
+
+
+async def run_one(process: AgentProcess, *events: HookEvent) -> Recorder:
+    """Run one task through ``process``, recording task_completed and ``events``."""
+    rec = record(process, *events)
+    async with process:
+        await run_task(process, rec)
+    return rec
+
+
+def approved_shop(ran: list[dict[str, Any]], asked: list[ApprovalRequest]) -> AgentProcess:
+    """A shop looking order 1 up, each call approved by alice and its request kept in ``asked``."""
+
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(approved=True, reviewer_id="alice")
+
+    process, _ = shop(
+        [("lookup_order", {"order_id": 1})],
+        ran,
+        approval=ApprovalPolicy(tools=["lookup_order"], handler=reviewer),
+    )
+    return process
 
 
 # -- what the hooks see -----------------------------------------------------------------------
@@ -95,9 +111,7 @@ async def test_post_tool_use_fires_after_a_tool_that_raised_with_the_error_text(
         raise RuntimeError("card declined")
 
     process, model = shop([("charge_card", {"amount": 5})], [], tools=[charge_card])
-    rec = record(process, HookEvent.POST_TOOL_USE)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_one(process, HookEvent.POST_TOOL_USE)
     [data] = rec.of(HookEvent.POST_TOOL_USE)
     assert data["error"] == "RuntimeError: card declined"
     assert data["result"] == "error: RuntimeError: card declined"
@@ -105,20 +119,9 @@ async def test_post_tool_use_fires_after_a_tool_that_raised_with_the_error_text(
 
 
 async def test_a_tool_from_an_mcp_server_fires_both_events_with_its_server_name() -> None:
-    async def search(query: str) -> str:
-        return f"found {query}"
-
-    crm = Tool(
-        name="mcp__crm__search",
-        fn=search,
-        description="Search the CRM",
-        parameters={"type": "object", "properties": {"query": {"type": "string"}}},
-        server="crm",
-    )
+    crm = replace(search, name="mcp__crm__search", server="crm")  # as an MCP server names it
     process, _ = shop([("mcp__crm__search", {"query": "acme"})], [], tools=[crm])
-    rec = record(process, HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_one(process, HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE)
     [pre] = rec.of(HookEvent.PRE_TOOL_USE)
     [post] = rec.of(HookEvent.POST_TOOL_USE)
     assert pre["server"] == post["server"] == "crm"
@@ -139,9 +142,7 @@ async def test_hooks_see_declared_secrets_redacted_and_the_tool_gets_the_real_va
         tools=[login],
         secrets={"DB_PASSWORD": "hunter2-secret"},
     )
-    rec = record(process, HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_one(process, HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE)
     assert "hunter2-secret" not in json.dumps(rec.of(HookEvent.PRE_TOOL_USE))
     assert "hunter2-secret" not in json.dumps(rec.of(HookEvent.POST_TOOL_USE))
     assert ran == ["hunter2-secret"]
@@ -158,9 +159,7 @@ async def test_a_blocking_pre_tool_use_hook_stops_the_call_and_the_model_is_told
         raise HookBlocked("orders are frozen today")
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, no_lookups, name="freeze")
-    rec = record(process, HookEvent.PERMISSION_DENIED, HookEvent.POST_TOOL_USE)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_one(process, HookEvent.PERMISSION_DENIED, HookEvent.POST_TOOL_USE)
     assert ran == []
     [text] = tool_results(model)
     assert "refused" in text
@@ -186,9 +185,7 @@ async def test_a_fail_closed_pre_tool_use_hook_that_times_out_refuses_the_call()
             event="pre_tool_use", callback=slow, timeout=0.05, fail_closed=True, name="policy"
         )
     )
-    rec = record(process, HookEvent.PERMISSION_DENIED)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_one(process, HookEvent.PERMISSION_DENIED)
     assert ran == []
     [denied] = rec.of(HookEvent.PERMISSION_DENIED)
     assert denied["decided_by"] == "policy"
@@ -204,9 +201,7 @@ async def test_a_failing_pre_tool_use_hook_that_is_not_fail_closed_lets_the_call
         raise RuntimeError("audit log is down")
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, broken)
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     assert ran == [{"order_id": 1, "verbose": False}]
 
 
@@ -222,9 +217,7 @@ async def test_a_command_hook_refuses_a_tool_call(make_script: Any) -> None:
         """
     )
     process.hooks.register_config(HookConfig(event="pre_tool_use", command=[script]))
-    rec = record(process, HookEvent.PERMISSION_DENIED)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_one(process, HookEvent.PERMISSION_DENIED)
     assert ran == []
     assert "order 9 is under audit" in tool_results(model)[0]
     [denied] = rec.of(HookEvent.PERMISSION_DENIED)
@@ -235,25 +228,14 @@ async def test_pre_tool_use_runs_before_approval_so_a_refused_call_never_reaches
     None
 ):
     asked: list[ApprovalRequest] = []
-
-    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
-        asked.append(request)
-        return ApprovalDecision(approved=True, reviewer_id="alice")
-
     ran: list[dict[str, Any]] = []
-    process, _ = shop(
-        [("lookup_order", {"order_id": 1})],
-        ran,
-        approval=ApprovalPolicy(tools=["lookup_order"], handler=reviewer),
-    )
+    process = approved_shop(ran, asked)
 
     async def refuse(ctx: HookContext) -> None:
         raise HookBlocked("no")
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, refuse)
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     assert asked == []
     assert ran == []
 
@@ -263,25 +245,14 @@ async def test_pre_tool_use_runs_before_approval_so_a_refused_call_never_reaches
 
 async def test_a_pre_tool_use_hook_rewrites_the_arguments_and_approval_sees_the_rewrite() -> None:
     asked: list[ApprovalRequest] = []
-
-    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
-        asked.append(request)
-        return ApprovalDecision(approved=True, reviewer_id="alice")
-
     ran: list[dict[str, Any]] = []
-    process, _ = shop(
-        [("lookup_order", {"order_id": 1})],
-        ran,
-        approval=ApprovalPolicy(tools=["lookup_order"], handler=reviewer),
-    )
+    process = approved_shop(ran, asked)
 
     async def quieter(ctx: HookContext) -> None:
         ctx.set("arguments", {**ctx.get("arguments"), "order_id": 2})
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, quieter)
-    rec = record(process, HookEvent.POST_TOOL_USE)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_one(process, HookEvent.POST_TOOL_USE)
     assert ran == [{"order_id": 2, "verbose": False}]
     assert asked[0].arguments == {"order_id": 2, "verbose": False}
     assert rec.of(HookEvent.POST_TOOL_USE)[0]["arguments"] == {"order_id": 2, "verbose": False}
@@ -295,9 +266,7 @@ async def test_an_invalid_rewrite_is_that_hooks_error_and_the_original_arguments
         ctx.set("arguments", {"order_id": "not a number", "colour": "red"})
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, breaks_it, name="breaks-it")
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     assert ran == [{"order_id": 5, "verbose": False}]
     [run] = process.history.runs(event="pre_tool_use", hook="breaks-it")
     assert run.outcome == "failed"
@@ -320,9 +289,7 @@ async def test_an_invalid_rewrite_by_a_command_hook_is_its_error_and_changes_not
         """
     )
     process.hooks.register_config(HookConfig(event="pre_tool_use", command=[script], name="cmd"))
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     assert ran == [{"order_id": 5, "verbose": False}]
     [run] = process.history.runs(event="pre_tool_use", hook="cmd")
     assert run.outcome == "failed"
@@ -341,9 +308,7 @@ async def test_a_valid_rewrite_by_a_command_hook_is_what_runs(make_script: Any) 
         """
     )
     process.hooks.register_config(HookConfig(event="pre_tool_use", command=[script]))
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     assert ran == [{"order_id": 5, "verbose": True}]
 
 
@@ -355,9 +320,7 @@ async def test_a_post_tool_use_hook_replaces_what_the_model_sees() -> None:
         ctx.set("result", ctx.get("result").replace("shipped", "[status hidden]"))
 
     process.hooks.register(HookEvent.POST_TOOL_USE, redact)
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     [text] = tool_results(model)
     assert "shipped" not in text
     assert "[status hidden]" in text
@@ -371,9 +334,7 @@ async def test_a_hook_asking_for_approval_without_a_handler_denies_the_call() ->
         ctx.set("require_approval", True)
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, ask)
-    rec = record(process, HookEvent.PERMISSION_DENIED, HookEvent.PERMISSION_REQUEST)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_one(process, HookEvent.PERMISSION_DENIED, HookEvent.PERMISSION_REQUEST)
     assert ran == []
     assert rec.of(HookEvent.PERMISSION_REQUEST)[0]["tool_name"] == "lookup_order"
     [denied] = rec.of(HookEvent.PERMISSION_DENIED)
@@ -410,9 +371,7 @@ async def test_a_command_hook_is_never_spawned_for_a_tool_its_matcher_does_not_m
     process.hooks.register_config(
         HookConfig(event="pre_tool_use", command=[script], matcher={"tool_name": "dep*"})
     )
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     assert spawned.read_text().splitlines() == ["deploy"]
 
 
@@ -433,9 +392,7 @@ async def test_a_matcher_on_server_runs_a_hook_only_for_that_servers_tools() -> 
         seen.append(ctx.get("tool_name"))
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, crm_only, matcher={"server": "crm"})
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     assert seen == ["mcp__crm__search"]
 
 
@@ -457,9 +414,7 @@ async def test_open_mode_spawn_process_goes_through_pre_tool_use() -> None:
     process.hooks.register(
         HookEvent.PRE_TOOL_USE, no_spawns, matcher={"tool_name": "spawn_process"}
     )
-    rec = record(process, HookEvent.SUBAGENT_START, HookEvent.PERMISSION_DENIED)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_one(process, HookEvent.SUBAGENT_START, HookEvent.PERMISSION_DENIED)
     assert process.children == {}
     assert rec.of(HookEvent.SUBAGENT_START) == []
     assert rec.of(HookEvent.PERMISSION_DENIED)[0]["tool_name"] == "spawn_process"
@@ -504,9 +459,7 @@ async def test_additional_context_from_a_pre_tool_use_hook_follows_the_result() 
         ctx.set("additional_context", "Orders ship on weekdays only.")
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, note)
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     [text] = tool_results(model)
     assert text.startswith('{"order": 3')
     assert text.endswith("\n\nOrders ship on weekdays only.")
@@ -522,9 +475,7 @@ async def test_a_rewrite_written_around_the_context_is_still_checked() -> None:
         ctx.data["arguments"] = {"order_id": "six"}
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, around)
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     assert ran == [{"order_id": 6, "verbose": False}]
 
 
@@ -558,9 +509,7 @@ async def test_a_rewrite_of_an_mcp_tools_arguments_is_checked_against_its_json_s
         ctx.set("arguments", {"limit": "ten", "colour": "red"})
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, breaks_it, name="breaks-it")
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     assert ran == [{"query": "acme"}]
     [run] = process.history.runs(event="pre_tool_use", hook="breaks-it")
     assert run.error is not None
@@ -580,9 +529,7 @@ async def test_a_valid_rewrite_of_an_mcp_tools_arguments_is_what_runs() -> None:
         ctx.set("arguments", {"query": "acme", "limit": 5, "sort": "desc"})
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, narrows)
-    rec = record(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one(process)
     assert ran == [{"query": "acme", "limit": 5, "sort": "desc"}]
 
 
@@ -596,9 +543,7 @@ async def test_a_refusal_quoting_a_declared_secret_reaches_the_model_redacted() 
         raise HookBlocked("token tok-9f8e7d6c5b is expired")
 
     process.hooks.register(HookEvent.PRE_TOOL_USE, leaky)
-    rec = record(process, HookEvent.PERMISSION_DENIED)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_one(process, HookEvent.PERMISSION_DENIED)
     assert "tok-9f8e7d6c5b" not in tool_results(model)[0]
     assert "tok-9f8e7d6c5b" not in rec.of(HookEvent.PERMISSION_DENIED)[0]["reason"]
 

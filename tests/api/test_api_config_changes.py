@@ -10,15 +10,8 @@ import httpx
 import pytest
 
 from _process_support import GatedModel
-from tether import (
-    AgentProcess,
-    AgentRuntime,
-    HookContext,
-    HookEvent,
-    OrchestrationAPI,
-    ProcessConfig,
-    TriggerEvent,
-)
+from tether import AgentProcess, AgentRuntime, OrchestrationAPI, ProcessConfig, TriggerEvent
+from tether.hooks import HookContext, HookEvent
 
 SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage support tickets."}
 DOCS: dict[str, Any] = {"name": "docs", "url": "https://mcp.example.com/docs"}

@@ -3,11 +3,8 @@ history, enable/disable, dry runs, plugins named in a deployed config and their 
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import textwrap
-import uuid
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +13,8 @@ import httpx
 import pytest
 
 from _api_support import runs_of, wait_for_runs
+from _process_support import eventually
+from conftest import HOOK_RUN_FIELDS, Install
 from tether import AgentRuntime, HookBlocked, HookContext, HookEvent, OrchestrationAPI
 
 TOKEN = "t0ken-for-hook-tests"
@@ -49,14 +48,6 @@ class AcmePlugin(Plugin):
 """
 
 
-async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "gave up waiting"
-        await asyncio.sleep(0.005)
-
-
 def script(tmp_path: Path, body: str, name: str = "hook.py") -> list[str]:
     path = tmp_path / name
     path.write_text(textwrap.dedent(body))
@@ -78,32 +69,6 @@ async def inject(client: httpx.AsyncClient, name: str, ticket: str) -> str:
     assert r.status_code == 202, r.text
     event_id: str = r.json()["event_id"]
     return event_id
-
-
-Install = Callable[..., str]
-
-
-@pytest.fixture
-def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
-    """Install a tiny distribution declaring a ``tether.plugins`` entry point on sys.path."""
-    modules: list[str] = []
-    site = tmp_path / "site-packages"
-    site.mkdir()
-
-    def make(source: str = ACME, entry: str = "acme") -> str:
-        module = f"acme_api_{uuid.uuid4().hex[:8]}"
-        modules.append(module)
-        (site / f"{module}.py").write_text(textwrap.dedent(source))
-        dist = site / f"{module}-1.0.dist-info"
-        dist.mkdir()
-        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
-        (dist / "entry_points.txt").write_text(f"[tether.plugins]\n{entry} = {module}:AcmePlugin\n")
-        return module
-
-    monkeypatch.syspath_prepend(str(site))
-    yield make
-    for module in modules:
-        sys.modules.pop(module, None)
 
 
 # -- the event taxonomy ----------------------------------------------------------------------------
@@ -335,27 +300,7 @@ async def test_runs_come_back_with_every_field_of_the_record(
     runs = await wait_for_runs(client, "triage", 2)
     assert [r["outcome"] for r in runs] == ["passed", "blocked"]
     blocked = runs[1]
-    assert set(blocked) == {
-        "recorded_at",
-        "hook_id",
-        "hook_name",
-        "event",
-        "process",
-        "process_id",
-        "source",
-        "mode",
-        "outcome",
-        "duration_ms",
-        "error",
-        "patch_applied",
-        "dispatch_id",
-        "dispatch_depth",
-        "data_before",
-        "data_after",
-        "required",
-        "duration_shared",
-        "changes",
-    }
+    assert set(blocked) == HOOK_RUN_FIELDS | {"process"}
     assert (blocked["hook_name"], blocked["event"], blocked["process"]) == (
         "gate",
         "user_prompt_submit",
@@ -591,7 +536,9 @@ async def test_a_plugin_named_in_a_deployed_config_is_active_and_its_artifact_is
 
     event_id = await inject(client, "triage", "Login is down")
     name = f"{event_id}.debrief.json"
-    await until(lambda: any(a["name"] == name for a in process.plugins.artifacts.list(event_id)))
+    await eventually(
+        lambda: any(a["name"] == name for a in process.plugins.artifacts.list(event_id))
+    )
     r = await client.get(f"/processes/triage/tasks/{event_id}/artifacts")
     assert r.status_code == 200
     body = r.json()
@@ -607,16 +554,16 @@ async def test_a_plugin_named_in_a_deployed_config_is_active_and_its_artifact_is
 
 
 async def test_a_third_party_plugin_is_activated_by_name_and_its_warnings_are_served(
-    client: httpx.AsyncClient, runtime: AgentRuntime, install: Install
+    client: httpx.AsyncClient, runtime: AgentRuntime, install_plugin: Install
 ) -> None:
-    install()
+    install_plugin(ACME)
     r = await create(client, "triage", plugins=["acme"])
     assert r.status_code == 201, r.text
     process = runtime.get("triage")
     assert process is not None
 
     event_id = await inject(client, "triage", "Printer jam")
-    await until(lambda: event_id in process.plugins.warnings)
+    await eventually(lambda: event_id in process.plugins.warnings)
     body = (await client.get(f"/processes/triage/tasks/{event_id}/artifacts")).json()
     assert [(a["name"], a["payload"]) for a in body["artifacts"]] == [
         (f"{event_id}.acme.summary.json", {"outcome": "success"})
@@ -664,9 +611,9 @@ async def test_a_plugin_object_cannot_be_sent(client: httpx.AsyncClient) -> None
 
 
 async def test_a_plugin_that_cannot_be_loaded_answers_422_and_deploys_nothing(
-    client: httpx.AsyncClient, runtime: AgentRuntime, install: Install
+    client: httpx.AsyncClient, runtime: AgentRuntime, install_plugin: Install
 ) -> None:
-    install(source="raise ImportError('needs acme-sdk')\n")
+    install_plugin("raise ImportError('needs acme-sdk')\n")
     r = await create(client, "triage", plugins=["acme"])
     status, code, message = error_of(r)
     assert (status, code) == (422, "VALIDATION_ERROR")

@@ -11,16 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
-from _process_support import eventually
+from _process_support import eventually, noop
 from tether import AgentRuntime, EventTrigger, HookEvent, HookManager, ProcessConfig
 from tether.api import OrchestrationAPI
 from tether.models import ScriptedModel
 
 TOKEN = "feed-token-123"
-
-
-async def noop(ctx: Any) -> None:
-    return None
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -12,6 +11,7 @@ import httpx
 import pytest
 
 from _net_support import free_port
+from _process_support import eventually
 from tether import AgentRuntime, OrchestrationAPI
 from tether.api import WebhookServer, sign_webhook, webhook_headers
 
@@ -20,14 +20,6 @@ SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage sup
 
 def webhook(path: str, port: int, **extra: Any) -> dict[str, Any]:
     return {"type": "webhook", "webhook_path": path, "webhook_port": port, **extra}
-
-
-async def until(condition: Any, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "gave up waiting"
-        await asyncio.sleep(0.005)
 
 
 @pytest.fixture
@@ -50,7 +42,7 @@ async def test_a_webhook_request_answers_202_and_the_event_runs(
     assert body["process"] == "triage"
     assert body["trigger_id"] == "webhook-0"
     assert body["status"] == "queued"
-    await until(lambda: body["event_id"] in process.transcripts)
+    await eventually(lambda: body["event_id"] in process.transcripts)
     assert webhooks.endpoints() == [
         {
             "url": f"http://127.0.0.1:{port}/t",

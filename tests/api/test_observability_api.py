@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -17,16 +17,8 @@ import httpx
 import pytest
 
 from _api_support import runs_of, wait_for_runs
-from _cli_support import cli_in_thread
-from tether import (
-    AgentRuntime,
-    HookBlocked,
-    HookContext,
-    HookEvent,
-    HookManager,
-    OrchestrationAPI,
-    TriggerEvent,
-)
+from tether import AgentProcess, AgentRuntime, OrchestrationAPI, TriggerEvent
+from tether.hooks import HookBlocked, HookContext, HookEvent, HookManager
 from tether.hooks._background import QUEUE_SIZE
 from tether.hooks._records import OUTCOMES
 
@@ -34,17 +26,17 @@ UPS = HookEvent.USER_PROMPT_SUBMIT
 SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage support tickets."}
 
 
-async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "gave up waiting"
-        await asyncio.sleep(0.005)
-
-
 async def create(client: httpx.AsyncClient, name: str, **config: Any) -> None:
     r = await client.post("/processes", json={"name": name, "config": {**SCRIPTED, **config}})
     assert r.status_code == 201, r.text
+
+
+async def created(client: httpx.AsyncClient, runtime: AgentRuntime) -> AgentProcess:
+    """The process "triage", created over HTTP."""
+    await create(client, "triage")
+    process = runtime.get("triage")
+    assert process is not None
+    return process
 
 
 async def inject(client: httpx.AsyncClient, name: str, trigger_id: str = "api") -> None:
@@ -79,9 +71,7 @@ async def refuses(ctx: HookContext) -> None:
 async def test_each_sync_outcome_of_real_dispatches_is_read_back_over_http(
     client: httpx.AsyncClient, runtime: AgentRuntime
 ) -> None:
-    await create(client, "triage")
-    process = runtime.get("triage")
-    assert process is not None
+    process = await created(client, runtime)
     process.hooks.register(UPS, appends_please, name="polite", priority=50)
     process.hooks.register(UPS, reads_only, name="audit", priority=40)
     process.hooks.register(UPS, crashes, name="crash", priority=30)
@@ -275,9 +265,7 @@ async def test_runs_stored_in_sqlite_are_read_over_http_after_the_runtime_restar
 async def test_a_dry_run_answers_its_decision_in_words_and_names_the_process_in_its_trace(
     client: httpx.AsyncClient, runtime: AgentRuntime
 ) -> None:
-    await create(client, "triage")
-    process = runtime.get("triage")
-    assert process is not None
+    process = await created(client, runtime)
     process.hooks.register(UPS, reads_only, name="audit", priority=10)
     process.hooks.register(
         UPS, refuses, name="printers", matcher={"trigger_id": "printers"}, fail_closed=True
@@ -361,12 +349,6 @@ async def test_the_openapi_document_lists_sync_only_and_the_bounds_of_last(
 
 
 NOTIFY = [{"event": "task_completed", "command": ["true"], "name": "notify", "tag": "audit"}]
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Run ``tether ARGS...`` in this process (in a thread: the API serves in the loop)."""
-    return cli_in_thread(capsys, monkeypatch)
 
 
 @pytest.fixture

@@ -4,15 +4,15 @@ warnings in the order they were recorded; an unknown process is a 404."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from _process_support import eventually
 from tether import AgentRuntime, OrchestrationAPI, Plugin, PluginContext, ProcessConfig
 from tether.models import ScriptedModel
 
@@ -29,12 +29,6 @@ class Notes(Plugin):
     async def on_task_completed(self, ctx: PluginContext) -> None:
         ctx.emit_artifact({"stage": "completed", "outcome": ctx.data["outcome"]})
         ctx.warn("closed")
-
-
-async def until(condition: Callable[[], object]) -> None:
-    async with asyncio.timeout(10):
-        while not condition():
-            await asyncio.sleep(0.005)
 
 
 @pytest.fixture
@@ -55,7 +49,7 @@ async def run_one(runtime: AgentRuntime, client: httpx.AsyncClient, **config: An
     r = await client.post("/processes/triage/inject", json={"payload": {"ticket": "VPN down"}})
     assert r.status_code == 202, r.text
     event_id: str = r.json()["event_id"]
-    await until(lambda: len(process.plugins.warnings.get(event_id, [])) == 2)
+    await eventually(lambda: len(process.plugins.warnings.get(event_id, [])) == 2)
     return event_id
 
 
@@ -90,7 +84,7 @@ async def test_another_tasks_artifacts_are_not_served(
     assert process is not None
     r = await client.post("/processes/triage/inject", json={"payload": {"ticket": "Printer"}})
     second = r.json()["event_id"]
-    await until(lambda: len(process.plugins.warnings.get(second, [])) == 2)
+    await eventually(lambda: len(process.plugins.warnings.get(second, [])) == 2)
 
     body = (await client.get(f"/processes/triage/tasks/{first}/artifacts")).json()
 

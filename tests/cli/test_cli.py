@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 
 from _cli_support import CLI, Done, run_cli, running, serving
+from _imports_support import loaded_after
+from _manifest_support import write_manifest
 from _net_support import free_port
 from tether import AgentRuntime, OrchestrationAPI
 from tether.cli import main
@@ -54,6 +56,9 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+#: The words of the header of ``tether ps``'s table.
+PS_HEADER = ["NAME", "STATE", "RUNS", "QUEUED", "DEAD", "LETTERS", "HOOKS", "UPTIME"]
+
 GATE = """\
 import json, sys
 event = json.load(sys.stdin)
@@ -70,17 +75,13 @@ elif "@" in prompt:
 def agent(tmp_path: Path) -> Path:
     """A scripted agent with a command hook that blocks refunds and masks an email address."""
     write(tmp_path / "gate.py", GATE)
-    return write(
+    gate = [sys.executable, "${TETHER_MANIFEST_DIR}/gate.py"]
+    return write_manifest(
         tmp_path / "triage.agent",
-        f"""\
-        name: triage
-        model: scripted
-        instructions: You triage support tickets.
-        hooks:
-          - event: user_prompt_submit
-            command: ["{sys.executable}", "${{TETHER_MANIFEST_DIR}}/gate.py"]
-            fail_closed: true
-        """,
+        name="triage",
+        model="scripted",
+        instructions="You triage support tickets.",
+        hooks=[{"event": "user_prompt_submit", "command": gate, "fail_closed": True}],
     )
 
 
@@ -178,13 +179,8 @@ def test_usage_errors_exit_2(cli: Any) -> None:
 
 
 def test_the_cli_package_imports_only_typer() -> None:
-    code = (
-        "import sys, tether.cli\n"
-        "heavy = [m for m in ('starlette', 'uvicorn', 'pydantic', 'httpx', 'openai', 'yaml') "
-        "if m in sys.modules]\n"
-        "assert not heavy, heavy\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    heavy = ["starlette", "uvicorn", "pydantic", "httpx", "openai", "yaml"]
+    assert loaded_after("import tether.cli", heavy) == []
 
 
 def test_help_lists_the_commands() -> None:
@@ -273,17 +269,7 @@ async def test_serve_loads_manifests_and_stops_on_sigterm(agent: Path, command: 
     assert proc.returncode == 0, err
     assert f"control API on http://127.0.0.1:{port}/api/v1" in "".join(seen)
     assert ps.returncode == 0
-    assert ps_out.decode().split()[:9] == [
-        "NAME",
-        "STATE",
-        "RUNS",
-        "QUEUED",
-        "DEAD",
-        "LETTERS",
-        "HOOKS",
-        "UPTIME",
-        "triage",
-    ]
+    assert ps_out.decode().split()[:9] == [*PS_HEADER, "triage"]
     assert "session_end" in out
 
 
@@ -353,18 +339,7 @@ async def test_ps_lists_processes_as_a_table_or_json(cli: Any, api: Orchestratio
     table = await asyncio.to_thread(cli, "ps", "--url", api.url, "--token", "t0ken")
     raw = await asyncio.to_thread(cli, "ps", "--url", api.url, "--token", "t0ken", "--json")
     assert table.returncode == 0
-    assert table.stdout.split()[:10] == [
-        "NAME",
-        "STATE",
-        "RUNS",
-        "QUEUED",
-        "DEAD",
-        "LETTERS",
-        "HOOKS",
-        "UPTIME",
-        "triage",
-        "running",
-    ]
+    assert table.stdout.split()[:10] == [*PS_HEADER, "triage", "running"]
     [process] = json.loads(raw.stdout)
     assert (process["name"], process["state"]) == ("triage", "running")
 
@@ -421,63 +396,79 @@ def hooks_test(cli: Any, tmp_path: Path) -> Any:
     return run
 
 
-def test_hooks_test_explains_a_block(hooks_test: Any) -> None:
-    result = hooks_test(
-        "user_prompt_submit",
-        GATE,
-        "--data",
-        '{"prompt": "Please refund order 1182"}',
-    )
-    assert result.returncode == 0
-    assert '"prompt": "Please refund order 1182"' in result.stdout  # what went to stdin
-    assert 'answer   {"block": true, "reason": "refunds need a human"}' in result.stdout
-    assert (
-        "meaning  BLOCKED (refunds need a human): the run is skipped and the event "
-        "dead-lettered ('blocked by hook'), before any budget is counted" in result.stdout
-    )
-
-
-def test_hooks_test_explains_a_rewritten_prompt(hooks_test: Any) -> None:
-    result = hooks_test(
-        "user_prompt_submit",
-        GATE,
-        "--data",
-        '{"prompt": "jane@example.com is locked out"}',
-    )
-    assert result.returncode == 0
-    assert "meaning  data replaced; changed: prompt" in result.stdout
-    assert "the model receives the rewritten prompt" in result.stdout
-    assert "[email] is locked out" in result.stdout
-
-
-def test_hooks_test_explains_silence_as_passing(hooks_test: Any) -> None:
-    result = hooks_test("task_created", "import sys; sys.stdin.read()\n")
-    assert result.returncode == 0
-    assert "answer   (no output)" in result.stdout
-    assert "meaning  passed: nothing changed" in result.stdout
-
-
-def test_hooks_test_explains_an_error_and_exits_1(hooks_test: Any) -> None:
-    result = hooks_test("user_prompt_submit", "import sys; sys.stderr.write('boom'); sys.exit(2)\n")
-    assert result.returncode == 1
-    assert "answer   hook error: hook command" in result.stdout
-    assert "exited 2: boom" in result.stdout
-    assert "with fail_closed: true it blocks the action" in result.stdout
-
-
-def test_hooks_test_explains_that_some_events_cannot_be_blocked(hooks_test: Any) -> None:
-    result = hooks_test("session_end", 'print(\'{"block": true, "reason": "no"}\')\n')
-    assert result.returncode == 0
-    assert "session_end cannot be blocked: the block is ignored" in result.stdout
-
-
-def test_hooks_test_explains_changes_that_are_not_read_back(hooks_test: Any) -> None:
-    result = hooks_test(
-        "task_completed", 'print(\'{"data": {"outcome": "failed"}, "log": "hi"}\')\n'
-    )
-    assert result.returncode == 0
-    assert "log      hi" in result.stdout
-    assert "a process reads back only the prompt of user_prompt_submit" in result.stdout
+@pytest.mark.parametrize(
+    ("event", "program", "data", "code", "explained"),
+    [
+        pytest.param(
+            "user_prompt_submit",
+            GATE,
+            '{"prompt": "Please refund order 1182"}',
+            0,
+            [
+                '"prompt": "Please refund order 1182"',  # what went to stdin
+                'answer   {"block": true, "reason": "refunds need a human"}',
+                "meaning  BLOCKED (refunds need a human): the run is skipped and the event "
+                "dead-lettered ('blocked by hook'), before any budget is counted",
+            ],
+            id="a_block",
+        ),
+        pytest.param(
+            "user_prompt_submit",
+            GATE,
+            '{"prompt": "jane@example.com is locked out"}',
+            0,
+            [
+                "meaning  data replaced; changed: prompt",
+                "the model receives the rewritten prompt",
+                "[email] is locked out",
+            ],
+            id="a_rewritten_prompt",
+        ),
+        pytest.param(
+            "task_created",
+            "import sys; sys.stdin.read()\n",
+            None,
+            0,
+            ["answer   (no output)", "meaning  passed: nothing changed"],
+            id="silence_as_passing",
+        ),
+        pytest.param(
+            "user_prompt_submit",
+            "import sys; sys.stderr.write('boom'); sys.exit(2)\n",
+            None,
+            1,
+            [
+                "answer   hook error: hook command",
+                "exited 2: boom",
+                "with fail_closed: true it blocks the action",
+            ],
+            id="an_error_and_exits_1",
+        ),
+        pytest.param(
+            "session_end",
+            'print(\'{"block": true, "reason": "no"}\')\n',
+            None,
+            0,
+            ["session_end cannot be blocked: the block is ignored"],
+            id="that_some_events_cannot_be_blocked",
+        ),
+        pytest.param(
+            "task_completed",
+            'print(\'{"data": {"outcome": "failed"}, "log": "hi"}\')\n',
+            None,
+            0,
+            ["log      hi", "a process reads back only the prompt of user_prompt_submit"],
+            id="changes_that_are_not_read_back",
+        ),
+    ],
+)
+def test_hooks_test_explains(
+    hooks_test: Any, event: str, program: str, data: str | None, code: int, explained: list[str]
+) -> None:
+    result = hooks_test(event, program, *(("--data", data) if data else ()))
+    assert result.returncode == code, result.stdout
+    for line in explained:
+        assert line in result.stdout
 
 
 def test_hooks_test_refuses_an_unknown_event() -> None:

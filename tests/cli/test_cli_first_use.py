@@ -20,19 +20,16 @@ from typing import Any
 import httpx
 import pytest
 
-from _cli_support import CLI, cli_in_thread, running
+from _cli_support import CLI, running
+from _manifest_support import write_manifest
 from _net_support import free_port
+from _process_support import noop
 from tether import AgentRuntime, EventTrigger, HookEvent, HookManager, ProcessConfig
 from tether.api import OrchestrationAPI
 from tether.models import ScriptedModel
 from tether.testing import FakeLLM
 
 ENV = {**os.environ, "NO_COLOR": "1"}
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    return cli_in_thread(capsys, monkeypatch)
 
 
 def tether(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -46,12 +43,17 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+def failing_on_prompts(tmp_path: Path, name: str, *args: str, **fields: Any) -> Path:
+    """A scripted agent ``name`` whose user_prompt_submit hook (given ``args``) exits 3."""
+    hook = write(tmp_path / "hook.py", "import sys; sys.exit(3)\n")
+    prompt_hook = {"event": "user_prompt_submit", "command": [sys.executable, str(hook), *args]}
+    return write_manifest(
+        tmp_path / "a.agent", name=name, model="scripted", hooks=[prompt_hook], **fields
+    )
+
+
 def at(api: OrchestrationAPI) -> tuple[str, str]:
     return ("--url", api.url)
-
-
-async def noop(ctx: Any) -> None:
-    return None
 
 
 @pytest.fixture
@@ -183,15 +185,8 @@ async def test_until_idle_exits_1_when_an_event_was_dead_lettered_and_lines_omit
     cli: Any, tmp_path: Path
 ) -> None:
     gate = write(tmp_path / "gate.py", 'print(\'{"block": true, "reason": "no"}\')\n')
-    agent = write(
-        tmp_path / "a.agent",
-        f"""\
-        name: a
-        model: scripted
-        hooks:
-          - {{event: task_created, command: ["{sys.executable}", "{gate}"]}}
-        """,
-    )
+    hooks = [{"event": "task_created", "command": [sys.executable, str(gate)]}]
+    agent = write_manifest(tmp_path / "a.agent", name="a", model="scripted", hooks=hooks)
     blocked = await cli("run", str(agent), "--inject", "{}", "--until-idle")
     fine = await cli("run", str(write(tmp_path / "b.agent", "name: b\nmodel: scripted\n")),
                      "--inject", "{}", "--until-idle")  # fmt: skip
@@ -205,18 +200,8 @@ async def test_until_idle_exits_1_when_an_event_was_dead_lettered_and_lines_omit
 async def test_json_logs_name_process_event_and_hook_with_secrets_redacted(
     cli: Any, tmp_path: Path
 ) -> None:
-    hook = write(tmp_path / "hook.py", "import sys; sys.exit(3)\n")
-    agent = write(
-        tmp_path / "a.agent",
-        f"""\
-        name: logged
-        model: scripted
-        secrets: {{TOKEN: "sk-secret-value-123"}}
-        hooks:
-          - event: user_prompt_submit
-            command: ["{sys.executable}", "{hook}", "sk-secret-value-123"]
-        """,
-    )
+    secrets = {"TOKEN": "sk-secret-value-123"}
+    agent = failing_on_prompts(tmp_path, "logged", "sk-secret-value-123", secrets=secrets)
     done = await cli("run", str(agent), "--inject", "{}", "--until-idle", "--log-format", "json")
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
@@ -236,17 +221,7 @@ def test_a_json_log_line_carries_the_trace_id_of_the_task_it_was_written_in(
 ) -> None:
     """With tracing on (an OTLP endpoint set: here a closed loopback port, so the export
     fails quietly), a hook failure's log line names the trace its task runs in."""
-    hook = write(tmp_path / "hook.py", "import sys; sys.exit(3)\n")
-    agent = write(
-        tmp_path / "a.agent",
-        f"""\
-        name: traced
-        model: scripted
-        hooks:
-          - event: user_prompt_submit
-            command: ["{sys.executable}", "{hook}"]
-        """,
-    )
+    agent = failing_on_prompts(tmp_path, "traced")
     env = {**ENV, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
     done = tether(
         "run", str(agent), "--inject", "{}", "--until-idle", "--log-format", "json", env=env
@@ -261,17 +236,7 @@ def test_a_json_log_line_carries_the_trace_id_of_the_task_it_was_written_in(
 def test_log_level_decides_which_lines_are_written(tmp_path: Path) -> None:
     """A failing hook logs a warning: shown at --log-level warning (and by default), not at
     error."""
-    hook = write(tmp_path / "hook.py", "import sys; sys.exit(3)\n")
-    agent = write(
-        tmp_path / "a.agent",
-        f"""\
-        name: levels
-        model: scripted
-        hooks:
-          - event: user_prompt_submit
-            command: ["{sys.executable}", "{hook}"]
-        """,
-    )
+    agent = failing_on_prompts(tmp_path, "levels")
     run = ["run", str(agent), "--inject", "{}", "--until-idle", "--log-format", "json"]
     warned = tether(*run, "--log-level", "warning")
     quiet = tether(*run, "--log-level", "error")

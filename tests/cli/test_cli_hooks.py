@@ -20,16 +20,11 @@ from typing import Any
 import httpx
 import pytest
 
-from _cli_support import CLI, cli_in_thread, running, serving
-from tether import (
-    AgentRuntime,
-    HookConfig,
-    HookManager,
-    OrchestrationAPI,
-    Plugin,
-    PluginContext,
-)
+from _cli_support import CLI, running, serving
+from _manifest_support import write_manifest
+from tether import AgentRuntime, OrchestrationAPI
 from tether.cli._hooks import parse_since
+from tether.hooks import HookConfig, HookManager, Plugin, PluginContext
 
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 TOKEN = "t0ken"
@@ -43,12 +38,6 @@ if "refund" in prompt.lower():
 """
 
 
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Run ``tether ARGS...`` in this process (in a thread: the API serves in the loop)."""
-    return cli_in_thread(capsys, monkeypatch)
-
-
 def write(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text))
     return path
@@ -58,22 +47,16 @@ def write(path: Path, text: str) -> Path:
 def agent(tmp_path: Path) -> Path:
     """A scripted agent from a manifest: a tagged gate that blocks refunds, an async notifier."""
     write(tmp_path / "gate.py", GATE)
-    return write(
-        tmp_path / "triage.agent",
-        f"""\
-        name: triage
-        model: scripted
-        hooks:
-          - event: user_prompt_submit
-            command: ["{sys.executable}", "${{TETHER_MANIFEST_DIR}}/gate.py"]
-            name: gate
-            tag: policy
-            matcher: {{trigger_type: manual}}
-          - event: task_completed
-            command: ["true"]
-            name: notify
-            mode: async
-        """,
+    gate = {
+        "event": "user_prompt_submit",
+        "command": [sys.executable, "${TETHER_MANIFEST_DIR}/gate.py"],
+        "name": "gate",
+        "tag": "policy",
+        "matcher": {"trigger_type": "manual"},
+    }
+    notify = {"event": "task_completed", "command": ["true"], "name": "notify", "mode": "async"}
+    return write_manifest(
+        tmp_path / "triage.agent", name="triage", model="scripted", hooks=[gate, notify]
     )
 
 
@@ -165,22 +148,9 @@ async def test_hooks_list_prints_the_catalog(
     done = await cli("hooks", "list", *at(api))
     assert done.returncode == 0, done.stderr
     table = rows(done.stdout)
-    assert table[0] == [
-        "PROCESS",
-        "EVENT",
-        "#",
-        "ID",
-        "NAME",
-        "SOURCE",
-        "MODE",
-        "KIND",
-        "PRIORITY",
-        "TIMEOUT",
-        "FLAGS",
-        "MATCHER",
-        "ENABLED",
-        "COMMAND",
-    ]
+    assert " ".join(table[0]) == (
+        "PROCESS EVENT # ID NAME SOURCE MODE KIND PRIORITY TIMEOUT FLAGS MATCHER ENABLED COMMAND"
+    )
     # Piped, a row keeps every column whole on one line: a long command is never cut short.
     gate, notify = (next(r for r in table if r[4:5] == [name]) for name in ("gate", "notify"))
     assert [gate[i] for i in (0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12)] == [
@@ -240,17 +210,7 @@ async def test_hooks_runs_prints_the_history_as_a_table(cli: Any, api: Orchestra
     done = await cli("hooks", "runs", "triage", *at(api))
     assert done.returncode == 0, done.stderr
     table = rows(done.stdout)
-    assert table[0] == [
-        "TIME",
-        "EVENT",
-        "HOOK",
-        "ID",
-        "SOURCE",
-        "MODE",
-        "OUTCOME",
-        "MS",
-        "ERROR",
-    ]
+    assert table[0] == ["TIME", "EVENT", "HOOK", "ID", "SOURCE", "MODE", "OUTCOME", "MS", "ERROR"]
     outcomes = [(r[1], r[2], r[6]) for r in table[1:]]
     assert ("user_prompt_submit", "gate", "passed") in outcomes
     assert ("user_prompt_submit", "gate", "blocked") in outcomes

@@ -10,16 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
-from _cli_support import cli_in_thread
 from tether import AgentRuntime, HookContext, HookEvent, HookManager
 from tether.api import OrchestrationAPI
 
 TOKEN = "t0ken"
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    return cli_in_thread(capsys, monkeypatch)
 
 
 @pytest.fixture

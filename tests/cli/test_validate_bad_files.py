@@ -4,26 +4,14 @@ a file over 1 MiB), and an error never quotes more of a file than the offending 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from _cli_support import validate
 from tether.manifest import MAX_MANIFEST_BYTES, ManifestError, load_manifest
 
 GOOD = 'version: "1.0"\nname: ok\nmodel: scripted\ninstructions: You help.\n'
-
-
-def validate(*paths: str | Path) -> subprocess.CompletedProcess[str]:
-    """The real ``tether validate`` in a subprocess; a hang fails the test instead of the run."""
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", "validate", *map(str, paths)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "500", "NO_COLOR": "1"},
-    )
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")

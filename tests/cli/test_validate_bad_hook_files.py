@@ -5,24 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from _cli_support import validate
 from tether.hooks._files import MAX_FILE_BYTES
-
-
-def validate(manifest: Path) -> subprocess.CompletedProcess[str]:
-    """The real ``tether validate`` in a subprocess; a hang fails the test instead of the run."""
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", "validate", str(manifest)],
-        capture_output=True,
-        text=True,
-        timeout=10,
-        env={**os.environ, "COLUMNS": "500", "NO_COLOR": "1"},
-    )
 
 
 def naming(tmp_path: Path, hooks_file: str | Path) -> Path:
@@ -35,7 +23,7 @@ def naming(tmp_path: Path, hooks_file: str | Path) -> Path:
 def test_a_manifest_naming_dev_zero_is_refused_at_once(tmp_path: Path) -> None:
     """Regression: validate read /dev/zero until memory ran out."""
     manifest = naming(tmp_path, "/dev/zero")
-    done = validate(manifest)
+    done = validate(manifest, timeout=10)
     assert done.returncode == 1
     assert done.stderr == (
         f"error: {manifest}:3: claude_code_hooks[0]: /dev/zero: not a regular file "
@@ -48,7 +36,7 @@ def test_a_manifest_naming_a_named_pipe_is_refused_without_waiting(tmp_path: Pat
     fifo = tmp_path / "settings.json"
     os.mkfifo(fifo)
     manifest = naming(tmp_path, fifo)
-    done = validate(manifest)
+    done = validate(manifest, timeout=10)
     assert done.returncode == 1
     assert f"claude_code_hooks[0]: {fifo}: not a regular file (a named pipe)" in done.stderr
 
@@ -60,7 +48,7 @@ def test_a_manifest_naming_a_file_over_one_mebibyte_is_refused_naming_its_size(
     hooks = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]}}
     big.write_text(json.dumps(hooks) + " " * MAX_FILE_BYTES)
     manifest = naming(tmp_path, big)
-    done = validate(manifest)
+    done = validate(manifest, timeout=10)
     assert done.returncode == 1
     assert (
         f"claude_code_hooks[0]: {big}: the file is {big.stat().st_size} bytes; a Claude Code "

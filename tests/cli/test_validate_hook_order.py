@@ -5,42 +5,17 @@ shares); each error with its path and line."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-MANIFEST = """\
-    version: 1
-    name: ordered
-    hooks:
-      - event: task_created
-        command: ["true"]
-        name: report
-        after: [redact]
-      - event: task_created
-        command: ["true"]
-        name: redact
-        {field}: [{target}]
-    """
-
-
-def validate(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """The real ``tether validate`` in a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", "validate", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "500", "NO_COLOR": "1"},
-    )
+from _cli_support import validate
+from _manifest_support import ORDERED
 
 
 def manifest(tmp_path: Path, target: str, field: str = "after") -> Path:
     """Two hooks: report after redact (declared later), and redact ``field`` ``target``."""
     path = tmp_path / "ordered.agent"
-    path.write_text(textwrap.dedent(MANIFEST.format(field=field, target=target)))
+    path.write_text(textwrap.dedent(ORDERED.format(field=field, target=target)))
     return path
 
 

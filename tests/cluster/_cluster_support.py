@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-__all__ = ["Host", "RedisProxy", "hook_log", "write_manifests"]
+__all__ = ["Host", "RedisProxy", "hook_log", "seq", "write_manifests"]
 
 #: Appends what a session_start / session_end hook saw, with the host and the time, to a log.
 HOOK = """\
@@ -186,3 +186,10 @@ class RedisProxy:
             with contextlib.suppress(Exception):
                 writer.transport.abort()
         self._writers.clear()
+
+
+def seq(prompt: str) -> int:
+    """The ``n`` of the event a prompt was rendered from."""
+    found = re.search(r"^n: (\d+)$", prompt, re.M)
+    assert found is not None, prompt
+    return int(found[1])

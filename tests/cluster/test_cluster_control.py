@@ -58,6 +58,14 @@ class Host:
         await self.runtime.stop_all()
 
 
+def clients(hosts: tuple[Host, Host]) -> tuple[httpx.AsyncClient, httpx.AsyncClient]:
+    """The API clients of the owner host and of the other host."""
+    owner, other = hosts
+    assert owner.http is not None
+    assert other.http is not None
+    return owner.http, other.http
+
+
 @pytest.fixture
 async def hosts(
     redis_url: str, redis_prefix: str, llm: FakeLLM
@@ -81,8 +89,8 @@ async def test_every_host_lists_every_process_with_the_host_it_runs_on(
     hosts: tuple[Host, Host],
 ) -> None:
     owner, other = hosts
-    assert other.http is not None
-    listed = (await other.http.get("/processes")).json()
+    _, at_other = clients(hosts)
+    listed = (await at_other.get("/processes")).json()
     assert listed["host"] == other.name
     assert [(p["name"], p["host"], p["state"]) for p in listed["processes"]] == [
         ("alpha", owner.name, "running")
@@ -105,9 +113,9 @@ async def test_an_event_injected_on_another_host_runs_where_the_process_runs(
     hosts: tuple[Host, Host], llm: FakeLLM
 ) -> None:
     owner, other = hosts
-    assert other.http is not None
+    _, at_other = clients(hosts)
     assert owner.node is not None
-    answer = await other.http.post("/processes/alpha/inject", json={"payload": {"n": 7}})
+    answer = await at_other.post("/processes/alpha/inject", json={"payload": {"n": 7}})
     assert answer.status_code == 202
     event_id = answer.json()["event_id"]
     assert other.seen == [event_id]  # task_created ran on the host that took the request
@@ -121,12 +129,11 @@ async def test_a_hook_disabled_through_another_host_is_disabled_where_the_proces
     hosts: tuple[Host, Host],
 ) -> None:
     owner, other = hosts
-    assert owner.http is not None
-    assert other.http is not None
-    answer = await other.http.post("/processes/alpha/hooks/audit/disable")
+    at_owner, at_other = clients(hosts)
+    answer = await at_other.post("/processes/alpha/hooks/audit/disable")
     assert answer.status_code == 200, answer.text
     assert answer.json()["enabled"] is False
-    await owner.http.post("/processes/alpha/inject", json={"payload": {"n": 1}})
+    await at_owner.post("/processes/alpha/inject", json={"payload": {"n": 1}})
     assert owner.seen == []  # the owner's hook is off
     assert other.seen == []
 
@@ -135,36 +142,31 @@ async def test_a_hook_enabled_again_through_another_host_runs_where_the_process_
     hosts: tuple[Host, Host],
 ) -> None:
     owner, other = hosts
-    assert owner.http is not None
-    assert other.http is not None
-    off = await other.http.post("/processes/alpha/hooks/audit/disable")
+    at_owner, at_other = clients(hosts)
+    off = await at_other.post("/processes/alpha/hooks/audit/disable")
     assert off.json()["enabled"] is False
-    on = await other.http.post("/processes/alpha/hooks/audit/enable")
+    on = await at_other.post("/processes/alpha/hooks/audit/enable")
     assert on.status_code == 200, on.text
     assert on.json()["enabled"] is True
-    answer = await other.http.post("/processes/alpha/inject", json={"payload": {"n": 2}})
+    answer = await at_other.post("/processes/alpha/inject", json={"payload": {"n": 2}})
     event_id = answer.json()["event_id"]
     # task_created runs on the host the inject reached; the owner's copy of the hook is on
     # again too (its catalog says so), which an inject there shows.
     assert other.seen == [event_id]
-    there = await owner.http.post("/processes/alpha/inject", json={"payload": {"n": 3}})
+    there = await at_owner.post("/processes/alpha/inject", json={"payload": {"n": 3}})
     assert owner.seen == [there.json()["event_id"]]
 
 
 async def test_hook_runs_are_read_from_redis_on_any_host(hosts: tuple[Host, Host]) -> None:
-    owner, other = hosts
-    assert owner.http is not None
-    assert other.http is not None
+    owner, _ = hosts
+    at_owner, at_other = clients(hosts)
     assert owner.node is not None
-    await owner.http.post("/processes/alpha/inject", json={"payload": {"n": 1}})
+    await at_owner.post("/processes/alpha/inject", json={"payload": {"n": 1}})
     runs: list[dict[str, Any]] = []
 
     async def read() -> bool:
         nonlocal runs
-        assert other.http is not None
-        runs = (await other.http.get("/processes/alpha/hooks/runs?event=task_created")).json()[
-            "runs"
-        ]
+        runs = (await at_other.get("/processes/alpha/hooks/runs?event=task_created")).json()["runs"]
         return bool(runs)
 
     for _ in range(100):
@@ -175,13 +177,13 @@ async def test_hook_runs_are_read_from_redis_on_any_host(hosts: tuple[Host, Host
     assert runs[-1]["event"] == "task_created"
     assert runs[-1]["process"] == "alpha"
     since = runs[-1]["recorded_at"]
-    later = await other.http.get("/processes/alpha/hooks/runs", params={"since": since})
+    later = await at_other.get("/processes/alpha/hooks/runs", params={"since": since})
     assert runs[-1] in later.json()["runs"]
-    future = await other.http.get(
+    future = await at_other.get(
         "/processes/alpha/hooks/runs", params={"since": "2999-01-01T00:00:00"}
     )
     assert future.json()["runs"] == []
-    bad = await other.http.get("/processes/alpha/hooks/runs", params={"since": "soon"})
+    bad = await at_other.get("/processes/alpha/hooks/runs", params={"since": "soon"})
     assert bad.status_code == 422
     assert "since" in bad.json()["error"]["message"]
 
@@ -190,23 +192,22 @@ async def test_a_process_stopped_through_another_host_stays_stopped_until_starte
     hosts: tuple[Host, Host], llm: FakeLLM
 ) -> None:
     owner, other = hosts
-    assert other.http is not None
+    _, at_other = clients(hosts)
     assert owner.node is not None
     assert other.node is not None
-    answer = await other.http.post("/processes/alpha/stop")
+    answer = await at_other.post("/processes/alpha/stop")
     assert answer.status_code == 200, answer.text
     await eventually(lambda: "alpha" not in owner.node.held, timeout=10, what="the stop")
 
     async def listed() -> list[tuple[str, Any, str]]:
-        assert other.http is not None
-        body = (await other.http.get("/processes")).json()
+        body = (await at_other.get("/processes")).json()
         return [(p["name"], p["host"], p["state"]) for p in body["processes"]]
 
     assert await listed() == [("alpha", None, "stopped")]
-    refused = await other.http.post("/processes/alpha/restart")
+    refused = await at_other.post("/processes/alpha/restart")
     assert refused.status_code == 409
     assert refused.json()["error"]["code"] == "PROCESS_NOT_PLACED"
-    answer = await other.http.post("/processes/alpha/start")
+    answer = await at_other.post("/processes/alpha/start")
     assert answer.status_code == 202
     await eventually(
         lambda: "alpha" in owner.node.held or "alpha" in other.node.held,  # type: ignore[union-attr]

@@ -5,33 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-import pytest
-from _cluster_support import Host, RedisProxy, hook_log, write_manifests
+from _cluster_support import Host, RedisProxy, hook_log, seq, write_manifests
 from redis.asyncio import Redis
 
 from tether.cluster import rendezvous
 from tether.testing import FakeLLM
 
 TTL = 2.0
-
-
-def seq(prompt: str) -> int:
-    found = re.search(r"^n: (\d+)$", prompt, re.M)
-    assert found is not None, prompt
-    return int(found[1])
-
-
-@pytest.fixture
-async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    await client.aclose()
 
 
 async def holders(redis: Redis, redis_prefix: str, names: list[str]) -> dict[str, str | None]:

@@ -5,42 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from _cluster_support import seq
 from redis.asyncio import Redis
 
 from _process_support import FailingModel, Recorder, eventually
-from tether import (
-    AgentRuntime,
-    HookBlocked,
-    HookConfig,
-    HookEvent,
-    ProcessConfig,
-    ProcessState,
-    TriggerEvent,
-)
+from tether import AgentRuntime, ProcessConfig, ProcessState, TriggerEvent
 from tether.cluster import ClusterNode, cluster_config
+from tether.hooks import HookBlocked, HookConfig, HookEvent
 from tether.models import OpenAIModel
 from tether.testing import FakeLLM
 
 TTL = 2.0
-
-
-def seq(prompt: str) -> int:
-    """The ``n`` of the event a prompt was rendered from."""
-    found = re.search(r"^n: (\d+)$", prompt, re.M)
-    assert found is not None, prompt
-    return int(found[1])
-
-
-@pytest.fixture
-async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    await client.aclose()
 
 
 def config(llm: FakeLLM | None = None, **fields: Any) -> ProcessConfig:

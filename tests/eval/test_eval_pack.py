@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,24 @@ scenarios:
 
 def _messages(exc: PackError) -> list[str]:
     return [issue.format(exc.source) for issue in exc.errors]
+
+
+def score_problems(write_pack: PackFactory, *score: str) -> tuple[Path, list[str]]:
+    """The problems of a pack whose one scenario scores with ``score`` (YAML items, from line 7)."""
+    scenario = textwrap.dedent(
+        """\
+        name: demo
+        agent: _eval_agents:plain
+        scenarios:
+          - id: one
+            turns: ["hi"]
+            score:
+        """
+    )
+    path = write_pack(scenario + "".join(f"      - {item}\n" for item in score))
+    with pytest.raises(PackError) as caught:
+        load_pack(path)
+    return path, _messages(caught.value)
 
 
 def test_a_valid_pack_loads_with_its_agent_factory_resolved(write_pack: PackFactory) -> None:
@@ -78,20 +97,7 @@ def test_every_problem_is_reported_at_once_with_its_path_and_line(
 def test_an_unknown_scorer_is_an_error_naming_what_is_available(
     write_pack: PackFactory,
 ) -> None:
-    path = write_pack(
-        """\
-        name: demo
-        agent: _eval_agents:plain
-        scenarios:
-          - id: one
-            turns: ["hi"]
-            score:
-              - scorer: no-such-scorer
-        """
-    )
-    with pytest.raises(PackError) as caught:
-        load_pack(path)
-    (line,) = _messages(caught.value)
+    path, (line,) = score_problems(write_pack, "scorer: no-such-scorer")
     assert f"{path}:7: scenarios[0].score[0].scorer: unknown scorer 'no-such-scorer'" in line
     assert "tether.scorers" in line
 
@@ -99,21 +105,7 @@ def test_an_unknown_scorer_is_an_error_naming_what_is_available(
 def test_a_bad_regex_and_a_bad_json_schema_are_refused_when_the_pack_is_read(
     write_pack: PackFactory,
 ) -> None:
-    path = write_pack(
-        """\
-        name: demo
-        agent: _eval_agents:plain
-        scenarios:
-          - id: one
-            turns: ["hi"]
-            score:
-              - matches: "(unclosed"
-              - json_schema: {type: 12}
-        """
-    )
-    with pytest.raises(PackError) as caught:
-        load_pack(path)
-    lines = _messages(caught.value)
+    _, lines = score_problems(write_pack, 'matches: "(unclosed"', "json_schema: {type: 12}")
     assert any(
         ":7: scenarios[0].score[0].matches: not a valid regular expression" in x for x in lines
     )

@@ -5,23 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import completions, eventually, finished, scripted, ticket
 from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-    TriggerEvent,
-)
+from tether import AgentProcess, ProcessConfig, TriggerEvent
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent, HookManager
 from tether.hooks._background import MANAGER_WORKERS, QUEUE_SIZE, WORKERS, drain
 from tether.hooks._history import HistoryRecorder
 from tether.models import ScriptedModel
@@ -55,19 +46,6 @@ class Gated:
         finally:
             self.active -= 1
         self.finished += 1
-
-
-def scripted(**config: Any) -> AgentProcess:
-    model = config.pop("model", None) or ScriptedModel()
-    return AgentProcess("triage", ProcessConfig(model=model, **config))
-
-
-def done(process: AgentProcess) -> Recorder:
-    return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
-
-
-async def finished(rec: Recorder, count: int = 1) -> None:
-    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) >= count, what="the runs")
 
 
 # -- after the chain, never in the way --------------------------------------------------------
@@ -110,7 +88,7 @@ async def test_a_slow_async_hook_does_not_hold_up_the_run_it_belongs_to() -> Non
     model = ScriptedModel()
     process = scripted(model=model)
     process.hooks.register(UPS, slow, mode="async")
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket())
         await finished(rec)  # the run finished while the async hook waits
@@ -127,7 +105,7 @@ async def test_an_async_hook_cannot_block_the_event() -> None:
     model = ScriptedModel()
     process = scripted(model=model)
     process.hooks.register(UPS, tries_to_block, mode="async", name="late")
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket())
         await finished(rec)
@@ -247,7 +225,7 @@ async def test_an_async_command_hook_from_config_really_runs_in_the_background(
     )
     hook = HookConfig(event="task_completed", command=[script], mode="async", name="notify")
     process = scripted(hooks=[hook])
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket())
         await finished(rec)
@@ -269,7 +247,7 @@ async def test_an_async_run_is_recorded_in_the_dispatch_it_belongs_to() -> None:
     process = scripted()
     process.hooks.register(UPS, sync_audit, name="sync")
     process.hooks.register(UPS, async_audit, name="async", mode="async")
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket())
         await finished(rec)
@@ -379,7 +357,7 @@ async def test_stop_waits_for_pending_async_hooks_to_finish() -> None:
 
     process = scripted()
     process.hooks.register(HookEvent.TASK_COMPLETED, slow_notify, mode="async", name="notify")
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket())
         await finished(rec)

@@ -11,16 +11,9 @@ from typing import Any
 import pytest
 
 from _process_support import Recorder, eventually, run_task
-from tether import (
-    AgentProcess,
-    ApprovalDecision,
-    ApprovalRequest,
-    ClaudeCodeHooksError,
-    HookConfig,
-    HookEvent,
-    ProcessConfig,
-    claude_code_hooks,
-)
+from tether import AgentProcess, ClaudeCodeHooksError, ProcessConfig, claude_code_hooks
+from tether.approval import ApprovalDecision, ApprovalRequest
+from tether.hooks import HookConfig, HookEvent
 from tether.models import ScriptedModel
 
 

@@ -10,15 +10,8 @@ from typing import Any
 import pytest
 
 from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-)
+from tether import AgentProcess, ProcessConfig
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent, HookManager
 from tether.models import ScriptedModel
 
 UPS = HookEvent.USER_PROMPT_SUBMIT

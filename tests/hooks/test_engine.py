@@ -9,19 +9,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _cancellation_support import swallows_its_cancellation
+
+from _process_support import alive
 from _shell_support import parent_of_a_stubborn_grandchild
 from tether import HookConfig, HookContext, HookEvent, HookManager, HookTimeoutError, ShellHook
 from tether.hooks._history import HistoryRecorder
 
 CREATED = HookEvent.TASK_CREATED
 TASK = {"event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
-
-
-async def swallows_its_cancellation(ctx: HookContext) -> None:
-    try:
-        await asyncio.sleep(30)
-    except asyncio.CancelledError:
-        return
 
 
 async def test_a_command_hook_config_with_the_largest_allowed_timeout_can_be_registered() -> None:
@@ -64,21 +60,6 @@ async def test_an_async_hook_that_swallows_its_timeout_cancellation_is_recorded_
     assert [run.outcome for run in runs] == ["timed_out"]
 
 
-async def test_an_extension_point_handler_that_swallows_its_timeout_cancellation_yields_none() -> (
-    None
-):
-    async def late(**kwargs: Any) -> str:
-        await swallows_its_cancellation(HookContext(CREATED))
-        return "too late"
-
-    manager = HookManager()
-    manager.register("ticket.classify", late, timeout=0.1)
-    errors: list[BaseException] = []
-    manager.on_error(lambda info: errors.append(info.error))
-    assert await manager.call("ticket.classify") == [None]
-    assert [type(e) for e in errors] == [HookTimeoutError]
-
-
 def test_a_grandchild_ignoring_sigterm_is_killed_even_when_the_loop_closes_right_after(
     tmp_path: Path, make_script: Any
 ) -> None:
@@ -90,21 +71,13 @@ def test_a_grandchild_ignoring_sigterm_is_killed_even_when_the_loop_closes_right
 
     pid = int(pidfile.read_text())
     deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     try:
-        assert not _alive(pid)
+        assert not alive(pid)
     finally:
-        if _alive(pid):
+        if alive(pid):
             os.kill(pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 async def test_a_command_hook_that_writes_the_data_back_unchanged_is_recorded_passed(

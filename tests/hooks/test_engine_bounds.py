@@ -14,12 +14,15 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _cancellation_support import swallows_its_cancellation, wraps_its_cancellation
 
-from tether import (
+from _process_support import alive, read_pid
+from tether.hooks import (
     CommandHookError,
     HookBlocked,
     HookConfig,
@@ -34,14 +37,6 @@ from tether.hooks._history import HistoryRecorder
 CREATED = HookEvent.TASK_CREATED
 TASK = {"event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
 PY = sys.executable
-
-
-async def wraps_its_cancellation(ctx: HookContext) -> None:
-    """A hook whose client library turns a cancellation into an error of its own."""
-    try:
-        await asyncio.sleep(30)
-    except asyncio.CancelledError as exc:
-        raise RuntimeError("request aborted") from exc
 
 
 async def refuses_to_be_closed(ctx: HookContext) -> None:
@@ -120,11 +115,18 @@ async def test_an_async_hook_that_turns_its_timeout_cancellation_into_an_error_i
     assert [type(e) for e in errors] == [HookTimeoutError]
 
 
-async def test_an_extension_point_handler_that_turns_its_cancellation_into_an_error_timed_out() -> (
-    None
-):
+@pytest.mark.parametrize(
+    "mishandles",
+    [
+        pytest.param(wraps_its_cancellation, id="turns_it_into_an_error"),
+        pytest.param(swallows_its_cancellation, id="swallows_it"),
+    ],
+)
+async def test_an_extension_point_handler_that_mishandles_its_cancellation_timed_out_as_none(
+    mishandles: Callable[[HookContext], Awaitable[None]],
+) -> None:
     async def slow(**kwargs: Any) -> str:
-        await wraps_its_cancellation(HookContext(CREATED))
+        await mishandles(HookContext(CREATED))
         return "never"
 
     manager = HookManager()
@@ -138,37 +140,13 @@ async def test_an_extension_point_handler_that_turns_its_cancellation_into_an_er
 # -- command hooks: the program and what it started ----------------------------------------
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 async def _wait_dead(pid: int, within: float = 5.0) -> bool:
     deadline = time.monotonic() + within
-    while _alive(pid):
+    while alive(pid):
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.02)
     return True
-
-
-def _pid_in(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except FileNotFoundError:
-        return None
-    return int(text) if text else None
-
-
-async def _read_pid(path: Path, within: float = 5.0) -> int:
-    deadline = time.monotonic() + within
-    while (pid := _pid_in(path)) is None:
-        assert time.monotonic() < deadline, f"{path} was never written"
-        await asyncio.sleep(0.01)
-    return pid
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -204,7 +182,7 @@ async def test_a_command_hooks_timeout_bounds_the_dispatch_and_kills_the_grandch
     started = time.monotonic()
     result = await manager.dispatch(CREATED, TASK)
     took = time.monotonic() - started
-    grandchild_pid = await _read_pid(pidfile)
+    grandchild_pid = await read_pid(pidfile)
 
     try:
         assert took < 5  # far below the 60 s either process would run
@@ -217,7 +195,7 @@ async def test_a_command_hooks_timeout_bounds_the_dispatch_and_kills_the_grandch
         assert isinstance(error, HookTimeoutError)
         assert await _wait_dead(grandchild_pid)
     finally:
-        if _alive(grandchild_pid):
+        if alive(grandchild_pid):
             os.kill(grandchild_pid, signal.SIGKILL)
 
 
@@ -249,7 +227,7 @@ async def test_a_grandchild_in_a_session_of_its_own_holding_stdout_does_not_hold
     started = time.monotonic()
     result = await manager.dispatch(HookEvent.USER_PROMPT_SUBMIT, {"prompt": "hello"})
     took = time.monotonic() - started
-    grandchild_pid = await _read_pid(pidfile)
+    grandchild_pid = await read_pid(pidfile)
     with contextlib.suppress(ProcessLookupError):  # gone with its hook where that is kept
         os.kill(grandchild_pid, signal.SIGKILL)
 

@@ -9,17 +9,8 @@ from typing import Any
 import pytest
 
 from _process_support import Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    HookErrorInfo,
-    HookEvent,
-    HookManager,
-    Plugin,
-    PluginContext,
-    ProcessConfig,
-    TriggerEvent,
-    implements,
-)
+from tether import AgentProcess, ProcessConfig, TriggerEvent
+from tether.hooks import HookErrorInfo, HookEvent, HookManager, Plugin, PluginContext, implements
 from tether.hooks._plugin import register_plugin
 from tether.models import ScriptedModel
 

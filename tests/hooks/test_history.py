@@ -8,24 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
-from _process_support import Recorder, eventually, ticket
-from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    HookRun,
-    ProcessConfig,
-    TriggerEvent,
-)
+from _process_support import Recorder, completions, eventually, finished, scripted, ticket
+from conftest import HOOK_RUN_FIELDS, ScriptFactory
+from tether import AgentProcess, ProcessConfig, TriggerEvent
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent, HookManager, HookRun
 from tether.hooks._history import HistoryRecorder
 from tether.hooks._records import OUTCOMES
 from tether.models import ScriptedModel
@@ -34,18 +25,13 @@ UPS = HookEvent.USER_PROMPT_SUBMIT
 PROMPT_DATA = {"prompt": "hello", "event_id": "e1", "trigger_id": "desk", "trigger_type": "manual"}
 
 
-def scripted(name: str = "triage", **config: Any) -> AgentProcess:
-    model = config.pop("model", None) or ScriptedModel()
-    return AgentProcess(name, ProcessConfig(model=model, **config))
-
-
-def completions(process: AgentProcess) -> Recorder:
-    """A task_completed recorder registered last (lowest priority), to wait for runs."""
-    return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
-
-
-async def finished(rec: Recorder, count: int = 1) -> None:
-    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) >= count, what="the runs")
+async def handled(process: AgentProcess, event: TriggerEvent | None = None) -> Recorder:
+    """Start ``process``, let it handle one ticket (``event`` or a default one), and stop it."""
+    rec = completions(process)
+    async with process:
+        await process.inject(event or ticket())
+        await finished(rec)
+    return rec
 
 
 def only(runs: list[HookRun]) -> HookRun:
@@ -76,35 +62,27 @@ async def hangs(ctx: HookContext) -> None:
 # -- outcomes from a real process ---------------------------------------------------------
 
 
-async def test_a_hook_that_changes_the_prompt_is_recorded_applied_with_its_patch_used() -> None:
+@pytest.mark.parametrize(
+    ("hook", "outcome", "patch_applied"),
+    [
+        pytest.param(appends_please, "applied", True, id="changes_the_prompt-applied_patch_used"),
+        pytest.param(reads_only, "passed", False, id="changes_nothing-passed"),
+    ],
+)
+async def test_a_hook_that_returns_is_recorded_applied_or_passed_by_what_it_changed(
+    hook: Callable[[HookContext], Awaitable[None]], outcome: str, patch_applied: bool
+) -> None:
     process = scripted()
-    process.hooks.register(UPS, appends_please)
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    process.hooks.register(UPS, hook)
+    await handled(process)
     run = only(process.hook_runs(event="user_prompt_submit"))
-    assert (run.outcome, run.patch_applied, run.error) == ("applied", True, None)
-
-
-async def test_a_hook_that_changes_nothing_is_recorded_passed() -> None:
-    process = scripted()
-    process.hooks.register(UPS, reads_only)
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
-    run = only(process.hook_runs(event="user_prompt_submit"))
-    assert (run.outcome, run.patch_applied, run.error) == ("passed", False, None)
+    assert (run.outcome, run.patch_applied, run.error) == (outcome, patch_applied, None)
 
 
 async def test_a_hook_that_blocks_is_recorded_blocked_with_its_reason() -> None:
     process = scripted()
     process.hooks.register(UPS, refuses)
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket("The printer is on fire"))
-        await finished(rec)
+    await handled(process, ticket("The printer is on fire"))
     run = only(process.hook_runs(event="user_prompt_submit"))
     assert run.outcome == "blocked"
     assert run.error == "prompts about printers are refused"
@@ -114,10 +92,7 @@ async def test_a_hook_that_blocks_is_recorded_blocked_with_its_reason() -> None:
 async def test_a_hook_that_raises_is_recorded_failed_with_the_error_text() -> None:
     process = scripted()
     process.hooks.register(UPS, crashes)
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    rec = await handled(process)
     run = only(process.hook_runs(event="user_prompt_submit"))
     assert (run.outcome, run.error) == ("failed", "the audit database is unreachable")
     assert rec.outcomes() == ["success"]  # an isolated error does not stop the run
@@ -126,10 +101,7 @@ async def test_a_hook_that_raises_is_recorded_failed_with_the_error_text() -> No
 async def test_a_hook_past_its_timeout_is_recorded_timed_out() -> None:
     process = scripted()
     process.hooks.register(UPS, hangs, timeout=0.05)
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    await handled(process)
     run = only(process.hook_runs(event="user_prompt_submit"))
     assert run.outcome == "timed_out"
     assert run.error is not None
@@ -147,10 +119,7 @@ async def test_a_command_hook_that_exits_non_zero_is_recorded_failed_with_its_st
         """
     )
     process = scripted(hooks=[HookConfig(event="user_prompt_submit", command=[script])])
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    await handled(process)
     run = only(process.hook_runs(event="user_prompt_submit"))
     assert run.outcome == "failed"
     assert run.error is not None
@@ -181,10 +150,7 @@ async def test_every_outcome_is_produced_by_real_dispatches_and_nothing_else() -
 async def test_a_record_names_the_hook_the_event_and_the_process() -> None:
     process = scripted("billing")
     hook_id = process.hooks.register(UPS, reads_only, name="prompt-audit")
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    await handled(process)
     run = only(process.hook_runs(event="user_prompt_submit"))
     assert (run.hook_id, run.hook_name, run.event, run.process_id) == (
         hook_id,
@@ -198,10 +164,7 @@ async def test_a_record_names_the_hook_the_event_and_the_process() -> None:
 async def test_a_callback_without_a_name_is_recorded_under_its_qualified_name() -> None:
     process = scripted()
     process.hooks.register(UPS, reads_only)
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    await handled(process)
     assert only(process.hook_runs(event="user_prompt_submit")).hook_name == "reads_only"
 
 
@@ -228,10 +191,7 @@ async def test_a_shared_managers_hook_is_recorded_with_source_shared() -> None:
     shared = HookManager()
     shared.register(UPS, reads_only, name="fleet-audit")
     process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()), hooks=shared)
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    await handled(process)
     run = only(process.hook_runs(hook="fleet-audit"))
     assert (run.source, run.process_id) == ("shared", "triage")
 
@@ -270,10 +230,7 @@ async def test_an_inherited_managers_hook_is_recorded_as_inherited() -> None:
 async def test_an_async_hook_is_recorded_with_mode_async() -> None:
     process = scripted()
     process.hooks.register(HookEvent.TASK_COMPLETED, reads_only_anything, mode="async")
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    await handled(process)
     run = only(process.hook_runs(hook="reads_only_anything"))
     assert (run.mode, run.outcome) == ("async", "passed")
 
@@ -341,10 +298,7 @@ async def test_a_prompt_change_undone_by_a_later_block_is_not_marked_applied() -
     process = scripted()
     process.hooks.register(UPS, appends_please, priority=10)
     process.hooks.register(UPS, refuses)
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    await handled(process)
     changed, blocker = process.hook_runs(event="user_prompt_submit")
     assert (changed.outcome, changed.patch_applied) == ("applied", False)
     assert blocker.outcome == "blocked"
@@ -354,10 +308,7 @@ async def test_a_prompt_change_followed_by_a_fail_closed_failure_is_not_marked_a
     process = scripted()
     process.hooks.register(UPS, appends_please, priority=10)
     process.hooks.register(UPS, crashes, fail_closed=True)
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    rec = await handled(process)
     changed, failing = process.hook_runs(event="user_prompt_submit")
     assert (changed.outcome, changed.patch_applied) == ("applied", False)
     assert failing.outcome == "failed"
@@ -369,10 +320,7 @@ async def test_a_changed_prompt_that_reaches_the_model_is_marked_applied() -> No
     process = scripted(model=model)
     process.hooks.register(UPS, appends_please)
     process.hooks.register(UPS, crashes, priority=-1)  # a plain failure does not block
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    await handled(process)
     assert model.prompts[0].endswith("Please answer in one sentence.")
     changed, _ = process.hook_runs(event="user_prompt_submit")
     assert changed.patch_applied is True
@@ -384,10 +332,7 @@ async def test_a_data_change_of_an_event_whose_data_is_not_used_is_applied_but_n
 
     process = scripted()
     process.hooks.register(HookEvent.TASK_COMPLETED, rewrites_outcome, name="rewrites_outcome")
-    rec = completions(process)
-    async with process:
-        await process.inject(ticket())
-        await finished(rec)
+    await handled(process)
     run = only(process.hook_runs(hook="rewrites_outcome"))
     assert (run.outcome, run.patch_applied) == ("applied", False)
 
@@ -592,26 +537,7 @@ async def test_a_record_serializes_to_json_ready_fields() -> None:
     manager.recorder = history = HistoryRecorder("p")
     await manager.dispatch(UPS, PROMPT_DATA)
     record = only(history.runs()).as_dict()
-    assert set(record) == {
-        "recorded_at",
-        "hook_id",
-        "hook_name",
-        "event",
-        "process_id",
-        "source",
-        "mode",
-        "outcome",
-        "duration_ms",
-        "error",
-        "patch_applied",
-        "dispatch_id",
-        "dispatch_depth",
-        "data_before",
-        "data_after",
-        "required",
-        "duration_shared",
-        "changes",
-    }
+    assert set(record) == HOOK_RUN_FIELDS
     assert datetime.fromisoformat(record["recorded_at"]).tzinfo is not None
 
 

@@ -7,14 +7,8 @@ from typing import Any
 from pydantic import SecretStr
 
 from _process_support import Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-)
+from tether import AgentProcess, ProcessConfig
+from tether.hooks import HookConfig, HookContext, HookEvent, HookManager
 from tether.hooks._history import HistoryRecorder
 from tether.models import ScriptedModel
 

@@ -7,6 +7,7 @@ ones do: from their own code or environment, never from the (already redacted) e
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,18 +15,34 @@ import pytest
 
 from _process_support import Recorder, eventually, ticket
 from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-)
+from tether import AgentProcess, ProcessConfig
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 CANARY = "canary-123"
 UPS = HookEvent.USER_PROMPT_SUBMIT
+
+
+#: Command hooks that each leak the canary one way.
+WRITES_IT_TO_STDERR = f"""
+import sys
+sys.stdin.read()
+sys.stderr.write("token {CANARY} was rejected")
+sys.exit(2)
+"""
+
+RETURNS_IT_AS_DATA = f"""
+import json, sys
+event = json.load(sys.stdin)
+data = dict(event["data"], prompt=event["data"]["prompt"] + " (key {CANARY})")
+print(json.dumps({{"data": data}}))
+"""
+
+WRITES_IT_TO_ITS_LOG_FIELD = f"""
+import json, sys
+sys.stdin.read()
+print(json.dumps({{"log": "used {CANARY}"}}))
+"""
 
 
 def secret_process(tmp_path: Path, **config: Any) -> AgentProcess:
@@ -63,6 +80,28 @@ async def run_one(process: AgentProcess, *, event: str = "ticket") -> None:
         await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="the run")
 
 
+async def run_with_hook(
+    tmp_path: Path,
+    event: HookEvent,
+    callback: Callable[[HookContext], Awaitable[None]],
+    **options: Any,
+) -> AgentProcess:
+    """Run one ticket through a secret-holding process with ``callback`` hooked to ``event``."""
+    process = secret_process(tmp_path)
+    process.hooks.register(event, callback, **options)
+    await run_one(process)
+    return process
+
+
+async def run_config_hook(tmp_path: Path, script: str) -> AgentProcess:
+    """Run one ticket through a secret-holding process with ``script`` as a prompt hook."""
+    process = secret_process(
+        tmp_path, hooks=[HookConfig(event="user_prompt_submit", command=script)]
+    )
+    await run_one(process)
+    return process
+
+
 @pytest.fixture(autouse=True)
 def _debug_logs(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
@@ -74,9 +113,7 @@ async def test_a_secret_in_a_callbacks_error_message_is_redacted_everywhere(
     async def leaks(ctx: HookContext) -> None:
         raise RuntimeError(f"login with {CANARY} refused")
 
-    process = secret_process(tmp_path)
-    process.hooks.register(UPS, leaks)
-    await run_one(process)
+    process = await run_with_hook(tmp_path, UPS, leaks)
     [run] = process.hook_runs(outcome="failed")
     assert run.error == "login with [REDACTED:K] refused"
     assert "[REDACTED:K]" in caplog.text
@@ -86,18 +123,8 @@ async def test_a_secret_in_a_callbacks_error_message_is_redacted_everywhere(
 async def test_a_secret_in_a_command_hooks_stderr_is_redacted_everywhere(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, make_script: ScriptFactory
 ) -> None:
-    script = make_script(
-        f"""
-        import sys
-        sys.stdin.read()
-        sys.stderr.write("token {CANARY} was rejected")
-        sys.exit(2)
-        """
-    )
-    process = secret_process(
-        tmp_path, hooks=[HookConfig(event="user_prompt_submit", command=script)]
-    )
-    await run_one(process)
+    script = make_script(WRITES_IT_TO_STDERR)
+    process = await run_config_hook(tmp_path, script)
     [run] = process.hook_runs(outcome="failed")
     assert run.error is not None
     assert "token [REDACTED:K] was rejected" in run.error
@@ -110,9 +137,7 @@ async def test_a_secret_in_a_block_reason_is_redacted_everywhere(
     async def refuses(ctx: HookContext) -> None:
         raise HookBlocked(f"{CANARY} may not be used here")
 
-    process = secret_process(tmp_path)
-    process.hooks.register(UPS, refuses)
-    await run_one(process)
+    process = await run_with_hook(tmp_path, UPS, refuses)
     [run] = process.hook_runs(outcome="blocked")
     assert run.error == "[REDACTED:K] may not be used here"
     assert process.dead_letters[0]["error"] == "[REDACTED:K] may not be used here"
@@ -139,9 +164,7 @@ async def test_a_secret_in_an_async_hooks_error_is_redacted_everywhere(
     async def leaks_later(ctx: HookContext) -> None:
         raise RuntimeError(f"webhook said {CANARY}")
 
-    process = secret_process(tmp_path)
-    process.hooks.register(HookEvent.TASK_COMPLETED, leaks_later, mode="async")
-    await run_one(process)
+    process = await run_with_hook(tmp_path, HookEvent.TASK_COMPLETED, leaks_later, mode="async")
     [run] = process.hook_runs(outcome="failed")
     assert (run.mode, run.error) == ("async", "webhook said [REDACTED:K]")
     assert_no_canary(process, tmp_path, caplog)
@@ -150,17 +173,8 @@ async def test_a_secret_in_an_async_hooks_error_is_redacted_everywhere(
 async def test_a_secret_a_command_hook_returns_as_data_is_redacted_everywhere(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, make_script: ScriptFactory
 ) -> None:
-    script = make_script(
-        f"""
-        import json, sys
-        event = json.load(sys.stdin)
-        data = dict(event["data"], prompt=event["data"]["prompt"] + " (key {CANARY})")
-        print(json.dumps({{"data": data}}))
-        """
-    )
-    hook = HookConfig(event="user_prompt_submit", command=script)
-    process = secret_process(tmp_path, hooks=[hook])
-    await run_one(process)
+    script = make_script(RETURNS_IT_AS_DATA)
+    process = await run_config_hook(tmp_path, script)
     [run] = process.hook_runs(event="user_prompt_submit")
     assert (run.outcome, run.patch_applied) == ("applied", True)
     assert_no_canary(process, tmp_path, caplog)
@@ -169,16 +183,8 @@ async def test_a_secret_a_command_hook_returns_as_data_is_redacted_everywhere(
 async def test_a_secret_a_command_hook_writes_to_its_log_field_stays_out_of_the_log(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, make_script: ScriptFactory
 ) -> None:
-    script = make_script(
-        f"""
-        import json, sys
-        sys.stdin.read()
-        print(json.dumps({{"log": "used {CANARY}"}}))
-        """
-    )
-    hook = HookConfig(event="user_prompt_submit", command=script)
-    process = secret_process(tmp_path, hooks=[hook])
-    await run_one(process)
+    script = make_script(WRITES_IT_TO_ITS_LOG_FIELD)
+    await run_config_hook(tmp_path, script)
     assert CANARY not in caplog.text
 
 

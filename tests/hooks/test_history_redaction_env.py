@@ -19,17 +19,9 @@ from pydantic import SecretStr
 
 from _process_support import eventually, ticket
 from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    AgentRuntime,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-    ShellHook,
-)
+from tether import AgentProcess, AgentRuntime, ProcessConfig
 from tether._redact import MIN_LEARNED_LENGTH, Redactor
+from tether.hooks import HookConfig, HookContext, HookEvent, HookManager, ShellHook
 from tether.models import ScriptedModel
 
 CANARY = "env-canary-7f3a9c"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from _process_support import children
+from _process_support import children, proc_state, read_pid
 from conftest import ScriptFactory
 from tether import CommandHookError, HookConfig, HookContext, HookEvent, HookManager, ShellHook
 from tether.hooks._errors import CommandHookTimeoutError
@@ -29,31 +29,6 @@ pytestmark = pytest.mark.skipif(
 
 def ctx() -> HookContext:
     return HookContext(HookEvent.TASK_COMPLETED, "p", {"outcome": "success"})
-
-
-def state(pid: int) -> str | None:
-    """The state letter of ``pid`` (``Z`` for a zombie), None once it is gone and reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
-def pid_in(path: Path) -> int | None:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None
-    return int(text) if text.endswith("\n") else None
-
-
-async def read_pid(path: Path, within: float = 10.0) -> int:
-    deadline = time.monotonic() + within
-    while (pid := pid_in(path)) is None:
-        assert time.monotonic() < deadline, f"{path} was never written"
-        await asyncio.sleep(0.01)
-    return pid
 
 
 def sh(script: str, timeout: float = 10.0) -> ShellHook:
@@ -71,8 +46,8 @@ async def test_a_setsid_grandchild_is_gone_when_its_hook_returns(tmp_path: Path)
     pidfile = tmp_path / "stray.pid"
     result = await sh(f"setsid sleep 300 & echo $! > {pidfile}; exit 0").run(ctx())
     assert result is None or result is not False
-    stray = await read_pid(pidfile)
-    assert state(stray) is None, "the detached sleep outlived its hook (or is a zombie)"
+    stray = await read_pid(pidfile, whole_line=True)
+    assert proc_state(stray) is None, "the detached sleep outlived its hook (or is a zombie)"
 
 
 async def test_a_setsid_grandchild_of_a_timed_out_hook_is_gone(tmp_path: Path) -> None:
@@ -80,7 +55,7 @@ async def test_a_setsid_grandchild_of_a_timed_out_hook_is_gone(tmp_path: Path) -
     hook = sh(f"setsid sleep 300 & echo $! > {pidfile}; sleep 60", timeout=0.3)
     with pytest.raises(CommandHookError, match="timed out"):
         await hook.run(ctx())
-    assert state(await read_pid(pidfile)) is None
+    assert proc_state(await read_pid(pidfile, whole_line=True)) is None
 
 
 async def test_a_detached_grandchild_ignoring_sigterm_is_killed_and_reaped(
@@ -89,15 +64,15 @@ async def test_a_detached_grandchild_ignoring_sigterm_is_killed_and_reaped(
     pidfile = tmp_path / "stray.pid"
     stubborn = f"trap '' TERM; echo $$ > {pidfile}; while :; do sleep 0.05; done"
     await sh(f'setsid /bin/sh -c "{stubborn}" & sleep 0.3; exit 0').run(ctx())
-    assert state(await read_pid(pidfile)) is None
+    assert proc_state(await read_pid(pidfile, whole_line=True)) is None
 
 
 async def test_the_children_of_a_detached_grandchild_die_too(tmp_path: Path) -> None:
     outer, inner = tmp_path / "outer.pid", tmp_path / "inner.pid"
     nested = f"sleep 300 & echo $! > {inner}; echo $$ > {outer}; wait"
     await sh(f"setsid /bin/sh -c '{nested}' & sleep 0.3; exit 0").run(ctx())
-    assert state(await read_pid(outer)) is None
-    assert state(await read_pid(inner)) is None
+    assert proc_state(await read_pid(outer, whole_line=True)) is None
+    assert proc_state(await read_pid(inner, whole_line=True)) is None
 
 
 async def test_the_runtime_becomes_a_child_subreaper_at_its_first_command_hook() -> None:
@@ -111,7 +86,7 @@ async def test_a_child_the_host_started_itself_survives_a_hooks_end() -> None:
     try:
         await sh("setsid sleep 300 & exit 0").run(ctx())
         assert own.returncode is None
-        assert state(own.pid) == "S"
+        assert proc_state(own.pid) == "S"
     finally:
         own.kill()
         await own.wait()
@@ -147,7 +122,7 @@ for line in sys.stdin:
 
 
 def alive(pid: int) -> bool:
-    return state(pid) not in (None, "Z")
+    return proc_state(pid) not in (None, "Z")
 
 
 def prompt(text: str) -> HookContext:
@@ -158,9 +133,9 @@ async def gone(pid: int, within: float = 5.0) -> bool:
     """Whether ``pid`` is gone and reaped within ``within`` seconds (a timeout's kill runs in
     the background)."""
     deadline = time.monotonic() + within
-    while state(pid) is not None and time.monotonic() < deadline:
+    while proc_state(pid) is not None and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
-    return state(pid) is None
+    return proc_state(pid) is None
 
 
 @pytest.fixture
@@ -175,12 +150,12 @@ async def test_a_persistent_hooks_setsid_grandchildren_are_gone_when_it_closes(
     hook = PersistentHook(spawner)
     for text in ("a", "b", "c"):
         await hook.run(prompt(text))
-    sleeps = [await read_pid(tmp_path / f"sleep-{n}.pid") for n in (1, 2, 3)]
+    sleeps = [await read_pid(tmp_path / f"sleep-{n}.pid", whole_line=True) for n in (1, 2, 3)]
     assert all(alive(pid) for pid in sleeps)  # while the program runs
 
     await hook.aclose()
 
-    assert [state(pid) for pid in sleeps] == [None, None, None]
+    assert [proc_state(pid) for pid in sleeps] == [None, None, None]
     assert children() <= before
 
 
@@ -195,11 +170,11 @@ async def test_closing_the_manager_kills_its_persistent_programs_setsid_grandchi
     for text in ("a", "b"):
         result = await manager.dispatch(HookEvent.USER_PROMPT_SUBMIT, {"prompt": text})
         assert result.errors == []
-    sleeps = [await read_pid(tmp_path / f"sleep-{n}.pid") for n in (1, 2)]
+    sleeps = [await read_pid(tmp_path / f"sleep-{n}.pid", whole_line=True) for n in (1, 2)]
 
     await manager.aclose()
 
-    assert [state(pid) for pid in sleeps] == [None, None]
+    assert [proc_state(pid) for pid in sleeps] == [None, None]
     assert children() <= before
 
 
@@ -214,14 +189,14 @@ async def test_a_timeout_restart_kills_the_old_programs_setsid_grandchildren(
             await hook.run(prompt("hang"))
         await hook.run(prompt("b"))  # a new program
         assert hook.starts == 2
-        old = [await read_pid(tmp_path / f"sleep-{n}.pid") for n in (1, 2)]
-        new = await read_pid(tmp_path / "sleep-3.pid")
+        old = [await read_pid(tmp_path / f"sleep-{n}.pid", whole_line=True) for n in (1, 2)]
+        new = await read_pid(tmp_path / "sleep-3.pid", whole_line=True)
 
         assert [await gone(pid) for pid in old] == [True, True]
         assert alive(new)  # the running program's own are left alone
     finally:
         await hook.aclose()
-    assert state(new) is None
+    assert proc_state(new) is None
     assert children() <= before
 
 
@@ -236,7 +211,7 @@ async def test_a_crashed_program_whose_setsid_grandchild_holds_its_stdout_is_see
         await hook.run(prompt("a"))
         with pytest.raises(CommandHookError, match="exited 3"):
             await hook.run(prompt("crash"))
-        sleeps = [await read_pid(tmp_path / f"sleep-{n}.pid") for n in (1, 2)]
+        sleeps = [await read_pid(tmp_path / f"sleep-{n}.pid", whole_line=True) for n in (1, 2)]
         assert [await gone(pid) for pid in sleeps] == [True, True]
     finally:
         await hook.aclose()

@@ -17,7 +17,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from tether import (
+from tether.hooks import (
     CommandHookError,
     HookConfig,
     HookContext,
@@ -86,13 +86,8 @@ def test_a_command_hook_config_carries_priority_once_tag_and_fail_closed() -> No
     )
 
     (info,) = manager.describe("user_prompt_submit")
-    assert (info.hook_id, info.priority, info.once, info.tag, info.fail_closed) == (
-        hook_id,
-        7,
-        True,
-        "policy",
-        True,
-    )
+    assert info.hook_id == hook_id
+    assert (info.priority, info.once, info.tag, info.fail_closed) == (7, True, "policy", True)
 
 
 async def test_a_once_command_hook_runs_its_program_on_the_first_event_only(

@@ -229,13 +229,8 @@ def test_register_config_carries_priority_once_tag_and_fail_closed() -> None:
     hook_id = manager.register_config(config)
 
     (info,) = manager.describe("user_prompt_submit")
-    assert (info.hook_id, info.priority, info.once, info.tag, info.fail_closed) == (
-        hook_id,
-        7,
-        True,
-        "policy",
-        True,
-    )
+    assert info.hook_id == hook_id
+    assert (info.priority, info.once, info.tag, info.fail_closed) == (7, True, "policy", True)
     assert info.source == "config"
 
 

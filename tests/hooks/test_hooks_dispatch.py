@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from _cancellation_support import sleep_until_cancelled
 
-from tether import (
+from tether.hooks import (
     DispatchResult,
     HookBlocked,
     HookContext,
@@ -976,12 +977,7 @@ async def test_cancelling_the_dispatching_task_cancels_the_running_hook() -> Non
 
     @manager.on(PROMPT)
     async def slow(ctx: HookContext) -> None:
-        started.set()
-        try:
-            await asyncio.sleep(10)
-        except asyncio.CancelledError:
-            cancelled.append(True)
-            raise
+        await sleep_until_cancelled(started, cancelled)
 
     task = asyncio.create_task(manager.dispatch(PROMPT))
     await started.wait()

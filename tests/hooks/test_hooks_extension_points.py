@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from _cancellation_support import sleep_until_cancelled
 
 from tether import HookErrorInfo, HookManager
 
@@ -186,12 +187,7 @@ async def test_aclose_cancels_a_deferred_call_that_is_running() -> None:
     cancelled: list[bool] = []
 
     async def handler() -> None:
-        started.set()
-        try:
-            await asyncio.sleep(10)
-        except asyncio.CancelledError:
-            cancelled.append(True)
-            raise
+        await sleep_until_cancelled(started, cancelled)
 
     manager.register(NAME, handler)
     manager.call_later(0, NAME)

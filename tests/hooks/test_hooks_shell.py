@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tether import (
+from tether.hooks import (
     SAFE_ENV_VARS,
     CommandHookError,
     HookBlocked,

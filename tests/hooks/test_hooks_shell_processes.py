@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from _process_support import pid_in, proc_state, read_pid
 from _shell_support import parent_of_a_stubborn_grandchild
 from tether import CommandHookError, HookContext, HookEvent, HookManager, ShellHook
 
@@ -23,17 +24,8 @@ def ctx() -> HookContext:
     return HookContext(HookEvent.TASK_COMPLETED, "p", {"outcome": "success"})
 
 
-def state(pid: int) -> str | None:
-    """The process state letter from /proc (``Z`` for a zombie), or None once it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
 def is_dead(pid: int) -> bool:
-    return state(pid) in (None, "Z")
+    return proc_state(pid) in (None, "Z")
 
 
 async def wait_dead(pid: int, within: float = 5.0) -> bool:
@@ -48,28 +40,11 @@ async def wait_dead(pid: int, within: float = 5.0) -> bool:
 async def wait_gone(pid: int, within: float = 5.0) -> bool:
     """Wait until the process is gone from /proc: dead and reaped."""
     deadline = time.monotonic() + within
-    while state(pid) is not None:
+    while proc_state(pid) is not None:
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.02)
     return True
-
-
-def pid_in(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except FileNotFoundError:
-        return None
-    return int(text) if text else None
-
-
-async def read_pid(path: Path, within: float = 5.0) -> int:
-    """Wait until a program has written its pid to ``path``."""
-    deadline = time.monotonic() + within
-    while (pid := pid_in(path)) is None:
-        assert time.monotonic() < deadline, f"{path} was never written"
-        await asyncio.sleep(0.01)
-    return pid
 
 
 def children() -> set[int]:
@@ -117,7 +92,7 @@ async def test_a_program_ignoring_sigterm_is_killed_and_reaped_before_run_return
 
     pid = pid_in(pidfile)
     assert pid is not None
-    assert state(pid) is None  # killed and already reaped: no zombie either
+    assert proc_state(pid) is None  # killed and already reaped: no zombie either
     assert not is_our_child(pid)
 
 
@@ -216,7 +191,7 @@ async def test_cancelling_run_kills_and_reaps_the_program_before_it_returns(
     with pytest.raises(asyncio.CancelledError):
         await task
 
-    assert state(pid) is None
+    assert proc_state(pid) is None
     assert not is_our_child(pid)
 
 

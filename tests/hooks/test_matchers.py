@@ -12,23 +12,20 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from _process_support import Recorder, eventually, ticket, write_until
-from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    ApprovalDecision,
-    ApprovalPolicy,
-    ApprovalRequest,
-    BudgetConfig,
-    ContextConfig,
-    FileWatchTrigger,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-    TriggerEvent,
+from _process_support import (
+    completions,
+    eventually,
+    finished,
+    scripted,
+    ticket,
+    write_until,
 )
+from _shell_support import appending_script
+from conftest import ScriptFactory
+from tether import AgentProcess, FileWatchTrigger, TriggerEvent
+from tether.agent import BudgetConfig, ContextConfig
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookConfig, HookContext, HookEvent, HookManager
 from tether.hooks._history import HistoryRecorder
 from tether.hooks._matcher import MATCHER_FIELDS
 from tether.manifest import ManifestError, parse_manifest
@@ -47,19 +44,6 @@ class Seen:
         self.data.append(dict(ctx.data))
 
 
-def scripted(**config: Any) -> AgentProcess:
-    model = config.pop("model", None) or ScriptedModel()
-    return AgentProcess("triage", ProcessConfig(model=model, **config))
-
-
-def done(process: AgentProcess) -> Recorder:
-    return Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1000)
-
-
-async def finished(rec: Recorder, count: int = 1) -> None:
-    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) >= count, what="the runs")
-
-
 def outcomes(process: AgentProcess, name: str) -> list[str]:
     return [run.outcome for run in process.hook_runs(hook=name)]
 
@@ -73,7 +57,7 @@ async def test_a_trigger_type_matcher_runs_the_hook_only_for_that_trigger_type()
     process.hooks.register(
         HookEvent.TASK_CREATED, webhooks, name="w", matcher={"trigger_type": "web*"}
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(TriggerEvent("desk", "webhook", {"ticket": "a"}))
         await process.inject(TriggerEvent("nightly", "cron", {}))
@@ -86,7 +70,7 @@ async def test_a_trigger_id_matcher_takes_a_list_of_patterns() -> None:
     seen = Seen()
     process = scripted()
     process.hooks.register(UPS, seen, name="s", matcher={"trigger_id": ["desk-*", "vip"]})
-    rec = done(process)
+    rec = completions(process)
     async with process:
         for trigger_id in ("desk-eu", "vip", "vip-2", "other"):
             await process.inject(ticket(trigger_id=trigger_id))
@@ -104,7 +88,7 @@ async def test_several_fields_must_all_match() -> None:
         name="s",
         matcher={"trigger_type": "webhook", "trigger_id": "desk"},
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(TriggerEvent("desk", "webhook", {}))
         await process.inject(TriggerEvent("desk", "manual", {}))
@@ -130,7 +114,7 @@ async def test_a_tool_name_matcher_runs_a_permission_request_hook_for_matching_t
     process.hooks.register(
         HookEvent.PERMISSION_REQUEST, mail_tools, name="mail", matcher={"tool_name": "send_*"}
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket())
         await finished(rec)
@@ -151,7 +135,7 @@ async def test_a_kind_matcher_runs_a_permission_denied_hook_for_that_kind_of_den
         name="approvals",
         matcher={"kind": ["approval", "guardrail"]},
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket())
         await process.inject(ticket("Over the daily limit"))
@@ -175,7 +159,7 @@ async def test_a_path_matcher_runs_a_file_changed_hook_only_for_matching_paths(
     process.hooks.register(
         HookEvent.FILE_CHANGED, invoices, name="invoices", matcher={"path": ["*.csv", "*.xlsx"]}
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await write_until(inbox / "tickets-1.txt", lambda: tickets.data)
         await finished(rec)
@@ -208,7 +192,7 @@ async def test_a_hook_config_matcher_is_applied_to_a_callback_hook() -> None:
             )
         ]
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(TriggerEvent("nightly", "cron", {}))
         await process.inject(ticket())
@@ -221,19 +205,12 @@ async def test_a_command_hook_whose_matcher_does_not_match_is_never_spawned(
     tmp_path: Path, make_script: ScriptFactory
 ) -> None:
     spawned = tmp_path / "spawned"
-    script = make_script(
-        f"""
-        import json, sys
-        event = json.load(sys.stdin)
-        with open({str(spawned)!r}, "a") as f:
-            f.write(event["data"]["trigger_id"] + "\\n")
-        """
-    )
+    script = appending_script(make_script, spawned, 'event["data"]["trigger_id"]')
     hook = HookConfig(
         event="user_prompt_submit", command=[script], matcher={"trigger_id": "billing"}
     )
     process = scripted(hooks=[hook])
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket(trigger_id="helpdesk"))
         await finished(rec)
@@ -345,7 +322,7 @@ async def test_a_once_hook_with_a_matcher_fires_on_the_first_matching_event() ->
     hook_id = process.hooks.register(
         HookEvent.TASK_CREATED, seen, once=True, matcher={"trigger_type": "cron"}
     )
-    rec = done(process)
+    rec = completions(process)
     async with process:
         await process.inject(ticket())
         assert hook_id in process.hooks  # a non-matching event does not use it up

@@ -3,7 +3,10 @@ decorator, in HookConfig and in a manifest, each checked when it is declared."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+import yaml
 
 from tether import HookContext, HookEvent, HookManager
 from tether.hooks._history import HistoryRecorder
@@ -58,41 +61,30 @@ def test_the_on_decorator_refuses_an_async_fail_closed_hook() -> None:
     assert len(hooks) == 0
 
 
-def test_a_manifest_hook_that_is_async_and_fail_closed_is_rejected_naming_both() -> None:
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        pytest.param(
+            {"mode": "async", "fail_closed": True},
+            ["hooks[0]", "async", "fail_closed"],
+            id="async_and_fail_closed-naming_both",
+        ),
+        pytest.param(
+            {"mode": "later"},
+            ["hooks[0].mode", "'sync'", "'async'"],
+            id="an_unknown_mode-naming_the_modes",
+        ),
+    ],
+)
+def test_a_manifest_hook_with_a_bad_mode_is_rejected(
+    options: dict[str, Any], named: list[str]
+) -> None:
+    hook = {"event": "task_created", "command": "notify", **options}
     with pytest.raises(ManifestError) as info:
-        parse_manifest(
-            """
-            name: triage
-            model: scripted
-            hooks:
-              - event: task_created
-                command: notify
-                mode: async
-                fail_closed: true
-            """
-        )
+        parse_manifest(yaml.safe_dump({"name": "triage", "model": "scripted", "hooks": [hook]}))
     message = str(info.value)
-    assert "hooks[0]" in message
-    assert "async" in message
-    assert "fail_closed" in message
-
-
-def test_a_manifest_hook_with_an_unknown_mode_is_rejected_naming_the_modes() -> None:
-    with pytest.raises(ManifestError) as info:
-        parse_manifest(
-            """
-            name: triage
-            model: scripted
-            hooks:
-              - event: task_created
-                command: notify
-                mode: later
-            """
-        )
-    message = str(info.value)
-    assert "hooks[0].mode" in message
-    assert "'sync'" in message
-    assert "'async'" in message
+    for part in named:
+        assert part in message
 
 
 @pytest.mark.parametrize(

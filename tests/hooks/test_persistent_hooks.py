@@ -7,11 +7,10 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 import pytest
 
-from _process_support import eventually
+from _process_support import eventually, proc_state
 from conftest import ScriptFactory
 from tether import CommandHookError, HookContext, HookEvent, HookManager
 from tether.hooks._errors import CommandHookTimeoutError
@@ -48,11 +47,7 @@ def gone(pid: int) -> Callable[[], bool]:
     """True once ``pid`` has ended (gone, or a zombie its new parent has yet to reap)."""
 
     def check() -> bool:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except FileNotFoundError:
-            return True
-        return stat.rsplit(")", 1)[1].split()[0] == "Z"
+        return proc_state(pid) in (None, "Z")
 
     return check
 
@@ -72,6 +67,28 @@ def server(
 ) -> Callable[..., PersistentHook]:
     def make(**options: object) -> PersistentHook:
         hook = PersistentHook([make_script(SERVER)], **options)  # type: ignore[arg-type]
+        hooks.append(hook)
+        return hook
+
+    return make
+
+
+@pytest.fixture
+def answering(
+    make_script: ScriptFactory, hooks: list[PersistentHook]
+) -> Callable[..., PersistentHook]:
+    """A persistent hook whose program answers each request ``line`` with its id and ``fields``
+    (Python source of the rest of the answer dict), after the statement ``before``."""
+
+    def make(fields: str, before: str = "", **options: object) -> PersistentHook:
+        script = make_script(
+            "import json, sys\n"
+            "for line in sys.stdin:\n"
+            "    request = json.loads(line)\n"
+            + (f"    {before}\n" if before else "")
+            + f'    print(json.dumps({{"id": request["id"], {fields}}}), flush=True)\n'
+        )
+        hook = PersistentHook([script], **options)  # type: ignore[arg-type]
         hooks.append(hook)
         return hook
 
@@ -307,19 +324,9 @@ async def test_a_program_that_ignores_its_closed_stdin_is_killed_on_close(
 
 
 async def test_a_line_that_is_not_an_answer_is_skipped(
-    make_script: ScriptFactory, hooks: list[PersistentHook], caplog: pytest.LogCaptureFixture
+    answering: Callable[..., PersistentHook], caplog: pytest.LogCaptureFixture
 ) -> None:
-    script = make_script(
-        """
-        import json, sys
-        for line in sys.stdin:
-            request = json.loads(line)
-            print("hello from a raw program", flush=True)
-            print(json.dumps({"id": request["id"], "reason": "fine"}), flush=True)
-        """
-    )
-    hook = PersistentHook([script])
-    hooks.append(hook)
+    hook = answering('"reason": "fine"', before='print("hello from a raw program", flush=True)')
 
     answer = await hook.run(ctx("a"))
 
@@ -328,36 +335,18 @@ async def test_a_line_that_is_not_an_answer_is_skipped(
 
 
 async def test_an_answer_that_breaks_the_rules_is_that_events_error(
-    make_script: ScriptFactory, hooks: list[PersistentHook]
+    answering: Callable[..., PersistentHook],
 ) -> None:
-    script = make_script(
-        """
-        import json, sys
-        for line in sys.stdin:
-            request = json.loads(line)
-            print(json.dumps({"id": request["id"], "data": [1, 2]}), flush=True)
-        """
-    )
-    hook = PersistentHook([script])
-    hooks.append(hook)
+    hook = answering('"data": [1, 2]')
 
     with pytest.raises(CommandHookError, match="'data' must be a JSON object, got list"):
         await hook.run(ctx("a"))
 
 
 async def test_a_line_over_max_output_bytes_kills_the_program(
-    make_script: ScriptFactory, hooks: list[PersistentHook]
+    answering: Callable[..., PersistentHook],
 ) -> None:
-    script = make_script(
-        """
-        import json, sys
-        for line in sys.stdin:
-            request = json.loads(line)
-            print(json.dumps({"id": request["id"], "log": "x" * 5000}), flush=True)
-        """
-    )
-    hook = PersistentHook([script], max_output_bytes=1000)
-    hooks.append(hook)
+    hook = answering('"log": "x" * 5000', max_output_bytes=1000)
 
     with pytest.raises(CommandHookError, match="longer than max_output_bytes"):
         await hook.run(ctx("a"))
@@ -380,18 +369,9 @@ def test_a_bad_backoff_is_refused_when_the_hook_is_made() -> None:
 
 
 async def test_the_request_line_is_the_envelope_with_an_id(
-    make_script: ScriptFactory, hooks: list[PersistentHook]
+    answering: Callable[..., PersistentHook],
 ) -> None:
-    script = make_script(
-        """
-        import json, sys
-        for line in sys.stdin:
-            request = json.loads(line)
-            print(json.dumps({"id": request["id"], "log": line}), flush=True)
-        """
-    )
-    hook = PersistentHook([script])
-    hooks.append(hook)
+    hook = answering('"log": line')
     context = ctx("hello")
 
     answer = await hook.run(context)

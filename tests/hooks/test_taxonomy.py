@@ -10,18 +10,10 @@ from typing import Any
 import pytest
 
 from _process_support import Recorder, eventually, ticket, write_until
-from tether import (
-    BLOCKABLE_EVENTS,
-    AgentProcess,
-    ApprovalDecision,
-    ApprovalPolicy,
-    ApprovalRequest,
-    BudgetConfig,
-    ContextConfig,
-    FileWatchTrigger,
-    HookEvent,
-    ProcessConfig,
-)
+from tether import AgentProcess, FileWatchTrigger, ProcessConfig
+from tether.agent import BudgetConfig, ContextConfig
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import BLOCKABLE_EVENTS, HookEvent
 from tether.hooks._matcher import MATCHER_FIELDS
 from tether.hooks._taxonomy import describe_events
 from tether.models import ScriptedModel

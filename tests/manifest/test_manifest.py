@@ -8,19 +8,16 @@ from pathlib import Path
 import pytest
 
 from _manifest_support import problems, write
-from tether import (
-    AgentManifest,
-    HookConfig,
-    ManifestError,
-    ProcessConfig,
-    WebhookTrigger,
-    load_manifest,
-    manifest_to_process_config,
-)
+from tether import ProcessConfig, WebhookTrigger
+from tether.hooks import HookConfig
 from tether.manifest import (
     CODE_ONLY,
+    AgentManifest,
+    ManifestError,
     ProcessSpec,
+    load_manifest,
     manifest_json_schema,
+    manifest_to_process_config,
     parse_manifest,
     render_json_schema,
     shipped_json_schema,
@@ -203,21 +200,153 @@ def test_the_manifest_folder_is_a_built_in_variable(tmp_path: Path) -> None:
     assert manifest.hooks[0].command == ["python3", f"{tmp_path.resolve()}/hooks/notify.py"]
 
 
-def test_a_missing_variable_names_the_variable_the_path_and_the_line(tmp_path: Path) -> None:
-    found = problems(
-        tmp_path,
-        """\
-        name: a
-        hooks:
-          - event: task_completed
-            command: x
-            env: {SLACK_TOKEN: "${SLACK_TOKEN}"}
-        """,
-    )
-    assert found == [
-        "5: hooks[0].env.SLACK_TOKEN: environment variable 'SLACK_TOKEN' is not set "
-        "(set it, or give a default: ${SLACK_TOKEN:-default})"
-    ]
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            """\
+            name: a
+            hooks:
+              - event: task_completed
+                command: x
+                env: {SLACK_TOKEN: "${SLACK_TOKEN}"}
+            """,
+            [
+                "5: hooks[0].env.SLACK_TOKEN: environment variable 'SLACK_TOKEN' is not set "
+                "(set it, or give a default: ${SLACK_TOKEN:-default})"
+            ],
+            id="a_missing_variable_names_the_variable_the_path_and_the_line",
+        ),
+        pytest.param(
+            """\
+            name: a
+            max_turns: many
+            triggers:
+              - type: webhook
+                webhook_path: /t
+                webhook_port: [1]
+            context:
+              state_tool: maybe
+            """,
+            [
+                "2: max_turns: Input should be a valid integer, unable to parse string as an "
+                "integer (got 'many')",
+                "6: triggers[0].webhook_port: Input should be a valid integer (got a list)",
+                "8: context.state_tool: Input should be a valid boolean, unable to interpret input "
+                "(got 'maybe')",
+            ],
+            id="wrong_types_name_the_path_the_line_and_the_value",
+        ),
+        pytest.param(
+            """\
+            name: a
+            triggers:
+              - {type: webhook, webhook_path: /t}
+              - type: cron
+                cron: "* * * * *"
+                cron_expression: "* * * * *"
+            approval: {tools: [x], handler: mine}
+            colour: blue
+            """,
+            [
+                "5: triggers[1].cron: unknown key 'cron'; allowed keys: id, type, "
+                "cron_expression, payload",
+                "7: approval.handler: unknown key 'handler'; allowed keys: tools",
+                "8: colour: unknown key 'colour'; allowed keys: "
+                + ", ".join(k for k in AgentManifest.model_fields),
+            ],
+            id="unknown_keys_name_the_key_and_its_path",
+        ),
+        pytest.param(
+            """\
+            name: a
+            hooks:
+              - event: user_prompt_submit
+                callback: mymodule.no_passwords
+            """,
+            [
+                "3: hooks[0]: a manifest hook runs a 'command'; Python callbacks are registered in "
+                "code (process.hooks)"
+            ],
+            id="a_hook_with_a_callback_is_the_documented_error",
+        ),
+        pytest.param(
+            "name: a\nhooks:\n  - {event: task_created, command: x, callback: y}\n",
+            [
+                "3: hooks[0]: a manifest hook runs a 'command'; Python callbacks are registered in "
+                "code (process.hooks)"
+            ],
+            id="a_hook_with_both_command_and_callback_is_refused",
+        ),
+        pytest.param(
+            "name: a\nhooks:\n  - event: task_created\n    timeout: 3\n",
+            ["3: hooks[0].command: missing required key 'command'"],
+            id="a_hook_with_neither_command_nor_callback_is_refused",
+        ),
+        pytest.param(
+            "name: a\ntriggers:\n  - type: cron\n    cron_expression: every day\n",
+            [
+                "4: triggers[0].cron_expression: cron_expression 'every day' does not parse; "
+                "expected five fields (minute hour day-of-month month day-of-week), "
+                "e.g. '*/5 * * * *'"
+            ],
+            id="a_cron_expression_that_does_not_parse_is_refused",
+        ),
+        pytest.param(
+            """\
+            name: a
+            triggers:
+              - {type: webhook, webhook_path: /tickets, webhook_port: 9782}
+              - {type: webhook, webhook_path: /other, webhook_port: 9782}
+              - {type: webhook, webhook_path: /tickets, webhook_port: 9782}
+            """,
+            [
+                "5: triggers[2].webhook_path: webhook path /tickets on port 9782 is already served "
+                "by triggers[0]"
+            ],
+            id="two_webhooks_on_one_port_and_path_clash",
+        ),
+        pytest.param(
+            """\
+            name: a
+            triggers:
+              - {type: webhook, webhook_path: /a, webhook_port: 9782}
+              - {type: webhook, webhook_path: /b, webhook_port: 9782, webhook_host: 0.0.0.0}
+            """,
+            [
+                "4: triggers[1].webhook_host: port 9782 is served on 127.0.0.1 by triggers[0]; "
+                "one port listens on one host"
+            ],
+            id="one_port_cannot_listen_on_two_hosts",
+        ),
+        pytest.param(
+            "name: a\ntriggers:\n  - {type: event, id: x, event_type: a}\n"
+            "  - {type: event, id: x, event_type: b}\n",
+            ["4: triggers[1].id: trigger id 'x' is already used by triggers[0]"],
+            id="duplicate_trigger_ids_are_refused",
+        ),
+        pytest.param(
+            "name: a\ntriggers:\n  - {type: email}\n  - {webhook_path: /x}\n",
+            [
+                "3: triggers[0]: unknown trigger type 'email'; expected one of 'cron', 'webhook', "
+                "'file_watch', 'event'",
+                "4: triggers[1]: a trigger needs a 'type': one of 'cron', 'webhook', "
+                "'file_watch', 'event'",
+            ],
+            id="unknown_trigger_types_and_missing_types_are_named",
+        ),
+        pytest.param(
+            "name: a\nmodel: scripted\nname: b\n",
+            ["3: name: duplicate key 'name'"],
+            id="duplicate_keys_are_reported",
+        ),
+    ],
+)
+def test_a_manifest_problem_is_reported_at_its_line(
+    tmp_path: Path, text: str, expected: list[str]
+) -> None:
+    """Each problem of a bad manifest, with its line and path."""
+    assert problems(tmp_path, text) == expected
 
 
 def test_a_set_but_empty_variable_takes_the_default(tmp_path: Path) -> None:
@@ -254,29 +383,6 @@ def test_a_missing_file_is_a_manifest_error(tmp_path: Path) -> None:
         load_manifest(tmp_path / "nope.agent")
 
 
-def test_wrong_types_name_the_path_the_line_and_the_value(tmp_path: Path) -> None:
-    found = problems(
-        tmp_path,
-        """\
-        name: a
-        max_turns: many
-        triggers:
-          - type: webhook
-            webhook_path: /t
-            webhook_port: [1]
-        context:
-          state_tool: maybe
-        """,
-    )
-    assert found == [
-        "2: max_turns: Input should be a valid integer, unable to parse string as an integer "
-        "(got 'many')",
-        "6: triggers[0].webhook_port: Input should be a valid integer (got a list)",
-        "8: context.state_tool: Input should be a valid boolean, unable to interpret input "
-        "(got 'maybe')",
-    ]
-
-
 def test_a_wrong_type_where_a_secret_may_be_does_not_echo_the_value(tmp_path: Path) -> None:
     found = problems(
         tmp_path,
@@ -291,44 +397,6 @@ def test_a_wrong_type_where_a_secret_may_be_does_not_echo_the_value(tmp_path: Pa
     assert "8675309123" not in found[0]
 
 
-def test_unknown_keys_name_the_key_and_its_path(tmp_path: Path) -> None:
-    found = problems(
-        tmp_path,
-        """\
-        name: a
-        triggers:
-          - {type: webhook, webhook_path: /t}
-          - type: cron
-            cron: "* * * * *"
-            cron_expression: "* * * * *"
-        approval: {tools: [x], handler: mine}
-        colour: blue
-        """,
-    )
-    assert found == [
-        "5: triggers[1].cron: unknown key 'cron'; allowed keys: id, type, cron_expression, payload",
-        "7: approval.handler: unknown key 'handler'; allowed keys: tools",
-        "8: colour: unknown key 'colour'; allowed keys: "
-        + ", ".join(k for k in AgentManifest.model_fields),
-    ]
-
-
-def test_a_hook_with_a_callback_is_the_documented_error(tmp_path: Path) -> None:
-    found = problems(
-        tmp_path,
-        """\
-        name: a
-        hooks:
-          - event: user_prompt_submit
-            callback: mymodule.no_passwords
-        """,
-    )
-    assert found == [
-        "3: hooks[0]: a manifest hook runs a 'command'; Python callbacks are registered in "
-        "code (process.hooks)"
-    ]
-
-
 def test_the_callback_error_reads_as_documented_in_the_message() -> None:
     with pytest.raises(ManifestError) as caught:
         parse_manifest(
@@ -338,88 +406,6 @@ def test_the_callback_error_reads_as_documented_in_the_message() -> None:
         "triage.agent:3: hooks[0]: a manifest hook runs a 'command'; Python callbacks are "
         "registered in code (process.hooks)"
     )
-
-
-def test_a_hook_with_both_command_and_callback_is_refused(tmp_path: Path) -> None:
-    found = problems(
-        tmp_path, "name: a\nhooks:\n  - {event: task_created, command: x, callback: y}\n"
-    )
-    assert found == [
-        "3: hooks[0]: a manifest hook runs a 'command'; Python callbacks are registered in "
-        "code (process.hooks)"
-    ]
-
-
-def test_a_hook_with_neither_command_nor_callback_is_refused(tmp_path: Path) -> None:
-    found = problems(tmp_path, "name: a\nhooks:\n  - event: task_created\n    timeout: 3\n")
-    assert found == ["3: hooks[0].command: missing required key 'command'"]
-
-
-def test_a_cron_expression_that_does_not_parse_is_refused(tmp_path: Path) -> None:
-    found = problems(
-        tmp_path, "name: a\ntriggers:\n  - type: cron\n    cron_expression: every day\n"
-    )
-    assert found == [
-        "4: triggers[0].cron_expression: cron_expression 'every day' does not parse; expected "
-        "five fields (minute hour day-of-month month day-of-week), e.g. '*/5 * * * *'"
-    ]
-
-
-def test_two_webhooks_on_one_port_and_path_clash(tmp_path: Path) -> None:
-    found = problems(
-        tmp_path,
-        """\
-        name: a
-        triggers:
-          - {type: webhook, webhook_path: /tickets, webhook_port: 9782}
-          - {type: webhook, webhook_path: /other, webhook_port: 9782}
-          - {type: webhook, webhook_path: /tickets, webhook_port: 9782}
-        """,
-    )
-    assert found == [
-        "5: triggers[2].webhook_path: webhook path /tickets on port 9782 is already served "
-        "by triggers[0]"
-    ]
-
-
-def test_one_port_cannot_listen_on_two_hosts(tmp_path: Path) -> None:
-    found = problems(
-        tmp_path,
-        """\
-        name: a
-        triggers:
-          - {type: webhook, webhook_path: /a, webhook_port: 9782}
-          - {type: webhook, webhook_path: /b, webhook_port: 9782, webhook_host: 0.0.0.0}
-        """,
-    )
-    assert found == [
-        "4: triggers[1].webhook_host: port 9782 is served on 127.0.0.1 by triggers[0]; one port "
-        "listens on one host"
-    ]
-
-
-def test_duplicate_trigger_ids_are_refused(tmp_path: Path) -> None:
-    found = problems(
-        tmp_path,
-        "name: a\ntriggers:\n  - {type: event, id: x, event_type: a}\n"
-        "  - {type: event, id: x, event_type: b}\n",
-    )
-    assert found == ["4: triggers[1].id: trigger id 'x' is already used by triggers[0]"]
-
-
-def test_unknown_trigger_types_and_missing_types_are_named(tmp_path: Path) -> None:
-    found = problems(tmp_path, "name: a\ntriggers:\n  - {type: email}\n  - {webhook_path: /x}\n")
-    assert found == [
-        "3: triggers[0]: unknown trigger type 'email'; expected one of 'cron', 'webhook', "
-        "'file_watch', 'event'",
-        "4: triggers[1]: a trigger needs a 'type': one of 'cron', 'webhook', 'file_watch', 'event'",
-    ]
-
-
-def test_duplicate_keys_are_reported(tmp_path: Path) -> None:
-    assert problems(tmp_path, "name: a\nmodel: scripted\nname: b\n") == [
-        "3: name: duplicate key 'name'"
-    ]
 
 
 def test_code_only_fields_and_bad_names_and_versions_are_refused(tmp_path: Path) -> None:

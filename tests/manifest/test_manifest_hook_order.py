@@ -8,22 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from _manifest_support import problems, write
+from _manifest_support import ORDERED, problems, write
 from tether import ManifestError, load_manifest
 
-FORWARD = """\
-    version: 1
-    name: ordered
-    hooks:
-      - event: task_created
-        command: ["true"]
-        name: report
-        after: [redact]
-      - event: task_created
-        command: ["true"]
-        name: redact
-        after: [audit]
-    """
+FORWARD = ORDERED.format(field="after", target="audit")
 
 CYCLE = """\
     version: 1

@@ -6,23 +6,15 @@ from __future__ import annotations
 
 import sys
 import textwrap
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from _process_support import eventually, ticket
-from tether import (
-    AgentProcess,
-    AgentRuntime,
-    HookManager,
-    Plugin,
-    PluginContext,
-    PluginError,
-    ProcessConfig,
-    implements,
-)
+from conftest import Install
+from tether import AgentProcess, AgentRuntime, ProcessConfig
+from tether.hooks import HookManager, Plugin, PluginContext, PluginError, implements
 from tether.hooks._plugin import register_plugin
 from tether.manifest import (
     ManifestError,
@@ -48,8 +40,6 @@ async def runtime() -> AsyncIterator[AgentRuntime]:
     await runtime.stop_all()
 
 
-Install = Callable[..., str]
-
 ACME = """\
 from tether import Plugin
 
@@ -71,29 +61,6 @@ class AcmePlugin(Plugin):
     async def on_task_complete(self, ctx):
         pass
 """
-
-
-@pytest.fixture
-def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
-    """Install a tiny distribution declaring a ``tether.plugins`` entry point on sys.path."""
-    modules: list[str] = []
-    site = tmp_path / "site-packages"
-    site.mkdir()
-
-    def make(source: str = ACME) -> str:
-        module = f"acme_manifest_{uuid.uuid4().hex[:8]}"
-        modules.append(module)
-        (site / f"{module}.py").write_text(source)
-        dist = site / f"{module}-1.0.dist-info"
-        dist.mkdir()
-        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
-        (dist / "entry_points.txt").write_text(f"[tether.plugins]\nacme = {module}:AcmePlugin\n")
-        return module
-
-    monkeypatch.syspath_prepend(str(site))
-    yield make
-    for module in modules:
-        sys.modules.pop(module, None)
 
 
 def problems(error: ManifestError) -> list[tuple[str, int | None, str]]:
@@ -121,9 +88,9 @@ async def test_a_manifest_plugin_is_active_on_the_process(
 
 
 async def test_a_third_party_plugin_named_in_a_manifest_is_activated_and_runs(
-    tmp_path: Path, runtime: AgentRuntime, install: Install
+    tmp_path: Path, runtime: AgentRuntime, install_plugin: Install
 ) -> None:
-    module = install()
+    module = install_plugin(ACME)
     process = await runtime.add_manifest(
         write(tmp_path, "name: triage\nmodel: scripted\nplugins: [acme]\n")
     )
@@ -154,9 +121,9 @@ def test_a_plugin_named_twice_is_a_manifest_error(tmp_path: Path) -> None:
 
 
 def test_an_installed_plugin_is_a_known_name_but_stays_unimported(
-    tmp_path: Path, install: Install
+    tmp_path: Path, install_plugin: Install
 ) -> None:
-    module = install()
+    module = install_plugin(ACME)
     load_manifest(write(tmp_path, "name: triage\nplugins: [acme]\n"), environ={})
     assert module not in sys.modules  # validating a name imports nothing
 
@@ -308,9 +275,9 @@ def test_on_attributes_that_are_data_or_extension_points_are_allowed() -> None:
 
 
 async def test_a_misspelled_entry_point_plugin_named_in_a_manifest_is_refused(
-    tmp_path: Path, runtime: AgentRuntime, install: Install
+    tmp_path: Path, runtime: AgentRuntime, install_plugin: Install
 ) -> None:
-    install(MISSPELLED)
+    install_plugin(MISSPELLED)
     path = write(tmp_path, "name: triage\nmodel: scripted\nplugins: [acme]\n")
     with pytest.raises(PluginError, match="did you mean on_task_completed"):
         await runtime.add_manifest(path)

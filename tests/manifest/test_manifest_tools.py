@@ -9,15 +9,10 @@ from typing import Any
 
 import pytest
 
-from _manifest_support import problems, write
+from _manifest_support import problems, write, write_manifest
 from _process_support import Recorder, run_task
-from tether import (
-    AgentProcess,
-    HookEvent,
-    ProcessConfig,
-    load_manifest,
-    manifest_to_process_config,
-)
+from tether import AgentProcess, ProcessConfig, load_manifest, manifest_to_process_config
+from tether.hooks import HookEvent
 from tether.models import ScriptedModel
 
 
@@ -140,17 +135,13 @@ def test_a_claude_code_hooks_file_that_cannot_be_mapped_is_a_manifest_problem(
 
 
 def test_a_manifest_hook_may_speak_the_claude_code_protocol(tmp_path: Path) -> None:
-    path = write(
-        tmp_path,
-        """\
-        name: shop
-        hooks:
-          - event: pre_tool_use
-            command: ["guard"]
-            protocol: claude-code
-            matcher: {tool_name: "re:^mcp__"}
-        """,
-    )
+    guard = {
+        "event": "pre_tool_use",
+        "command": ["guard"],
+        "protocol": "claude-code",
+        "matcher": {"tool_name": "re:^mcp__"},
+    }
+    path = write_manifest(tmp_path / "shop.agent", name="shop", hooks=[guard])
     [hook] = manifest_to_process_config(load_manifest(path, environ={})).hooks
     assert hook.protocol == "claude-code"
     assert hook.matcher == {"tool_name": "re:^mcp__"}

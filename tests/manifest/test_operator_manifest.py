@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from _manifest_support import problems, write
+from _manifest_support import problems, write, write_manifest
 from tether import ManifestError, load_manifest
 from tether.manifest import parse_manifest
 
@@ -167,16 +167,12 @@ def test_references_in_secrets_are_kept_as_written_defaults_included(tmp_path: P
 
 
 def test_a_key_named_secrets_below_the_top_level_is_resolved(tmp_path: Path) -> None:
-    path = write(
-        tmp_path,
-        """\
-        name: a
-        triggers:
-          - type: cron
-            cron_expression: "0 9 * * *"
-            payload: {secrets: "${WHERE:-vault}"}
-        """,
-    )
+    cron = {
+        "type": "cron",
+        "cron_expression": "0 9 * * *",
+        "payload": {"secrets": "${WHERE:-vault}"},
+    }
+    path = write_manifest(tmp_path / "a.agent", name="a", triggers=[cron])
     manifest = load_manifest(path, environ={})
     assert manifest.triggers[0].payload == {"secrets": "vault"}  # type: ignore[union-attr]
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from _process_support import Messages, Tools
 from tether.models import ModelConfigError, ModelReply, OpenAIModel, ScriptedModel, resolve_model
 
 
@@ -30,9 +31,7 @@ def test_an_object_with_complete_is_returned_as_it_is() -> None:
     class Mine:
         name = "mine"
 
-        async def complete(
-            self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-        ) -> ModelReply:
+        async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
             return ModelReply(content="mine", tool_calls=[])
 
         async def aclose(self) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import GatedModel, Recorder, completions, eventually, ticket
+from _process_support import GatedModel, Recorder, completions, eventually, run_one_task, ticket
 from tether import AgentProcess, GuardrailConfig, HookBlocked, HookEvent, ProcessConfig
 from tether.models import ScriptedModel
 from tether.plugins.debrief import SCHEMA_VERSION, DebriefPlugin, debrief_prompt
@@ -31,6 +31,9 @@ FIELDS = {
     "error",
 }
 
+#: The ticket these tests send (its order is the one the failing tool looks up).
+TICKET = "Order A-1 is late"
+
 
 async def lookup_order(order: str) -> str:
     """Look up an order by its number."""
@@ -50,7 +53,7 @@ def make_process(
     return AgentProcess("triage", ProcessConfig(model=model, plugins=[debrief], **config)), model
 
 
-async def run_task(process: AgentProcess, rec: Recorder, text: str = "Order A-1 is late") -> str:
+async def run_task(process: AgentProcess, rec: Recorder, text: str = TICKET) -> str:
     before = len(rec.outcomes())
     event_id = await process.inject(ticket(text))
     await eventually(lambda: len(rec.outcomes()) > before, what="task_completed")
@@ -95,9 +98,7 @@ async def test_debrief_does_not_run_after_a_successful_task_by_default() -> None
 
 async def test_debrief_on_all_runs_after_a_successful_task_too() -> None:
     process, _ = make_process(DebriefPlugin(on="all"), fail=False)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     artifact = debrief_of(process, event_id)
     assert artifact is not None
@@ -109,9 +110,7 @@ async def test_the_environment_variable_turns_on_debriefs_of_every_task(
 ) -> None:
     monkeypatch.setenv("TETHER_DEBRIEF_ON", "all")
     process, _ = make_process(fail=False)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     assert debrief_of(process, event_id) is not None
 
@@ -219,9 +218,7 @@ def test_the_prompt_asks_about_the_environment_then_blockers_then_changes() -> N
 
 async def test_the_prompt_goes_to_the_agent_with_the_run_in_context_and_no_tools() -> None:
     process, model = make_process()
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     run, debrief = model.requests
     assert "tools" not in debrief
@@ -234,9 +231,7 @@ async def test_the_prompt_goes_to_the_agent_with_the_run_in_context_and_no_tools
 
 async def test_the_artifact_has_the_documented_fields() -> None:
     process, _ = make_process()
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     artifact = debrief_of(process, event_id)
     assert artifact is not None
@@ -263,9 +258,7 @@ async def test_the_artifact_is_a_file_beside_the_task_in_the_artifacts_folder(
     tmp_path: Path,
 ) -> None:
     process, _ = make_process(artifacts_dir=str(tmp_path))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     path = tmp_path / f"{event_id}.debrief.json"
     assert json.loads(path.read_text(encoding="utf-8"))["task_id"] == event_id
@@ -277,9 +270,7 @@ async def test_the_artifact_names_the_model_that_ran_the_task() -> None:
     ran.name = "escalation-model"
     process, default = make_process()
     process.hooks.register("model.for_run", lambda **kw: ran)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     artifact = debrief_of(process, event_id)
     assert artifact is not None
@@ -319,9 +310,7 @@ async def test_the_debrief_deadline_can_be_set_by_environment(
         model.latency = 30.0
 
     process.hooks.register(HookEvent.TASK_COMPLETED, slow_down, priority=1000)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     artifact = debrief_of(process, event_id)
     assert artifact is not None

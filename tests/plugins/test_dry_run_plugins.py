@@ -14,18 +14,10 @@ import httpx
 import pytest
 
 from _process_support import Recorder, eventually, ticket
+from _shell_support import appending_script
 from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    AgentRuntime,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    OrchestrationAPI,
-    Plugin,
-    PluginContext,
-    ProcessConfig,
-)
+from tether import AgentProcess, AgentRuntime, OrchestrationAPI, ProcessConfig
+from tether.hooks import HookConfig, HookContext, HookEvent, Plugin, PluginContext
 from tether.plugins.debrief import DRY_RUN_ERROR, DebriefPlugin, debrief_prompt
 from tether.testing import FakeLLM
 
@@ -276,14 +268,7 @@ async def test_a_command_hook_sees_the_dry_run_in_its_metadata(
     llm: FakeLLM, tmp_path: Path, make_script: ScriptFactory
 ) -> None:
     seen = tmp_path / "metadata.jsonl"
-    script = make_script(
-        f"""
-        import json, sys
-        event = json.load(sys.stdin)
-        with open({str(seen)!r}, "a") as f:
-            f.write(json.dumps(event["metadata"]) + "\\n")
-        """
-    )
+    script = appending_script(make_script, seen, 'json.dumps(event["metadata"])')
     process = make_process(hooks=[HookConfig(event="task_created", command=script)])
     await process.dry_run("task_created", {"event_id": "sample-1"})
 

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import textwrap
-import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from _process_support import completions, run_task
+from _process_support import completions, run_one_task, run_task, run_tasks
 from _process_support import plugin_process as make_process
-from tether import (
+from conftest import Install
+from tether.hooks import (
     HookContext,
     HookManager,
     Plugin,
@@ -68,9 +66,7 @@ def test_only_the_lifecycle_methods_a_plugin_defines_are_registered() -> None:
 async def test_one_plugin_instance_keeps_state_across_events() -> None:
     audit = Audit()
     process = make_process(audit)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert audit.open == {}
     assert audit.closed == [(event_id, "success")]
@@ -184,9 +180,7 @@ async def test_plugins_run_in_priority_order_and_hook_options_can_reorder_one_me
             order.append("second.prompt")
 
     process = make_process(Second(), First())
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert order == ["first.created", "second.created", "second.prompt", "first.prompt"]
 
@@ -319,35 +313,14 @@ class AcmePlugin(Plugin):
         SEEN.append(ctx.data["event_id"])
 """
 
-Install = Callable[..., str]
+
+def acme_module(name: str = "acme") -> str:
+    """The source of a plugin module whose AcmePlugin is named ``name``."""
+    return PLUGIN_MODULE.format(name=name)
 
 
-@pytest.fixture
-def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
-    """Install a tiny distribution (a module and its .dist-info) declaring ``tether.plugins``
-    entry points; importlib.metadata finds it on sys.path. Returns the module's name."""
-    modules: list[str] = []
-    site = tmp_path / "site-packages"
-    site.mkdir()
-
-    def make(entry: str = "acme", plugin: str = "acme", source: str = PLUGIN_MODULE) -> str:
-        module = f"acme_tether_{uuid.uuid4().hex[:8]}"
-        modules.append(module)
-        (site / f"{module}.py").write_text(textwrap.dedent(source.format(name=plugin)))
-        dist = site / f"{module}-1.0.dist-info"
-        dist.mkdir()
-        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
-        (dist / "entry_points.txt").write_text(f"[tether.plugins]\n{entry} = {module}:AcmePlugin\n")
-        return module
-
-    monkeypatch.syspath_prepend(str(site))
-    yield make
-    for module in modules:
-        sys.modules.pop(module, None)
-
-
-async def test_installing_a_plugin_package_activates_nothing(install: Install) -> None:
-    module = install()
+async def test_installing_a_plugin_package_activates_nothing(install_plugin: Install) -> None:
+    module = install_plugin(acme_module())
     process = make_process()
     rec = completions(process)
 
@@ -360,37 +333,35 @@ async def test_installing_a_plugin_package_activates_nothing(install: Install) -
 
 
 async def test_a_third_party_plugin_is_activated_by_its_entry_point_name(
-    install: Install,
+    install_plugin: Install,
 ) -> None:
-    module = install()
+    module = install_plugin(acme_module())
     process = make_process("acme")
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert process.plugins.names == ["acme"]
     seen = sys.modules[module].SEEN
     assert seen == [event_id]
 
 
-def test_the_unknown_name_error_lists_entry_point_plugins_too(install: Install) -> None:
-    install()
+def test_the_unknown_name_error_lists_entry_point_plugins_too(install_plugin: Install) -> None:
+    install_plugin(acme_module())
 
     with pytest.raises(PluginError, match=r"available: acme, debrief"):
         resolve_plugin("acne")
 
 
-def test_an_entry_point_must_carry_the_name_of_the_plugin_it_loads(install: Install) -> None:
-    install(entry="acme", plugin="acme-audit")
+def test_an_entry_point_must_carry_the_name_of_the_plugin_it_loads(install_plugin: Install) -> None:
+    install_plugin(acme_module("acme-audit"))
 
     with pytest.raises(PluginError, match="entry point 'acme' loads plugin 'acme-audit'"):
         make_process("acme")
 
 
 def test_an_entry_point_that_cannot_be_imported_is_a_plugin_error_naming_it(
-    install: Install,
+    install_plugin: Install,
 ) -> None:
-    install(source="raise ImportError('needs acme-sdk')\n")
+    install_plugin("raise ImportError('needs acme-sdk')\n")
 
     with pytest.raises(PluginError, match=r"plugin 'acme' could not be loaded.*needs acme-sdk"):
         resolve_plugin("acme")
@@ -459,9 +430,7 @@ async def test_reload_never_has_the_old_and_new_instance_registered_together() -
 
     process.plugins.add(Probe())
     process.plugins.reload("probe")
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     _, new = instances
     assert seen == [[id(new)]]
@@ -476,7 +445,29 @@ def test_reload_of_a_plugin_that_is_not_active_is_an_error() -> None:
         make_process().plugins.reload("audit")
 
 
-def test_reload_keeps_the_old_instance_when_the_fresh_one_cannot_register() -> None:
+def takes_a_bad_setting(plugin: Plugin) -> None:
+    plugin.timeout = -1.0
+
+
+def refuses_to_be_made(plugin: Plugin) -> None:
+    raise RuntimeError("only one, please")
+
+
+@pytest.mark.parametrize(
+    ("spoil", "error", "match"),
+    [
+        pytest.param(
+            takes_a_bad_setting,
+            PluginError,
+            "timeout must be > 0",
+            id="the_fresh_one_cannot_register",
+        ),
+        pytest.param(refuses_to_be_made, RuntimeError, "only one", id="a_fresh_one_cannot_be_made"),
+    ],
+)
+def test_reload_keeps_the_old_instance_when(
+    spoil: Callable[[Plugin], None], error: type[Exception], match: str
+) -> None:
     class Moody(Audit):
         name = "moody"
         made = 0
@@ -484,35 +475,15 @@ def test_reload_keeps_the_old_instance_when_the_fresh_one_cannot_register() -> N
         def __init__(self) -> None:
             type(self).made += 1
             if type(self).made > 1:
-                self.timeout = -1.0  # the fresh instance picks up a bad setting
+                spoil(self)  # only the fresh instance
             super().__init__()
 
     old = Moody()
     process = make_process(old)
 
-    with pytest.raises(PluginError, match="timeout must be > 0"):
+    with pytest.raises(error, match=match):
         process.plugins.reload("moody")
     assert process.plugins.get("moody") is old
-    assert len(process.hooks) == 2
-
-
-def test_reload_keeps_the_old_instance_when_a_fresh_one_cannot_be_made() -> None:
-    class Once(Audit):
-        name = "once"
-        made = 0
-
-        def __init__(self) -> None:
-            type(self).made += 1
-            if type(self).made > 1:
-                raise RuntimeError("only one, please")
-            super().__init__()
-
-    old = Once()
-    process = make_process(old)
-
-    with pytest.raises(RuntimeError, match="only one"):
-        process.plugins.reload("once")
-    assert process.plugins.get("once") is old
     assert len(process.hooks) == 2
 
 
@@ -558,9 +529,7 @@ class Boom(Plugin):
 async def test_a_failing_plugin_never_fails_the_task() -> None:
     model = ScriptedModel()
     process = make_process(Boom(), model=model)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_tasks(process)
 
     assert rec.outcomes() == ["success"]
     assert len(model.requests) == 1
@@ -568,9 +537,7 @@ async def test_a_failing_plugin_never_fails_the_task() -> None:
 
 async def test_a_plugin_failure_is_recorded_as_a_warning_with_the_task() -> None:
     process = make_process(Boom())
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert process.plugins.warnings == {
         event_id: [
@@ -581,9 +548,7 @@ async def test_a_plugin_failure_is_recorded_as_a_warning_with_the_task() -> None
 
 async def test_a_plugin_failure_shows_in_the_hook_run_history() -> None:
     process = make_process(Boom())
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     (run,) = process.hook_runs(outcome="failed")
     assert (run.hook_name, run.event) == ("plugin:boom.on_user_prompt_submit", "user_prompt_submit")
@@ -620,9 +585,7 @@ async def test_a_fail_closed_plugin_failing_on_a_blockable_event_blocks_it() -> 
 
     model = ScriptedModel()
     process = make_process(Gate(), model=model)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_tasks(process)
 
     assert rec.outcomes() == ["blocked"]
     assert model.requests == []
@@ -638,9 +601,7 @@ async def test_a_fail_closed_plugin_failing_on_task_completed_changes_nothing() 
             raise RuntimeError("too late to block")
 
     process = make_process(Late())
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_tasks(process)
 
     assert rec.outcomes() == ["success"]
     assert process.dead_letters == []
@@ -655,9 +616,7 @@ async def test_a_plugin_may_change_the_data_of_the_event_it_observes() -> None:
 
     model = ScriptedModel()
     process = make_process(Redact(), model=model)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert model.prompts[0].startswith("ticket: [component] is down")
 
@@ -672,8 +631,6 @@ async def test_a_plain_hook_context_plugin_method_receives_a_plugin_context() ->
             kinds.append(type(ctx))
 
     process = make_process(Look())
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert kinds == [PluginContext]

@@ -12,21 +12,18 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from _process_support import Recorder, completions, eventually, ticket
+from _process_support import Recorder, completions, eventually, run_one_task, run_tasks, ticket
 from _process_support import plugin_process as make_process
-from tether import (
-    AgentProcess,
-    GuardrailConfig,
-    HookEvent,
-    HookManager,
-    Plugin,
-    PluginContext,
-    PluginError,
-)
+from tether import AgentProcess
+from tether.agent import GuardrailConfig
+from tether.hooks import HookEvent, HookManager, Plugin, PluginContext, PluginError
 from tether.hooks._plugin import register_plugin
 from tether.models import ScriptedModel
 
 ERROR_TEXT = "upstream 502: bad gateway"
+
+#: The ticket these tests send (its order is the one the failing tool looks up).
+TICKET = "Order A-1 is late"
 
 
 async def lookup_order(order: str) -> str:
@@ -45,7 +42,7 @@ def files(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
-async def run_task(process: AgentProcess, rec: Recorder, text: str = "Order A-1 is late") -> str:
+async def run_task(process: AgentProcess, rec: Recorder, text: str = TICKET) -> str:
     before = len(rec.outcomes())
     event_id = await process.inject(ticket(text))
     await eventually(lambda: len(rec.outcomes()) > before, what="task_completed")
@@ -116,9 +113,7 @@ async def test_warn_redacts_the_process_secrets() -> None:
             ctx.warn("retrying with key sk-live-123")
 
     process = make_process(Leaky(), secrets={"API_KEY": SecretStr("sk-live-123")})
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     (warning,) = process.plugins.warnings[event_id]
     assert "sk-live-123" not in warning
@@ -132,9 +127,7 @@ async def test_an_artifact_is_a_file_named_after_the_task_and_plugin(tmp_path: P
     folder = tmp_path / "artifacts"
     plugin = Emit({"checked": True, "note": "café"})
     process = make_process(plugin, artifacts_dir=str(folder))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     path = folder / f"{event_id}.audit.json"
     assert plugin.names == [path.name]
@@ -145,9 +138,7 @@ async def test_an_artifact_is_a_file_named_after_the_task_and_plugin(tmp_path: P
 async def test_a_labelled_artifact_carries_the_label_in_its_name(tmp_path: Path) -> None:
     plugin = Emit(label="summary")
     process = make_process(plugin, artifacts_dir=str(tmp_path))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     assert (tmp_path / f"{event_id}.audit.summary.json").is_file()
 
@@ -155,9 +146,7 @@ async def test_a_labelled_artifact_carries_the_label_in_its_name(tmp_path: Path)
 async def test_artifacts_are_rows_of_the_sqlite_file_without_a_folder(tmp_path: Path) -> None:
     db = tmp_path / "tether.db"
     process = make_process(Emit({"checked": [1, 2]}, label="x"), journal_path=str(db))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT process, task_id, name, payload FROM artifacts").fetchall()
@@ -170,18 +159,14 @@ async def test_the_folder_wins_over_the_sqlite_file(tmp_path: Path) -> None:
     process = make_process(
         Emit(), artifacts_dir=str(tmp_path / "a"), journal_path=str(tmp_path / "j.db")
     )
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     assert (tmp_path / "a" / f"{event_id}.audit.json").is_file()
 
 
 async def test_artifacts_are_kept_in_memory_without_a_folder_or_sqlite_file() -> None:
     process = make_process(Emit({"checked": True}))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     (item,) = process.plugins.artifacts.list(event_id)
     assert (item["name"], item["payload"]) == (f"{event_id}.audit.json", {"checked": True})
@@ -228,9 +213,7 @@ async def test_a_payload_that_is_not_json_is_rejected_and_nothing_is_stored(
 ) -> None:
     plugin = Emit(payload)
     process = make_process(plugin, artifacts_dir=str(tmp_path))
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process, TICKET)
 
     (error,) = plugin.errors
     assert "artifact payload is not JSON-serialisable" in str(error)
@@ -241,9 +224,7 @@ async def test_a_payload_that_is_not_json_is_rejected_and_nothing_is_stored(
 async def test_an_artifact_label_must_be_a_slug(label: str) -> None:
     plugin = Emit(label=label)
     process = make_process(plugin)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     (error,) = plugin.errors
     assert "artifact label must match [a-z0-9_-]+" in str(error)
@@ -287,9 +268,7 @@ class Talk(Plugin):
 async def test_converse_returns_the_agents_reply_after_the_run() -> None:
     talk = Talk()
     process, _ = failing_process(talk)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    rec = await run_tasks(process, text=TICKET)
 
     assert talk.replies == ["I saw a 502"]
     assert rec.outcomes() == ["failed"]
@@ -297,9 +276,7 @@ async def test_converse_returns_the_agents_reply_after_the_run() -> None:
 
 async def test_converse_sends_the_tasks_own_messages_and_no_tools() -> None:
     process, model = failing_process(Talk("Quote the error."))
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process, TICKET)
 
     run, converse = model.requests
     assert "tools" in run
@@ -315,9 +292,7 @@ async def test_converse_sends_the_tasks_own_messages_and_no_tools() -> None:
 async def test_converse_is_never_added_to_the_conversation_or_the_transcript() -> None:
     model = ScriptedModel(reply="Done.")
     process = make_process(Talk("Anything odd?"), model=model)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec, "Reset my password")
+    event_id = await run_one_task(process, "Reset my password")
 
     assert len(model.requests) == 2  # the run, then the converse turn
     conversation = process.context.conversation.recent()
@@ -354,9 +329,7 @@ async def test_converse_anywhere_but_task_completed_raises(event: HookEvent) -> 
     Early = type("Early", (Plugin,), {"name": "early", f"on_{event.value}": attempt})
     model = ScriptedModel()
     process = make_process(Early(), model=model)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process, TICKET)
 
     (error,) = errors
     assert f"valid only in on_task_completed, not in on_{event.value}" in str(error)
@@ -389,14 +362,12 @@ async def test_converse_uses_the_plugins_converse_timeout_by_default() -> None:
 
     talk = Patient()
     process, model = failing_process(talk)
-    rec = completions(process)
 
     async def slow_down(ctx: Any) -> None:
         model.latency = 30.0
 
     process.hooks.register(HookEvent.TASK_COMPLETED, slow_down, priority=1000)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process, TICKET)
 
     assert [type(e) for e in talk.errors] == [TimeoutError]
 
@@ -428,9 +399,7 @@ async def test_converse_uses_the_model_that_ran_the_task() -> None:
         return ran
 
     process.hooks.register("model.for_run", for_run)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec, "Where is my order?")
+    await run_one_task(process, "Where is my order?")
 
     assert default.requests == []
     assert [("tools" in r) for r in ran.requests] == [True, False]
@@ -465,10 +434,7 @@ async def test_a_converse_failure_is_the_plugins_not_the_tasks() -> None:
 async def test_converse_calls_do_not_leak_between_tasks() -> None:
     talk = Talk()
     process, _ = failing_process(talk)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
-        await run_task(process, rec)
+    rec = await run_tasks(process, 2, text=TICKET)
 
     assert rec.outcomes() == ["failed", "success"]
     assert len(talk.calls) == 2
@@ -514,10 +480,8 @@ async def test_a_plugins_extension_point_handler_answers_through_its_wrapper() -
             return "rendered by the plugin"
 
     process = make_process(Render())
-    rec = completions(process)
     prompts = Recorder().attach(process.hooks, HookEvent.USER_PROMPT_SUBMIT)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process, TICKET)
 
     assert [d["prompt"] for d in prompts.of(HookEvent.USER_PROMPT_SUBMIT)] == [
         "rendered by the plugin"

@@ -7,25 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import textwrap
-import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _process_support import completions, run_task
+from _process_support import completions, run_one_task, run_task, task_warnings
 from _process_support import plugin_process as make_process
-from tether import (
-    AgentProcess,
-    HookEvent,
-    Plugin,
-    PluginContext,
-    PluginError,
-    hook_options,
-    implements,
-)
+from conftest import Install
+from tether import AgentProcess
+from tether.hooks import HookEvent, Plugin, PluginContext, PluginError, hook_options, implements
 from tether.hooks._plugin import resolve_plugin
 from tether.models import ScriptedModel
 from tether.plugins.debrief import DebriefPlugin
@@ -52,9 +42,7 @@ def ordered(order: list[str], name: str) -> Plugin:
 async def test_plugins_of_equal_priority_run_in_activation_order(names: list[str]) -> None:
     order: list[str] = []
     process = make_process(*(ordered(order, n) for n in names))
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert order == [f"{n}.created" for n in names] + [f"{n}.completed" for n in names]
 
@@ -63,9 +51,7 @@ async def test_a_plugin_added_later_runs_after_those_already_active() -> None:
     order: list[str] = []
     process = make_process(ordered(order, "first"))
     process.plugins.add(ordered(order, "second"))
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert order == ["first.created", "second.created", "first.completed", "second.completed"]
 
@@ -96,47 +82,21 @@ INSTANCE = Single()
 """
 
 
-@pytest.fixture
-def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], str]]:
-    """Install a distribution whose ``tether.plugins`` entry points are the given lines;
-    returns its module's name (a module and a .dist-info on sys.path)."""
-    modules: list[str] = []
-    site = tmp_path / "site-packages"
-    site.mkdir()
-
-    def make(entries: str) -> str:
-        module = f"acme_ref_{uuid.uuid4().hex[:8]}"
-        modules.append(module)
-        (site / f"{module}.py").write_text(textwrap.dedent(ENTRY_MODULE))
-        dist = site / f"{module}-1.0.dist-info"
-        dist.mkdir()
-        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
-        (dist / "entry_points.txt").write_text("[tether.plugins]\n" + entries.format(module=module))
-        return module
-
-    monkeypatch.syspath_prepend(str(site))
-    yield make
-    for module in modules:
-        sys.modules.pop(module, None)
-
-
 def test_a_built_in_name_wins_over_an_entry_point_of_the_same_name(
-    installed: Callable[[str], str],
+    install_plugin: Install,
 ) -> None:
-    module = installed("debrief = {module}:Shadow\n")
+    module = install_plugin(ENTRY_MODULE, "debrief = {module}:Shadow\n")
 
     assert isinstance(resolve_plugin("debrief"), DebriefPlugin)
     assert module not in sys.modules  # the shadowing entry point is never even imported
 
 
 async def test_an_entry_point_may_name_a_plugin_instance(
-    installed: Callable[[str], str],
+    install_plugin: Install,
 ) -> None:
-    module = installed("single = {module}:INSTANCE\n")
+    module = install_plugin(ENTRY_MODULE, "single = {module}:INSTANCE\n")
     process = make_process("single")
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert process.plugins.names == ["single"]
     assert process.plugins.get("single") is sys.modules[module].INSTANCE
@@ -217,13 +177,7 @@ async def test_a_failing_run_time_lifecycle_handler_is_a_plugin_warning() -> Non
         async def check(self, ctx: PluginContext) -> None:
             raise RuntimeError("policy store offline")
 
-    process = make_process(Late())
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
-
-    assert rec.outcomes() == ["success"]
-    assert process.plugins.warnings[event_id] == [  # named as registered: check, not on_…
+    assert await task_warnings(make_process(Late())) == [  # named as registered: check, not on_…
         "plugin:late: check failed: RuntimeError('policy store offline')"
     ]
 
@@ -238,13 +192,7 @@ async def test_a_failing_run_time_extension_point_handler_is_a_plugin_warning() 
         def render(self, event: Any, process: Any) -> str:
             raise KeyError("template")
 
-    process = make_process(Late())
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
-
-    assert rec.outcomes() == ["success"]
-    assert process.plugins.warnings[event_id] == [
+    assert await task_warnings(make_process(Late())) == [
         "plugin:late: prompt.render (render) failed: KeyError('template')"
     ]
 
@@ -320,9 +268,7 @@ async def test_a_removed_plugin_can_be_activated_again() -> None:
     process = make_process(plugin)
     process.plugins.remove("again")
     process.plugins.add(plugin)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert order == ["again.created", "again.completed"]
 
@@ -372,9 +318,7 @@ def artifact_of(process: AgentProcess, event_id: str) -> Any:
 
 async def test_an_artifact_of_a_plugin_that_conversed_records_tools_disabled() -> None:
     process, _ = failing_process(Asks({"summary": "502", "tools_disabled": False}))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert artifact_of(process, event_id) == {
         "summary": "502",
@@ -391,9 +335,7 @@ async def test_an_artifact_of_a_plugin_whose_converse_timed_out_records_it() -> 
         model.latency = 30.0
 
     process.hooks.register(HookEvent.TASK_COMPLETED, slow_down, priority=1000)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert artifact_of(process, event_id) == {
         "summary": "slow",
@@ -404,18 +346,14 @@ async def test_an_artifact_of_a_plugin_whose_converse_timed_out_records_it() -> 
 
 async def test_an_artifact_of_a_plugin_that_did_not_converse_is_stored_as_emitted() -> None:
     process, _ = failing_process(Asks({"summary": "quiet"}, ask=False))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert artifact_of(process, event_id) == {"summary": "quiet"}
 
 
 async def test_an_artifact_that_is_not_an_object_is_never_stamped() -> None:
     process, _ = failing_process(Asks(["a", "list"]))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert artifact_of(process, event_id) == ["a", "list"]
 
@@ -476,9 +414,7 @@ async def test_the_stamp_says_timed_out_when_any_of_several_converse_calls_timed
     process = make_process(
         Twice(model), model=model, tools=[lookup_order], max_turns=1, max_retries=0
     )
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert replies == ["I saw a 502"]
     assert artifact_of(process, event_id) == {"asked": 2, "tools_disabled": True, "timed_out": True}

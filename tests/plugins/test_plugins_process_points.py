@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _process_support import completions, run_task
+from _process_support import completions, run_one_task, run_task
 from tether import AgentProcess, Plugin, ProcessConfig, TriggerEvent, implements
 from tether.models import ScriptedModel
 
@@ -26,9 +26,7 @@ async def test_model_for_run_takes_the_highest_priority_answer_and_asks_no_furth
     process = AgentProcess("triage", ProcessConfig(model=default))
     process.hooks.register("model.for_run", second)
     process.hooks.register("model.for_run", first, priority=10)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert asked == ["first"]
     assert [len(m.requests) for m in (strong, weak, default)] == [1, 0, 0]
@@ -39,9 +37,7 @@ async def test_model_for_run_passes_over_a_handler_that_answers_none() -> None:
     process = AgentProcess("triage", ProcessConfig(model=default))
     process.hooks.register("model.for_run", lambda **kw: None, priority=10)
     process.hooks.register("model.for_run", lambda **kw: chosen)
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     assert [len(chosen.requests), len(default.requests)] == [1, 0]
 
@@ -54,9 +50,7 @@ async def test_model_for_run_is_told_the_event_and_the_process_name() -> None:
 
     process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
     process.hooks.register("model.for_run", look)
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
 
     assert seen == [(event_id, "triage")]
 
@@ -81,9 +75,7 @@ async def test_tools_for_run_adds_to_the_configured_tools() -> None:
     process = AgentProcess(
         "triage", ProcessConfig(model=model, tools=[configured], plugins=[Extra()])
     )
-    rec = completions(process)
-    async with process:
-        await run_task(process, rec)
+    await run_one_task(process)
 
     offered = {t["function"]["name"] for t in model.requests[0]["tools"]}
     assert offered == {"configured", "extra"}

@@ -14,14 +14,8 @@ from typing import Any
 import pytest
 
 from _process_support import Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-    ProcessState,
-    RestartPolicy,
-)
+from tether import AgentProcess, ProcessConfig, ProcessState, RestartPolicy, TriggerEvent
+from tether.hooks import HookContext, HookEvent
 from tether.models import ScriptedModel
 from tether.store import Journal
 
@@ -50,20 +44,31 @@ def completed(rec: Recorder) -> list[tuple[str, str]]:
     return [(d["event_id"], d["outcome"]) for d in rec.of(HookEvent.TASK_COMPLETED)]
 
 
-async def test_a_prompt_hook_raising_a_base_exception_dead_letters_the_event_and_restarts() -> None:
-    """Regression: the worker died with the event: no dead letter, no task_completed, and the
-    process stayed "running" with no worker left, so the next event never ran."""
-    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel(), restart=QUICK_RESTART))
+async def crash_on_the_first_of_two(
+    process: AgentProcess, first: TriggerEvent, second: TriggerEvent
+) -> tuple[Recorder, ProcessState]:
+    """Run ``first`` (its crash set up by the test) and ``second``, and check that the first
+    failed and the second ran; a recorder of task_completed and session_start, and the state
+    once both were done."""
     rec = Recorder().attach(
         process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_START, priority=10
     )
-    once(HookEvent.USER_PROMPT_SUBMIT, process)
-    first, second = ticket("first"), ticket("second")
     async with process:
         await process.inject(first)
         await process.inject(second)
         await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 2, what="both events")
+        state = process.state
     assert completed(rec) == [(first.event_id, "failed"), (second.event_id, "success")]
+    return rec, state
+
+
+async def test_a_prompt_hook_raising_a_base_exception_dead_letters_the_event_and_restarts() -> None:
+    """Regression: the worker died with the event: no dead letter, no task_completed, and the
+    process stayed "running" with no worker left, so the next event never ran."""
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel(), restart=QUICK_RESTART))
+    once(HookEvent.USER_PROMPT_SUBMIT, process)
+    first = ticket("first")
+    rec, _ = await crash_on_the_first_of_two(process, first, ticket("second"))
     [dead] = process.dead_letters
     assert (dead["event_id"], dead["reason"], dead["error"]) == (
         first.event_id,
@@ -86,13 +91,8 @@ async def test_a_tool_raising_a_stray_cancelled_error_dead_letters_the_event_and
     model = ScriptedModel(tool_calls=[("lookup", {"ticket_id": "T-1"})])
     config = ProcessConfig(model=model, tools=[lookup], restart=QUICK_RESTART)
     process = AgentProcess("triage", config)
-    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    first, second = ticket("first"), ticket("second")
-    async with process:
-        await process.inject(first)
-        await process.inject(second)
-        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 2, what="both events")
-    assert completed(rec) == [(first.event_id, "failed"), (second.event_id, "success")]
+    first = ticket("first")
+    await crash_on_the_first_of_two(process, first, ticket("second"))
     assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
         (first.event_id, "process failed")
     ]
@@ -203,16 +203,8 @@ async def test_a_session_end_hook_raising_at_a_crash_does_not_stall_the_restart(
     process = AgentProcess("triage", ProcessConfig(model=ScriptedModel(), restart=QUICK_RESTART))
     once(HookEvent.USER_PROMPT_SUBMIT, process)  # the crash
     once(HookEvent.SESSION_END, process)  # and the session_end of that crash raises too
-    rec = Recorder().attach(
-        process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_START, priority=10
-    )
-    first, second = ticket("first"), ticket("second")
-    async with process:
-        await process.inject(first)
-        await process.inject(second)
-        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 2, what="both events")
-        assert process.state == ProcessState.RUNNING
-    assert completed(rec) == [(first.event_id, "failed"), (second.event_id, "success")]
+    _, state = await crash_on_the_first_of_two(process, ticket("first"), ticket("second"))
+    assert state == ProcessState.RUNNING
 
 
 async def test_a_session_start_hook_raising_leaves_the_process_failed_not_running() -> None:
@@ -239,15 +231,7 @@ async def test_a_restart_whose_session_start_raises_is_supervised_and_tried_agai
     process = AgentProcess("triage", ProcessConfig(model=ScriptedModel(), restart=QUICK_RESTART))
     once(HookEvent.USER_PROMPT_SUBMIT, process)  # the crash
     once(HookEvent.SESSION_START, process, when=2)  # the first restart fails too
-    rec = Recorder().attach(
-        process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_START, priority=10
-    )
-    first, second = ticket("first"), ticket("second")
-    async with process:
-        await process.inject(first)
-        await process.inject(second)
-        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 2, what="both events")
-    assert completed(rec) == [(first.event_id, "failed"), (second.event_id, "success")]
+    rec, _ = await crash_on_the_first_of_two(process, ticket("first"), ticket("second"))
     starts: list[Any] = [d["restart"] for d in rec.of(HookEvent.SESSION_START)]
     assert starts == [False, True, True]
     assert process.restart_count == 2

@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from _process_support import GatedModel, Recorder, eventually, ticket
+from _process_support import GatedModel, HeldRewind, Recorder, eventually, hold_a_second_run, ticket
 from tether import AgentProcess, HookContext, HookEvent, ProcessBusyError, ProcessConfig
 from tether.models import ScriptedModel
 
@@ -22,15 +22,10 @@ def finished(rec: Recorder) -> int:
 async def test_a_rewind_behind_another_rewind_gives_up_at_its_own_timeout() -> None:
     """Regression: the second rewind waited for the first one, however long it took."""
     model = GatedModel(reply="Noted.")
-    model.gate.set()
     process = AgentProcess("triage", ProcessConfig(model=model))
     rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.CONFIG_CHANGE)
     async with process:
-        await process.inject(ticket("first"))
-        await eventually(lambda: finished(rec) == 1, what="the first run")
-        model.gate.clear()
-        await process.inject(ticket("second"))
-        await eventually(lambda: model.active == 1, what="the second run")
+        await hold_a_second_run(process, model, rec)
         first = asyncio.create_task(process.rewind(2, timeout=60))
         await eventually(
             lambda: process._rewinder.held is not None, what="the first rewind to begin"
@@ -76,12 +71,8 @@ async def test_an_event_a_worker_holds_during_a_rewind_still_counts_as_queued() 
     """Regression: an event a worker took while a rewind's hooks ran was in neither
     queue_size nor in_flight, so a process waiting to run it looked idle (``tether run
     --until-idle`` then stopped it, dead-lettering the event instead of running it)."""
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def audit(ctx: HookContext) -> None:
-        if ctx.data["change"] == "rewind":
-            entered.set()
-            await release.wait()
+    audit = HeldRewind()
+    entered, release = audit.entered, audit.release
 
     process = AgentProcess("triage", ProcessConfig(model=ScriptedModel(reply="Noted.")))
     rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)

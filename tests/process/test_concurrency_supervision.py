@@ -8,11 +8,10 @@ meanwhile must wait for that teardown, not run a second one beside it.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import Messages, Recorder, Tools, eventually, ticket
 from tether import AgentProcess, HookContext, HookEvent, ProcessConfig, ProcessState, RestartPolicy
 from tether.models import ModelReply, ModelUnavailableError, ScriptedModel
 
@@ -100,9 +99,7 @@ class PoolClosedModel:
 
     name = "pool-closed"
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         return ModelReply(content="done")
 
     async def aclose(self) -> None:
@@ -136,9 +133,7 @@ class FirstCallFails:
         self.waiting = asyncio.Event()
         self.seen: set[str] = set()
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         text = str(messages[-1]["content"]).split("\n")[0]
         if text in self.seen:
             return ModelReply(content="done")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import Recorder, eventually, fire_until_completed, ticket
 from tether import AgentProcess, CronTrigger, HookContext, HookEvent, ProcessConfig
 from tether.models import ScriptedModel
 from tether.process._triggers import CronRunner
@@ -57,11 +57,7 @@ async def test_a_cron_trigger_keeps_firing_after_a_task_created_hook_raises_a_ba
         "nightly", CronTrigger(cron_expression="* * * * *"), clock=every_minute_at_once()
     )
     async with process:
-        runner.start(process.fire)
-        try:
-            await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="a later firing")
-        finally:
-            await runner.stop()
+        await fire_until_completed(process, runner, rec, "a later firing")
     assert rec.outcomes()[0] == "success"
 
 

@@ -6,15 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tether import (
-    AgentProcess,
-    AgentRuntime,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-)
+from tether import AgentProcess, AgentRuntime, ProcessConfig
+from tether.hooks import HookConfig, HookContext, HookEvent, HookManager
 
 EV = HookEvent.TASK_CREATED
 

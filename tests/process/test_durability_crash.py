@@ -59,6 +59,13 @@ CHILD = textwrap.dedent(
 SECRETS = {"crm_token": SecretStr("tok-7f3a9")}
 
 
+def reopened(journal: Path) -> tuple[AgentProcess, ScriptedModel]:
+    """The next process over the killed host's ``journal`` (its name and secrets), and its model."""
+    model = ScriptedModel()
+    config = ProcessConfig(model=model, journal_path=str(journal), secrets=SECRETS)
+    return AgentProcess("journaled", config), model
+
+
 async def crash(tmp_path: Path, journal: Path) -> tuple[list[str], bytes]:
     """Run CHILD, read the journal's files while it lives, SIGKILL it: its ids and the bytes."""
     async with killed_host(tmp_path, CHILD, str(journal)) as (_, line):
@@ -73,10 +80,7 @@ async def test_a_dead_letter_of_a_killed_host_is_reloaded_not_run_and_the_rest_i
 ) -> None:
     journal = tmp_path / "tether.db"
     (dead, running, queued), _ = await crash(tmp_path, journal)
-    model = ScriptedModel()
-    process = AgentProcess(
-        "journaled", ProcessConfig(model=model, journal_path=str(journal), secrets=SECRETS)
-    )
+    process, model = reopened(journal)
     rec = Recorder().attach(process.hooks, HookEvent.SESSION_START, HookEvent.TASK_COMPLETED)
     async with process:
         await eventually(lambda: len(rec.outcomes()) == 2, what="the two recovered runs")
@@ -106,10 +110,7 @@ async def test_a_dead_letter_of_a_killed_host_redelivered_by_the_next_runs_once_
 ) -> None:
     journal = tmp_path / "tether.db"
     (dead, _, _), _ = await crash(tmp_path, journal)
-    model = ScriptedModel()
-    process = AgentProcess(
-        "journaled", ProcessConfig(model=model, journal_path=str(journal), secrets=SECRETS)
-    )
+    process, _ = reopened(journal)
     rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
     async with process:
         assert await process.redeliver_dead_letters([dead]) == 1

@@ -7,15 +7,8 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from _process_support import Recorder, eventually
-from tether import (
-    AgentProcess,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-    TriggerEvent,
-)
+from tether import AgentProcess, ProcessConfig, TriggerEvent
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 from tether.store import Journal
 

@@ -18,22 +18,11 @@ from typing import Any
 import pytest
 
 from _process_support import eventually
-from tether import (
-    AgentProcess,
-    AgentRuntime,
-    ContextConfig,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-    ShellHook,
-    TriggerEvent,
-    load_manifest,
-    manifest_to_process_config,
-)
+from tether import AgentProcess, AgentRuntime, ProcessConfig, TriggerEvent
+from tether.agent import ContextConfig
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent, HookManager, ShellHook
+from tether.manifest import load_manifest, manifest_to_process_config
 from tether.testing import FakeLLM
 
 pytestmark = pytest.mark.llm(openai_env=True, reply="Done.")

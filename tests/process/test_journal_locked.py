@@ -7,16 +7,14 @@ timeout is cut to 50 ms so a write on the locked file fails fast.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _process_support import FailsOnceModel, GatedModel, Recorder, eventually, ticket
+from _process_support import FailsOnceModel, GatedModel, Recorder, eventually, locked, ticket
 from tether import AgentProcess, HookBlocked, HookContext, HookEvent, ProcessConfig, TriggerEvent
 from tether.api._views import process_detail
 from tether.models import ScriptedModel
@@ -28,18 +26,6 @@ def short_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     """Writes on a locked file fail after 50 ms, not 5 s (each test has a file of its own, so
     its connection is opened with this timeout)."""
     monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 0.05)
-
-
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold ``path`` locked from another connection (as another program would) until exit."""
-    other = sqlite3.connect(path, isolation_level=None)
-    try:
-        other.execute("BEGIN EXCLUSIVE")
-        yield
-        other.execute("ROLLBACK")
-    finally:
-        other.close()
 
 
 def journaled(path: Path, model: Any, **config: Any) -> AgentProcess:

@@ -5,31 +5,27 @@ on. Once the lock goes, the waiting writes land (at-least-once as before)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sqlite3
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import Recorder, eventually, locked, ticket
 from tether import AgentProcess, HookEvent, ProcessConfig
 from tether.store import Journal
 
 
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold ``path`` locked from another connection, as another program would."""
-    other = sqlite3.connect(path, isolation_level=None)
-    try:
-        other.execute("BEGIN EXCLUSIVE")
-        yield
-        other.execute("ROLLBACK")
-    finally:
-        other.close()
-
-
 def journal_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("tether-journal-")]
+
+
+async def started_and_run(path: Path, count: int) -> AgentProcess:
+    """A started process "p" journaled at ``path`` that has run ``count`` tickets."""
+    process = AgentProcess("p", ProcessConfig(model="scripted", journal_path=str(path)))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    await process.start()
+    for i in range(count):
+        await process.inject(ticket(f"t{i}"))
+    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == count, what="the runs")
+    return process
 
 
 async def test_a_locked_journal_does_not_stall_another_process_on_the_loop(
@@ -89,12 +85,7 @@ async def test_inject_on_a_locked_journal_waits_off_the_loop_and_is_accepted_whe
 
 async def test_a_stopped_process_leaves_no_journal_writer_thread(tmp_path: Path) -> None:
     path = tmp_path / "tether.db"
-    process = AgentProcess("p", ProcessConfig(model="scripted", journal_path=str(path)))
-    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    await process.start()
-    for i in range(5):
-        await process.inject(ticket(f"t{i}"))
-    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 5, what="5 runs")
+    process = await started_and_run(path, 5)
     assert journal_threads() == ["tether-journal-p"]
     await process.stop()
     assert journal_threads() == []
@@ -103,12 +94,7 @@ async def test_a_stopped_process_leaves_no_journal_writer_thread(tmp_path: Path)
 
 async def test_writes_left_at_a_stop_land_before_the_stop_returns(tmp_path: Path) -> None:
     path = tmp_path / "tether.db"
-    process = AgentProcess("p", ProcessConfig(model="scripted", journal_path=str(path)))
-    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    await process.start()
-    for i in range(50):
-        await process.inject(ticket(f"t{i}"))
-    await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 50, what="50 runs")
+    process = await started_and_run(path, 50)
     await process.stop()
     assert process.journal_pending == 0
     assert Journal(path, "p").unfinished() == []

@@ -12,21 +12,12 @@ from typing import Any
 
 import pytest
 
-from _mcp_support import alive, pids, stdio_entry
-from _process_support import Recorder, eventually
-from tether import (
-    AgentProcess,
-    ApprovalDecision,
-    ApprovalPolicy,
-    ApprovalRequest,
-    BudgetConfig,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-    TriggerEvent,
-    load_manifest,
-)
+from _mcp_support import pids, stdio_entry
+from _process_support import Recorder, alive, eventually
+from tether import AgentProcess, ProcessConfig, TriggerEvent, load_manifest
+from tether.agent import BudgetConfig
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookConfig, HookContext, HookEvent
 from tether.manifest import manifest_to_process_config
 from tether.models import ScriptedModel
 

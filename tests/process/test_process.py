@@ -12,19 +12,10 @@ import pytest
 from pydantic import SecretStr
 
 from _process_support import FailingModel, Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    AgentRuntime,
-    ApprovalDecision,
-    ApprovalPolicy,
-    ApprovalRequest,
-    ContextConfig,
-    HookContext,
-    HookEvent,
-    OrchestrationAPI,
-    ProcessConfig,
-    RestartPolicy,
-)
+from tether import AgentProcess, AgentRuntime, OrchestrationAPI, ProcessConfig, RestartPolicy
+from tether.agent import ContextConfig
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookContext, HookEvent
 from tether.models import ModelUnavailableError, ScriptedModel
 
 EVENT_A: dict[str, Any] = {"type": "event", "id": "event-1", "event_type": "a"}

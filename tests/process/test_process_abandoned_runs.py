@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from _process_support import Recorder, eventually, ticket
+from _process_support import Messages, Recorder, Tools, eventually, ticket
 from tether import AgentProcess, HookEvent, ProcessConfig
 from tether.models import ModelReply
 
@@ -24,9 +24,7 @@ class StubbornModel:
         self.waiting = 0
         self.cancels_swallowed = 0
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.waiting += 1
         while not self.release.is_set():
             try:
@@ -101,9 +99,7 @@ class MixedModel:
         self.stuck_calls = 0
         self.waiting = 0
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         text = str(messages[-1].get("content"))
         if "boom" in text:
             raise RuntimeError("model down")

@@ -8,20 +8,15 @@ value back: the prompt of USER_PROMPT_SUBMIT ... Changes to data of other events
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from _process_support import GatedModel, Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    ContextConfig,
-    FileWatchTrigger,
-    HookBlocked,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-)
+from tether import AgentProcess, FileWatchTrigger, ProcessConfig
+from tether.agent import ContextConfig
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookBlocked, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 
@@ -34,6 +29,30 @@ async def crash(ctx: HookContext) -> None:
 
 
 # -- informational events: a block is ignored -----------------------------------------------
+
+
+async def run_approved_call(
+    model: ScriptedModel,
+    reviewer: Callable[[ApprovalRequest], Awaitable[ApprovalDecision]],
+    event: HookEvent,
+    hook: Callable[[HookContext], Awaitable[None]],
+) -> tuple[AgentProcess, Recorder]:
+    """Run one ticket whose update_state call needs ``reviewer``'s approval, with ``hook`` on
+    ``event``; the stopped process and a recorder of its task_completed."""
+    process = AgentProcess(
+        "triage",
+        ProcessConfig(
+            model=model,
+            context=ContextConfig(state_tool=True),
+            approval=ApprovalPolicy(tools=["update_state"], handler=reviewer),
+        ),
+    )
+    process.hooks.register(event, hook)
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    async with process:
+        await process.inject(ticket())
+        await eventually(lambda: rec.outcomes(), what="the run")
+    return process, rec
 
 
 async def test_a_session_end_block_does_not_stop_the_stop() -> None:
@@ -94,19 +113,7 @@ async def test_a_permission_denied_block_neither_undoes_the_denial_nor_fails_the
         return ApprovalDecision(approved=False, reviewer_id="ops", reason="not now")
 
     model = ScriptedModel(reply="Noted.", tool_calls=[("update_state", {"key": "k", "value": 1})])
-    process = AgentProcess(
-        "triage",
-        ProcessConfig(
-            model=model,
-            context=ContextConfig(state_tool=True),
-            approval=ApprovalPolicy(tools=["update_state"], handler=reviewer),
-        ),
-    )
-    process.hooks.register(HookEvent.PERMISSION_DENIED, refuse)
-    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    async with process:
-        await process.inject(ticket())
-        await eventually(lambda: rec.outcomes(), what="the run")
+    process, rec = await run_approved_call(model, reviewer, HookEvent.PERMISSION_DENIED, refuse)
     assert rec.outcomes() == ["success"]
     assert process.context.state_snapshot() == {}
     tool_answers = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"]
@@ -150,19 +157,7 @@ async def test_a_permission_request_hook_that_rewrites_the_call_changes_neither_
         ctx.data["arguments"]["key"] = "rewritten"
 
     model = ScriptedModel(tool_calls=[("update_state", {"key": "priority", "value": "high"})])
-    process = AgentProcess(
-        "triage",
-        ProcessConfig(
-            model=model,
-            context=ContextConfig(state_tool=True),
-            approval=ApprovalPolicy(tools=["update_state"], handler=reviewer),
-        ),
-    )
-    process.hooks.register(HookEvent.PERMISSION_REQUEST, rewrite)
-    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    async with process:
-        await process.inject(ticket())
-        await eventually(lambda: rec.outcomes(), what="the run")
+    process, _ = await run_approved_call(model, reviewer, HookEvent.PERMISSION_REQUEST, rewrite)
     assert asked == [("update_state", {"key": "priority", "value": "high"})]
     assert process.context.state_snapshot() == {"priority": "high"}
 

@@ -11,13 +11,8 @@ from pydantic import ValidationError
 from _process_support import FailingModel, Recorder, eventually, ticket
 from tether import (
     AgentProcess,
-    BudgetConfig,
     CronTrigger,
     EventTrigger,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
     McpServerConfig,
     NothingToRollBackError,
     ProcessConfig,
@@ -25,6 +20,8 @@ from tether import (
     ProcessStateError,
     RestartPolicy,
 )
+from tether.agent import BudgetConfig
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.hooks._taxonomy import CHANGES, describe_events
 from tether.models import ScriptedModel
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +12,9 @@ import pytest
 from pydantic import SecretStr
 
 from _process_support import FailingModel, GatedModel, Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    BudgetConfig,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-)
+from tether import AgentProcess, ProcessConfig
+from tether.agent import BudgetConfig
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 TASK_KEYS = {"event_id", "trigger_id", "trigger_type"}
@@ -36,6 +30,20 @@ async def run_one(process: AgentProcess, recorder: Recorder, count: int = 1) -> 
     await eventually(
         lambda: len(recorder.of(HookEvent.TASK_COMPLETED)) >= count, what="task_completed"
     )
+
+
+async def run_crm_ticket(on_prompt: Callable[[HookContext], Awaitable[None]]) -> ScriptedModel:
+    """Run "CRM rejects tok-7f3a9", the token a declared secret, with ``on_prompt`` hooked to
+    user_prompt_submit; the model."""
+    process, model = scripted_process(
+        secrets={"crm_token": SecretStr("tok-7f3a9")},
+        hooks=[HookConfig(event="user_prompt_submit", callback=on_prompt)],
+    )
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    async with process:
+        await process.inject(ticket("CRM rejects tok-7f3a9"))
+        await run_one(process, rec)
+    return model
 
 
 # -- session_start / session_end ----------------------------------------------------------
@@ -236,14 +244,7 @@ async def test_hooks_see_secrets_redacted_while_the_model_gets_the_original_prom
         shown.append(ctx.data["prompt"])
         ctx.set("prompt", ctx.data["prompt"])  # set, but not changed
 
-    process, model = scripted_process(
-        secrets={"crm_token": SecretStr("tok-7f3a9")},
-        hooks=[HookConfig(event="user_prompt_submit", callback=look)],
-    )
-    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    async with process:
-        await process.inject(ticket("CRM rejects tok-7f3a9"))
-        await run_one(process, rec)
+    model = await run_crm_ticket(look)
     assert "tok-7f3a9" not in shown[0]
     assert "CRM rejects [REDACTED:crm_token]" in shown[0]
     assert "CRM rejects tok-7f3a9" in model.prompts[-1]
@@ -253,14 +254,7 @@ async def test_a_hook_that_rewrites_a_redacted_prompt_sends_the_rewrite() -> Non
     async def rewrite(ctx: HookContext) -> None:
         ctx.set("prompt", ctx.data["prompt"].upper())
 
-    process, model = scripted_process(
-        secrets={"crm_token": SecretStr("tok-7f3a9")},
-        hooks=[HookConfig(event="user_prompt_submit", callback=rewrite)],
-    )
-    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    async with process:
-        await process.inject(ticket("CRM rejects tok-7f3a9"))
-        await run_one(process, rec)
+    model = await run_crm_ticket(rewrite)
     assert "CRM REJECTS [REDACTED:CRM_TOKEN]" in model.prompts[-1]
 
 

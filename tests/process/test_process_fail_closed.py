@@ -14,16 +14,10 @@ from typing import Any
 import pytest
 
 from _process_support import Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    ContextConfig,
-    FileWatchTrigger,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-)
+from tether import AgentProcess, FileWatchTrigger, ProcessConfig
+from tether.agent import ContextConfig
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 FAILED = "hook failed (fail_closed)"

@@ -10,16 +10,8 @@ import pytest
 
 from _net_support import free_port
 from _process_support import GatedModel, RawToolCallModel, Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    HookContext,
-    HookErrorInfo,
-    HookEvent,
-    InvalidEventError,
-    ProcessConfig,
-    ProcessStateError,
-    TriggerEvent,
-)
+from tether import AgentProcess, InvalidEventError, ProcessConfig, ProcessStateError, TriggerEvent
+from tether.hooks import HookContext, HookErrorInfo, HookEvent
 from tether.models import ScriptedModel
 from tether.testing import FakeLLM
 

@@ -12,7 +12,7 @@ import pytest
 from pydantic import SecretStr
 
 from _executor_support import PolicyServer
-from _process_support import Recorder, eventually, ticket
+from _process_support import Recorder, eventually, proc_state, ticket
 from conftest import ScriptFactory
 from tether import AgentProcess, AgentRuntime, HookConfig, HookEvent, ProcessConfig
 from tether.models import ScriptedModel
@@ -34,13 +34,6 @@ def handle(event):
 """
 
 
-def proc_state(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return None
-
-
 def file_bytes(tmp_path: Path) -> bytes:
     """Every byte SQLite wrote: the database, its WAL and shared-memory files."""
     return b"".join(p.read_bytes() for p in sorted(tmp_path.glob("tether.db*")))
@@ -52,8 +45,16 @@ async def service() -> AsyncIterator[PolicyServer]:
         yield server
 
 
-async def finished(process: AgentProcess, recorder: Recorder, count: int) -> None:
-    await eventually(lambda: len(recorder.outcomes()) >= count, what=f"{count} tasks to finish")
+async def run_tickets(process: AgentProcess, *texts: str) -> None:
+    """Start ``process``, let it finish a task for each ticket text, and stop it."""
+    recorder = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    await process.start()
+    try:
+        for text in texts:
+            await process.inject(ticket(text))
+        await eventually(lambda: len(recorder.outcomes()) >= len(texts), what="the tasks to finish")
+    finally:
+        await process.stop()
 
 
 async def test_a_persistent_hook_serves_every_event_of_a_process_and_stops_with_it(
@@ -62,14 +63,7 @@ async def test_a_persistent_hook_serves_every_event_of_a_process_and_stops_with_
     model = ScriptedModel()
     hook = HookConfig(event="user_prompt_submit", command=[make_script(STAMPER)], persistent=True)
     process = AgentProcess("stamped", ProcessConfig(model=model, hooks=[hook]))
-    recorder = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    await process.start()
-    try:
-        for text in ("Login page is down", "Reset my password", "VPN is slow"):
-            await process.inject(ticket(text))
-        await finished(process, recorder, 3)
-    finally:
-        await process.stop()
+    await run_tickets(process, "Login page is down", "Reset my password", "VPN is slow")
 
     stamps = {prompt.rsplit("[pid ", 1)[1] for prompt in model.prompts}
     assert len(model.prompts) == 2
@@ -87,13 +81,7 @@ async def test_a_url_hook_blocks_a_process_event_with_the_services_reason(
 ) -> None:
     hook = HookConfig(event="user_prompt_submit", url=f"{service.url}/block")
     process = AgentProcess("policed", ProcessConfig(model=ScriptedModel(), hooks=[hook]))
-    recorder = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    await process.start()
-    try:
-        await process.inject(ticket("Login page is down"))
-        await finished(process, recorder, 1)
-    finally:
-        await process.stop()
+    await run_tickets(process, "Login page is down")
 
     [dead] = process.dead_letters
     assert dead["reason"] == "blocked by hook"
@@ -142,13 +130,7 @@ async def test_a_prompt_hook_asks_the_processs_own_model_by_default() -> None:
     )
     hook = HookConfig(event="user_prompt_submit", prompt="Deny tickets about passwords.")
     process = AgentProcess("judged", ProcessConfig(model=model, hooks=[hook]))
-    recorder = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    await process.start()
-    try:
-        await process.inject(ticket("Reset my password"))
-        await finished(process, recorder, 1)
-    finally:
-        await process.stop()
+    await run_tickets(process, "Reset my password")
 
     [dead] = process.dead_letters
     assert dead["error"] == "it asks for a password"
@@ -161,13 +143,7 @@ async def test_a_prompt_hook_naming_a_model_asks_that_one() -> None:
     hook = HookConfig(event="user_prompt_submit", prompt="Allow everything.", model="scripted")
     own = ScriptedModel()
     process = AgentProcess("judged", ProcessConfig(model=own, hooks=[hook]))
-    recorder = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    await process.start()
-    try:
-        await process.inject(ticket("hello"))
-        await finished(process, recorder, 1)
-    finally:
-        await process.stop()
+    await run_tickets(process, "hello")
 
     # A scripted model answers its reply text, which is no decision: the hook's error, and
     # the run went ahead (the hook is not fail_closed) with the process's own model.
@@ -203,13 +179,7 @@ async def test_a_persistent_hooks_env_secret_it_prints_as_it_crashes_is_redacted
         env={"TOKEN": "${HOOK_TOKEN}"},
     )
     process = AgentProcess("leaky", ProcessConfig(model=ScriptedModel(), hooks=[hook]))
-    recorder = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
-    await process.start()
-    try:
-        await process.inject(ticket("hello"))
-        await finished(process, recorder, 1)
-    finally:
-        await process.stop()
+    await run_tickets(process, "hello")
 
     [run] = [r for r in process.history.runs() if r.event == "user_prompt_submit"]
     assert run.outcome == "failed"

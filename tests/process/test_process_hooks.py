@@ -11,17 +11,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from _process_support import Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    ContextConfig,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-)
+from tether import AgentProcess, ProcessConfig
+from tether.agent import ContextConfig
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent, HookManager
 from tether.models import ScriptedModel
 
 

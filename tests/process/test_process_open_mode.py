@@ -5,17 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from _process_support import Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    BudgetConfig,
-    CronTrigger,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-)
+from tether import AgentProcess, CronTrigger, ProcessConfig
+from tether.agent import BudgetConfig
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent, HookManager
 from tether.models import ScriptedModel
 
 SPAWN = ("spawn_process", {"name": "bugs", "instructions": "You file bug reports."})

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from _process_support import FailsOnceModel, Recorder, eventually, ticket
+from _process_support import FailsOnceModel, Messages, Recorder, Tools, eventually, ticket
 from tether import AgentProcess, HookEvent, ProcessConfig
 from tether.models import ModelReply
 
@@ -19,9 +18,7 @@ class FailsThenHolds(FailsOnceModel):
         super().__init__("Triaged.")
         self.gate = asyncio.Event()
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         reply = await super().complete(messages, tools)
         if self.calls == 2:
             await self.gate.wait()

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
-from _process_support import GatedModel, Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    HookBlocked,
-    HookContext,
-    HookEvent,
-    ProcessBusyError,
-    ProcessConfig,
-    ProcessStateError,
-)
+from _process_support import GatedModel, HeldRewind, Recorder, eventually, hold_a_second_run, ticket
+from tether import AgentProcess, ProcessBusyError, ProcessConfig, ProcessStateError
+from tether.hooks import HookBlocked, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 
@@ -24,6 +18,37 @@ async def run_tickets(process: AgentProcess, rec: Recorder, *texts: str) -> None
     for n, text in enumerate(texts, start=len(rec.of(HookEvent.TASK_COMPLETED)) + 1):
         await process.inject(ticket(text))
         await eventually(lambda n=n: len(rec.of(HookEvent.TASK_COMPLETED)) >= n, what=text)
+
+
+def rewinds(
+    process: AgentProcess, messages: int, errors: list[BaseException]
+) -> Callable[[HookContext], Awaitable[None]]:
+    """A hook that awaits ``process.rewind(messages)`` and keeps the ProcessStateError it gets."""
+
+    async def forget(ctx: HookContext) -> None:
+        try:
+            await process.rewind(messages)
+        except ProcessStateError as exc:
+            errors.append(exc)
+
+    return forget
+
+
+async def hold_an_event_in_a_rewind(
+    process: AgentProcess, rec: Recorder, audit: HeldRewind
+) -> tuple[asyncio.Task[bool], str]:
+    """Finish "first", start a rewind of one message that ``audit`` holds, and let a worker take
+    a "second" event meanwhile; the rewind's task and the held event's id."""
+    await run_tickets(process, rec, "first")
+    rewinding = asyncio.create_task(process.rewind(1))
+    await audit.entered.wait()
+    held: str = await process.inject(ticket("second"))
+    await eventually(lambda: process._queue.empty(), what="a worker takes it")
+    return rewinding, held
+
+
+#: The conversation after "first", "second" and "third" with "second" rewound.
+SECOND_REWOUND = ["ticket: first", "Noted.", "ticket: third", "Noted."]
 
 
 def contents(messages: list[dict[str, Any]]) -> list[str]:
@@ -98,16 +123,9 @@ async def test_a_rewind_is_not_a_change_rollback_undoes() -> None:
 async def test_a_hook_awaiting_rewind_of_its_own_process_gets_a_clear_error() -> None:
     """A task_completed hook runs inside the worker whose run rewind() would wait for."""
     errors: list[BaseException] = []
-
-    async def forget(ctx: HookContext) -> None:
-        try:
-            await process.rewind(2)
-        except ProcessStateError as exc:
-            errors.append(exc)
-
     process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
     rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, priority=-1)
-    process.hooks.register(HookEvent.TASK_COMPLETED, forget)
+    process.hooks.register(HookEvent.TASK_COMPLETED, rewinds(process, 2, errors))
     async with process:
         await run_tickets(process, rec, "first")
     [error] = errors
@@ -121,15 +139,8 @@ async def test_a_hook_awaiting_rewind_of_its_own_process_gets_a_clear_error() ->
 async def test_a_config_change_hook_awaiting_rewind_of_its_own_process_gets_the_error() -> None:
     """Outside a worker too: the task dispatching the operator's change is marked."""
     errors: list[BaseException] = []
-
-    async def forget(ctx: HookContext) -> None:
-        try:
-            await process.rewind(1)
-        except ProcessStateError as exc:
-            errors.append(exc)
-
     process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
-    process.hooks.register(HookEvent.CONFIG_CHANGE, forget)
+    process.hooks.register(HookEvent.CONFIG_CHANGE, rewinds(process, 1, errors))
     await process.set_mission("Keep the queue short.")
     assert "awaited from inside its own hook or run" in str(errors[0])
 
@@ -151,14 +162,10 @@ async def test_a_scheduled_rewind_from_a_hook_runs_once_the_run_is_done() -> Non
 
 async def test_rewind_waits_for_the_run_in_flight_and_holds_the_queued_events() -> None:
     model = GatedModel(reply="Noted.")
-    model.gate.set()
     process = AgentProcess("triage", ProcessConfig(model=model))
     rec = Recorder().attach(process.hooks, HookEvent.CONFIG_CHANGE, HookEvent.TASK_COMPLETED)
     async with process:
-        await run_tickets(process, rec, "first")
-        model.gate.clear()
-        await process.inject(ticket("second"))
-        await eventually(lambda: model.active == 1, what="the second run")
+        await hold_a_second_run(process, model, rec)
         await process.inject(ticket("third"))  # queued behind it
         rewinding = asyncio.create_task(process.rewind(2))
         await asyncio.sleep(0.01)  # let the rewind begin: it now holds new runs
@@ -170,24 +177,15 @@ async def test_rewind_waits_for_the_run_in_flight_and_holds_the_queued_events() 
     assert (change["size_before"], change["size_after"]) == (4, 2)  # after "second", before "third"
     assert contents(change["dropping"]) == ["ticket: second", "Noted."]
     assert model.prompts[-1].startswith("ticket: third")
-    assert contents(process.context.conversation.recent()) == [
-        "ticket: first",
-        "Noted.",
-        "ticket: third",
-        "Noted.",
-    ]
+    assert contents(process.context.conversation.recent()) == SECOND_REWOUND
 
 
 async def test_rewind_gives_up_on_a_run_that_does_not_finish_and_changes_nothing() -> None:
     model = GatedModel()
-    model.gate.set()
     process = AgentProcess("triage", ProcessConfig(model=model))
     rec = Recorder().attach(process.hooks, HookEvent.CONFIG_CHANGE, HookEvent.TASK_COMPLETED)
     async with process:
-        await run_tickets(process, rec, "first")
-        model.gate.clear()
-        await process.inject(ticket("second"))
-        await eventually(lambda: model.active == 1, what="the second run")
+        await hold_a_second_run(process, model, rec)
         with pytest.raises(ProcessBusyError, match="still runs 1 task"):
             await process.rewind(2, timeout=0.05)
         assert len(process.context.conversation) == 2
@@ -210,12 +208,8 @@ async def test_an_event_taken_while_rewind_hooks_run_waits_and_the_told_messages
     """Regression: a worker already waiting on the queue took an event while the rewind's
     config_change hooks ran and ran it; the rewind then dropped that new exchange instead of
     the messages the hooks were told about."""
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def audit(ctx: HookContext) -> None:
-        if ctx.data["change"] == "rewind":
-            entered.set()
-            await release.wait()
+    audit = HeldRewind()
+    entered, release = audit.entered, audit.release
 
     model = ScriptedModel(reply="Noted.")
     process = AgentProcess("triage", ProcessConfig(model=model))
@@ -239,32 +233,17 @@ async def test_an_event_taken_while_rewind_hooks_run_waits_and_the_told_messages
         "Noted.",
         "ticket: third",
     ]
-    assert contents(process.context.conversation.recent()) == [
-        "ticket: first",
-        "Noted.",
-        "ticket: third",
-        "Noted.",
-    ]
+    assert contents(process.context.conversation.recent()) == SECOND_REWOUND
 
 
 async def test_an_event_held_during_a_rewind_is_dead_lettered_when_the_process_stops() -> None:
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def audit(ctx: HookContext) -> None:
-        if ctx.data["change"] == "rewind":
-            entered.set()
-            await release.wait()
-
+    audit = HeldRewind()
     process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))
     rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
     process.hooks.register(HookEvent.CONFIG_CHANGE, audit)
     async with process:
-        await run_tickets(process, rec, "first")
-        rewinding = asyncio.create_task(process.rewind(1))
-        await entered.wait()
-        held = await process.inject(ticket("second"))
-        await eventually(lambda: process._queue.empty(), what="a worker takes it")
-    release.set()
+        rewinding, held = await hold_an_event_in_a_rewind(process, rec, audit)
+    audit.release.set()
     assert await rewinding is True
     assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
         (held, "process stopped")
@@ -292,24 +271,14 @@ async def test_an_event_held_during_a_rewind_keeps_its_place_ahead_of_the_queue_
     """Regression: a worker stopped while it held an event during a rewind put it back at the
     tail of the queue (dead-lettered after the events injected later), and without a
     task_completed when the queue had filled up meanwhile."""
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def audit(ctx: HookContext) -> None:
-        if ctx.data["change"] == "rewind":
-            entered.set()
-            await release.wait()
-
+    audit = HeldRewind()
     process = AgentProcess("triage", ProcessConfig(model=ScriptedModel(), max_queue_size=2))
     rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
     process.hooks.register(HookEvent.CONFIG_CHANGE, audit)
     async with process:
-        await run_tickets(process, rec, "first")
-        rewinding = asyncio.create_task(process.rewind(1))
-        await entered.wait()
-        held = await process.inject(ticket("second"))
-        await eventually(lambda: process._queue.empty(), what="a worker takes it")
+        rewinding, held = await hold_an_event_in_a_rewind(process, rec, audit)
         later = [await process.inject(ticket(text)) for text in ("third", "fourth")]
-    release.set()
+    audit.release.set()
     assert await rewinding is True
     assert [(d["event_id"], d["reason"]) for d in process.dead_letters] == [
         (held, "process stopped"),

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from _process_support import Recorder, eventually, ticket
+from _process_support import Messages, Recorder, Tools, eventually, ticket
 from tether import AgentProcess, HookEvent, ProcessConfig, RestartPolicy
 from tether.models import ModelReply, ModelUnavailableError
 
@@ -18,9 +16,7 @@ class DownAt:
         self.down = set(down)
         self.calls = 0
 
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    async def complete(self, messages: Messages, tools: Tools = None) -> ModelReply:
         self.calls += 1
         if self.calls in self.down:
             raise ModelUnavailableError(f"the endpoint is down (call {self.calls})")

@@ -10,14 +10,8 @@ from pydantic import ValidationError
 
 from _loop_support import stubborn_crm
 from _process_support import Recorder, eventually
-from tether import (
-    AgentProcess,
-    HookEvent,
-    ManifestError,
-    ProcessConfig,
-    TriggerEvent,
-    load_manifest,
-)
+from tether import AgentProcess, ManifestError, ProcessConfig, TriggerEvent, load_manifest
+from tether.hooks import HookEvent
 from tether.manifest import manifest_to_process_config
 from tether.models import ScriptedModel
 

@@ -11,17 +11,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from _process_support import Recorder, eventually, write_until
-from tether import (
-    AgentProcess,
-    CronTrigger,
-    FileWatchTrigger,
-    HookBlocked,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-)
+from _process_support import Recorder, eventually, fire_until_completed, write_until
+from tether import AgentProcess, CronTrigger, FileWatchTrigger, ProcessConfig
+from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 from tether.process._triggers import CronRunner
 
@@ -117,11 +109,7 @@ async def test_a_cron_firing_becomes_a_cron_event_of_the_process() -> None:
         clock=clock_starting_at(datetime(2030, 1, 1, 2, 59, 59, 990_000, tzinfo=UTC)),
     )
     async with process:
-        runner.start(process.fire)
-        try:
-            await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="the cron run")
-        finally:
-            await runner.stop()
+        await fire_until_completed(process, runner, rec, "the cron run")
     [created] = rec.of(HookEvent.TASK_CREATED)
     assert (created["trigger_id"], created["trigger_type"]) == ("nightly", "cron")
     assert "scheduled_at: 2030-01-01T03:00:00+00:00" in model.prompts[0]

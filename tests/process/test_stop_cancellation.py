@@ -11,16 +11,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from _process_support import completions, eventually, run_task, ticket
-from tether import (
-    AgentProcess,
-    Plugin,
-    PluginContext,
-    ProcessConfig,
-    TriggerEvent,
-    hook_options,
-    implements,
-)
+from _process_support import completions, eventually, run_one_task, run_task, ticket
+from tether import AgentProcess, ProcessConfig, TriggerEvent
+from tether.hooks import Plugin, PluginContext, hook_options, implements
 from tether.models import ScriptedModel
 from tether.process._dead_letters import UNFIRED
 
@@ -166,9 +159,7 @@ async def test_a_lifecycle_method_overrunning_its_timeout_is_still_a_warning() -
             await asyncio.sleep(30)
 
     process = AgentProcess("triage", ProcessConfig(model=ScriptedModel(), plugins=[Slow()]))
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
+    event_id = await run_one_task(process)
     assert process.plugins.warnings[event_id] == [
         "plugin:slow: on_user_prompt_submit timed out or was cancelled"
     ]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,19 @@ def just_before(when: datetime) -> datetime:
 
 
 Fired = list[dict[str, Any]]
+
+
+@contextlib.asynccontextmanager
+async def firing(name: str, expression: str, clock: Clock) -> AsyncIterator[Fired]:
+    """A CronRunner ``name`` of ``expression`` on ``clock``, started for the block and stopped
+    after it; yields what it fired, as it fires."""
+    fired: Fired = []
+    runner = CronRunner(name, CronTrigger(cron_expression=expression), clock=clock, recheck=0.05)
+    runner.start(recording(fired))
+    try:
+        yield fired
+    finally:
+        await runner.stop()
 
 
 def recording(fired: Fired, then: Any = None) -> Any:
@@ -78,31 +93,18 @@ async def test_a_runner_follows_a_clock_that_jumps_while_it_waits() -> None:
     """Regression: the runner slept the whole wait in one go, so a clock that jumped (a host
     that slept, a clock set) kept a due firing waiting for the rest of the old wait."""
     clock = Clock(datetime(2030, 1, 1, 8, 0, tzinfo=UTC))
-    fired: Fired = []
-    runner = CronRunner(
-        "daily", CronTrigger(cron_expression="0 9 * * *"), clock=clock, recheck=0.05
-    )
-    runner.start(recording(fired))
-    try:
+    async with firing("daily", "0 9 * * *", clock) as fired:
         await asyncio.sleep(0.1)  # the runner waits for 09:00, an hour away
         clock.set(just_before(datetime(2030, 1, 1, 9, 0, tzinfo=UTC)))
         await eventually(lambda: fired, timeout=5, what="the firing at 09:00")
-    finally:
-        await runner.stop()
     assert fired == [{"scheduled_at": "2030-01-01T09:00:00+00:00"}]
 
 
 async def test_a_schedule_is_read_in_its_time_zone() -> None:
     # 09:00 in Berlin in winter is 08:00 UTC.
     clock = Clock(just_before(datetime(2030, 1, 15, 8, 0, tzinfo=UTC)))
-    fired: Fired = []
-    trigger = CronTrigger(cron_expression="CRON_TZ=Europe/Berlin 0 9 * * *")
-    runner = CronRunner("standup", trigger, clock=clock, recheck=0.05)
-    runner.start(recording(fired))
-    try:
+    async with firing("standup", "CRON_TZ=Europe/Berlin 0 9 * * *", clock) as fired:
         await eventually(lambda: fired, what="the firing at 09:00 in Berlin")
-    finally:
-        await runner.stop()
     assert fired == [{"scheduled_at": "2030-01-15T09:00:00+01:00"}]
 
 
@@ -110,18 +112,12 @@ async def test_a_fixed_hour_repeated_by_the_fall_back_change_fires_once() -> Non
     """Berlin's clocks go back from 03:00 to 02:00 on 2030-10-27: 02:30 happens twice."""
     first = datetime(2030, 10, 27, 0, 30, tzinfo=UTC)  # 02:30 CEST
     clock = Clock(just_before(first))
-    fired: Fired = []
-    trigger = CronTrigger(cron_expression="CRON_TZ=Europe/Berlin 30 2 * * *")
-    runner = CronRunner("nightly", trigger, clock=clock, recheck=0.05)
-    runner.start(recording(fired))
-    try:
+    async with firing("nightly", "CRON_TZ=Europe/Berlin 30 2 * * *", clock) as fired:
         await eventually(lambda: fired, what="the first 02:30")
         clock.set(just_before(first + timedelta(hours=1)))  # 02:30 CET, the same local time
         await asyncio.sleep(0.3)
         clock.set(just_before(datetime(2030, 10, 28, 1, 30, tzinfo=UTC)))  # the next night
         await eventually(lambda: len(fired) >= 2, what="the next night's 02:30")
-    finally:
-        await runner.stop()
     assert fired == [
         {"scheduled_at": "2030-10-27T02:30:00+02:00"},
         {"scheduled_at": "2030-10-28T02:30:00+01:00"},
@@ -133,16 +129,10 @@ async def test_an_hourly_schedule_fires_in_both_hours_the_fall_back_change_repea
     hours: str,
 ) -> None:
     clock = Clock(just_before(datetime(2030, 10, 27, 0, 0, tzinfo=UTC)))  # 02:00 CEST
-    fired: Fired = []
-    trigger = CronTrigger(cron_expression=f"TZ=Europe/Berlin 0 {hours} * * *")
-    runner = CronRunner("hourly", trigger, clock=clock, recheck=0.05)
-    runner.start(recording(fired))
-    try:
+    async with firing("hourly", f"TZ=Europe/Berlin 0 {hours} * * *", clock) as fired:
         await eventually(lambda: fired, what="02:00 CEST")
         clock.set(just_before(datetime(2030, 10, 27, 1, 0, tzinfo=UTC)))  # 02:00 CET
         await eventually(lambda: len(fired) >= 2, what="02:00 CET")
-    finally:
-        await runner.stop()
     assert fired == [
         {"scheduled_at": "2030-10-27T02:00:00+02:00"},
         {"scheduled_at": "2030-10-27T02:00:00+01:00"},

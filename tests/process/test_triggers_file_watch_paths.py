@@ -38,6 +38,18 @@ async def write(path: Path, text: str = "ticket\n") -> None:
     await asyncio.to_thread(path.write_text, text)
 
 
+async def watching(process: AgentProcess) -> None:
+    """Wait until the "inbox" trigger's runner of the running ``process`` watches its folder."""
+    runner = process._runners["inbox"]
+    await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
+
+
+async def drop_a_ticket(process: AgentProcess, folder: Path) -> None:
+    """Once ``process`` watches ``folder``, write a ticket file into it."""
+    await watching(process)
+    await write(folder / "ticket.txt")
+
+
 async def test_a_folder_that_does_not_exist_yet_is_watched_once_it_appears(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -95,9 +107,7 @@ async def test_a_file_change_whose_file_changed_hook_raises_a_base_exception_is_
     process = watcher(tmp_path)
     process.hooks.register(HookEvent.FILE_CHANGED, abort)
     async with process:
-        runner = process._runners["inbox"]
-        await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
-        await write(tmp_path / "ticket.txt")
+        await drop_a_ticket(process, tmp_path)
         await eventually(lambda: process.dead_letters, what="the dead letter")
         dead = process.dead_letters[0]
     assert (dead["reason"], dead["error"]) == (
@@ -124,9 +134,7 @@ async def test_a_file_change_a_stop_cuts_off_in_its_hooks_is_dead_lettered_proce
     process.hooks.register(event, slow)
     await process.start()
     try:
-        runner = process._runners["inbox"]
-        await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
-        await write(tmp_path / "ticket.txt")
+        await drop_a_ticket(process, tmp_path)
         await asyncio.wait_for(entered.wait(), 10)
     finally:
         await process.stop()
@@ -150,9 +158,7 @@ async def test_a_file_change_cut_off_by_removing_its_trigger_is_dead_lettered_tr
     process = watcher(tmp_path)
     process.hooks.register(HookEvent.TASK_CREATED, slow)
     async with process:
-        runner = process._runners["inbox"]
-        await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
-        await write(tmp_path / "ticket.txt")
+        await drop_a_ticket(process, tmp_path)
         await asyncio.wait_for(entered.wait(), 10)
         await process.remove_trigger("inbox")
         [dead] = process.dead_letters
@@ -172,8 +178,7 @@ async def test_each_path_of_a_batch_is_reported_once_as_where_it_ended(tmp_path:
     process = AgentProcess("watcher", ProcessConfig(model=ScriptedModel(), triggers=[trigger]))
     rec = Recorder().attach(process.hooks, HookEvent.FILE_CHANGED)
     async with process:
-        runner = process._runners["inbox"]
-        await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
+        await watching(process)
 
         def burst() -> None:  # all within one batch
             (tmp_path / "old.txt").write_text("edited\n")
@@ -223,8 +228,7 @@ async def test_changes_closer_together_than_debounce_ms_fire_once(tmp_path: Path
     process = AgentProcess("watcher", ProcessConfig(model=ScriptedModel(), triggers=[trigger]))
     rec = Recorder().attach(process.hooks, HookEvent.FILE_CHANGED)
     async with process:
-        runner = process._runners["inbox"]
-        await asyncio.wait_for(runner.ready.wait(), 10)  # type: ignore[attr-defined]
+        await watching(process)
         for n in range(4):
             await write(tmp_path / "ticket.txt", f"draft {n}\n")
             await asyncio.sleep(0.1)

@@ -2,37 +2,27 @@
 
 from __future__ import annotations
 
-import asyncio
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from _process_support import eventually
 from tether import (
     AgentRuntime,
-    HookContext,
-    HookEvent,
-    HookManager,
     ProcessConfig,
     ProcessExistsError,
     ProcessState,
     TriggerEvent,
     WebhookClashError,
 )
+from tether.hooks import HookContext, HookEvent, HookManager
 
 SCRIPTED = {"model": "scripted", "instructions": "You triage support tickets."}
 
 
 def webhook(path: str, port: int = 9782, **extra: object) -> dict[str, object]:
     return {"type": "webhook", "webhook_path": path, "webhook_port": port, **extra}
-
-
-async def until(condition: object, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():  # type: ignore[operator]
-        assert loop.time() < deadline, "gave up waiting"
-        await asyncio.sleep(0.005)
 
 
 async def test_a_process_added_while_the_runtime_runs_starts_at_once() -> None:
@@ -130,7 +120,7 @@ async def test_an_injected_event_runs_and_health_counts_states() -> None:
         await runtime.add_process("idle", SCRIPTED)
         await runtime.get("idle").stop()  # type: ignore[union-attr]
         await process.inject(TriggerEvent("manual", "manual", {"ticket": "Login is down"}))
-        await until(lambda: process.status()["invocation_count"] == 1)
+        await eventually(lambda: process.status()["invocation_count"] == 1)
         health = runtime.health()
     assert health["running"] is True
     assert health["processes"] == 2
@@ -149,7 +139,7 @@ async def test_publish_reaches_event_triggers_of_that_type_only() -> None:
         await runtime.add_process("other", SCRIPTED)
         assert await runtime.publish("release") == []
         [event_id] = await runtime.publish("deploy", {"version": "1.2"})
-        await until(lambda: listener.status()["invocation_count"] == 1)
+        await eventually(lambda: listener.status()["invocation_count"] == 1)
     assert event_id in listener.transcripts
 
 

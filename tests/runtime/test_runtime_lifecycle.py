@@ -7,15 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tether import (
-    AgentRuntime,
-    EventTrigger,
-    HookContext,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-    ProcessState,
-)
+from tether import AgentRuntime, EventTrigger, ProcessConfig, ProcessState
+from tether.hooks import HookContext, HookEvent, HookManager
 
 
 class Abort(BaseException):

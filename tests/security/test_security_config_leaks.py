@@ -9,14 +9,8 @@ from collections.abc import Callable
 import pytest
 from pydantic import ValidationError
 
-from tether import (
-    AgentProcess,
-    AgentRuntime,
-    HookConfig,
-    McpServerConfig,
-    ProcessConfig,
-    WebhookTrigger,
-)
+from tether import AgentProcess, AgentRuntime, McpServerConfig, ProcessConfig, WebhookTrigger
+from tether.hooks import HookConfig
 from tether.manifest import ProcessSpec, spec_to_process_config
 
 CANARY = "config-canary-41b9e2"

@@ -22,13 +22,11 @@ from tether import (
     AgentRuntime,
     CronTrigger,
     FileWatchTrigger,
-    HookBlocked,
-    HookContext,
-    HookEvent,
     ProcessConfig,
     WebhookTrigger,
 )
 from tether.api import WebhookServer
+from tether.hooks import HookBlocked, HookContext, HookEvent
 from tether.process._triggers import CronRunner
 
 CANARY = "error-canary-7d31f0"

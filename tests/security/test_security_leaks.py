@@ -15,15 +15,9 @@ import pytest
 
 from _net_support import free_port
 from conftest import ScriptFactory
-from tether import (
-    AgentProcess,
-    AgentRuntime,
-    HookConfig,
-    HookContext,
-    HookEvent,
-    ProcessConfig,
-)
+from tether import AgentProcess, AgentRuntime, ProcessConfig
 from tether.api import WebhookServer, webhook_headers
+from tether.hooks import HookConfig, HookContext, HookEvent
 from tether.manifest import ProcessSpec, spec_problems, spec_to_process_config
 
 CANARY = "leak-canary-5e1d07"

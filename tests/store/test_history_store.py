@@ -14,15 +14,8 @@ from typing import Any
 import pytest
 
 from _process_support import Recorder, eventually, ticket
-from tether import (
-    AgentProcess,
-    HookBlocked,
-    HookContext,
-    HookEvent,
-    HookManager,
-    HookRun,
-    ProcessConfig,
-)
+from tether import AgentProcess, ProcessConfig
+from tether.hooks import HookBlocked, HookContext, HookEvent, HookManager, HookRun
 from tether.hooks._history import BATCH, HistoryRecorder
 from tether.models import ScriptedModel
 from tether.store import HistoryStore

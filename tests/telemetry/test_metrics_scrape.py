@@ -13,16 +13,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from _process_support import eventually
-from tether import (
-    AgentRuntime,
-    HookBlocked,
-    HookConfig,
-    HookEvent,
-    HookManager,
-    ProcessConfig,
-    TriggerEvent,
-)
+from tether import AgentRuntime, ProcessConfig, TriggerEvent
 from tether.api import OrchestrationAPI
+from tether.hooks import HookBlocked, HookConfig, HookEvent, HookManager
 from tether.models import OpenAIModel
 from tether.telemetry import Telemetry
 

@@ -11,16 +11,9 @@ import pytest
 from _net_support import free_port
 from _process_support import eventually
 from _telemetry_support import by_name
-from tether import (
-    ApprovalDecision,
-    ApprovalPolicy,
-    ApprovalRequest,
-    HookBlocked,
-    HookConfig,
-    HookEvent,
-    ProcessConfig,
-    TriggerEvent,
-)
+from tether import ProcessConfig, TriggerEvent
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookBlocked, HookConfig, HookEvent
 from tether.models import OpenAIModel
 from tether.telemetry import Telemetry
 
