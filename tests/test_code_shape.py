@@ -16,7 +16,6 @@ STDLIB_PRIVATE = {"_replace", "_asdict", "_fields", "_make"}
 #: rather than adding it here. The hook engine's modules share the manager's internals as one
 #: package, deliberately.
 KNOWN_REACHES = {
-    "agent/_tool_hooks.py: tool._validator",
     "cli/_hooktest.py: hook._cwd",
     "cli/_validate.py: hook._claude_event",
     "hooks/_background.py: hook.manager._drop",

@@ -90,7 +90,7 @@ def check_arguments(tool: Tool, value: Any) -> dict[str, Any]:
         )
     try:
         parsed = tool.parse_arguments(value)
-        if tool._validator is None:  # a tool described by its JSON schema alone (MCP)
+        if tool.validator is None:  # a tool described by its JSON schema alone (MCP)
             problems = schema_problems(parsed, tool.parameters)
             if problems:
                 raise ToolArgumentsError("; ".join(problems))

@@ -37,6 +37,12 @@ class Tool:
                 f"tool name {self.name!r} must be 1 to 64 letters, digits, '_' and '-'"
             )
 
+    @property
+    def validator(self) -> Any:
+        """The pydantic model the arguments are validated with (``None``: a tool described by
+        its JSON schema alone, e.g. an MCP server's)."""
+        return self._validator
+
     def spec(self) -> dict[str, Any]:
         """The OpenAI tool spec."""
         return {
