@@ -16,8 +16,6 @@ STDLIB_PRIVATE = {"_replace", "_asdict", "_fields", "_make"}
 #: rather than adding it here. The hook engine's modules share the manager's internals as one
 #: package, deliberately.
 KNOWN_REACHES = {
-    "cli/_hooktest.py: hook._cwd",
-    "cli/_validate.py: hook._claude_event",
     "hooks/_background.py: hook.manager._drop",
     "hooks/_background.py: manager._log_failure",
     "hooks/_background.py: manager._report",

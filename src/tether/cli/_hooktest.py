@@ -182,7 +182,7 @@ def _claude_code(hook: Any, ctx: Any, payload: dict[str, Any], out: Console, sho
     name = TETHER_TO_CLAUDE[ctx.event]
     out.print(f"[bold]protocol[/] claude-code ({name})")
     out.print("[bold]stdin[/]")
-    out.print(shown(json.dumps(claude_input(ctx, name, hook._cwd()), indent=2, default=str)))
+    out.print(shown(json.dumps(claude_input(ctx, name, hook.project_dir()), indent=2, default=str)))
     try:
         asyncio.run(hook.callback(ctx))
     except HookBlocked as exc:

@@ -100,7 +100,7 @@ def _loaded(manifest: Any) -> tuple[list[str], list[str]]:
     lines: list[str] = []
     for i, path in enumerate(manifest.claude_code_hooks):
         for hook in claude_code_hooks(path):  # (load_manifest has read each file already)
-            claude = hook._claude_event or TETHER_TO_CLAUDE[HookEvent(hook.event)]
+            claude = hook.claude_event or TETHER_TO_CLAUDE[HookEvent(hook.event)]
             matcher = f" matcher {hook.matcher}" if hook.matcher else ""
             command = " ".join(hook.command) if isinstance(hook.command, list) else hook.command
             lines.append(f"claude_code_hooks[{i}]: {claude} -> {hook.event}{matcher}: {command}")

@@ -194,12 +194,14 @@ class ClaudeCodeHook(ShellHook):
 
     def build_env(self, ctx: HookContext) -> dict[str, str]:
         env = super().build_env(ctx)
-        env.setdefault("CLAUDE_PROJECT_DIR", self._cwd())
+        env.setdefault("CLAUDE_PROJECT_DIR", self.project_dir())
         if self.plugin_root is not None:
             env.setdefault("CLAUDE_PLUGIN_ROOT", self.plugin_root)
         return env
 
-    def _cwd(self) -> str:
+    def project_dir(self) -> str:
+        """The project directory the program is told of (``CLAUDE_PROJECT_DIR``, its input's
+        ``cwd``): the hook's ``cwd`` made absolute, else the current directory."""
         return os.path.abspath(self.cwd) if self.cwd is not None else os.getcwd()
 
     def applies(self, ctx: HookContext) -> bool:
@@ -215,7 +217,7 @@ class ClaudeCodeHook(ShellHook):
         if not self.applies(ctx):
             return
         name = _event_name(ctx, self.claude_event)
-        stdin = json.dumps(claude_input(ctx, name, self._cwd()), default=str)
+        stdin = json.dumps(claude_input(ctx, name, self.project_dir()), default=str)
         done = await self.spawn(ctx, stdin)
         shown = self.display_name
         stderr = done.stderr.decode(self.encoding, errors="replace").strip()

@@ -48,6 +48,12 @@ class CommandHookConfig(HookConfig):
     #: The plugin folder of a hook loaded from a plugin's hooks.json (CLAUDE_PLUGIN_ROOT).
     _plugin_root: str | None = PrivateAttr(default=None)
 
+    @property
+    def claude_event(self) -> str | None:
+        """The Claude Code event a hook loaded from a Claude Code settings file was declared
+        for (its ``hook_event_name``); ``None`` for a hook not loaded from one."""
+        return self._claude_event
+
     @field_validator("max_output_bytes", mode="before")
     @classmethod
     def _bytes_not_a_bool(cls, value: Any, info: ValidationInfo) -> Any:
