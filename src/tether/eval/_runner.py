@@ -472,8 +472,8 @@ class _ScenarioSession:
     def agent_info(self) -> dict[str, Any]:
         model = self.process.config.model
         name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
-        if self.process._model is not None:
-            name = getattr(self.process._model, "name", name)
+        if self.process.model is not None:
+            name = getattr(self.process.model, "name", name)
         return {"name": self.process.name, "model": str(name)}
 
     def redact(self, value: Any) -> Any:
@@ -510,7 +510,7 @@ class _ScenarioSession:
 
     async def converse(self, text: str, timeout: float) -> str:
         process = self.process
-        loop = process._loop
+        loop = process.loop
         if loop is None:
             raise RuntimeError(f"process {process.name!r} is not running; nothing to converse with")
         transcript = process.transcripts.get(self.last_event or "")

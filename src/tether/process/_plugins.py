@@ -229,7 +229,7 @@ class PluginManager:
         if _dry_run(ctx):  # PluginContext refuses first; a host never asks the model either
             raise PluginError("converse() does not call the model in a dry run")
         process = self._process
-        loop = process._loop
+        loop = process.loop
         if loop is None:
             raise PluginError(f"process {process.name!r} is not running; nothing to converse with")
         event_id = str(ctx.data.get("event_id") or "")

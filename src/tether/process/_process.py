@@ -324,6 +324,17 @@ class AgentProcess:
         self._changes.config = config
 
     @property
+    def loop(self) -> AgentLoop | None:
+        """The agent loop the runs use (``None`` before the first start)."""
+        return self._loop
+
+    @property
+    def model(self) -> Model | None:
+        """The model client the runs call (``None`` before the first start and once
+        closed); a spawned child shares its parent's."""
+        return self._model
+
+    @property
     def invocation_count(self) -> int:
         """Runs started since the process was created."""
         return self._runner.invocation_count
