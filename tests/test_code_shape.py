@@ -39,11 +39,6 @@ KNOWN_REACHES = {
     "hooks/_secrets.py: self._manager._chain",
     "process/_open_mode.py: parent._emit_worker",
     "process/_open_mode.py: parent._spawning",
-    "process/_recovery.py: process._dead",
-    "process/_recovery.py: process._enqueue",
-    "process/_recovery.py: process._journal",
-    "process/_recovery.py: process._queue",
-    "process/_recovery.py: process._stream",
 }
 
 

@@ -578,7 +578,19 @@ class AgentProcess:
         """Requeue what the journal says was unfinished (first start of this object only)."""
         from ._recovery import recover
 
-        return recover(self)
+        if self._stream is not None:  # a cluster's stream: what its claim() took over
+            return self._stream.take_recovered()
+        if self._journal is None or self._recovered_once:
+            return None
+        self._recovered_once = True
+        return recover(
+            self._journal,
+            self._queue,
+            max_retries=self.config.max_retries,
+            dead_letters=self.dead_letters,
+            dead_letter=self._dead,
+            enqueue=self._enqueue,
+        )
 
     async def stop(self, *, reason: str = "stop") -> None:
         """Fire session_end, stop triggers, let runs finish (up to stop_timeout), then stop.

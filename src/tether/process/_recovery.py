@@ -8,26 +8,32 @@ counts. One whose attempts are used up (the event may be what killed the host) i
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ._event import TriggerEvent
 
 if TYPE_CHECKING:
-    from ._process import AgentProcess
+    from ..store import Journal
 
 __all__ = ["recover"]
 
 
-def recover(process: AgentProcess) -> dict[str, Any] | None:
-    """Requeue the journal's unfinished events and reload its dead letters; say what was done."""
-    journal = process._journal
-    if process._stream is not None:  # a cluster's stream: what its claim() took over
-        return process._stream.take_recovered()
-    if journal is None or process._recovered_once:
-        return None
-    process._recovered_once = True
-    queue = process._queue
+def recover(
+    journal: Journal,
+    queue: asyncio.Queue[tuple[TriggerEvent, int]],
+    *,
+    max_retries: int,
+    dead_letters: list[dict[str, Any]],
+    dead_letter: Callable[[TriggerEvent, str, str | None, int], None],
+    enqueue: Callable[[TriggerEvent, int], bool],
+) -> dict[str, Any] | None:
+    """Requeue the journal's unfinished events and reload its dead letters; say what was done.
+
+    ``queue`` is the process's queue and ``dead_letters`` its dead letters (the reloaded ones
+    are appended); ``dead_letter`` dead-letters an event and ``enqueue`` queues one
+    (journaled), as the process does. The caller recovers once per process object."""
     # Events injected before this first start are queued (and journaled) already.
     waiting = [queue.get_nowait() for _ in range(queue.qsize())]
     queued = {journal.stored_id(event.event_id) for event, _ in waiting}
@@ -37,8 +43,8 @@ def recover(process: AgentProcess) -> dict[str, Any] | None:
         if raw["event_id"] in queued:
             continue
         event = TriggerEvent.from_dict(raw)
-        if state == "running" and attempts > process.config.max_retries:
-            process._dead(
+        if state == "running" and attempts > max_retries:
+            dead_letter(
                 event,
                 "process failed",
                 f"the host process went away while attempt {attempts} ran; no retries left",
@@ -49,17 +55,17 @@ def recover(process: AgentProcess) -> dict[str, Any] | None:
         try:
             queue.put_nowait((event, attempts))
         except asyncio.QueueFull:
-            process._dead(event, "queue full", "journal recovery found a full queue", attempts)
+            dead_letter(event, "queue full", "journal recovery found a full queue", attempts)
             dead += 1
             continue
         events.append(event.event_id)
     for event, attempts in waiting:  # behind what the journal recovered
-        process._enqueue(event, attempts)
-    known = {journal.stored_id(d["event"].event_id) for d in process.dead_letters}
+        enqueue(event, attempts)
+    known = {journal.stored_id(d["event"].event_id) for d in dead_letters}
     for raw, attempts, reason, error, at in journal.dead_letters():
         if raw["event_id"] in known:
             continue
-        process.dead_letters.append(
+        dead_letters.append(
             {
                 "event": TriggerEvent.from_dict(raw),
                 "event_id": raw["event_id"],
