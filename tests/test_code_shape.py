@@ -37,8 +37,6 @@ KNOWN_REACHES = {
     "hooks/_plugin.py: manager._drop",
     "hooks/_secrets.py: owner._by_id",
     "hooks/_secrets.py: self._manager._chain",
-    "process/_open_mode.py: parent._emit_worker",
-    "process/_open_mode.py: parent._spawning",
 }
 
 

@@ -9,7 +9,6 @@ from typing import Any
 from _process_support import Recorder, eventually, ticket
 from tether import AgentProcess, HookContext, HookEvent, OpenModeConfig, ProcessConfig
 from tether.models import ScriptedModel
-from tether.process._open_mode import spawn_child
 
 
 def spawner(
@@ -96,7 +95,7 @@ async def test_a_process_stops_its_children_together() -> None:
     parent.hooks.register(HookEvent.SESSION_END, meet, timeout=2)
     await parent.start()
     for name in ("c0", "c1", "c2"):
-        assert isinstance(await spawn_child(parent, name, "You help."), AgentProcess)
+        assert isinstance(await parent._spawner.spawn(name, "You help."), AgentProcess)
     await parent.stop()
     assert sorted(met) == ["c0", "c1", "c2"]
     assert parent.children == {}

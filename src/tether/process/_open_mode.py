@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -11,9 +12,10 @@ from ..hooks import HookEvent
 from ._config import CronTrigger, EventTrigger, TriggerConfig
 
 if TYPE_CHECKING:
+    from ..hooks import DispatchResult
     from ._process import AgentProcess
 
-__all__ = ["open_mode_tools", "spawn_child"]
+__all__ = ["ChildSpawner", "open_mode_tools"]
 
 
 def _host_trigger_refusal(process: AgentProcess, triggers: list[Any]) -> str | None:
@@ -35,70 +37,86 @@ def _stopping(process: AgentProcess) -> bool:
     return process._stopping or process.state == ProcessState.STOPPING
 
 
-async def spawn_child(
-    parent: AgentProcess,
-    name: str,
-    instructions: str,
-    triggers: list[dict[str, Any]] | None = None,
-) -> AgentProcess | str:
-    """Spawn a child process; return it, or the refusal text."""
-    from ._process import AgentProcess
-    from ._state import ProcessState, validate_name
+class ChildSpawner:
+    """Spawns the children of one process (open mode's ``spawn_process``).
 
-    if _stopping(parent):
-        # Its children are being (or have been) stopped: a new one would outlive it.
-        return f"refused: process {parent.name!r} is stopping"
-    limit = parent.config.open_mode.max_children
-    if len(parent.children) + len(parent._spawning) >= limit:  # spawns under way count too
-        return f"refused: this process may run at most {limit} spawned processes"
-    try:
-        validate_name(name)
-        parsed = [TypeAdapter(TriggerConfig).validate_python(t) for t in triggers or []]
-    except (ValueError, ValidationError) as exc:
-        return f"error: {exc}"
-    refusal = _host_trigger_refusal(parent, parsed)
-    if refusal is not None:
-        return refusal
-    if name in parent.children or name in parent._spawning or name == parent.name:
-        return f"error: a process named {name!r} already exists"
-    # The name is taken from here on: a spawn of the same name by a run alongside (while this
-    # one's subagent_start hooks run) is refused, never a second child left unsupervised.
-    parent._spawning.add(name)
-    try:
-        gate = await parent._emit_worker(
-            HookEvent.SUBAGENT_START,
-            {"process_name": name, "execution_mode": "strict", "trigger_count": len(parsed)},
+    ``emit_worker`` fires the parent's hooks from a worker (each spawn's subagent_start)."""
+
+    def __init__(
+        self, parent: AgentProcess, emit_worker: Callable[..., Awaitable[DispatchResult]]
+    ) -> None:
+        self._parent = parent
+        self._emit_worker = emit_worker
+        #: The children whose subagent_start hooks run now: their names are taken.
+        self.spawning: set[str] = set()
+
+    async def spawn(
+        self,
+        name: str,
+        instructions: str,
+        triggers: list[dict[str, Any]] | None = None,
+    ) -> AgentProcess | str:
+        """Spawn a child process; return it, or the refusal text."""
+        from ._process import AgentProcess
+        from ._state import ProcessState, validate_name
+
+        parent = self._parent
+        if _stopping(parent):
+            # Its children are being (or have been) stopped: a new one would outlive it.
+            return f"refused: process {parent.name!r} is stopping"
+        limit = parent.config.open_mode.max_children
+        if len(parent.children) + len(self.spawning) >= limit:  # spawns under way count too
+            return f"refused: this process may run at most {limit} spawned processes"
+        try:
+            validate_name(name)
+            parsed = [TypeAdapter(TriggerConfig).validate_python(t) for t in triggers or []]
+        except (ValueError, ValidationError) as exc:
+            return f"error: {exc}"
+        refusal = _host_trigger_refusal(parent, parsed)
+        if refusal is not None:
+            return refusal
+        if name in parent.children or name in self.spawning or name == parent.name:
+            return f"error: a process named {name!r} already exists"
+        # The name is taken from here on: a spawn of the same name by a run alongside (while
+        # this one's subagent_start hooks run) is refused, never a second child left
+        # unsupervised.
+        self.spawning.add(name)
+        try:
+            gate = await self._emit_worker(
+                HookEvent.SUBAGENT_START,
+                {"process_name": name, "execution_mode": "strict", "trigger_count": len(parsed)},
+            )
+        finally:
+            self.spawning.discard(name)
+        if gate.blocked:
+            return f"refused: {gate.reason or 'a subagent_start hook refused the spawn'}"
+        if _stopping(parent):  # a stop began while the hooks ran: a child would outlive it
+            return f"refused: process {parent.name!r} is stopping"
+        config = parent.config.model_copy(
+            update={
+                "instructions": instructions,
+                "hooks": [],
+                "plugins": [],
+                "triggers": parsed,
+                "execution_mode": "strict",
+                "journal_path": None,
+            }
         )
-    finally:
-        parent._spawning.discard(name)
-    if gate.blocked:
-        return f"refused: {gate.reason or 'a subagent_start hook refused the spawn'}"
-    if _stopping(parent):  # a stop began while the hooks ran: a child would outlive it
-        return f"refused: process {parent.name!r} is stopping"
-    config = parent.config.model_copy(
-        update={
-            "instructions": instructions,
-            "hooks": [],
-            "plugins": [],
-            "triggers": parsed,
-            "execution_mode": "strict",
-            "journal_path": None,
-        }
-    )
-    child = AgentProcess(name, config, parent=parent)
-    child._model = parent._model  # share the client; the parent closes it
-    if parent.observer is not None:
-        child.observe(parent.observer)
-    parent.children[name] = child
-    if parent.on_spawn is not None:
-        await parent.on_spawn(child)
-    if child.state != ProcessState.RUNNING:
-        await child.start()
-    return child
+        child = AgentProcess(name, config, parent=parent)
+        child._model = parent._model  # share the client; the parent closes it
+        if parent.observer is not None:
+            child.observe(parent.observer)
+        parent.children[name] = child
+        if parent.on_spawn is not None:
+            await parent.on_spawn(child)
+        if child.state != ProcessState.RUNNING:
+            await child.start()
+        return child
 
 
-def open_mode_tools(process: AgentProcess) -> list[Tool]:
-    """spawn_process, update_instructions and add_trigger, as the open mode allows."""
+def open_mode_tools(process: AgentProcess, spawner: ChildSpawner) -> list[Tool]:
+    """spawn_process, update_instructions and add_trigger, as the open mode allows
+    (``spawner`` spawns the process's children)."""
     tools: list[Tool] = []
     options = process.config.open_mode
     if options.allow_spawn:
@@ -107,7 +125,7 @@ def open_mode_tools(process: AgentProcess) -> list[Tool]:
             name: str, instructions: str, triggers: list[dict[str, Any]] | None = None
         ) -> str:
             """Start a new agent process with its own instructions (and optional triggers)."""
-            child = await spawn_child(process, name, instructions, triggers)
+            child = await spawner.spawn(name, instructions, triggers)
             if isinstance(child, str):
                 return child
             return f"process {child.name!r} started"

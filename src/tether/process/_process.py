@@ -141,7 +141,9 @@ class AgentProcess:
         self.state = ProcessState.CREATED
         self.restart_count = 0
         self.children: dict[str, AgentProcess] = {}
-        self._spawning: set[str] = set()  # children whose subagent_start hooks run now
+        from ._open_mode import ChildSpawner
+
+        self._spawner = ChildSpawner(self, self._emit_worker)
         self.on_spawn: Callable[[AgentProcess], Awaitable[None]] | None = None
         self._queue: asyncio.Queue[tuple[TriggerEvent, int]] = MemoryQueue(config.max_queue_size)
         #: The Redis stream queue when this process runs in a cluster (see use_queue).
@@ -572,7 +574,7 @@ class AgentProcess:
     def _open_mode_tools(self) -> list[Tool]:
         from ._open_mode import open_mode_tools
 
-        return open_mode_tools(self)
+        return open_mode_tools(self, self._spawner)
 
     def _recover(self) -> dict[str, Any] | None:
         """Requeue what the journal says was unfinished (first start of this object only)."""
