@@ -20,7 +20,6 @@ KNOWN_REACHES = {
     "hooks/_background.py: manager._log_failure",
     "hooks/_background.py: manager._report",
     "hooks/_background.py: manager._timeout_of",
-    "hooks/_claude_code.py: config._claude_event",
     "hooks/_claude_code.py: config._plugin_root",
     "hooks/_dispatch.py: hook.manager._drop",
     "hooks/_dispatch.py: self.manager._log_failure",

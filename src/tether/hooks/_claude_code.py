@@ -183,7 +183,7 @@ class ClaudeCodeHook(ShellHook):
         """The ClaudeCodeHook a HookConfig with ``protocol="claude-code"`` describes."""
         return cls(
             config.command,
-            claude_event=config._claude_event,
+            claude_event=config.claude_event,
             plugin_root=config._plugin_root,
             timeout=config.timeout if config.timeout is not None else CLAUDE_DEFAULT_TIMEOUT,
             cwd=config.cwd,
