@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import textwrap
 import uuid
@@ -185,10 +186,43 @@ def write_pack(tmp_path: Path) -> Callable[..., Path]:
     return write
 
 
+#: Seconds after which a test still running prints the stack of every asyncio task.
+WATCHDOG = 120.0
+
+
+def _dump_tasks(name: str) -> None:
+    out = sys.__stderr__
+    if out is None:
+        return
+    print(f"\n=== {name} still running after {WATCHDOG:g}s; its tasks:", file=out)
+    for task in asyncio.all_tasks():
+        print(f"--- {task!r}", file=out)
+        # (Task.print_stack shows one frame of a suspended coroutine: walk the awaits.)
+        awaited: Any = task.get_coro()
+        while awaited is not None:
+            frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+            if frame is not None:
+                print(
+                    f"    {frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}",
+                    file=out,
+                )
+            awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    out.flush()
+
+
 @pytest.fixture
-async def redis_url() -> str:
+async def task_watchdog(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """A test still running after WATCHDOG seconds prints where each of its asyncio tasks
+    waits (pytest-timeout, later, prints only the loop's ``select``)."""
+    handle = asyncio.get_running_loop().call_later(WATCHDOG, _dump_tasks, request.node.nodeid)
+    yield
+    handle.cancel()
+
+
+@pytest.fixture
+async def redis_url(task_watchdog: None) -> str:
     """A Redis that answers (see _redis_support): skips without one, fails under
-    TETHER_REQUIRE_REDIS=1."""
+    TETHER_REQUIRE_REDIS=1. The tests using it have a task watchdog."""
     from _redis_support import require_redis
 
     return await require_redis()
