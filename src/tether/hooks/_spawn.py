@@ -176,14 +176,15 @@ class _Stray:
     def reap(self) -> bool:
         """True once it is dead and reaped (here, or by a parent of its own)."""
         try:
-            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+            # Through the pidfd: a pid reaped elsewhere and reused names another child.
+            status = os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED | os.WNOHANG)
         except ChildProcessError:
             # Not our child (yet): a parent of its own (also killed, soon gone) still holds it,
             # alive or a zombie, and it comes to us when that parent dies. Done only once it is
             # gone, or its pid names another process now.
             started = _start_time(self.pid)
             return started is None or started != self.started
-        return pid != 0
+        return status is not None
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
