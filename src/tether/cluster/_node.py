@@ -59,6 +59,19 @@ def rendezvous(name: str, hosts: list[str]) -> str:
     return max(hosts, key=lambda h: hashlib.sha256(f"{name}\0{h}".encode()).digest())
 
 
+async def _cancel_and_wait(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel ``tasks`` and wait until they end, cancelling again while any goes on.
+
+    A cancellation can be lost: on Python 3.11 ``asyncio.wait_for`` (which redis-py wraps
+    every write in) returns the result, not CancelledError, when the cancel lands as the
+    write completes; the task goes on as if nothing happened."""
+    pending = set(tasks)
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.5)
+
+
 class ClusterError(RuntimeError):
     """The cluster cannot do what was asked (Redis unreachable, no host answers)."""
 
@@ -263,9 +276,7 @@ class ClusterNode:
         self._stopped = True
         if self._renewer is not None:
             self._renewer.halt()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await _cancel_and_wait(self._tasks)
         await asyncio.gather(*list(self._changes), return_exceptions=True)
         await asyncio.gather(
             *(self._give_up(name, lost=False, reason="host stopping") for name in list(self.held))
@@ -286,7 +297,7 @@ class ClusterNode:
     # -- placement ---------------------------------------------------------------------------
 
     async def _place(self) -> None:
-        while True:
+        while not self._stopped:  # (also when a stop's cancellation was lost)
             try:
                 await self._heartbeat()
                 await self._round()
@@ -509,7 +520,7 @@ class ClusterNode:
 
         key = self.keys.commands(self.host)
         last = "$"
-        while True:
+        while not self._stopped:  # (also when a stop's cancellation was lost)
             try:
                 reply = await self.reader.xread({key: last}, block=200, count=20)
             except asyncio.CancelledError:
