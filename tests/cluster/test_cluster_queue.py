@@ -406,3 +406,26 @@ async def test_a_clustered_process_keeps_its_recorder_its_listeners_and_its_own_
         assert [run["event"] for run in in_redis] == ["task_created"]
     finally:
         await node.stop()
+
+
+async def test_a_node_loop_that_lost_its_cancellation_is_cancelled_again_until_it_ends() -> None:
+    """On Python 3.11 redis-py's asyncio.wait_for can lose a cancel (the CI hang of stop)."""
+    from tether.cluster._node import _cancel_and_wait
+
+    cancels = 0
+
+    async def loses_the_first_cancel() -> None:
+        nonlocal cancels
+        while True:
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancels += 1
+                if cancels == 2:
+                    raise
+
+    task = asyncio.get_running_loop().create_task(loses_the_first_cancel())
+    await asyncio.sleep(0)
+    await asyncio.wait_for(_cancel_and_wait([task]), 10)
+    assert task.cancelled()
+    assert cancels == 2
