@@ -253,16 +253,23 @@ async def test_the_managers_default_timeout_bounds_a_hook_without_its_own() -> N
     assert "timed out after 0.1s" in str(result.errors[0][1])
 
 
-async def test_cancelling_a_dispatch_cancels_it_even_when_its_hook_refuses_to_be_closed() -> None:
-    """Regression: the hook's "coroutine ignored GeneratorExit" was isolated as its error and
-    the chain went on, so the dispatch (a worker being stopped) ignored its cancellation."""
+async def test_cancelling_a_dispatch_cancels_it_even_when_its_hook_swallows_the_cancellation() -> (
+    None
+):
+    """Regression: a hook that swallowed its owner's cancellation and returned let the chain go
+    on, so the dispatch (a worker being stopped) ignored its cancellation."""
     manager = HookManager()
     ran: list[str] = []
+
+    async def swallows_then_returns(ctx: HookContext) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(30)
+        await asyncio.sleep(0.05)  # carries on a little, then returns as if nothing happened
 
     async def later(ctx: HookContext) -> None:
         ran.append("later")
 
-    manager.register(CREATED, refuses_to_be_closed, priority=1)
+    manager.register(CREATED, swallows_then_returns, priority=1)
     manager.register(CREATED, later)
     task = asyncio.create_task(manager.dispatch(CREATED, TASK))
     await asyncio.sleep(0.05)

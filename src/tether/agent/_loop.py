@@ -10,14 +10,14 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._redact import Redactor
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from ..hooks import DispatchResult, HookEvent
-from ..hooks._hook import _resume
+from ..hooks._bounded import Expired, LoopProbe, within
 from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["AgentLoop", "RunError", "RunResult"]
 
 logger = logging.getLogger("tether.agent")
+
+#: A tool call that held the event loop this long (seconds) is logged and noted on its call.
+TOOL_HOLD_WARN = 0.1
 
 #: Dispatches an event for the loop: ``emit(event, data, **options)``, the options (such as
 #: ``context_factory``) passed on to HookManager.dispatch.
@@ -105,6 +108,8 @@ class AgentLoop:
         self.process_id = process_id
         self.max_turns = max_turns
         self.tool_timeout = tool_timeout
+        #: Tools already logged for holding the event loop (once each).
+        self._held_logged: set[str] = set()
         #: Told of each model call and tool call (telemetry); None: nothing is called.
         self.observer = observer
 
@@ -296,7 +301,7 @@ class AgentLoop:
                 note.outcome, note.error = "refused", self.redactor.text(refusal)
                 return f"refused: {refusal}", 1, 1
         started = time.perf_counter()
-        text, error = await self._run_tool(t, args)
+        text, error = await self._run_tool(t, args, note)
         if error is not None:
             timed_out = error.startswith(f"tool {t.name} timed out")
             note.outcome = "timed_out" if timed_out else "error"
@@ -309,20 +314,38 @@ class AgentLoop:
             text = f"{text}\n\n{pre.additional_context}"
         return text, 1, 0
 
-    async def _run_tool(self, t: Tool, args: dict[str, Any]) -> tuple[str, str | None]:
-        """Call the tool under its timeout; return (text for the model, error text or None)."""
-        deadline = asyncio.timeout(self.tool_timeout)
+    async def _run_tool(self, t: Tool, args: dict[str, Any], note: Note) -> tuple[str, str | None]:
+        """Call the tool under its timeout; return (text for the model, error text or None).
+        A tool that held the event loop (a blocking call in an async tool stalls every
+        process) is logged, once per tool, and the hold recorded on the call's note."""
+        probe = LoopProbe()
+        started = time.perf_counter()
         try:
-            async with deadline:
-                value = await _bounded(t.fn(**args))
-        except TimeoutError as exc:
-            if not deadline.expired():  # the tool's own TimeoutError (an upstream call's)
-                return self._tool_error(t.name, exc)
+            value = await within(t.fn(**args), self.tool_timeout)
+        except Expired as exc:
+            if exc.held:
+                self._held_loop(t.name, exc.held, note)
             error = f"tool {t.name} timed out after {self.tool_timeout:g}s"
             return f"error: {error}", error
         except Exception as exc:
             return self._tool_error(t.name, exc)
+        finally:
+            held = probe.held(started)
+        if held >= TOOL_HOLD_WARN:
+            self._held_loop(t.name, held, note)
         return _result_text(value), None
+
+    def _held_loop(self, name: str, held: float, note: Note) -> None:
+        note.attributes["tether.tool.loop_held_s"] = round(held, 3)
+        if name in self._held_logged:
+            return
+        self._held_logged.add(name)
+        logger.warning(
+            "tool %s blocked the event loop for %.3gs (logged once per tool): a blocking call "
+            "in an async tool stalls every process; use await or asyncio.to_thread",
+            name,
+            held,
+        )
 
     def _tool_error(self, name: str, exc: Exception) -> tuple[str, str]:
         """What the model reads of an error a tool raised (declared secrets redacted), and
@@ -359,22 +382,14 @@ class AgentLoop:
             decision = ApprovalDecision(False, None, "no approval handler configured", "policy")
         else:
             started = time.monotonic()
-            deadline = asyncio.timeout(policy.timeout)
             try:
-                async with deadline:
-                    decision = await _bounded(handler(request))
+                decision = await within(handler(request), policy.timeout)
                 if not isinstance(decision, ApprovalDecision):
                     raise TypeError(f"handler returned {type(decision).__name__}, not a decision")
-            except TimeoutError as exc:
+            except Expired:
                 waited = time.monotonic() - started
-                decision = (
-                    ApprovalDecision(
-                        False, None, f"approval handler timed out after {waited:.1f}s", "timeout"
-                    )
-                    if deadline.expired()
-                    else ApprovalDecision(  # the handler's own TimeoutError: it failed
-                        False, None, f"approval handler failed: {exc!r}", "error"
-                    )
+                decision = ApprovalDecision(
+                    False, None, f"approval handler timed out after {waited:.1f}s", "timeout"
                 )
             except Exception as exc:
                 decision = ApprovalDecision(
@@ -405,19 +420,6 @@ def _usage(reply: ModelReply) -> dict[str, int]:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             out[name] = value
     return out
-
-
-async def _bounded(awaitable: Awaitable[Any]) -> Any:
-    """Await a tool's or a handler's coroutine so that a cancellation of the run (its timeout
-    among them) ends the wait even if the coroutine swallows it and carries on: it is closed,
-    or left, as the hook engine does with a hook (see hooks._hook._resume)."""
-    if not isinstance(awaitable, Coroutine):  # an awaitable of another kind: awaited as is
-        return await awaitable
-    try:
-        pending = awaitable.send(None)
-    except StopIteration as stop:
-        return stop.value
-    return await _resume(awaitable, pending)
 
 
 #: Converse turns abandoned at their deadline and not yet ended (a strong reference each, so

@@ -342,11 +342,9 @@ async def dispatch(
 
 
 async def _call(method: Callable[[RunContext], Awaitable[Any]], ctx: RunContext) -> None:
-    """The hook's call; one that swallows its cancellation at the deadline is closed (as the
-    engine closes such a hook), so no hook outlives its dispatch."""
-    from ..agent._loop import _bounded
-
+    """The hook's call, in a task of its own (one that swallows its cancellation at the
+    deadline is abandoned by the caller, its late end discarded)."""
     try:
-        await _bounded(method(ctx))
+        await method(ctx)
     except SystemExit as exc:  # a hook's sys.exit() is its failure, never the runner's exit
         raise PluginError(f"called sys.exit({exc.code!r})") from None

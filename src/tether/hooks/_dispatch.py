@@ -11,23 +11,24 @@ Invariants kept here:
 * No hook can reach data it was not handed: the chain runs on a copy of the caller's data, the
   result is a copy of what the hooks left, and after a hook's error or timeout the later hooks
   get a copy the failed hook (or a thread or task it left running) can no longer reach.
-* A hook that finishes without suspending costs no timer: its coroutine is stepped directly
-  and its timeout armed only if it suspends. A hook that holds the event loop past its timeout
-  (a blocking call in an async hook, which nothing can interrupt) is timed out when it returns.
+* A hook is awaited in the dispatching task under its timeout (hooks/_bounded.py): what it
+  calls (httpx, the openai SDK, a task group) sees asyncio as it would outside tether. A hook
+  that holds the event loop past its timeout (a blocking call in an async hook, which nothing can
+  interrupt) is timed out when it returns; with the manager's ``loop_block_warn`` set, a shorter
+  hold is warned of.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
 from time import perf_counter
-from types import CoroutineType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+from ._bounded import Expired, LoopProbe, within
 from ._errors import HookBlocked, HookTimeoutError
 from ._events import BLOCKABLE_EVENTS
-from ._hook import _awaiting, _cancelling, _raise_timed_out, _resume, _Steps, _unexplained
+from ._hook import _unexplained
 from ._recording import detach, not_a_dict
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from ._manager import HookManager
     from ._recording import DispatchRecord, _Off
 
-__all__ = ["Chain", "call", "finish"]
+__all__ = ["Chain", "call"]
 
 logger = logging.getLogger("tether.hooks")
 
@@ -48,39 +49,30 @@ _HELD_FLOOR: Final = 1e-4
 
 
 async def call(hook: _Hook, ctx: HookContext, timeout: float | None) -> float:
-    """Run ``hook``'s executor on ``ctx`` within ``timeout``; return the longest time one of
-    its steps held the event loop. The hook's own exceptions propagate (a timeout as
-    HookTimeoutError)."""
-    coro = hook.executor.run(ctx)
-    if type(coro) is not CoroutineType:  # another awaitable: stepped the same way
-        coro = _awaiting(coro)
+    """Run ``hook``'s executor on ``ctx`` within ``timeout``; return how long it held the
+    event loop when that is measured (see ``held``), else 0.0. The hook's own exceptions
+    propagate (a timeout as HookTimeoutError; a block it raised on its timeout stays a block)."""
+    probe = LoopProbe() if hook.manager.loop_block_warn is not None else None
     started = perf_counter()
-    # Iterating the coroutine steps it: the loop body runs only if it suspends (a hook that
-    # returns at once needs no timer), and its return ends the loop without an exception.
-    for pending in coro.__await__():
-        return await finish(hook, coro, pending, timeout, perf_counter() - started)
-    return perf_counter() - started
-
-
-async def finish(
-    hook: _Hook, coro: Coroutine[Any, Any, Any], pending: Any, timeout: float | None, first: float
-) -> float:
-    """Finish a hook's coroutine that suspended once (yielding ``pending``; its first step
-    took ``first`` seconds) within ``timeout``; return its longest step."""
-    steps = _Steps(first)
-    if timeout is None:
-        await _resume(coro, pending, steps)
-        return steps.longest
     try:
-        async with asyncio.timeout(timeout) as scope:
-            await _resume(coro, pending, steps)
-        if scope.expired():  # the hook swallowed its cancellation
-            raise TimeoutError
-    except Exception as exc:
-        if scope.expired():
-            _raise_timed_out(hook, timeout, exc)
-        raise
-    return steps.longest
+        await within(hook.executor.run(ctx), timeout)
+    except Expired as exc:
+        if exc.held:  # it returned, having held the loop past its timeout: Chain.held_loop
+            return exc.held
+        _raise_timed_out(hook, exc)
+    return 0.0 if probe is None else probe.held(started)
+
+
+def _raise_timed_out(hook: _Hook, expired: Expired) -> NoReturn:
+    """Raise what a hook that ran past its timeout comes to: its timeout, whatever it made of
+    its cancellation (the error it raised instead is kept as the cause). A block stays a block:
+    a refusal is never turned into an error that lets the action through."""
+    cause = expired.__cause__
+    if isinstance(cause, HookBlocked):
+        raise cause
+    raise HookTimeoutError(
+        f"hook {hook.name!r} ({hook.hook_id}) timed out after {expired.timeout:g}s"
+    ) from cause
 
 
 class Chain:
@@ -119,6 +111,8 @@ class Chain:
         """Run ``hooks`` in order on ``ctx``; matchers look at ``event`` (the data as
         dispatched, so no hook can switch a later one off or on)."""
         recording = self.recording
+        task = asyncio.current_task()
+        cancels = task.cancelling() if task is not None else 0
         for hook in hooks:
             if not hook.enabled:
                 continue
@@ -140,21 +134,17 @@ class Chain:
             outcome = error = None
             started = perf_counter()
             try:
-                coro = hook.executor.run(ctx)
-                if type(coro) is not CoroutineType:  # another awaitable: stepped the same way
-                    coro = _awaiting(coro)
-                for pending in coro.__await__():  # the body runs only if the hook suspends
-                    timeout = self.manager._timeout_of(hook)
-                    busy = await finish(hook, coro, pending, timeout, perf_counter() - started)
-                    break
-                else:
-                    busy = perf_counter() - started
+                busy = await call(hook, ctx, self.manager._timeout_of(hook))
                 if busy >= _HELD_FLOOR:
                     outcome, error = self.held_loop(hook, ctx, busy)
             except HookBlocked as exc:
                 outcome, error = self.refused(hook, exc)
             except (Exception, asyncio.CancelledError, SystemExit) as exc:  # sys.exit() too
-                if not isinstance(exc, Exception) and _cancelling():
+                if (
+                    not isinstance(exc, Exception)
+                    and task is not None
+                    and (task.cancelling() > cancels)
+                ):
                     raise  # this task is being cancelled: not a hook error to isolate
                 timed_out = isinstance(exc, HookTimeoutError) or getattr(exc, "timed_out", False)
                 outcome, error = ("timed_out" if timed_out else "failed"), exc
@@ -166,6 +156,10 @@ class Chain:
                 if outcome is None:
                     outcome, error = "failed", bad
             recording.ran(hook, outcome, error, started, perf_counter(), ctx.data)
+            if task is not None and task.cancelling() > cancels:
+                # The hook swallowed this task's cancellation (its owner stopping it): it ends
+                # the dispatch all the same, as if the hook had let it through.
+                raise asyncio.CancelledError
             if self.blocked:
                 break
 
@@ -190,7 +184,7 @@ class Chain:
     def held_loop(
         self, hook: _Hook, ctx: HookContext, busy: float
     ) -> tuple[str | None, BaseException | None]:
-        """After a hook that ran without error: one whose step held the event loop longer
+        """After a hook that ran without error: one that held the event loop longer
         than its timeout is timed out (it could not be interrupted, but its run is recorded
         so, its error says why, and fail_closed blocks); one over the manager's
         ``loop_block_warn`` is warned of. Either is logged once per hook, and counted in the

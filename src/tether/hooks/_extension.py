@@ -13,7 +13,6 @@ import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable, Collection
-from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from ._events import HookEvent
@@ -47,9 +46,7 @@ class ExtensionPoints:
 
         def _resolved(self, key: HookEvent | str) -> tuple[_Hook, ...]: ...
 
-        async def _resume_bounded(self, hook: _Hook, coro: Any, pending: Any) -> Any: ...
-
-        async def _await_bounded(self, hook: _Hook, awaitable: Awaitable[Any]) -> Any: ...
+        async def _bounded(self, hook: _Hook, awaitable: Awaitable[Any]) -> Any: ...
 
         def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None: ...
 
@@ -77,40 +74,7 @@ class ExtensionPoints:
         Returns the list of results (a failed handler's slot is None, its error reported to the
         error listeners), or with ``firstresult`` the first non-None result (None if none).
         """
-        hooks = self._point(name)
-        if not hooks:
-            return None if firstresult else []
-        key = name
-        results: list[Any] = []
-        for hook in hooks:
-            if not hook.enabled:
-                continue
-            try:
-                value = hook.fn(**kwargs)
-                if type(value) is CoroutineType:
-                    # As in dispatch: step it; a timer is armed only if it suspends.
-                    try:
-                        pending = value.send(None)
-                    except StopIteration as stop:
-                        value = stop.value
-                    else:
-                        value = await self._resume_bounded(hook, value, pending)
-                elif inspect.isawaitable(value):
-                    value = await self._await_bounded(hook, value)
-            except (Exception, asyncio.CancelledError, SystemExit) as exc:
-                if not isinstance(exc, Exception) and _cancelling():
-                    raise  # this task is being cancelled: not a handler error to isolate
-                self._log_failure(hook, str(key), exc)
-                await self._report(
-                    HookErrorInfo(key, hook.hook_id, hook.name, "", exc), hook.manager
-                )
-                value = None
-            if firstresult:
-                if value is not None:
-                    return value
-                continue
-            results.append(value)
-        return None if firstresult else results
+        return await self._multicall(name, kwargs, firstresult, None)
 
     async def call_first(
         self, name: str, accept: Callable[[Any], str | None], /, **kwargs: Any
@@ -120,32 +84,38 @@ class ExtensionPoints:
         refuses (answering why) is that handler's error, logged and reported to the error
         listeners as any failure, and the next handler is asked: one handler answering the
         wrong thing never keeps a later one from answering."""
+        return await self._multicall(name, kwargs, True, accept)
+
+    async def _multicall(
+        self,
+        name: str,
+        kwargs: dict[str, Any],
+        firstresult: bool,
+        accept: Callable[[Any], str | None] | None,
+    ) -> Any:
+        """The one loop behind ``call`` and ``call_first`` (as pluggy's ``_multicall``)."""
+        results: list[Any] = []
         for hook in self._point(name):
             if not hook.enabled:
                 continue
             try:
                 value = hook.fn(**kwargs)
-                if type(value) is CoroutineType:  # stepped as in call()
-                    try:
-                        pending = value.send(None)
-                    except StopIteration as stop:
-                        value = stop.value
-                    else:
-                        value = await self._resume_bounded(hook, value, pending)
-                elif inspect.isawaitable(value):
-                    value = await self._await_bounded(hook, value)
-                if value is not None and (why := accept(value)) is not None:
+                if inspect.isawaitable(value):
+                    value = await self._bounded(hook, value)
+                if accept is not None and value is not None and (why := accept(value)) is not None:
                     raise TypeError(f"{name} answered {why}")
             except (Exception, asyncio.CancelledError, SystemExit) as exc:
                 if not isinstance(exc, Exception) and _cancelling():
-                    raise
+                    raise  # this task is being cancelled: not a handler error to isolate
                 self._log_failure(hook, name, exc)
                 info = HookErrorInfo(name, hook.hook_id, hook.name, "", exc)
                 await self._report(info, hook.manager)
-                continue
-            if value is not None:
+                value = None
+            if not firstresult:
+                results.append(value)
+            elif value is not None:
                 return value
-        return None
+        return None if firstresult else results
 
     def call_later(self, delay: float, name: str, **kwargs: Any) -> None:
         """Schedule a fire-and-forget call of extension point ``name`` after ``delay`` seconds.

@@ -1,5 +1,5 @@
 """The pieces HookManager is built from: a registration record, the dispatch's data and
-result types, and the helpers that step a hook's coroutine under a timeout.
+result types, and small helpers the dispatch loop and extension points share.
 
 Module state (the id counters and the registration generation) lives here so that every
 manager shares it.
@@ -8,18 +8,15 @@ manager shares it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import inspect
 import itertools
-import time
-import types
 import uuid
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final
 
-from ._errors import HookBlocked, HookTimeoutError
+from ._errors import HookBlocked
 from ._events import _BY_VALUE, VALID_EVENT_VALUES, HookEvent, parse_event
 from ._records import HookRun
 
@@ -226,83 +223,9 @@ class _Hook:
         self.after = after
 
 
-@types.coroutine
-def _resume(
-    coro: Coroutine[Any, Any, Any], first: Any, steps: _Steps | None = None
-) -> Generator[Any, Any, Any]:
-    """Drive a coroutine that already suspended once (yielding ``first``) to completion.
-
-    A cancellation of this task is thrown into the hook; a hook that swallows it and suspends
-    again is closed (or left, if it will not close), so a timeout really bounds the hook. A
-    CancelledError that is not this task's (a future the hook awaited was cancelled elsewhere)
-    is the hook's own to handle. With ``steps``, the time each step holds the loop is added up.
-    """
-    pending = first
-    clock = time.perf_counter
-    while True:
-        try:
-            sent = yield pending
-        except BaseException as exc:
-            started = clock()
-            try:
-                pending = coro.throw(exc)
-            except StopIteration as stop:
-                return stop.value
-            finally:
-                if steps is not None:
-                    steps.add(clock() - started)
-            if isinstance(exc, asyncio.CancelledError) and _cancelling():
-                # A hook ignoring the GeneratorExit that closes it is left as it is: the
-                # cancellation goes on all the same.
-                with contextlib.suppress(RuntimeError):
-                    coro.close()
-                raise
-        else:
-            started = clock()
-            try:
-                pending = coro.send(sent)
-            except StopIteration as stop:
-                return stop.value
-            finally:
-                if steps is not None:
-                    steps.add(clock() - started)
-
-
-class _Steps:
-    """The time a hook's steps held the event loop: the longest one and their sum."""
-
-    __slots__ = ("longest", "total")
-
-    def __init__(self, first: float) -> None:
-        self.longest = self.total = first
-
-    def add(self, seconds: float) -> None:
-        self.total += seconds
-        if seconds > self.longest:
-            self.longest = seconds
-
-
-async def _awaiting(awaitable: Any) -> Any:
-    """A hook's awaitable that is no coroutine (a future, a generator-based or compiled
-    coroutine) as one, for the dispatch to step like any other: no timer unless it suspends."""
-    return await awaitable
-
-
 def _unexplained(hook: _Hook) -> HookBlocked:
     """The block of a hook that raised HookBlocked without a reason: it names the hook."""
     return HookBlocked(f"blocked by hook {hook.name!r} (it gave no reason)")
-
-
-def _raise_timed_out(hook: _Hook, timeout: float | None, exc: Exception) -> NoReturn:
-    """Raise what a hook whose timeout expired raised ``exc`` for: its timeout, whatever it
-    made of the cancellation it got (swallowed it, raised an error of its own, kept as the
-    cause, or ignored the GeneratorExit closing it). A block stays a block: a refusal is never
-    turned into an error that lets the action through."""
-    if isinstance(exc, HookBlocked):
-        raise exc
-    raise HookTimeoutError(
-        f"hook {hook.name!r} ({hook.hook_id}) timed out after {timeout:g}s"
-    ) from (None if isinstance(exc, TimeoutError) else exc)
 
 
 def _cancelling() -> bool:

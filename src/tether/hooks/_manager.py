@@ -18,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._bounded import Expired, within
 from ._context import DRY_RUN_KEY, HookContext
 from ._copy import copy_payload
 from ._dispatch import Chain
+from ._errors import HookTimeoutError
 from ._events import HookEvent, parse_event
 from ._executor import Executor, executor_for
 from ._extension import ExtensionPoints
@@ -41,9 +43,7 @@ from ._hook import (
     _ids,
     _is_async_callable,
     _key,
-    _raise_timed_out,
     _Removed,
-    _resume,
     _Unset,
     generation,
 )
@@ -689,26 +689,16 @@ class HookManager(ExtensionPoints):
             bound,
         )
 
-    async def _resume_bounded(
-        self, hook: _Hook, coro: Coroutine[Any, Any, Any], pending: Any
-    ) -> Any:
-        """Finish a coroutine that suspended once (yielding ``pending``), within its timeout."""
-        if self._timeout_of(hook) is None:
-            return await _resume(coro, pending)
-        return await self._await_bounded(hook, _resume(coro, pending))
-
-    async def _await_bounded(self, hook: _Hook, awaitable: Awaitable[Any]) -> Any:
+    async def _bounded(self, hook: _Hook, awaitable: Awaitable[Any]) -> Any:
+        """Await an extension-point handler's result within its timeout (a HookTimeoutError
+        when it runs past it, whatever it made of its cancellation)."""
         timeout = self._timeout_of(hook)
         try:
-            async with asyncio.timeout(timeout) as scope:
-                value = await awaitable
-            if scope.expired():  # the hook swallowed its cancellation
-                raise TimeoutError
-            return value
-        except Exception as exc:
-            if scope.expired():
-                _raise_timed_out(hook, timeout, exc)
-            raise
+            return await within(awaitable, timeout)
+        except Expired as exc:
+            raise HookTimeoutError(
+                f"hook {hook.name!r} ({hook.hook_id}) timed out after {exc.timeout:g}s"
+            ) from exc.__cause__
 
     def __repr__(self) -> str:
         return f"HookManager(hooks={len(self)}, default_timeout={self.default_timeout})"
