@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
+from tether import AgentRuntime, ProcessConfig
 from tether._urls import masked_in, masked_url
 
 
@@ -29,3 +31,23 @@ def test_an_error_quoting_a_urls_password_elsewhere_is_masked_too() -> None:
     url = "redis://:s3cret-pw@10.0.0.5:6379/0"
     text = f"cannot reach {url}: AUTH s3cret-pw refused"
     assert masked_in(text, url) == "cannot reach redis://:****@10.0.0.5:6379/0: AUTH **** refused"
+
+
+async def test_a_base_urls_password_is_masked_in_a_config_and_redacted_by_its_process(
+    runtime: AgentRuntime,
+) -> None:
+    base_url = "http://relay:pw-base-61c0@127.0.0.1:9/v1"
+    config = ProcessConfig(model="scripted", base_url=base_url)
+    assert "pw-base-61c0" not in repr(config)
+    assert "http://relay:****@127.0.0.1:9/v1" in repr(config)
+    process = await runtime.add_process("relayed", config)
+    assert process.redactor.text("proxy said pw-base-61c0") == (
+        "proxy said [REDACTED:base_url_password]"
+    )
+
+
+def test_a_base_url_refused_never_echoes_its_password() -> None:
+    with pytest.raises(ValidationError) as caught:
+        ProcessConfig(model="scripted", base_url="ftp://relay:pw-base-77@host/v1")
+    assert "pw-base-77" not in str(caught.value)
+    assert "ftp://relay:****@host/v1" in str(caught.value)

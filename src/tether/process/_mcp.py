@@ -183,6 +183,8 @@ def repr_args(args: Iterable[tuple[str | None, Any]]) -> Iterator[tuple[str | No
     for name, value in args:
         if name == "mcp_servers" and isinstance(value, list):
             value = [_url_masked(entry) for entry in value]
+        elif name == "base_url" and isinstance(value, str):
+            value = masked_url(value)
         yield name, value
 
 
