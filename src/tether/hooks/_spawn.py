@@ -9,8 +9,10 @@ subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so such a process, orphaned when 
 program exits, becomes the runtime's child instead of init's; each program gets a
 ``TETHER_HOOK_RUN`` marker in its environment, and at the hook's end every descendant of the
 program, and every adopted orphan carrying its marker, is signalled with the group (SIGTERM,
-then SIGKILL) and reaped. Elsewhere only the process group is guaranteed. A persistent hook's
-co-process gets the same (see RunProcesses): its run is the program's whole life.
+then SIGKILL) and reaped. A process that exited before it could be looked at is a zombie with
+no environment left to read: see _run_zombies for those reaped as the run's. Elsewhere only the
+process group is guaranteed. A persistent hook's co-process gets the same (see RunProcesses):
+its run is the program's whole life.
 """
 
 from __future__ import annotations
