@@ -255,12 +255,17 @@ async def test_the_403_message_explains_why_in_its_first_118_characters(
     )
 
 
-async def test_an_http_mcp_server_is_not_a_command(client: httpx.AsyncClient) -> None:
+async def test_an_http_mcp_server_is_not_a_command(runtime: AgentRuntime) -> None:
     config = {
         **SCRIPTED,
         "mcp_servers": [{"name": "docs", "transport": "http", "url": "http://127.0.0.1:9/mcp"}],
     }
-    assert (await create(client, "triage", config)).status_code == 201
+    api = await serve(runtime, allowed_hook_hosts=["127.0.0.1"])
+    try:
+        async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
+            assert (await create(client, "triage", config)).status_code == 201
+    finally:
+        await api.stop()
 
 
 async def test_command_deploys_can_be_allowed(runtime: AgentRuntime) -> None:
@@ -359,10 +364,8 @@ async def test_without_a_token_browser_origins_and_foreign_hosts_are_refused(
 ) -> None:
     origin = await client.get("/health", headers={"Origin": "https://evil.example"})
     host = await client.get("/health", headers={"Host": "evil.example"})
-    local = await client.get("/health", headers={"Origin": "http://localhost:3000"})
     assert error_of(origin)[:2] == (403, "FORBIDDEN")
     assert error_of(host)[:2] == (403, "FORBIDDEN")
-    assert local.status_code == 200
 
 
 def test_an_empty_token_or_a_bad_port_is_a_configuration_error() -> None:

@@ -26,7 +26,7 @@ async def serve(runtime: AgentRuntime, **options: Any) -> OrchestrationAPI:
 
 @pytest.fixture
 async def client(runtime: AgentRuntime) -> AsyncIterator[httpx.AsyncClient]:
-    api = await serve(runtime)
+    api = await serve(runtime, allowed_hook_hosts=["mcp.example.com"])
     try:
         async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
             yield client

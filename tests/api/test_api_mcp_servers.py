@@ -3,14 +3,24 @@ add_mcp_servers / remove_mcp_servers really connect and disconnect (real HTTP bo
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import pytest
 
 from _mcp_support import start_http_server, stdio_entry
-from tether import AgentRuntime
+from tether import AgentRuntime, OrchestrationAPI
 
 SCRIPTED: dict[str, Any] = {"model": "scripted", "stop_timeout": 2.0}
+
+
+@pytest.fixture
+async def api(runtime: AgentRuntime) -> AsyncIterator[OrchestrationAPI]:
+    """The control API, HTTP MCP servers on this machine allowed (allowed_hook_hosts)."""
+    api = OrchestrationAPI(runtime, port=0, webhooks=False, allowed_hook_hosts=["127.0.0.1"])
+    async with api:
+        yield api
 
 
 async def test_the_process_view_shows_each_servers_state_and_tools(

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -216,3 +217,100 @@ async def test_a_crashed_program_whose_setsid_grandchild_holds_its_stdout_is_see
     finally:
         await hook.aclose()
     assert children() <= before
+
+
+# -- daemons: re-parented descendants are reaped ------------------------------------------------
+
+#: A hook program that daemonizes as ``MODE`` says, each process writing its pid to PIDS; the
+#: daemon lives NAP seconds (it is killed at the hook's end if it still runs).
+DAEMONIZING = """
+import os, sys, time
+sys.stdin.read()
+mode, nap, pids = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+
+def note():
+    with open(pids, "a") as f:
+        f.write(f"{os.getpid()}\\n")
+
+def daemon():
+    note()
+    time.sleep(nap)
+    os._exit(0)
+
+if os.fork() == 0:
+    note()
+    if mode == "double-fork":  # fork; setsid; fork (the classic daemonization)
+        os.setsid()
+        if os.fork() == 0:
+            daemon()
+    elif mode == "daemon(3)":  # fork; setsid, and the child is the daemon
+        os.setsid()
+        daemon()
+    elif mode == "setsid-in-grandchild":  # fork; fork; setsid
+        if os.fork() == 0:
+            os.setsid()
+            daemon()
+    os._exit(0)
+print("{}")
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "nap"),
+    [
+        ("double-fork", 30),
+        ("double-fork", 0),
+        ("daemon(3)", 0),
+        ("setsid-in-grandchild", 0),
+    ],
+)
+async def test_a_daemonizing_hook_program_leaves_no_zombie(
+    make_script: ScriptFactory, tmp_path: Path, mode: str, nap: float
+) -> None:
+    """Regression: a hook program that daemonized (double fork) left a zombie of the runtime
+    at most events (7 after 10): the first child, a session leader orphaned and adopted by
+    the runtime (a subreaper), was a zombie with no environment left to tell its run by."""
+    pids = tmp_path / "pids"
+    program = make_script(DAEMONIZING, "daemonize.py")
+    manager = HookManager()
+    manager.register_config(
+        HookConfig(event="task_created", command=[program, mode, str(nap), str(pids)])
+    )
+    for i in range(10):
+        result = await manager.dispatch(HookEvent.TASK_CREATED, {"event_id": f"e{i}"})
+        assert not result.errors, result.errors
+    started = [int(line) for line in pids.read_text().split()]
+    assert len(started) >= 10
+    left = {pid: proc_state(pid) for pid in started if proc_state(pid) is not None}
+    assert left == {}, f"{mode}: processes left behind (Z: a zombie)"
+
+
+def _exited_children() -> list[subprocess.Popen[bytes]]:
+    """Two children of this process, exited and not waited for (zombies): one in a session
+    of its own (as start_new_session makes), one in this process's."""
+    own = [
+        subprocess.Popen([sys.executable, "-c", "raise SystemExit(7)"], start_new_session=True),
+        subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"]),
+    ]
+    deadline = time.monotonic() + 10
+    while any(proc_state(p.pid) != "Z" for p in own):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return own
+
+
+async def test_the_hosts_own_exited_children_keep_their_exit_status(
+    make_script: ScriptFactory, tmp_path: Path
+) -> None:
+    """The zombies reaped as a hook run's are never children the host started itself: their
+    exit status stays for whoever waits for them."""
+    own = _exited_children()
+    program = make_script(DAEMONIZING, "daemonize.py")
+    manager = HookManager()
+    for mode in ("double-fork", "daemon(3)"):
+        manager.register_config(
+            HookConfig(event="task_created", command=[program, mode, "0", str(tmp_path / "p")])
+        )
+    for i in range(5):
+        await manager.dispatch(HookEvent.TASK_CREATED, {"event_id": f"e{i}"})
+    assert [p.wait(timeout=5) for p in own] == [7, 3]

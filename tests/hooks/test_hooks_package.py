@@ -17,7 +17,8 @@ from _imports_support import SRC, imported_modules, module_name
 #: Layers, bottom to top. A module may import from its own layer and the layers below it only.
 #: Each entry names the top-level modules or packages under ``tether`` that form the layer.
 LAYERS: list[set[str]] = [
-    {"hooks", "_json", "hookserver"},  # the engine (and the co-process helper): nothing above
+    # the engine (and the co-process helper, and how URLs are shown): nothing above
+    {"hooks", "_json", "_urls", "hookserver"},
     {"store"},
     {"models"},
     {"_redact", "approval", "agent"},  # the agent loop and what it needs; no queues, no processes

@@ -25,9 +25,9 @@ def test_a_configs_dumps_never_show_the_password_of_an_mcp_servers_url() -> None
 
     for model in (config, spec):
         [dumped] = model.model_dump()["mcp_servers"]
-        assert dumped["url"] == "https://bot:***@crm.example/mcp"
+        assert dumped["url"] == "https://bot:****@crm.example/mcp"
         [loaded] = json.loads(model.model_dump_json())["mcp_servers"]
-        assert loaded["url"] == "https://bot:***@crm.example/mcp"
+        assert loaded["url"] == "https://bot:****@crm.example/mcp"
         assert CANARY not in model.model_dump_json()
 
 
@@ -114,7 +114,7 @@ async def test_an_mcp_server_configs_repr_and_dumps_never_show_its_urls_password
     assert await process.add_mcp_server(server)
 
     for shown in (repr(server), str(server), str(server.model_dump()), server.model_dump_json()):
-        assert "https://bot:***@crm.example/mcp" in shown
+        assert "https://bot:****@crm.example/mcp" in shown
         assert CANARY not in shown
     assert server.entry()["url"] == URL
     assert process.config.mcp_servers[0]["url"] == URL

@@ -15,7 +15,7 @@ import pytest
 
 from _net_support import free_port
 from conftest import ScriptFactory
-from tether import AgentProcess, AgentRuntime, ProcessConfig
+from tether import AgentProcess, AgentRuntime, OrchestrationAPI, ProcessConfig
 from tether.api import WebhookServer, webhook_headers
 from tether.hooks import HookConfig, HookContext, HookEvent
 from tether.manifest import ProcessSpec, spec_problems, spec_to_process_config
@@ -87,7 +87,7 @@ def test_a_configs_repr_never_shows_the_password_of_an_mcp_servers_url() -> None
     spec = ProcessSpec.model_validate({"model": "scripted", "mcp_servers": servers})
 
     for shown in (repr(config), str(config), repr(spec), str(spec)):
-        assert "https://bot:***@crm.example/mcp" in shown
+        assert "https://bot:****@crm.example/mcp" in shown
         assert CANARY not in shown
     assert config.mcp_servers[0]["url"] == servers[0]["url"]
 
@@ -186,12 +186,17 @@ async def test_an_unsigned_webhook_off_loopback_takes_requests_from_this_machine
 
 
 async def test_a_secret_naming_a_variable_the_host_lacks_answers_422_not_500(
-    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+    runtime: AgentRuntime, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Regression: a deployed secret written as ``${VAR}`` with VAR unset on the host failed
     the request with a 500 and a traceback in the log, instead of naming the field."""
     config = {"model": "scripted", "secrets": {"CRM": "${TETHER_REVIEW_UNSET_VARIABLE}"}}
-    r = await client.post("/processes", json={"name": "vault", "config": config})
+    allowed = ["TETHER_REVIEW_UNSET_VARIABLE"]  # else refused before: ENV_NOT_ALLOWED
+    async with (
+        OrchestrationAPI(runtime, port=0, webhooks=False, allowed_env=allowed) as api,
+        httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client,
+    ):
+        r = await client.post("/processes", json={"name": "vault", "config": config})
 
     assert r.status_code == 422, r.text
     [detail] = r.json()["error"]["details"]

@@ -44,12 +44,17 @@ from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
 from ._changes import ConfigEndpoints
 from ._cluster import ClusterRouter
 from ._deploy import (
+    check_allowed_env,
     check_hook_hosts,
     code_only_fields,
     command_uses,
     commands_message,
+    env_message,
+    env_refused,
     hook_hosts_message,
     host_paths,
+    mcp_hosts_message,
+    mcp_hosts_refused,
     url_hooks_refused,
 )
 from ._errors import PASSED_ON, APIConfigError, APIError, error_response
@@ -58,6 +63,7 @@ from ._http import (
     DEFAULT_MAX_BODY,
     check_bearer,
     foreign_origin,
+    host_port,
     hostname,
     is_loopback,
     parse_json,
@@ -125,7 +131,10 @@ class OrchestrationAPI:
     start). With ``allow_command_deploys=False`` a deployed config may not run programs on
     this host (command hooks, stdio MCP servers, open-mode tool creation): 403. A deployed URL
     hook may only name a host listed in ``allowed_hook_hosts`` (names, addresses or ``*``
-    patterns, each optionally with ``:port``): 403 HOOK_HOST_NOT_ALLOWED otherwise.
+    patterns, each optionally with ``:port``): 403 HOOK_HOST_NOT_ALLOWED otherwise; so may an
+    HTTP MCP server's ``url`` (403 MCP_HOST_NOT_ALLOWED). A ``${VAR}`` reference anywhere in a
+    configuration sent over HTTP is refused (403 ENV_NOT_ALLOWED) unless ``allowed_env`` names
+    VAR: it would be resolved from this host's environment.
 
     ``GET /metrics`` (Prometheus) needs the token like the rest; ``open_metrics=True`` serves
     it without one to clients on this machine (a local Prometheus agent). The dashboard is at
@@ -143,6 +152,7 @@ class OrchestrationAPI:
         max_body_bytes: int = DEFAULT_MAX_BODY,
         webhooks: bool = True,
         allowed_hook_hosts: Sequence[str] = (),
+        allowed_env: Sequence[str] = (),
         open_metrics: bool = False,
     ) -> None:
         if not isinstance(runtime, AgentRuntime):
@@ -166,6 +176,7 @@ class OrchestrationAPI:
         self.allow_command_deploys = allow_command_deploys
         try:
             self.allowed_hook_hosts = check_hook_hosts(allowed_hook_hosts)
+            self.allowed_env = check_allowed_env(allowed_env)
         except (TypeError, ValueError) as exc:
             raise APIConfigError(str(exc)) from None
         self.max_body_bytes = max_body_bytes
@@ -301,9 +312,14 @@ class OrchestrationAPI:
             )
         return data
 
-    async def parsed_body(self, request: Request, model: type[M], *, optional: bool = False) -> M:
-        """The request's JSON body validated as ``model`` (422 naming each bad field)."""
+    async def parsed_body(
+        self, request: Request, model: type[M], *, optional: bool = False, config: bool = False
+    ) -> M:
+        """The request's JSON body validated as ``model`` (422 naming each bad field);
+        ``config``: it is configuration, refused if it names a host variable (check_env)."""
         data = await self._body(request, optional=optional)
+        if config:
+            self.check_env(data, "")
         try:
             return strict_validate(model, data)
         except ValidationError as exc:
@@ -338,6 +354,7 @@ class OrchestrationAPI:
         config = data.get("config", {})
         if not isinstance(config, dict):
             raise APIError(422, "VALIDATION_ERROR", "config: expected a JSON object")
+        self.check_env(config, "config")
         code = code_only_fields(config)
         if code:
             details = [{"path": f"config.{path}", "message": why} for path, why in code]
@@ -358,6 +375,7 @@ class OrchestrationAPI:
         if refused:
             message = hook_hosts_message(refused, self.allowed_hook_hosts)
             raise APIError(403, "HOOK_HOST_NOT_ALLOWED", message)
+        self.check_mcp_hosts(spec.mcp_servers, "config.mcp_servers")
         paths = host_paths(spec.triggers, spec.journal_path, spec.artifacts_dir)
         if spec.open_mode.allow_host_triggers:  # the agent could pick host paths itself
             paths.append("open_mode.allow_host_triggers")
@@ -464,6 +482,25 @@ class OrchestrationAPI:
     async def _hooks(self, request: Request) -> Response:
         process = self.process_for(request)
         return JSONResponse({"name": process.name, "hooks": process_detail(process)["hooks"]})
+
+    def check_env(self, data: Any, prefix: str) -> None:
+        """A 403 ENV_NOT_ALLOWED naming each ``${VAR}`` reference in ``data`` (configuration
+        sent over HTTP) to a variable ``allowed_env`` does not name."""
+        refused = env_refused(data, prefix, self.allowed_env)
+        if refused:
+            details = [
+                {"path": path, "message": f"names the host environment variable {name!r}"}
+                for path, name in refused
+            ]
+            raise APIError(403, "ENV_NOT_ALLOWED", env_message(refused), details)
+
+    def check_mcp_hosts(self, servers: Sequence[Any], prefix: str) -> None:
+        """A 403 MCP_HOST_NOT_ALLOWED naming the first HTTP MCP server of ``servers`` whose
+        ``url`` is not on a host of ``allowed_hook_hosts``."""
+        refused = mcp_hosts_refused(servers, self.allowed_hook_hosts, prefix)
+        if refused:
+            message = mcp_hosts_message(refused, self.allowed_hook_hosts)
+            raise APIError(403, "MCP_HOST_NOT_ALLOWED", message)
 
     def check_host_paths(self, paths: list[str]) -> None:
         """A 403 APIError naming the first of ``paths`` (paths on the runtime's host) unless
@@ -634,13 +671,19 @@ class _Guard:
 
     def _check(self, scope: Scope, headers: dict[str, str]) -> None:
         token = self.api.token
-        if token is not None and not self._open(scope):
-            check_bearer(headers.get("authorization"), token)
+        if token is not None:
+            # With a token, the dashboard's files (no data in them) open from any machine; the
+            # Host and Origin checks are for the token-less API, which only this machine uses.
+            if not self._open(scope):
+                check_bearer(headers.get("authorization"), token)
         else:
             host = hostname(headers.get("host", ""))
             if host and not is_loopback(host):
                 raise APIError(403, "FORBIDDEN", f"Host {host!r} is not a loopback name")
-            origin = foreign_origin(scope["headers"])
+            # The port the page would have to be served from: the one the request was sent to
+            # (its Host; a forwarded port included), so a page of localhost:3000 is refused.
+            port = host_port(headers.get("host"), self.api.port)
+            origin = foreign_origin(scope["headers"], port)
             if origin is not None:
                 raise APIError(
                     403, "FORBIDDEN", f"requests from the web origin {origin!r} are refused"

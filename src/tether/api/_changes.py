@@ -116,7 +116,7 @@ class ConfigEndpoints:
 
     async def change(self, request: Request) -> Response:
         process = self.api.process_for(request)
-        change = await self.api.parsed_body(request, ConfigChange)
+        change = await self.api.parsed_body(request, ConfigChange, config=True)
         if change.rollback:
             return await self._rollback(process, change)
         self._check(process, change)
@@ -247,6 +247,7 @@ class ConfigEndpoints:
         ]
         if uses and not self.api.allow_command_deploys:
             raise APIError(403, "COMMANDS_NOT_ALLOWED", commands_message(uses))
+        self.api.check_mcp_hosts(change.add_mcp_servers, "add_mcp_servers")
 
     async def _sync_webhooks(self, process: AgentProcess, added: list[str]) -> None:
         webhooks = self.api.webhooks

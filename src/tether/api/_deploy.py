@@ -11,6 +11,13 @@ A URL hook sends every event it fires for (prompts, tool arguments) to a service
 may only name a host in the operator's list (``OrchestrationAPI(allowed_hook_hosts=[...])``),
 else 403 HOOK_HOST_NOT_ALLOWED; with no list, none is allowed.
 
+A ``${VAR}`` reference anywhere in a configuration sent over HTTP (an MCP server's or URL hook's
+header, a secret, an env value...) would be resolved from the runtime's environment when the
+process runs, and sent where the client chose: it is refused (403 ENV_NOT_ALLOWED, naming the
+field and the variable) unless the operator named that variable
+(``OrchestrationAPI(allowed_env=[...])``, ``tether serve --allow-env NAME``). An HTTP MCP
+server's ``url`` is held to ``allowed_hook_hosts`` as a URL hook's is (403 MCP_HOST_NOT_ALLOWED).
+
 Plugins named in ``plugins`` are allowed without ``allow_command_deploys``: a name only selects
 code the host's operator installed (a built-in or a ``tether.plugins`` entry point); the client
 chooses neither a program nor its arguments, as it would with a command hook.
@@ -18,6 +25,7 @@ chooses neither a program nor its arguments, as it would with a command hook.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from typing import Any, Final
@@ -29,13 +37,18 @@ from ..process._mcp import is_stdio
 
 __all__ = [
     "COMMANDS_MESSAGE",
+    "check_allowed_env",
     "check_hook_hosts",
     "code_only_fields",
     "command_uses",
     "commands_message",
+    "env_message",
+    "env_refused",
     "hook_host_allowed",
     "hook_hosts_message",
     "host_paths",
+    "mcp_hosts_message",
+    "mcp_hosts_refused",
     "url_hooks_refused",
 ]
 
@@ -202,4 +215,83 @@ def hook_hosts_message(refused: list[tuple[str, str]], allowed: Sequence[str]) -
         f"host, and {host!r} is not in this API's allowed_hook_hosts ({listed}). Start the API "
         "with OrchestrationAPI(allowed_hook_hosts=[...]) (tether serve --allow-hook-host HOST) "
         "to allow it, or load the process from a manifest on the host."
+    )
+
+
+def mcp_hosts_refused(
+    servers: Sequence[Any], allowed: Sequence[str], prefix: str = "mcp_servers"
+) -> list[tuple[str, str]]:
+    """(path, host) of each HTTP MCP server in ``servers`` (entries or McpServerConfig) whose
+    ``url`` names a host ``allowed`` does not list: its requests carry its headers there."""
+    refused = []
+    for i, server in enumerate(servers):
+        url = server.get("url") if isinstance(server, dict) else getattr(server, "url", None)
+        if isinstance(url, str) and not hook_host_allowed(url, allowed):
+            try:
+                host = urlsplit(url).hostname or "?"
+            except ValueError:
+                host = "?"
+            refused.append((f"{prefix}[{i}].url", host))
+    return refused
+
+
+def mcp_hosts_message(refused: list[tuple[str, str]], allowed: Sequence[str]) -> str:
+    """The 403 message for what :func:`mcp_hosts_refused` found."""
+    path, host = refused[0]
+    more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+    listed = ", ".join(allowed) if allowed else "none: the list is empty"
+    return (
+        f"Refusing {path}{more}: an MCP server is sent the agent's tool calls and its headers, "
+        f"and {host!r} is not in this API's allowed_hook_hosts ({listed}). Start the API with "
+        "OrchestrationAPI(allowed_hook_hosts=[...]) (tether serve --allow-hook-host HOST) to "
+        "allow it, or load the process from a manifest on the host."
+    )
+
+
+#: The start of a ``${VAR}`` reference (``${VAR}``, ``${VAR:-default}``), as resolve_refs reads
+#: them; found wherever it starts, so a reference inside another's default counts too.
+_ENV_REF: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_allowed_env(names: Sequence[str]) -> frozenset[str]:
+    """The operator's list of host environment variables a configuration sent over HTTP may
+    name in a ``${VAR}`` reference, checked: each one a variable name."""
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise TypeError(f"allowed_env must be a list of variable names, got {type(names).__name__}")
+    for name in names:
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            raise ValueError(
+                f"allowed_env: {name!r} is not an environment variable name (letters, digits "
+                "and '_', not starting with a digit; no '$' or braces)"
+            )
+    return frozenset(names)
+
+
+def env_refused(data: Any, prefix: str, allowed: frozenset[str]) -> list[tuple[str, str]]:
+    """(path, variable) of every ``${VAR}`` reference in the JSON ``data`` (every string in
+    it, at any depth) whose variable ``allowed`` does not name; paths start with ``prefix``."""
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [(prefix, data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            found += [(path, m[1]) for m in _ENV_REF.finditer(value) if m[1] not in allowed]
+        elif isinstance(value, dict):
+            stack += [(f"{path}.{key}" if path else str(key), v) for key, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+    return sorted(found)
+
+
+def env_message(refused: list[tuple[str, str]]) -> str:
+    """The 403 message for what :func:`env_refused` found."""
+    path, name = refused[0]
+    more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+    return (
+        f"Refusing {path}{more}: it names the host environment variable {name!r} (${{{name}}}), "
+        "which would be read on the runtime's host and sent wherever this configuration says. "
+        "Configuration sent over HTTP may only name variables the operator allowed: give the "
+        f"value itself, or start the API with allowed_env=[{name!r}] "
+        f"(tether serve --allow-env {name}), or load the process from a manifest on the host."
     )

@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import ipaddress
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
@@ -18,6 +19,7 @@ __all__ = [
     "bad_query",
     "check_bearer",
     "foreign_origin",
+    "host_port",
     "hostname",
     "is_loopback",
     "parse_json",
@@ -49,8 +51,21 @@ def hostname(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-def foreign_origin(request_headers: list[tuple[bytes, bytes]]) -> str | None:
-    """The first ``Origin`` header (of all those sent) naming a page not on this machine.
+def host_port(host: str | None, default: int | None) -> int | None:
+    """The port a ``Host`` header names (80 when it names none), ``default`` without one."""
+    if not host:
+        return default
+    try:
+        return urlsplit(f"http://{host.strip()}").port or 80
+    except ValueError:
+        return default
+
+
+def foreign_origin(request_headers: list[tuple[bytes, bytes]], port: int | None) -> str | None:
+    """The first ``Origin`` header (of all those sent) naming a page of another origin than
+    the server's own: not on this machine, or (``port`` given: the port the request was sent
+    to, from its ``Host``) on this machine but on another port, as a local development
+    server's page (``localhost:3000``) is.
 
     Every one is read, not the last only: a foreign origin listed first must not hide behind a
     loopback one listed after it. A browser sends one with every cross-site POST; other
@@ -59,9 +74,21 @@ def foreign_origin(request_headers: list[tuple[bytes, bytes]]) -> str | None:
     for name, value in request_headers:
         if name.lower() == b"origin":
             origin = value.decode("latin-1")
-            if not is_loopback(hostname(origin.split("://")[-1])):
+            if not _own_origin(origin, port):
                 return origin
     return None
+
+
+def _own_origin(origin: str, port: int | None) -> bool:
+    try:
+        parts = urlsplit(origin.strip())
+        given = parts.port or _DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:  # a port out of range, say
+        return False
+    return is_loopback(parts.hostname or "") and (port is None or given == port)
+
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -224,7 +224,10 @@ def _document() -> dict[str, Any]:
                 "get": _op("List processes", name=False),
                 "post": _op(
                     "Deploy a process (403 COMMANDS_NOT_ALLOWED for command hooks, stdio MCP "
-                    "servers or open-mode tool creation unless command deploys are allowed). "
+                    "servers or open-mode tool creation unless command deploys are allowed; "
+                    "403 ENV_NOT_ALLOWED for a ${VAR} reference to a host variable the operator "
+                    "did not allow; 403 MCP_HOST_NOT_ALLOWED for an HTTP MCP server on a host "
+                    "not allowed). "
                     "config.plugins names plugins installed on the host; an unknown name "
                     "answers 422 listing the available ones",
                     ok="201",
@@ -249,7 +252,9 @@ def _document() -> dict[str, Any]:
                     "restart policy), triggers and MCP servers, each firing config_change with "
                     "source 'operator'; or roll the last applied change back (rollback: true, "
                     "alone; 409 NOTHING_TO_ROLL_BACK when none is left). A stdio MCP server "
-                    "answers 403 COMMANDS_NOT_ALLOWED unless command deploys are allowed",
+                    "answers 403 COMMANDS_NOT_ALLOWED unless command deploys are allowed; a "
+                    "${VAR} reference to a host variable not allowed, 403 ENV_NOT_ALLOWED; an "
+                    "HTTP MCP server on a host not allowed, 403 MCP_HOST_NOT_ALLOWED",
                     body="ConfigChange",
                     errors=("403", "409"),
                 )

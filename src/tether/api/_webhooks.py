@@ -258,7 +258,7 @@ class WebhookServer:
                 "this webhook is not signed, so it only takes requests from this machine; "
                 "give its trigger a secret to take them from elsewhere",
             )
-        origin = foreign_origin(request.scope["headers"]) if secret is None else None
+        origin = foreign_origin(request.scope["headers"], None) if secret is None else None
         if origin is not None:
             # A page of any web site the host's user visits could otherwise feed the agent
             # events (a form or fetch() POST needs no CORS consent); a signed webhook is safe,

@@ -210,8 +210,17 @@ def serve(
         list[str] | None,
         typer.Option(
             "--allow-hook-host",
-            help="A host API clients may deploy URL hooks to (repeatable; '*' patterns and "
-            ":port allowed).",
+            help="A host API clients may deploy URL hooks and HTTP MCP servers to (repeatable; "
+            "'*' patterns and :port allowed).",
+        ),
+    ] = None,
+    allow_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-env",
+            metavar="NAME",
+            help="A host environment variable configuration sent over the API may name as "
+            "${NAME} (repeatable; others are refused).",
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print events.")] = False,
@@ -253,6 +262,7 @@ def serve(
 ) -> None:
     """Start a runtime with the control API, its dashboard at / and its metrics at /metrics
     (and the webhooks of its processes). OTEL_* variables turn on trace export."""
+    from .._urls import masked_url
     from ._run import ClusterOptions, check_plugins, serve_files
     from ._token import serve_token
 
@@ -262,7 +272,8 @@ def serve(
     if cluster is not None:
         if not cluster.startswith(("redis://", "rediss://", "unix://")):
             raise typer.BadParameter(
-                f"expected redis://host:port[/db] (or rediss://, unix://), got {cluster!r}",
+                "expected redis://host:port[/db] (or rediss://, unix://), got "
+                f"{masked_url(cluster)!r}",
                 param_hint="--cluster",
             )
         options = ClusterOptions(cluster, cluster_host, cluster_prefix, lease_ttl)
@@ -277,6 +288,7 @@ def serve(
             plugins=plugins,
             cluster=options,
             allowed_hook_hosts=allow_hook_host or [],
+            allowed_env=allow_env or [],
             open_metrics=open_metrics,
             log_level=log_level.value if log_level is not None else None,
             log_format=log_format.value,

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
+from .._urls import masked_url
+
 if TYPE_CHECKING:
     from ..api import WebhookServer
     from ..process import AgentProcess
@@ -317,6 +319,7 @@ def serve_files(
     plugins: list[str] | None = None,
     cluster: ClusterOptions | None = None,
     allowed_hook_hosts: list[str] | None = None,
+    allowed_env: list[str] | None = None,
     open_metrics: bool = False,
     log_level: str | None = None,
     log_format: str = "text",
@@ -340,6 +343,7 @@ def serve_files(
                 plugins=plugins or [],
                 cluster=cluster,
                 allowed_hook_hosts=allowed_hook_hosts or [],
+                allowed_env=allowed_env or [],
                 open_metrics=open_metrics,
                 logs=logs,
             )
@@ -356,6 +360,7 @@ async def _serve(
     quiet: bool,
     plugins: list[str] | None = None,
     allowed_hook_hosts: list[str] | None = None,
+    allowed_env: list[str] | None = None,
     stop: asyncio.Event | None = None,
     ready: Callable[[str], object] | None = None,
     cluster: ClusterOptions | None = None,
@@ -404,6 +409,7 @@ async def _serve(
         token=token,
         allow_command_deploys=allow_command_deploys,
         allowed_hook_hosts=allowed_hook_hosts or [],
+        allowed_env=allowed_env or [],
         open_metrics=open_metrics,
     )
     node = None
@@ -452,6 +458,9 @@ async def _serve(
                 console.print(
                     f"  URL hooks may be deployed to: {escape(', '.join(api.allowed_hook_hosts))}"
                 )
+            if api.allowed_env:
+                names = ", ".join(sorted(api.allowed_env))
+                console.print(f"  API configuration may name these host variables: {escape(names)}")
             _describe_webhooks(console, api.webhooks)
             for process in runtime:
                 _describe_triggers(console, process)
@@ -464,7 +473,7 @@ async def _serve(
                 await runtime.start_all()
             else:
                 console.print(
-                    f"  cluster: host {escape(node.host)} on {escape(node.url)}"
+                    f"  cluster: host {escape(node.host)} on {escape(masked_url(node.url))}"
                     f" (lease TTL {node.ttl:g}s)"
                 )
             console.print("[dim]Ctrl-C stops the runtime[/]")

@@ -32,6 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from .._urls import masked_in
 from ..process import ProcessState
 from ..store._redis import FENCED, RENEW, Keys, Scripts, connect
 
@@ -230,7 +231,9 @@ class ClusterNode:
         try:
             await self.client.ping()
         except Exception as exc:
-            raise ClusterError(f"cannot reach the cluster's Redis at {self.url}: {exc}") from exc
+            raise ClusterError(
+                masked_in(f"cannot reach the cluster's Redis at {self.url}: {exc}", self.url)
+            ) from exc
         await self._warm_up()
         self.runtime.cluster = self
         for process in self.runtime:

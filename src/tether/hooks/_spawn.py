@@ -9,8 +9,10 @@ subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so such a process, orphaned when 
 program exits, becomes the runtime's child instead of init's; each program gets a
 ``TETHER_HOOK_RUN`` marker in its environment, and at the hook's end every descendant of the
 program, and every adopted orphan carrying its marker, is signalled with the group (SIGTERM,
-then SIGKILL) and reaped. Elsewhere only the process group is guaranteed. A persistent hook's
-co-process gets the same (see RunProcesses): its run is the program's whole life.
+then SIGKILL) and reaped. A process that exited before it could be looked at is a zombie with
+no environment left to read: see _run_zombies for those reaped as the run's. Elsewhere only the
+process group is guaranteed. A persistent hook's co-process gets the same (see RunProcesses):
+its run is the program's whole life.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 __all__ = ["Completed", "RunProcesses", "marked", "run_program"]
 
@@ -89,12 +91,14 @@ def _children(pid: int) -> list[int]:
 def _carries(pid: int, marker: bytes) -> bool | None:
     """Whether the process ``pid`` was started with ``marker`` (``NAME=token``) in its env;
     None when that cannot be told now: its environment reads empty while it is no zombie (in
-    the middle of an exec, the new one is not in place yet)."""
+    the middle of an exec, the new one is not in place yet), or cannot be read while it exits
+    (its memory already gone; a zombie soon)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             environ = f.read()
     except OSError:
-        return False
+        stat = _stat(pid)
+        return None if stat is not None and stat.exiting and stat.state != b"Z" else False
     if not environ:
         return None if _state(pid) not in (None, b"Z", b"X") else False
     return environ.startswith(marker + b"\0") or (b"\0" + marker + b"\0") in environ
@@ -108,31 +112,68 @@ def _state(pid: int) -> bytes | None:
         return None
 
 
-def _group(pid: int) -> int | None:
-    """The process group of ``pid`` (a zombie keeps its own), None if there is no such one."""
+class _Stat(NamedTuple):
+    """What /proc/<pid>/stat tells of a process (a zombie's too)."""
+
+    state: bytes
+    group: int
+    session: int
+    started: int  # clock ticks since boot
+    exec_ed: bool  # whether it ran a program since its fork (no PF_FORKNOEXEC)
+    exiting: bool  # PF_EXITING
+
+
+_PF_EXITING: Final = 0x4
+_PF_FORKNOEXEC: Final = 0x40
+
+
+def _stat(pid: int) -> _Stat | None:
+    """``pid``'s _Stat, None if there is no such process."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[2])
+            fields = f.read().rsplit(b")", 1)[1].split()
+        # fields[0] is the stat file's field 3 (the state); flags is field 9, start time 22.
+        flags, started = int(fields[6]), int(fields[19])
+        group, session = int(fields[2]), int(fields[3])
+        exec_ed, exiting = not flags & _PF_FORKNOEXEC, bool(flags & _PF_EXITING)
+        return _Stat(fields[0], group, session, started, exec_ed, exiting)
     except (OSError, IndexError, ValueError):
         return None
 
 
-def hook_descendants(program: int, marker: bytes) -> tuple[list[int], bool]:
+def hook_descendants(
+    program: int, marker: bytes, since: int | None = None
+) -> tuple[list[int], bool]:
     """Every process of one hook run but ``program`` itself: ``program``'s descendants, and
     the orphans this (subreaper) process adopted that carry ``marker`` or are still in the
-    program's process group (a zombie has no environment left to read), with theirs; and
-    whether a child of this process could not be told apart (see ``_carries``): look again."""
+    program's process group, with theirs; the zombies among those orphans (no environment
+    left to read) as _run_zombies tells them; and whether a child of this process could not
+    be told apart (see ``_carries``): look again. ``since``: when the program started (clock
+    ticks since boot), if known."""
     if not _LINUX:
         return [], False
     me = os.getpid()
+    mine = {os.getsid(0), os.getpgid(0)}
     roots = []
+    zombies: dict[int, _Stat] = {}
+    sessions: set[int] = set()  # the sessions and groups of the run's live processes
     unsure = False
     for pid in _children(me):
+        # The environment first: a process that exits in between is a zombie by its stat.
         carries = _carries(pid, marker)
-        if pid == program or carries or _group(pid) == program:
+        stat = _stat(pid)
+        if stat is None:
+            continue
+        if pid == program or stat.group == program:
             roots.append(pid)
+        elif carries:
+            roots.append(pid)
+            sessions |= {stat.group, stat.session} - mine
+        elif stat.state in (b"Z", b"X"):
+            zombies[pid] = stat
         elif carries is None:
             unsure = True
+    roots += _run_zombies(zombies, sessions, os.getsid(0), since)
     found: list[int] = []
     seen = {me}
     while roots:
@@ -144,6 +185,40 @@ def hook_descendants(program: int, marker: bytes) -> tuple[list[int], bool]:
             found.append(pid)
         roots.extend(_children(pid))
     return found, unsure
+
+
+def _run_zombies(
+    zombies: dict[int, _Stat], sessions: set[int], mine: int, since: int | None
+) -> list[int]:
+    """The zombie children of this process to reap as a hook run's: an adopted orphan, a
+    zombie leading or in a session of the run, and a daemon's session leader.
+
+    An *adopted orphan* is in a session that is neither this process's nor its own: a process
+    this process forked can only be in one of those two (a session is inherited at fork or
+    made by setsid, never joined), so it is none of this process's own children, whose exit
+    status asyncio or subprocess may be waiting to read, and nobody else can reap it. The
+    session of one born during this run (after ``since``) is the run's too: it was made by
+    the run's daemonizing process (``fork; setsid; fork``), whose zombie leads it.
+
+    A *daemon's session leader* was born during this run, made a session and never ran a
+    program (``fork; setsid``, daemon(3)): this process's own children (asyncio's,
+    subprocess's) all run one, so none of them is taken for it.
+    """
+    found: list[int] = []
+    changed = True
+    while changed:
+        changed = False
+        for pid, stat in list(zombies.items()):
+            born_here = since is not None and stat.started >= since
+            adopted = stat.session not in (mine, pid)
+            daemon = stat.session == pid and born_here and not stat.exec_ed
+            if adopted or daemon or pid in sessions or stat.session in sessions:
+                found.append(pid)
+                del zombies[pid]
+                changed = True
+                if adopted and born_here:
+                    sessions.add(stat.session)
+    return found
 
 
 class _Stray:
@@ -217,7 +292,7 @@ def _reap_strays() -> None:
     _UNREAPED[:] = kept
 
 
-async def _settle_strays(program: int, marker: bytes, deadline: float) -> None:
+async def _settle_strays(program: int, marker: bytes, since: int | None, deadline: float) -> None:
     """Reap the killed strays, waiting (up to ``deadline``, loop time) for them to die, and
     kill the run's processes that turn up meanwhile: one forked by a stray just before it
     died, or caught between fork and exec by the first look."""
@@ -225,7 +300,7 @@ async def _settle_strays(program: int, marker: bytes, deadline: float) -> None:
     quiet = 0
     looks = 0
     while loop.time() < deadline:
-        found, unsure = hook_descendants(program, marker)
+        found, unsure = hook_descendants(program, marker, since)
         late = [s for pid in found if (s := _Stray.open(pid)) is not None]
         for stray in late:
             stray.signal(signal.SIGKILL)
@@ -257,11 +332,13 @@ class RunProcesses:
     The program itself is reaped by whoever started it; its process group is signalled by
     ``kill`` (the program's pid is its group's id)."""
 
-    __slots__ = ("escaped", "marker", "program", "strays")
+    __slots__ = ("escaped", "marker", "program", "since", "strays")
 
     def __init__(self, program: int, marker: bytes) -> None:
         self.program = program
         self.marker = marker
+        #: When the program started (taken while it runs: reaped, it has no /proc entry).
+        self.since = _start_time(program) if _LINUX else None
         self.strays: dict[int, _Stray] = {}
         #: Whether a process of this run left its process group (then a last sweep is made).
         self.escaped = False
@@ -269,7 +346,7 @@ class RunProcesses:
     def find(self) -> None:
         """Take note of the run's processes alive now (call it before the group dies: its
         members' children are still theirs then)."""
-        found, unsure = hook_descendants(self.program, self.marker)
+        found, unsure = hook_descendants(self.program, self.marker, self.since)
         self.escaped = self.escaped or unsure
         for pid in found:
             if pid not in self.strays and (stray := _Stray.open(pid)) is not None:
@@ -306,7 +383,8 @@ class RunProcesses:
         up meanwhile (see _settle_strays), within REAP_GRACE."""
         if self.escaped or _UNREAPED:
             loop = asyncio.get_running_loop()
-            await _settle_strays(self.program, self.marker, loop.time() + REAP_GRACE)
+            deadline = loop.time() + REAP_GRACE
+            await _settle_strays(self.program, self.marker, self.since, deadline)
 
 
 @dataclass(slots=True)

@@ -14,8 +14,8 @@ import os
 import sys
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, NoReturn
-from urllib.parse import urlsplit
 
+from .._urls import masked_in, masked_url
 from ._base import ModelReply, ToolCall
 from ._errors import ModelConfigError, ModelError, ModelResponseError, ModelUnavailableError
 
@@ -108,7 +108,7 @@ class OpenAIModel:
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIModel({self.model!r}, base_url={_masked(self.base_url)!r}, "
+            f"OpenAIModel({self.model!r}, base_url={masked_url(self.base_url)!r}, "
             f"timeout={self.timeout!r}, max_retries={self.max_retries!r})"
         )
 
@@ -136,7 +136,7 @@ class OpenAIModel:
             )
         except Exception as exc:  # the SDK's HTTP client refuses the URL (InvalidURL): a typo
             raise ModelConfigError(
-                f"{self.name}: base URL {_masked(url)!r} is not a URL ({exc})"
+                f"{self.name}: base URL {masked_url(url)!r} is not a URL ({exc})"
             ) from None
         self._key, self._url = key, url
         return self._client
@@ -236,12 +236,8 @@ class OpenAIModel:
         if self._key:
             text = text.replace(self._key, "[REDACTED]")
         # A proxy's credentials in the base URL (http://user:password@host): the URL is shown
-        # masked, and the password taken out of what else may quote it (4 characters or more).
-        password = _password(self._url)
-        if password:
-            text = text.replace(self._url, _masked(self._url))
-            if len(password) >= 4:
-                text = text.replace(password, "[REDACTED]")
+        # masked, and the password taken out of what else may quote it.
+        text = masked_in(text, self._url)
         raise cls(text, status_code=status) from cause
 
     async def aclose(self) -> None:
@@ -327,19 +323,6 @@ def _error_message(exc: APIStatusError) -> str:
 def _snippet(body: bytes) -> str:
     text = body.decode("utf-8", "replace")
     return text if len(text) <= _SNIPPET else text[:_SNIPPET] + "..."
-
-
-def _password(url: str) -> str | None:
-    try:
-        return urlsplit(url).password
-    except ValueError:  # a malformed port, say: no password can be read out of it either
-        return None
-
-
-def _masked(url: str) -> str:
-    """``url`` with the password of its user info, if any, replaced by ``[REDACTED]``."""
-    password = _password(url)
-    return url.replace(f":{password}@", ":[REDACTED]@", 1) if password else url
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -48,11 +48,14 @@ def check_base_url(value: str | None) -> str | None:
         return None
     from urllib.parse import urlsplit
 
+    from .._urls import masked_url
+
     text = value.strip()
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(
-            f"base_url {value!r} is not an http(s) URL; give one like http://127.0.0.1:8781/v1"
+            f"base_url {masked_url(value)!r} is not an http(s) URL; give one like "
+            "http://127.0.0.1:8781/v1"
         )
     return text
 

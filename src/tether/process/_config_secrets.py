@@ -6,10 +6,10 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
 
 from pydantic import SecretStr, ValidationError
 
+from .._urls import url_password
 from ..hooks._config import masked_errors
 from ..hooks._errors import HookError
 
@@ -57,7 +57,7 @@ def config_secrets(
 ) -> list[tuple[str, str]]:
     """(name, value) of the secrets held in the configuration besides ``secrets``: a webhook
     trigger's HMAC key, an MCP server's ``headers`` and ``env`` values (SecretStr by type) and
-    the password of its ``url``, if it has one.
+    the password of its ``url``, if it has one, and the password of ``base_url``.
     They are redacted as declared secrets are: from event data as well as records and logs."""
     found = []
     for trigger in triggers:
@@ -66,6 +66,9 @@ def config_secrets(
             found.append(("webhook_secret", secret.get_secret_value()))
     for server in config.mcp_servers:
         found += server_secrets(server)
+    password = url_password(config.base_url or "")  # a proxy's http://user:pw@host
+    if password:
+        found.append(("base_url_password", password))
     return found
 
 
@@ -73,7 +76,7 @@ def server_secrets(server: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(name, value) of the secrets of one ``mcp_servers`` entry (see config_secrets)."""
     found = []
     name = server.get("name", "mcp")
-    password = urlsplit(str(server.get("url") or "")).password  # http://user:pw@host
+    password = url_password(str(server.get("url") or ""))  # http://user:pw@host
     if password:
         found.append((f"mcp.{name}.url_password", password))
     for field in ("headers", "env"):

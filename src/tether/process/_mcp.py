@@ -7,10 +7,8 @@ it by, and a transport with what that transport needs.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from typing import Annotated, Any, Final, Literal
-from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -25,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._urls import masked_url
 from ._state import NAME_RE
 
 __all__ = [
@@ -89,8 +88,7 @@ class McpServerConfig(BaseModel):
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
-            shown = re.sub(r"(?<=//)[^/@]*@", "***@", value)  # never echo a user:password
-            raise ValueError(f"url must start with http:// or https://, got {shown!r}")
+            raise ValueError(f"url must start with http:// or https://, got {masked_url(value)!r}")
         return value
 
     @model_validator(mode="after")
@@ -116,16 +114,16 @@ class McpServerConfig(BaseModel):
     def _url_shown(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if isinstance(data.get("url"), str):
-            data["url"] = _password_masked(data["url"])
+            data["url"] = masked_url(data["url"])
         return data
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         for name, value in super().__repr_args__():
-            yield name, _password_masked(value) if name == "url" and value else value
+            yield name, masked_url(value) if name == "url" and value else value
 
     def entry(self) -> dict[str, Any]:
         """The dict kept in ``ProcessConfig.mcp_servers`` (secret values stay SecretStr, the
-        url is as given: a dump shows its password as ``***``, the entry keeps it)."""
+        url is as given: a dump shows its password as ``****``, the entry keeps it)."""
         entry = self.model_dump(exclude_defaults=True)
         if self.url is not None:
             entry["url"] = self.url
@@ -181,26 +179,19 @@ def masked_entries(servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def repr_args(args: Iterable[tuple[str | None, Any]]) -> Iterator[tuple[str | None, Any]]:
     """A model's ``__repr_args__`` with the password of each MCP server's ``url`` shown as
-    ``***`` (the url stays a plain string in the entry, which reads it)."""
+    ``****`` (the url stays a plain string in the entry, which reads it)."""
     for name, value in args:
         if name == "mcp_servers" and isinstance(value, list):
             value = [_url_masked(entry) for entry in value]
+        elif name == "base_url" and isinstance(value, str):
+            value = masked_url(value)
         yield name, value
-
-
-def _password_masked(url: str) -> str:
-    """``url`` with its password (``http://user:password@host``) shown as ``***``."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        return url
-    return url.replace(f":{password}@", ":***@", 1) if password else url
 
 
 def _url_masked(entry: Any) -> Any:
     if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
         return entry
-    return {**entry, "url": _password_masked(entry["url"])}
+    return {**entry, "url": masked_url(entry["url"])}
 
 
 def _urls_masked(servers: Any, handler: SerializerFunctionWrapHandler) -> Any:
@@ -211,7 +202,7 @@ def _urls_masked(servers: Any, handler: SerializerFunctionWrapHandler) -> Any:
 
 #: A configuration's ``mcp_servers``: plain dicts, each ``url`` as given (whatever connects to
 #: the server reads it from the entry), ``headers`` and ``env`` values SecretStr (see
-#: masked_entries). Every dump, Python or JSON, shows a url's password as ``***``, as the
+#: masked_entries). Every dump, Python or JSON, shows a url's password as ``****``, as the
 #: repr does: a dump is for showing and storing, never for connecting.
 McpServers = Annotated[
     list[dict[str, Any]], AfterValidator(masked_entries), WrapSerializer(_urls_masked)

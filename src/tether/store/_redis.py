@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from .._urls import masked_url
+
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
@@ -43,7 +45,7 @@ def connect(url: str, *, timeout: float) -> Redis:
 
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(
-            f"cluster URL {url!r}: expected redis://host:port[/db], rediss://... or unix://..."
+            f"cluster URL {masked_url(url)!r}: expected redis://host:port[/db], rediss://... or unix://..."
         )
     return Redis.from_url(
         url,
