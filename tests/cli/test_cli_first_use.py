@@ -128,6 +128,29 @@ async def test_fake_llm_serves_from_the_shell_until_sigint(command: list[str]) -
     assert llm.proc.returncode == 0
 
 
+async def test_the_try_line_fake_llm_prints_works_as_printed_without_an_api_key(
+    tmp_path: Path,
+) -> None:
+    """Regression: the printed `tether run ... --base-url` failed with "no API key" unless
+    OPENAI_API_KEY was set, though FakeLLM takes none."""
+    env = {k: v for k, v in ENV.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    agent = write(tmp_path / "a.agent", "name: a\nmodel: scripted\n")
+    async with running(
+        *CLI, "fake-llm", "--port", "0", "--reply", "hello from fake", env=env
+    ) as llm:
+        await llm.read_until("try:", what="the fake LLM")
+        printed = llm.seen[-1].split("try:")[1].split()
+        assert printed[:2] == ["tether", "run"]
+        argv = [*CLI, *printed[1:], "--inject", "{}", "--until-idle"]
+        argv[argv.index("AGENT.agent")] = str(agent)
+        done = await asyncio.to_thread(
+            subprocess.run, argv, capture_output=True, text=True, timeout=60, env=env
+        )
+        await llm.stop(signal.SIGINT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "hello from fake" in done.stdout
+
+
 # -- run: model, base URL, exit status, live lines, logs -------------------------------------
 
 

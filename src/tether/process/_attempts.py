@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..agent import RunResult, Tool, permission_denied, scan, scan_payload
 from ..hooks import DispatchResult, HookEvent
+from ..models import ModelConfigError
 from ._event import CURRENT_EVENT, TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
 from ._supervise import describe, is_fatal
@@ -385,9 +386,12 @@ class EventRunner:
         self._supervision.run_failed()
         self._inflight.pop(event.event_id, None)
         config = self._live.config()
+        misconfigured = is_misconfiguration(exc)  # a retry would meet the same missing key
         # A crash's restart keeps what waits (its supervisor is set): a retry waits for it too.
-        if attempt <= config.max_retries and (
-            not self._live.stopping() or self._supervision.restarting
+        if (
+            not misconfigured
+            and attempt <= config.max_retries
+            and (not self._live.stopping() or self._supervision.restarting)
         ):
             delay = min(config.retry_backoff * (2 ** (attempt - 1)), config.retry_backoff_max)
             handle = asyncio.get_running_loop().call_later(delay, self._retry, event.event_id)
@@ -397,7 +401,8 @@ class EventRunner:
                 self._writes.write(event.event_id, self._journal.queued, stored, attempt)
             await self.complete(event, "retrying", duration, error, worker=True)
         else:
-            self._letters.add(event, "process failed", error, attempt)
+            reason = "model misconfigured" if misconfigured else "process failed"
+            self._letters.add(event, reason, error, attempt)
             await self.complete(event, "failed", duration, error, worker=True)
         self._supervision.crash_if_failing(error)
 
@@ -467,3 +472,16 @@ class EventRunner:
             + self._pool.take_given_up()
             + self.waiting(final_state)
         )
+
+
+def is_misconfiguration(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a model configuration error (no API key, a
+    rejected key, an unknown model): every retry would fail the same way."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a cause chain is short; a cycle is not followed for ever
+        if seen is None:
+            return False
+        if isinstance(seen, ModelConfigError):
+            return True
+        seen = seen.__cause__
+    return False
