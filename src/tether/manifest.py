@@ -10,7 +10,8 @@ created; ``claude_code_hooks`` names Claude Code settings files whose hooks the 
 ``${VAR}`` and ``${VAR:-default}`` are replaced from the environment when the file is loaded,
 everywhere except the ``secrets:`` section; ``$${VAR}`` stands for a literal ``${VAR}``. The
 built-in ``${TETHER_MANIFEST_DIR}`` is the folder of the manifest file, and relative paths in
-``cwd``, ``watch_path``, ``journal_path`` and ``artifacts_dir`` are relative to that folder.
+``cwd``, ``watch_path``, ``journal_path`` and ``artifacts_dir`` are relative to that folder;
+``${TETHER_PYTHON}`` is the environment's ``TETHER_PYTHON``, else the Python running tether.
 
 Every problem is reported at once, each with its path (``triggers[1].cron``) and line::
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import sys
 import warnings
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from importlib import resources
@@ -89,6 +91,9 @@ __all__ = [
 MANIFEST_VERSION: Final = "1.0"
 #: The name of the built-in variable holding the manifest's folder.
 MANIFEST_DIR_VAR: Final = "TETHER_MANIFEST_DIR"
+#: The built-in variable naming the Python to run hook programs with: the environment's, else
+#: the interpreter running tether (the one with tether and its extras installed).
+PYTHON_VAR: Final = "TETHER_PYTHON"
 SCHEMA_RESOURCE: Final = "manifest_schema.json"
 
 CALLBACK_MESSAGE: Final = (
@@ -423,6 +428,8 @@ def _parse(
     env = dict(os.environ if environ is None else environ)
     if base_dir is not None:
         env[MANIFEST_DIR_VAR] = str(base_dir)
+    if not env.get(PYTHON_VAR):
+        env[PYTHON_VAR] = sys.executable
     unresolved: list[tuple[tuple[str | int, ...], str]] = []
     data = resolve(data, env, (), unresolved)
     for loc, name in unresolved:

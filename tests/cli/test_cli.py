@@ -489,7 +489,6 @@ def test_the_example_agent_validates_and_runs_with_its_hook_programs(
     monkeypatch.setenv("TRIAGE_MODEL", "scripted")
     monkeypatch.setenv("TRIAGE_WEBHOOK_SECRET", "s3cret")
     monkeypatch.setenv("TRIAGE_WEBHOOK_PORT", str(free_port()))
-    monkeypatch.setenv("TETHER_PYTHON", sys.executable)
     manifest = str(EXAMPLES / "triage.agent")
     checked = cli("validate", manifest)
     assert checked.returncode == 0, checked.stderr
@@ -508,6 +507,34 @@ def test_the_example_agent_validates_and_runs_with_its_hook_programs(
     assert "redact_pii.py: applied (prompt rewritten)" in done.stdout
     assert "prompt='ticket: [email] cannot check out" in done.stdout
     assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 2
+
+
+def test_the_example_agent_runs_its_hooks_with_tether_s_python_whatever_python3_is_on_path(
+    tmp_path: Path,
+) -> None:
+    """Regression: without an activated venv (`.venv/bin/tether run examples/triage.agent`),
+    the example's hooks ran the first `python3` on PATH, which has no tether: every ticket was
+    refused (its policy hook fails closed) and the MCP tools were dropped."""
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    shim = shims / "python3"
+    shim.write_text("#!/bin/sh\necho 'not the python you want' >&2\nexit 1\n")
+    shim.chmod(0o755)
+    env = {k: v for k, v in ENV.items() if k not in ("TETHER_PYTHON", "VIRTUAL_ENV")}
+    env.update(
+        PATH=f"{shims}{os.pathsep}{env.get('PATH', '')}",
+        TRIAGE_AUDIT_LOG=str(tmp_path / "audit.jsonl"),
+        TRIAGE_MODEL="scripted",
+        TRIAGE_WEBHOOK_SECRET="s3cret",
+        TRIAGE_WEBHOOK_PORT=str(free_port()),
+    )
+    ticket = '{"ticket": "jane@example.com cannot check out"}'
+    argv = [*CLI, "run", str(EXAMPLES / "triage.agent"), "--inject", ticket, "--until-idle"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "redact_pii.py: applied (prompt rewritten)" in done.stdout
+    assert "policy_server.py: applied" in done.stdout
+    assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 1
 
 
 def test_hooks_test_explains_a_refused_tool_call(hooks_test: Any) -> None:
