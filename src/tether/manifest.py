@@ -48,6 +48,7 @@ from ._manifest_errors import MAX_ISSUE_CHARS as MAX_ISSUE_CHARS
 from ._manifest_errors import ManifestError as ManifestError
 from ._manifest_errors import ManifestIssue as ManifestIssue
 from ._manifest_errors import issues_of
+from ._manifest_programs import program_problems
 from ._manifest_yaml import line_of, path_of, read_yaml, resolve, yaml_type
 from .agent import BudgetConfig, ContextConfig, GuardrailConfig
 from .agent._tools import check_import_path
@@ -354,13 +355,16 @@ def load_manifest(
     *,
     environ: Mapping[str, str] | None = None,
     hook_names: Collection[str] | None = None,
+    check_programs: bool = False,
 ) -> AgentManifest:
     """Read, resolve and validate the manifest at ``path``; raise ManifestError listing problems.
 
     ``environ`` (default ``os.environ``) is where ``${VAR}`` references are looked up.
     ``hook_names``: the names of the hooks a run adds to the manifest's (its runtime's shared
     hooks); given, a before/after name that is neither is a problem. ``None`` (the default):
-    such names are left for the process to check when it is created.
+    such names are left for the process to check when it is created. ``check_programs``:
+    a hook or MCP server program that cannot run on this host (not found, not executable, a
+    script its interpreter is given missing) is a problem too (``tether validate``).
     """
     file = Path(path)
     try:
@@ -373,7 +377,13 @@ def load_manifest(
     except FileRefused as exc:
         raise ManifestError([ManifestIssue("", None, str(exc))], str(path)) from None
     return _parse(
-        text, str(path), file.resolve().parent, environ, stacklevel=3, hook_names=hook_names
+        text,
+        str(path),
+        file.resolve().parent,
+        environ,
+        stacklevel=3,
+        hook_names=hook_names,
+        check_programs=check_programs,
     )
 
 
@@ -407,6 +417,7 @@ def _parse(
     *,
     stacklevel: int,
     hook_names: Collection[str] | None = None,
+    check_programs: bool = False,
 ) -> AgentManifest:
     data, lines, problems = read_yaml(text)
     issues = [ManifestIssue(*problem) for problem in problems]
@@ -441,6 +452,9 @@ def _parse(
                 f"(set it, or give a default: ${{{name}:-default}})",
             )
         )
+    if check_programs:
+        base = Path(base_dir) if base_dir is not None else None
+        issues += _issues(lines, program_problems(data, base))
     try:
         manifest = AgentManifest.model_validate(data)
     except ValidationError as exc:
@@ -448,12 +462,17 @@ def _parse(
         for issue_loc, issue, _ in issues_of(exc, AgentManifest, lines):
             if not any(issue_loc[: len(s)] == s for s in skip):
                 issues.append(issue)
+        # The MCP servers are checked apart from the model: their problems too, at once.
+        servers = data.get("mcp_servers")
+        if isinstance(servers, list):
+            issues += _issues(lines, _mcp_problems(servers))
     else:
         issues += [
             ManifestIssue(path_of(loc), line_of(lines, loc), message)
             for loc, message in spec_problems(manifest, hook_names=hook_names)
         ]
-    if issues:
+    if issues:  # in the file's order (the checks apart from the model's come after it)
+        issues.sort(key=lambda issue: (issue.line is None, issue.line or 0))
         raise ManifestError(issues, source)
     if base_dir is not None:
         manifest = _rebase(manifest, Path(base_dir))
@@ -464,6 +483,12 @@ def _parse(
     if issues:
         raise ManifestError(issues, source)
     return manifest
+
+
+def _issues(
+    lines: Mapping[tuple[str | int, ...], int], problems: list[tuple[tuple[str | int, ...], str]]
+) -> list[ManifestIssue]:
+    return [ManifestIssue(path_of(loc), line_of(lines, loc), text) for loc, text in problems]
 
 
 def claude_code_problems(paths: list[str]) -> list[tuple[tuple[str | int, ...], str]]:

@@ -38,7 +38,7 @@ def validate_files(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                manifest = load_manifest(file, hook_names=runtime_hooks)
+                manifest = load_manifest(file, hook_names=runtime_hooks, check_programs=True)
             except ManifestError as exc:
                 bad += 1
                 for issue in exc.errors:
@@ -116,7 +116,7 @@ def _validate_json(files: list[Path], runtime_hooks: Sequence[str]) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                manifest = load_manifest(file, hook_names=runtime_hooks)
+                manifest = load_manifest(file, hook_names=runtime_hooks, check_programs=True)
             except ManifestError as exc:
                 report["ok"] = False
                 report["errors"] = [
