@@ -356,6 +356,7 @@ def load_manifest(
     environ: Mapping[str, str] | None = None,
     hook_names: Collection[str] | None = None,
     check_programs: bool = False,
+    unset_env_ok: bool = False,
 ) -> AgentManifest:
     """Read, resolve and validate the manifest at ``path``; raise ManifestError listing problems.
 
@@ -365,6 +366,9 @@ def load_manifest(
     such names are left for the process to check when it is created. ``check_programs``:
     a hook or MCP server program that cannot run on this host (not found, not executable, a
     script its interpreter is given missing) is a problem too (``tether validate``).
+    ``unset_env_ok``: a ``${VAR}`` whose variable is not set is a ``UserWarning``, not a
+    problem, unless the value it holds cannot be checked without it (``tether validate``, where
+    the secrets of the host that runs the manifest are not set).
     """
     file = Path(path)
     try:
@@ -384,6 +388,7 @@ def load_manifest(
         stacklevel=3,
         hook_names=hook_names,
         check_programs=check_programs,
+        unset_env_ok=unset_env_ok,
     )
 
 
@@ -418,6 +423,7 @@ def _parse(
     stacklevel: int,
     hook_names: Collection[str] | None = None,
     check_programs: bool = False,
+    unset_env_ok: bool = False,
 ) -> AgentManifest:
     data, lines, problems = read_yaml(text)
     issues = [ManifestIssue(*problem) for problem in problems]
@@ -443,15 +449,9 @@ def _parse(
         env[PYTHON_VAR] = sys.executable
     unresolved: list[tuple[tuple[str | int, ...], str]] = []
     data = resolve(data, env, (), unresolved)
-    for loc, name in unresolved:
-        issues.append(
-            ManifestIssue(
-                path_of(loc),
-                line_of(lines, loc),
-                f"environment variable {name!r} is not set "
-                f"(set it, or give a default: ${{{name}:-default}})",
-            )
-        )
+    unset = _issues(lines, [(loc, _unset(name)) for loc, name in unresolved])
+    if not unset_env_ok:
+        issues += unset
     if check_programs:
         base = Path(base_dir) if base_dir is not None else None
         issues += _issues(lines, program_problems(data, base))
@@ -466,11 +466,19 @@ def _parse(
         servers = data.get("mcp_servers")
         if isinstance(servers, list):
             issues += _issues(lines, _mcp_problems(servers))
+        if not issues:  # only values the unset variables hold are wrong: they are the problem
+            issues, unset = unset, []
     else:
         issues += [
             ManifestIssue(path_of(loc), line_of(lines, loc), message)
             for loc, message in spec_problems(manifest, hook_names=hook_names)
         ]
+    for issue in unset if unset_env_ok else ():
+        warnings.warn(
+            f"{issue.format(source)}; it must be set where the manifest runs",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
     if issues:  # in the file's order (the checks apart from the model's come after it)
         issues.sort(key=lambda issue: (issue.line is None, issue.line or 0))
         raise ManifestError(issues, source)
@@ -483,6 +491,13 @@ def _parse(
     if issues:
         raise ManifestError(issues, source)
     return manifest
+
+
+def _unset(name: str) -> str:
+    return (
+        f"environment variable {name!r} is not set "
+        f"(set it, or give a default: ${{{name}:-default}})"
+    )
 
 
 def _issues(

@@ -32,8 +32,9 @@ async def create(client: httpx.AsyncClient, name: str, **config: Any) -> None:
 
 
 async def created(client: httpx.AsyncClient, runtime: AgentRuntime) -> AgentProcess:
-    """The process "triage", created over HTTP."""
-    await create(client, "triage")
+    """The process "triage", created over HTTP, with the triggers "helpdesk" and "printers"."""
+    triggers = [{"type": "event", "id": n, "event_type": n} for n in ("helpdesk", "printers")]
+    await create(client, "triage", triggers=triggers)
     process = runtime.get("triage")
     assert process is not None
     return process

@@ -302,7 +302,7 @@ async def test_inject_sends_an_event_to_a_running_api(cli: Any, api: Orchestrati
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("event ")
-    assert done.stdout.endswith(" queued for triage\n")
+    assert done.stdout.endswith(" done by triage: success\n")
     process = api.runtime.get("triage")
     assert process is not None
     event_id = done.stdout.split()[1]
@@ -535,6 +535,26 @@ def test_the_example_agent_runs_its_hooks_with_tether_s_python_whatever_python3_
     assert "redact_pii.py: applied (prompt rewritten)" in done.stdout
     assert "policy_server.py: applied" in done.stdout
     assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 1
+
+
+async def test_history_md_s_disable_and_enable_commands_work_on_the_example_agent(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: `tether hooks disable triage policy` (docs/history.md) answered
+    HOOK_NOT_FOUND: no hook of the example had the tag."""
+    monkeypatch.setenv("TRIAGE_MODEL", "scripted")
+    monkeypatch.setenv("TRIAGE_WEBHOOK_SECRET", "s3cret")
+    monkeypatch.setenv("TRIAGE_WEBHOOK_PORT", str(free_port()))
+    options = {"token": None, "allow_command_deploys": False, "quiet": True}
+    async with serving([EXAMPLES / "triage.agent"], **options) as url:
+        off = await asyncio.to_thread(
+            run_cli, capsys, "hooks", "disable", "triage", "policy", "--url", url
+        )
+        on = await asyncio.to_thread(
+            run_cli, capsys, "hooks", "enable", "triage", "policy", "--url", url
+        )
+    assert (off.returncode, on.returncode) == (0, 0), off.stderr + on.stderr
+    assert "policy_server.py" in off.stdout
 
 
 def test_hooks_test_explains_a_refused_tool_call(hooks_test: Any) -> None:

@@ -26,6 +26,7 @@ from _net_support import free_port
 from _process_support import noop
 from tether import AgentRuntime, EventTrigger, HookEvent, HookManager, ProcessConfig
 from tether.api import OrchestrationAPI
+from tether.hooks import HookBlocked, HookContext
 from tether.models import ScriptedModel
 from tether.testing import FakeLLM
 
@@ -126,6 +127,78 @@ async def test_fake_llm_serves_from_the_shell_until_sigint(command: list[str]) -
         assert r.status_code == 200
         await llm.stop(signal.SIGINT)
     assert llm.proc.returncode == 0
+
+
+async def chat(url: str, tools: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    if tools:
+        function = {"name": "lookup_order", "parameters": {"type": "object"}}
+        body["tools"] = [{"type": "function", "function": function}]
+    async with httpx.AsyncClient() as client:
+        r = await client.post(f"{url}/chat/completions", json=body)
+    assert r.status_code == 200, r.text
+    message: dict[str, Any] = r.json()["choices"][0]["message"]
+    return message
+
+
+async def answers(*options: str) -> list[dict[str, Any]]:
+    """What `tether fake-llm OPTIONS` answers to: a request offering tools, one that does not,
+    and then two more offering tools."""
+    async with running(*CLI, "fake-llm", "--port", "0", *options, env=ENV) as llm:
+        await llm.read_until(" at ", what="the fake LLM")
+        url = next(line for line in llm.seen if " at " in line).split(" at ")[1].strip()
+        got = [await chat(url, tools) for tools in (True, False, True, True)]
+        await llm.stop(signal.SIGINT)
+    return got
+
+
+async def test_fake_llm_scripts_replies_and_tool_calls_with_flags() -> None:
+    """Regression: `tether fake-llm` could only set one reply; tool calls were not scriptable
+    from the shell."""
+    call = 'lookup_order={"order_id": 7}'
+    got = await answers("--tool-call", call, "--reply", "Looking.", "--reply", "Shipped.")
+    assert got[0]["tool_calls"][0]["function"] == {
+        "name": "lookup_order",
+        "arguments": '{"order_id": 7}',
+    }
+    assert [m["content"] for m in got[1:]] == ["Looking.", "Shipped.", "Shipped."]
+
+
+async def test_fake_llm_scripts_replies_and_tool_calls_from_a_file(tmp_path: Path) -> None:
+    script = write(
+        tmp_path / "script.yaml",
+        """\
+        reply: Done.
+        replies: [First.]
+        tool_calls:
+          - name: lookup_order
+            arguments: {order_id: 1182}
+          - name: cancel_order
+        """,
+    )
+    got = await answers("--script", str(script))
+    calls = [m["tool_calls"][0]["function"] for m in (got[0], got[2])]
+    assert calls == [
+        {"name": "lookup_order", "arguments": '{"order_id": 1182}'},
+        {"name": "cancel_order", "arguments": "{}"},
+    ]
+    assert (got[1]["content"], got[3]["content"]) == ("First.", "Done.")
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("tool_calls: [{arguments: {}}]\n", "tool_calls[0] must be a mapping with a 'name'"),
+        ("replys: [x]\n", "unknown key 'replys'; allowed: reply, replies, tool_calls"),
+    ],
+)
+def test_a_bad_fake_llm_script_is_an_error_naming_the_field(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    script = write(tmp_path / "script.yaml", text)
+    done = tether("fake-llm", "--port", "0", "--script", str(script))
+    assert done.returncode == 1
+    assert error in done.stderr
 
 
 async def test_the_try_line_fake_llm_prints_works_as_printed_without_an_api_key(
@@ -293,10 +366,34 @@ async def test_inject_json_prints_the_api_s_answer(
     cli: Any, served: tuple[AgentRuntime, OrchestrationAPI]
 ) -> None:
     _, api = served
-    done = await cli("inject", "ops", "--payload", '{"x": 1}', "--json", *at(api))
+    done = await cli("inject", "ops", "--payload", '{"x": 1}', "--json", "--wait", "0", *at(api))
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert (answer["process"], answer["status"]) == ("ops", "queued")
+
+
+async def test_inject_waits_for_the_outcome_and_exits_1_when_user_prompt_submit_refuses(
+    cli: Any, served: tuple[AgentRuntime, OrchestrationAPI]
+) -> None:
+    """Regression: `tether inject` exited 0 for an event a user_prompt_submit hook refused
+    after it was queued, though cli.md says it exits 1 for a dead-lettered event."""
+    runtime, api = served
+    process = runtime.get("ops")
+    assert process is not None
+
+    async def refuses(ctx: HookContext) -> None:
+        if ctx.data.get("prompt", "").find("refund") >= 0:
+            raise HookBlocked("refunds need a human")
+
+    process.hooks.register(HookEvent.USER_PROMPT_SUBMIT, refuses, name="gate")
+    done = await cli("inject", "ops", "--payload", '{"ask": "refund me"}', *at(api))
+    assert done.returncode == 1, done.stdout
+    assert "dead-lettered by ops: blocked by hook" in done.stdout
+    assert "refunds need a human" in done.stdout
+    done = await cli("inject", "ops", "--payload", '{"ask": "hello"}', "--json", *at(api))
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert (answer["status"], answer["outcome"]) == ("done", "success")
 
 
 async def test_inject_trigger_id_must_name_a_trigger_of_the_process(

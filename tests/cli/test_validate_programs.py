@@ -212,3 +212,48 @@ def test_a_run_does_not_check_programs_a_host_may_provide_later(tmp_path: Path) 
         """,
     )
     assert load_manifest(path).hooks[0].command == ["./missing.py"]
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_the_example_validates_as_cli_md_shows_without_its_secret_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Regression: `tether validate examples/*.agent`, the first command of cli.md, failed
+    where TRIAGE_WEBHOOK_SECRET is not set (a CI job, a laptop)."""
+    monkeypatch.delenv("TRIAGE_WEBHOOK_SECRET", raising=False)
+    done = validate(*sorted(EXAMPLES.glob("*.agent")))
+    assert done.returncode == 0, done.stderr
+    assert "1 trigger, 4 hooks, 1 MCP server)" in done.stdout
+    assert "warning: " in done.stderr
+    assert "'TRIAGE_WEBHOOK_SECRET' is not set" in done.stderr
+    assert "it must be set where the manifest runs" in done.stderr
+
+
+def test_require_env_makes_an_unset_variable_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRIAGE_WEBHOOK_SECRET", raising=False)
+    done = validate(EXAMPLES / "triage.agent", "--require-env")
+    assert done.returncode == 1
+    assert "error: " in done.stderr
+    assert "triggers[0].secret: environment variable 'TRIAGE_WEBHOOK_SECRET' is not set" in (
+        done.stderr
+    )
+
+
+def test_an_unset_variable_whose_value_cannot_be_checked_without_it_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TETHER_TEST_UNSET_PORT", raising=False)
+    path = agent(
+        tmp_path,
+        """\
+        triggers:
+          - type: webhook
+            id: w
+            webhook_path: /w
+            webhook_port: ${TETHER_TEST_UNSET_PORT}
+        """,
+    )
+    [error] = errors(path)
+    assert "triggers[0].webhook_port: environment variable 'TETHER_TEST_UNSET_PORT'" in error

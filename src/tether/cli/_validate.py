@@ -17,20 +17,25 @@ __all__ = ["validate_files"]
 
 
 def validate_files(
-    files: list[Path], *, as_json: bool = False, runtime_hooks: Sequence[str] = ()
+    files: list[Path],
+    *,
+    as_json: bool = False,
+    runtime_hooks: Sequence[str] = (),
+    require_env: bool = False,
 ) -> int:
     """Check each file; return 0 when all are valid, 1 otherwise.
 
     A hook's before/after must name another hook of the manifest for that event, or one of
     ``runtime_hooks`` (hooks the runtime that runs it shares); a cycle is always a problem.
+    An unset ``${VAR}`` is a warning unless ``require_env``.
 
     ``as_json``: one JSON object on stdout, ``{"valid": bool, "files": [{"file", "ok",
     "name", "triggers", "hooks", "errors": [{"path", "line", "message"}], "warnings"}]}``.
     """
-    from ..manifest import ManifestError, load_manifest
+    from ..manifest import ManifestError
 
     if as_json:
-        return _validate_json(files, runtime_hooks)
+        return _validate_json(files, runtime_hooks, require_env)
     out = console()
     err = console(stderr=True)
     bad = 0
@@ -38,7 +43,7 @@ def validate_files(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                manifest = load_manifest(file, hook_names=runtime_hooks, check_programs=True)
+                manifest = _load(file, runtime_hooks, require_env)
             except ManifestError as exc:
                 bad += 1
                 for issue in exc.errors:
@@ -60,7 +65,8 @@ def validate_files(
         out.print(
             f"[green]ok[/]     {escape(str(file))} ([bold]{escape(manifest.name)}[/]: "
             f"{triggers} trigger{'s' * (triggers != 1)}, {hooks} hook{'s' * (hooks != 1)}"
-            f"{_more(manifest.tools, 'tool')}{_more(loaded, 'Claude Code hook')})"
+            f"{_more(manifest.tools, 'tool')}{_more(manifest.mcp_servers, 'MCP server')}"
+            f"{_more(loaded, 'Claude Code hook')})"
         )
         for line in loaded:
             out.print(f"         {escape(line)}")
@@ -77,6 +83,14 @@ _RUNTIME_HOOK_HINT = (
     "a hook the runtime that runs the manifest shares with it (AgentRuntime(hooks=...)) "
     "counts when named: tether validate --runtime-hook NAME"
 )
+
+
+def _load(file: Path, runtime_hooks: Sequence[str], require_env: bool) -> Any:
+    from ..manifest import load_manifest
+
+    return load_manifest(
+        file, hook_names=runtime_hooks, check_programs=True, unset_env_ok=not require_env
+    )
 
 
 def _more(items: list[Any], what: str) -> str:
@@ -107,8 +121,8 @@ def _loaded(manifest: Any) -> tuple[list[str], list[str]]:
     return lines, problems
 
 
-def _validate_json(files: list[Path], runtime_hooks: Sequence[str]) -> int:
-    from ..manifest import ManifestError, load_manifest
+def _validate_json(files: list[Path], runtime_hooks: Sequence[str], require_env: bool) -> int:
+    from ..manifest import ManifestError
 
     reports = []
     for file in files:
@@ -116,7 +130,7 @@ def _validate_json(files: list[Path], runtime_hooks: Sequence[str]) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                manifest = load_manifest(file, hook_names=runtime_hooks, check_programs=True)
+                manifest = _load(file, runtime_hooks, require_env)
             except ManifestError as exc:
                 report["ok"] = False
                 report["errors"] = [

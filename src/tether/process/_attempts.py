@@ -49,6 +49,8 @@ logger = logging.getLogger("tether.process")
 
 #: Run transcripts kept for plugins (converse) after a task completes.
 TRANSCRIPTS_KEPT: Final = 100
+#: Decided outcomes kept for ``EventRunner.outcome`` (the last events decided).
+OUTCOMES_KEPT: Final = 1000
 
 #: Dispatches a hook event with the process's data redacted: (event, data), to await.
 Emit = Callable[[HookEvent, dict[str, Any]], Awaitable[DispatchResult]]
@@ -127,6 +129,9 @@ class EventRunner:
         self.run_models: dict[str, Model | None] = {}
         #: The note of each task attempt under way, while an observer is set.
         self._task_notes: dict[str, Note] = {}
+        #: The outcome of each of the last OUTCOMES_KEPT events decided (not "retrying").
+        self.outcomes: dict[str, str] = {}
+        self._waiting: dict[str, list[asyncio.Future[str]]] = {}
 
     # -- the worker ------------------------------------------------------------------------
 
@@ -185,6 +190,8 @@ class EventRunner:
             note = self._task_notes.get(event.event_id)
             if note is not None:
                 note.outcome, note.error = outcome, error
+        if outcome != "retrying":
+            self._decided(event.event_id, outcome)
         dispatch = (self._emit_worker if worker else self._emit)(
             HookEvent.TASK_COMPLETED,
             {
@@ -200,6 +207,35 @@ class EventRunner:
         if stream is not None and outcome != "retrying":  # decided: acknowledge after
             return stream.settled(dispatch, event.event_id)
         return dispatch
+
+    def _decided(self, event_id: str, outcome: str) -> None:
+        self.outcomes.pop(event_id, None)  # (a redelivered event is decided again)
+        self.outcomes[event_id] = outcome
+        if len(self.outcomes) > OUTCOMES_KEPT:
+            self.outcomes.pop(next(iter(self.outcomes)))
+        for waiter in self._waiting.pop(event_id, ()):
+            if not waiter.done():
+                waiter.set_result(outcome)
+
+    async def outcome(self, event_id: str, timeout: float) -> str | None:
+        """The outcome ``event_id`` was decided with, waiting up to ``timeout`` seconds for
+        it; None when it is not decided by then (or was decided too long ago to be kept)."""
+        found = self.outcomes.get(event_id)
+        if found is not None or timeout <= 0:
+            return found
+        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        waiters = self._waiting.setdefault(event_id, [])
+        waiters.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                return await waiter
+        except TimeoutError:
+            return None
+        finally:
+            if waiter in waiters:
+                waiters.remove(waiter)
+            if not waiters and self._waiting.get(event_id) is waiters:
+                del self._waiting[event_id]
 
     async def _refuse(
         self, event: TriggerEvent, attempt: int, started: float, reason: str, error: str

@@ -671,6 +671,12 @@ class AgentProcess:
         """Queue an event (after task_created); return its id. Never drops: see dead_letters."""
         return await self._intake.inject(event)
 
+    async def outcome(self, event_id: str, *, timeout: float = 0.0) -> str | None:
+        """The task_completed outcome an event was decided with (``success``, ``failed``,
+        ``blocked``, ``dead_lettered``; never ``retrying``), waiting up to ``timeout`` seconds
+        for it; None when it is not decided by then. The last 1000 decided are kept."""
+        return await self._runner.outcome(event_id, timeout)
+
     def _enqueue(self, event: TriggerEvent, attempts: int) -> bool:
         """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered."""
         return self._intake.enqueue(event, attempts)
