@@ -557,6 +557,44 @@ async def test_history_md_s_disable_and_enable_commands_work_on_the_example_agen
     assert "policy_server.py" in off.stdout
 
 
+POLICY_SERVER = f"{sys.executable} {EXAMPLES / 'hooks' / 'policy_server.py'}"
+PASSWORD = '{"prompt": "Please reset my password"}'
+
+
+def test_hooks_test_persistent_sends_one_json_line_with_an_id_and_explains_the_answer(
+    cli: Any,
+) -> None:
+    """Regression: a persistent hook's program was tested as a one-shot one: it skipped the
+    line without an id, and the test answered `passed: nothing changed`."""
+    done = cli(
+        "hooks", "test", "user_prompt_submit", "--persistent",
+        "--command", POLICY_SERVER, "--data", PASSWORD,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "stdin (one JSON line)" in done.stdout
+    assert '"id": "1"' in done.stdout
+    assert 'answer   {"id": "1", "block": true, "reason": "password resets go to the' in done.stdout
+    assert "meaning  BLOCKED (password resets go to the identity team)" in done.stdout
+
+
+def test_hooks_test_of_a_program_that_writes_nothing_hints_at_persistent(cli: Any) -> None:
+    done = cli(
+        "hooks", "test", "user_prompt_submit", "--command", POLICY_SERVER, "--data", PASSWORD
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "answer   (no output)" in done.stdout
+    assert "test it with --persistent" in done.stdout
+
+
+def test_hooks_test_persistent_refuses_the_claude_code_protocol(cli: Any) -> None:
+    done = cli(
+        "hooks", "test", "user_prompt_submit", "--persistent", "--protocol", "claude-code",
+        "--command", POLICY_SERVER,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--persistent speaks tether's JSON lines" in done.stderr
+
+
 def test_hooks_test_explains_a_refused_tool_call(hooks_test: Any) -> None:
     result = hooks_test("pre_tool_use", 'print(\'{"block": true, "reason": "not rm"}\')\n')
     assert result.returncode == 0

@@ -459,12 +459,22 @@ def hooks_test(
     protocol: Annotated[
         str, typer.Option(help="'tether' (the default) or 'claude-code' (a Claude Code hook).")
     ] = "tether",
+    persistent: Annotated[
+        bool,
+        typer.Option(
+            "--persistent",
+            help="The program is a persistent hook's (persistent: true): one JSON line with "
+            "an id in, one answer line out.",
+        ),
+    ] = False,
 ) -> None:
     """Run one command hook against a sample event and explain its answer."""
     from ._hooktest import test_hook
 
     if protocol not in ("tether", "claude-code"):
         raise click.UsageError(f"--protocol must be 'tether' or 'claude-code', got {protocol!r}")
+    if persistent and protocol != "tether":
+        raise click.UsageError("--persistent speaks tether's JSON lines: drop --protocol")
     merged = _json_option("--data", data) if data is not None else None
     if merged is not None and not isinstance(merged, dict):
         raise click.UsageError("--data must be a JSON object")
@@ -479,6 +489,7 @@ def hooks_test(
             cwd=cwd,
             process=process,
             protocol=protocol,
+            persistent=persistent,
         )
     )
 
