@@ -36,6 +36,7 @@ from pydantic import (
     ConfigDict,
     Field,
     GetCoreSchemaHandler,
+    PrivateAttr,
     StrictBool,
     ValidationError,
     field_validator,
@@ -49,6 +50,7 @@ from ._manifest_errors import ManifestError as ManifestError
 from ._manifest_errors import ManifestIssue as ManifestIssue
 from ._manifest_errors import issues_of
 from ._manifest_programs import program_problems
+from ._manifest_tools import Origin, import_tools, tool_issues
 from ._manifest_yaml import line_of, path_of, read_yaml, resolve, yaml_type
 from .agent import BudgetConfig, ContextConfig, GuardrailConfig
 from .agent._tools import check_import_path
@@ -334,6 +336,10 @@ class AgentManifest(ProcessSpec):
     def _name(cls, value: str) -> str:
         return validate_name(value)
 
+    #: Where it was read from, for a manifest read from a file: its tools are importable
+    #: from its folder, and one that cannot be imported is an error naming its line.
+    _origin: Origin | None = PrivateAttr(default=None)
+
 
 for _cls in (
     AgentManifest,
@@ -484,6 +490,8 @@ def _parse(
         raise ManifestError(issues, source)
     if base_dir is not None:
         manifest = _rebase(manifest, Path(base_dir))
+        lines_of_tools = tuple(line_of(lines, ("tools", i)) for i in range(len(manifest.tools)))
+        manifest._origin = Origin(Path(base_dir), source, lines_of_tools)
     issues = [  # read once the paths are the manifest folder's
         ManifestIssue(path_of(loc), line_of(lines, loc), message)
         for loc, message in claude_code_problems(manifest.claude_code_hooks)
@@ -523,11 +531,33 @@ def claude_code_problems(paths: list[str]) -> list[tuple[tuple[str | int, ...], 
 
 def manifest_to_process_config(manifest: ProcessSpec) -> ProcessConfig:
     """The ProcessConfig a manifest (or any ProcessSpec) describes; its hooks are recorded
-    with source "manifest" in catalogs and history."""
-    return spec_to_process_config(manifest, hook_source="manifest")
+    with source "manifest" in catalogs and history. The tools of a manifest read from a file
+    are imported now, from its folder too (ManifestError naming the line of one that cannot
+    be); other tools by import path when the process is created."""
+    origin = manifest._origin if isinstance(manifest, AgentManifest) else None
+    tools = import_tools(manifest.tools, origin) if origin is not None else None
+    return spec_to_process_config(manifest, hook_source="manifest", tools=tools)
 
 
-def spec_to_process_config(spec: ProcessSpec, *, hook_source: str = "config") -> ProcessConfig:
+def manifest_tool_issues(manifest: AgentManifest) -> list[ManifestIssue]:
+    """Each tool of ``manifest`` that cannot be imported, with its line when it was read
+    from a file (searched for in its folder too)."""
+    if manifest._origin is not None:
+        return tool_issues(manifest.tools, manifest._origin)
+    from .agent._tools import import_tool
+
+    issues = []
+    for index, path in enumerate(manifest.tools):
+        try:
+            import_tool(path)
+        except ValueError as exc:
+            issues.append(ManifestIssue(f"tools[{index}]", None, str(exc)))
+    return issues
+
+
+def spec_to_process_config(
+    spec: ProcessSpec, *, hook_source: str = "config", tools: list[Any] | None = None
+) -> ProcessConfig:
     """Build the ProcessConfig. Plugin names are kept as names: the process activates each
     one (built-ins, then the ``tether.plugins`` entry points) when it is created."""
     values: dict[str, Any] = {
@@ -551,6 +581,8 @@ def spec_to_process_config(spec: ProcessSpec, *, hook_source: str = "config") ->
             hooks += claude_code_hooks(path)
     values["hooks"] = hooks
     values["plugins"] = list(spec.plugins)
+    if tools is not None:  # imported already (a manifest's, from its folder)
+        values["tools"] = tools
     if spec.approval is not None:
         values["approval"] = ApprovalPolicy(tools=list(spec.approval.tools))
     guard = spec.guardrails

@@ -58,7 +58,7 @@ def validate_files(
         if problems:
             bad += 1
             for problem in problems:
-                err.print(f"[red]error[/]: {escape(str(file))}: {escape(problem)}")
+                err.print(f"[red]error[/]: {escape(problem.format(str(file)))}")
             continue
         triggers = len(manifest.triggers)
         hooks = len(manifest.hooks)
@@ -97,20 +97,15 @@ def _more(items: list[Any], what: str) -> str:
     return f", {len(items)} {what}{'s' * (len(items) != 1)}" if items else ""
 
 
-def _loaded(manifest: Any) -> tuple[list[str], list[str]]:
+def _loaded(manifest: Any) -> tuple[list[str], list[Any]]:
     """What the manifest's tools and Claude Code hook files load: a line per Claude Code
     hook, and a problem per tool that cannot be imported."""
-    from ..agent._tools import import_tool
     from ..hooks import HookEvent
     from ..hooks._claude_code import TETHER_TO_CLAUDE
     from ..hooks._claude_settings import claude_code_hooks
+    from ..manifest import manifest_tool_issues
 
-    problems: list[str] = []
-    for i, path in enumerate(manifest.tools):
-        try:
-            import_tool(path)
-        except ValueError as exc:
-            problems.append(f"tools[{i}]: {exc}")
+    problems = manifest_tool_issues(manifest)
     lines: list[str] = []
     for i, path in enumerate(manifest.claude_code_hooks):
         for hook in claude_code_hooks(path):  # (load_manifest has read each file already)
@@ -142,7 +137,7 @@ def _validate_json(files: list[Path], runtime_hooks: Sequence[str], require_env:
                 if problems:
                     report["ok"] = False
                     report["errors"] = [
-                        {"path": problem.partition(": ")[0], "line": None, "message": problem}
+                        {"path": problem.path, "line": problem.line, "message": problem.message}
                         for problem in problems
                     ]
                 report.update(
