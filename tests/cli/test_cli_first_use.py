@@ -445,3 +445,30 @@ async def test_hooks_test_shows_what_the_program_wrote_to_stderr(cli: Any, tmp_p
     assert done.returncode == 0, done.stderr
     assert "stderr" in done.stdout
     assert "checking the prompt" in done.stdout
+
+
+def test_run_shows_a_failing_mcp_server_by_default_and_counts_mcp_servers(
+    tmp_path: Path,
+) -> None:
+    """Regression: an MCP server that could not start showed nothing in `tether run` (its
+    tools silently missing; the reconnect warnings only at --log-level warning), and the
+    header counted hooks and triggers, not MCP servers."""
+    crash = [sys.executable, "-c", "import sys; sys.stderr.write('no orders db'); sys.exit(3)"]
+    agent = write_manifest(
+        tmp_path / "a.agent",
+        name="a",
+        model="scripted",
+        mcp_servers=[{"name": "orders", "command": crash}],
+    )
+    done = tether("run", str(agent), "--inject", "{}", "--until-idle")
+    assert done.returncode == 0, done.stderr
+    header = done.stdout.splitlines()[0]
+    assert header.endswith("0 hook(s), 0 trigger(s), 1 MCP server(s)")
+    [state] = [line for line in done.stdout.splitlines() if line.startswith("  mcp ")]
+    assert "a/orders: reconnecting" in state
+    assert "its tools are not offered until it connects" in state
+    assert "no orders db" in done.stdout
+    live = [line for line in done.stdout.splitlines() if " mcp  " in line[:20]]
+    assert live, done.stdout
+    assert "MCP server 'orders': " in live[0]
+    assert "reconnecting in" in live[0]
