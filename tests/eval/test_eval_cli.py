@@ -42,6 +42,7 @@ def test_the_example_pack_runs_offline_in_one_command_with_the_debrief_hook(
     debrief = json.loads(debriefs[0].read_text())
     assert debrief["scenario_id"] == "outages-are-p1"
     assert debrief["failed_layers"] == ["outcome"]
+    assert type(debrief["duration_ms"]) is int  # document 002's schema: an integer
     prompt = debrief["prompt"]
     assert prompt.index("Environment") < prompt.index("Blockers") < prompt.index("differently")
 
