@@ -595,6 +595,32 @@ def test_hooks_test_persistent_refuses_the_claude_code_protocol(cli: Any) -> Non
     assert "--persistent speaks tether's JSON lines" in done.stderr
 
 
+async def test_the_live_view_registers_no_hook_of_its_own(
+    agent: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: `tether serve`/`run` printed events through 15 shared `tether-cli` callback
+    hooks, which showed in ps, hooks list, dry runs, runs history and metrics."""
+    import httpx
+
+    options = {"token": None, "allow_command_deploys": True, "quiet": False}
+    async with (
+        serving([agent], **options) as url,
+        httpx.AsyncClient(base_url=f"{url}/api/v1") as client,
+    ):
+        catalog = (await client.get("/hooks/catalog")).json()["hooks"]
+        r = await client.post(
+            "/processes/triage/inject", json={"payload": {"ticket": "hi"}, "wait": 10}
+        )
+        assert r.json()["status"] == "done", r.text
+        runs = (await client.get("/processes/triage/hooks/runs")).json()["runs"]
+    assert [h for h in catalog if h["source"] == "shared"] == []
+    assert all(h["name"] != "tether-cli" for h in catalog)
+    assert all(run["hook_name"] != "tether-cli" for run in runs)
+    out = capsys.readouterr().out
+    assert "task_created " in out  # the events, still printed
+    assert "task_completed " in out
+
+
 def test_hooks_test_explains_a_refused_tool_call(hooks_test: Any) -> None:
     result = hooks_test("pre_tool_use", 'print(\'{"block": true, "reason": "not rm"}\')\n')
     assert result.returncode == 0
