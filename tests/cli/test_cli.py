@@ -505,7 +505,7 @@ def test_the_example_agent_validates_and_runs_with_its_hook_programs(
     assert "policy_server.py: blocked" in done.stdout
     assert "blocked by hook: password resets go to the identity team" in done.stdout
     assert "redact_pii.py: applied (prompt rewritten)" in done.stdout
-    assert "prompt='ticket: [email] cannot check out" in done.stdout
+    assert 'prompt="ticket: [email] cannot check out' in done.stdout  # whole when piped
     assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 2
 
 

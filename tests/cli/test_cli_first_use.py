@@ -472,3 +472,15 @@ def test_run_shows_a_failing_mcp_server_by_default_and_counts_mcp_servers(
     assert live, done.stdout
     assert "MCP server 'orders': " in live[0]
     assert "reconnecting in" in live[0]
+
+
+def test_piped_live_lines_keep_each_value_whole(tmp_path: Path) -> None:
+    """Regression: `tether run ... | cat` cut the prompt and the answer at 70 and 110
+    characters, though piped output is whole (docs/cli.md)."""
+    agent = write_manifest(tmp_path / "a.agent", name="a", model="scripted")
+    ticket = "the printer on floor three jams on every second page " * 3 + "END-OF-TICKET"
+    done = tether("run", str(agent), "--inject", json.dumps({"ticket": ticket}), "--until-idle")
+    assert done.returncode == 0, done.stderr
+    [line] = [line for line in done.stdout.splitlines() if "user_prompt_submit" in line]
+    assert "END-OF-TICKET" in line
+    assert "..." not in line

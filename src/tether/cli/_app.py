@@ -547,7 +547,7 @@ def hooks_runs(
         str | None,
         typer.Option(
             help="Only runs with this outcome: applied, passed, blocked, failed, timed_out, "
-            "skipped, dropped."
+            "skipped, dropped (also denied = blocked, rejected = failed)."
         ),
     ] = None,
     hook: Annotated[str | None, typer.Option(help="Only runs of this hook (id or name).")] = None,

@@ -60,7 +60,7 @@ _STYLE: Final = {
 }
 
 
-def _short(value: Any, width: int = 70) -> str:
+def _short(value: Any, width: int | None = 70) -> str:
     if isinstance(value, str):
         text = value
     elif isinstance(value, dict | list):
@@ -68,7 +68,7 @@ def _short(value: Any, width: int = 70) -> str:
     else:
         text = str(value)
     text = text.replace("\n", " / ")
-    return text if len(text) <= width else text[: width - 3] + "..."
+    return text if width is None or len(text) <= width else text[: width - 3] + "..."
 
 
 def _now() -> str:
@@ -114,6 +114,10 @@ class LivePrinter:
 
     # -- output ----------------------------------------------------------------------------
 
+    def _cut(self, width: int) -> int | None:
+        """Values are cut to ``width`` on a terminal; piped, they are whole (docs/cli.md)."""
+        return width if self.console.is_terminal else None
+
     def line(self, text: str, style: str | None = None) -> None:
         self.console.print(text, style=style, highlight=False, soft_wrap=True)
 
@@ -155,8 +159,11 @@ class LivePrinter:
                 value = data[key]
                 if key == "event_id" and isinstance(value, str):
                     value = value[:8]
-                shown = value if isinstance(value, str) and key != "prompt" else _short(value)
-                parts.append(f"{key}={shown}" if key != "prompt" else f"prompt={_short(value)!r}")
+                cut = self._cut(70)
+                shown = value if isinstance(value, str) and key != "prompt" else _short(value, cut)
+                parts.append(
+                    f"{key}={shown}" if key != "prompt" else f"prompt={_short(value, cut)!r}"
+                )
         style = "cyan"
         if event == "task_completed":
             style = "green" if data.get("outcome") == "success" else "red"
@@ -172,7 +179,7 @@ class LivePrinter:
         if event == "task_completed" and self.answers and data.get("outcome") == "success":
             answer = self._answer(process_name, data.get("event_id"))
             if answer:
-                self.line(f"{'':13}{'answer':<19} {escape(_short(answer, 110))}", "dim")
+                self.line(f"{'':13}{'answer':<19} {escape(_short(answer, self._cut(110)))}", "dim")
         self._check_dead_letters_soon()
 
     def _answer(self, process_name: str, event_id: Any) -> str | None:
