@@ -225,14 +225,14 @@ def _allowed_keys(root: type[BaseModel], loc: Loc) -> list[str]:
         tp = _step(tp, part)
         if tp is None:
             return []
-    model = _as_model(tp)
-    if model is None:
-        return []
-    return [
-        name
+    # A union of models (a hook of any kind): the keys of any of them.
+    keys = {
+        name: None
+        for model in _models_in(tp)
         for name, field in model.model_fields.items()
         if not field.exclude and name != "callback"
-    ]
+    }
+    return list(keys)
 
 
 def _models_in(tp: Any) -> list[type[BaseModel]]:
@@ -242,11 +242,6 @@ def _models_in(tp: Any) -> list[type[BaseModel]]:
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return [tp]
     return [a for a in get_args(tp) if isinstance(a, type) and issubclass(a, BaseModel)]
-
-
-def _as_model(tp: Any) -> type[BaseModel] | None:
-    models = _models_in(tp)
-    return models[0] if len(models) == 1 else None
 
 
 def _is_annotated(tp: Any) -> bool:

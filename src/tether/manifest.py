@@ -10,7 +10,8 @@ created; ``claude_code_hooks`` names Claude Code settings files whose hooks the 
 ``${VAR}`` and ``${VAR:-default}`` are replaced from the environment when the file is loaded,
 everywhere except the ``secrets:`` section; ``$${VAR}`` stands for a literal ``${VAR}``. The
 built-in ``${TETHER_MANIFEST_DIR}`` is the folder of the manifest file, and relative paths in
-``cwd``, ``watch_path``, ``journal_path`` and ``artifacts_dir`` are relative to that folder.
+``cwd``, ``watch_path``, ``journal_path`` and ``artifacts_dir`` are relative to that folder;
+``${TETHER_PYTHON}`` is the environment's ``TETHER_PYTHON``, else the Python running tether.
 
 Every problem is reported at once, each with its path (``triggers[1].cron``) and line::
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import sys
 import warnings
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from importlib import resources
@@ -34,6 +36,7 @@ from pydantic import (
     ConfigDict,
     Field,
     GetCoreSchemaHandler,
+    PrivateAttr,
     StrictBool,
     ValidationError,
     field_validator,
@@ -46,6 +49,8 @@ from ._manifest_errors import MAX_ISSUE_CHARS as MAX_ISSUE_CHARS
 from ._manifest_errors import ManifestError as ManifestError
 from ._manifest_errors import ManifestIssue as ManifestIssue
 from ._manifest_errors import issues_of
+from ._manifest_programs import program_problems
+from ._manifest_tools import Origin, import_tools, tool_issues
 from ._manifest_yaml import line_of, path_of, read_yaml, resolve, yaml_type
 from .agent import BudgetConfig, ContextConfig, GuardrailConfig
 from .agent._tools import check_import_path
@@ -89,6 +94,9 @@ __all__ = [
 MANIFEST_VERSION: Final = "1.0"
 #: The name of the built-in variable holding the manifest's folder.
 MANIFEST_DIR_VAR: Final = "TETHER_MANIFEST_DIR"
+#: The built-in variable naming the Python to run hook programs with: the environment's, else
+#: the interpreter running tether (the one with tether and its extras installed).
+PYTHON_VAR: Final = "TETHER_PYTHON"
 SCHEMA_RESOURCE: Final = "manifest_schema.json"
 
 CALLBACK_MESSAGE: Final = (
@@ -328,6 +336,10 @@ class AgentManifest(ProcessSpec):
     def _name(cls, value: str) -> str:
         return validate_name(value)
 
+    #: Where it was read from, for a manifest read from a file: its tools are importable
+    #: from its folder, and one that cannot be imported is an error naming its line.
+    _origin: Origin | None = PrivateAttr(default=None)
+
 
 for _cls in (
     AgentManifest,
@@ -349,13 +361,20 @@ def load_manifest(
     *,
     environ: Mapping[str, str] | None = None,
     hook_names: Collection[str] | None = None,
+    check_programs: bool = False,
+    unset_env_ok: bool = False,
 ) -> AgentManifest:
     """Read, resolve and validate the manifest at ``path``; raise ManifestError listing problems.
 
     ``environ`` (default ``os.environ``) is where ``${VAR}`` references are looked up.
     ``hook_names``: the names of the hooks a run adds to the manifest's (its runtime's shared
     hooks); given, a before/after name that is neither is a problem. ``None`` (the default):
-    such names are left for the process to check when it is created.
+    such names are left for the process to check when it is created. ``check_programs``:
+    a hook or MCP server program that cannot run on this host (not found, not executable, a
+    script its interpreter is given missing) is a problem too (``tether validate``).
+    ``unset_env_ok``: a ``${VAR}`` whose variable is not set is a ``UserWarning``, not a
+    problem, unless the value it holds cannot be checked without it (``tether validate``, where
+    the secrets of the host that runs the manifest are not set).
     """
     file = Path(path)
     try:
@@ -368,7 +387,14 @@ def load_manifest(
     except FileRefused as exc:
         raise ManifestError([ManifestIssue("", None, str(exc))], str(path)) from None
     return _parse(
-        text, str(path), file.resolve().parent, environ, stacklevel=3, hook_names=hook_names
+        text,
+        str(path),
+        file.resolve().parent,
+        environ,
+        stacklevel=3,
+        hook_names=hook_names,
+        check_programs=check_programs,
+        unset_env_ok=unset_env_ok,
     )
 
 
@@ -402,6 +428,8 @@ def _parse(
     *,
     stacklevel: int,
     hook_names: Collection[str] | None = None,
+    check_programs: bool = False,
+    unset_env_ok: bool = False,
 ) -> AgentManifest:
     data, lines, problems = read_yaml(text)
     issues = [ManifestIssue(*problem) for problem in problems]
@@ -423,17 +451,16 @@ def _parse(
     env = dict(os.environ if environ is None else environ)
     if base_dir is not None:
         env[MANIFEST_DIR_VAR] = str(base_dir)
+    if not env.get(PYTHON_VAR):
+        env[PYTHON_VAR] = sys.executable
     unresolved: list[tuple[tuple[str | int, ...], str]] = []
     data = resolve(data, env, (), unresolved)
-    for loc, name in unresolved:
-        issues.append(
-            ManifestIssue(
-                path_of(loc),
-                line_of(lines, loc),
-                f"environment variable {name!r} is not set "
-                f"(set it, or give a default: ${{{name}:-default}})",
-            )
-        )
+    unset = _issues(lines, [(loc, _unset(name)) for loc, name in unresolved])
+    if not unset_env_ok:
+        issues += unset
+    if check_programs:
+        base = Path(base_dir) if base_dir is not None else None
+        issues += _issues(lines, program_problems(data, base))
     try:
         manifest = AgentManifest.model_validate(data)
     except ValidationError as exc:
@@ -441,15 +468,30 @@ def _parse(
         for issue_loc, issue, _ in issues_of(exc, AgentManifest, lines):
             if not any(issue_loc[: len(s)] == s for s in skip):
                 issues.append(issue)
+        # The MCP servers are checked apart from the model: their problems too, at once.
+        servers = data.get("mcp_servers")
+        if isinstance(servers, list):
+            issues += _issues(lines, _mcp_problems(servers))
+        if not issues:  # only values the unset variables hold are wrong: they are the problem
+            issues, unset = unset, []
     else:
         issues += [
             ManifestIssue(path_of(loc), line_of(lines, loc), message)
             for loc, message in spec_problems(manifest, hook_names=hook_names)
         ]
-    if issues:
+    for issue in unset if unset_env_ok else ():
+        warnings.warn(
+            f"{issue.format(source)}; it must be set where the manifest runs",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+    if issues:  # in the file's order (the checks apart from the model's come after it)
+        issues.sort(key=lambda issue: (issue.line is None, issue.line or 0))
         raise ManifestError(issues, source)
     if base_dir is not None:
         manifest = _rebase(manifest, Path(base_dir))
+        lines_of_tools = tuple(line_of(lines, ("tools", i)) for i in range(len(manifest.tools)))
+        manifest._origin = Origin(Path(base_dir), source, lines_of_tools)
     issues = [  # read once the paths are the manifest folder's
         ManifestIssue(path_of(loc), line_of(lines, loc), message)
         for loc, message in claude_code_problems(manifest.claude_code_hooks)
@@ -457,6 +499,19 @@ def _parse(
     if issues:
         raise ManifestError(issues, source)
     return manifest
+
+
+def _unset(name: str) -> str:
+    return (
+        f"environment variable {name!r} is not set "
+        f"(set it, or give a default: ${{{name}:-default}})"
+    )
+
+
+def _issues(
+    lines: Mapping[tuple[str | int, ...], int], problems: list[tuple[tuple[str | int, ...], str]]
+) -> list[ManifestIssue]:
+    return [ManifestIssue(path_of(loc), line_of(lines, loc), text) for loc, text in problems]
 
 
 def claude_code_problems(paths: list[str]) -> list[tuple[tuple[str | int, ...], str]]:
@@ -476,11 +531,33 @@ def claude_code_problems(paths: list[str]) -> list[tuple[tuple[str | int, ...], 
 
 def manifest_to_process_config(manifest: ProcessSpec) -> ProcessConfig:
     """The ProcessConfig a manifest (or any ProcessSpec) describes; its hooks are recorded
-    with source "manifest" in catalogs and history."""
-    return spec_to_process_config(manifest, hook_source="manifest")
+    with source "manifest" in catalogs and history. The tools of a manifest read from a file
+    are imported now, from its folder too (ManifestError naming the line of one that cannot
+    be); other tools by import path when the process is created."""
+    origin = manifest._origin if isinstance(manifest, AgentManifest) else None
+    tools = import_tools(manifest.tools, origin) if origin is not None else None
+    return spec_to_process_config(manifest, hook_source="manifest", tools=tools)
 
 
-def spec_to_process_config(spec: ProcessSpec, *, hook_source: str = "config") -> ProcessConfig:
+def manifest_tool_issues(manifest: AgentManifest) -> list[ManifestIssue]:
+    """Each tool of ``manifest`` that cannot be imported, with its line when it was read
+    from a file (searched for in its folder too)."""
+    if manifest._origin is not None:
+        return tool_issues(manifest.tools, manifest._origin)
+    from .agent._tools import import_tool
+
+    issues = []
+    for index, path in enumerate(manifest.tools):
+        try:
+            import_tool(path)
+        except ValueError as exc:
+            issues.append(ManifestIssue(f"tools[{index}]", None, str(exc)))
+    return issues
+
+
+def spec_to_process_config(
+    spec: ProcessSpec, *, hook_source: str = "config", tools: list[Any] | None = None
+) -> ProcessConfig:
     """Build the ProcessConfig. Plugin names are kept as names: the process activates each
     one (built-ins, then the ``tether.plugins`` entry points) when it is created."""
     values: dict[str, Any] = {
@@ -504,6 +581,8 @@ def spec_to_process_config(spec: ProcessSpec, *, hook_source: str = "config") ->
             hooks += claude_code_hooks(path)
     values["hooks"] = hooks
     values["plugins"] = list(spec.plugins)
+    if tools is not None:  # imported already (a manifest's, from its folder)
+        values["tools"] = tools
     if spec.approval is not None:
         values["approval"] = ApprovalPolicy(tools=list(spec.approval.tools))
     guard = spec.guardrails

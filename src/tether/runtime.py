@@ -14,6 +14,7 @@ import copy
 import inspect
 import logging
 import os
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,7 @@ class AgentRuntime:
         self.hooks = hooks if hooks is not None else HookManager()
         #: Observes every process added (spans, metrics: see tether.telemetry); None: off.
         self.telemetry = telemetry
+        self._from_global: Telemetry | None = None  # see _global_telemetry
         if telemetry is not None:
             telemetry.watch(lambda: [p.status() for p in self])
         self._processes: dict[str, AgentProcess] = {}
@@ -156,8 +158,9 @@ class AgentRuntime:
             config = ProcessConfig.model_validate(config)
         config = config if config is not None else ProcessConfig()
         process = AgentProcess(name, config, hooks=self.hooks)
-        if self.telemetry is not None:
-            process.observe(self.telemetry)
+        telemetry = self.telemetry if self.telemetry is not None else self._global_telemetry()
+        if telemetry is not None:
+            process.observe(telemetry)
         self.check_webhooks(process.webhook_triggers, owner=name)
         # No await between the check above and this line: a concurrent add cannot slip in.
         self._processes[name] = process
@@ -171,6 +174,15 @@ class AgentRuntime:
                 raise
         await self._notify("added", process)
         return process
+
+    def _global_telemetry(self) -> Telemetry | None:
+        """Without a Telemetry of its own: spans through OpenTelemetry's global TracerProvider
+        once the application has set one (as libraries of that ecosystem do), else none."""
+        if self._from_global is None and "opentelemetry.trace" in sys.modules:
+            from .telemetry import Telemetry
+
+            self._from_global = Telemetry.from_global()
+        return self._from_global
 
     async def add_manifest(self, path: str | os.PathLike[str]) -> AgentProcess:
         """Load an ``.agent`` file and add the process it describes (named by the manifest)."""

@@ -10,7 +10,7 @@ import pytest
 
 from _imports_support import loaded_after
 from _process_support import eventually
-from tether import AgentRuntime, HookContext, HookEvent, OrchestrationAPI
+from tether import AgentRuntime, HookBlocked, HookContext, HookEvent, OrchestrationAPI
 from tether.api import APIConfigError
 
 TOKEN = "s3cret-token-for-tests"
@@ -586,3 +586,47 @@ async def test_a_process_whose_webhook_port_is_busy_is_not_deployed(
         await api.stop()
     assert error_of(r)[:2] == (409, "PORT_UNAVAILABLE")
     assert "triage" not in runtime
+
+
+async def test_inject_refuses_a_trigger_id_the_process_does_not_have_as_the_cli_does(
+    client: httpx.AsyncClient,
+) -> None:
+    """Regression: POST /inject took any trigger_id, where `tether inject --trigger-id`
+    refused one naming no trigger of the process."""
+    desk = {"type": "event", "id": "desk", "event_type": "ticket"}
+    await create(client, "triage", {**SCRIPTED, "triggers": [desk]})
+    r = await client.post("/processes/triage/inject", json={"trigger_id": "nope"})
+    assert error_of(r) == (
+        422,
+        "UNKNOWN_TRIGGER",
+        "trigger_id: process 'triage' has no trigger 'nope' (its triggers: desk); leave "
+        "trigger_id out to inject a manual event",
+    )
+    known = await client.post("/processes/triage/inject", json={"trigger_id": "desk", "wait": 10})
+    manual = await client.post("/processes/triage/inject", json={"trigger_id": "cli"})
+    assert (known.status_code, manual.status_code) == (202, 202)
+
+
+async def test_inject_with_wait_answers_the_outcome_once_decided(
+    client: httpx.AsyncClient, runtime: AgentRuntime
+) -> None:
+    await create(client, "triage", SCRIPTED)
+    process = runtime.get("triage")
+    assert process is not None
+
+    async def refuses(ctx: HookContext) -> None:
+        if "refund" in ctx.data["prompt"]:
+            raise HookBlocked("refunds need a human")
+
+    process.hooks.register(HookEvent.USER_PROMPT_SUBMIT, refuses, name="gate")
+    done = await client.post("/processes/triage/inject", json={"payload": "hi", "wait": 10})
+    refused = await client.post("/processes/triage/inject", json={"payload": "refund", "wait": 10})
+    at_once = await client.post("/processes/triage/inject", json={"payload": "refund"})
+    assert done.status_code == 202
+    assert (done.json()["status"], done.json()["outcome"]) == ("done", "success")
+    assert (refused.json()["status"], refused.json()["reason"]) == (
+        "dead_lettered",
+        "blocked by hook",
+    )
+    assert refused.json()["error"] == "refunds need a human"
+    assert at_once.json()["status"] == "queued"  # decided later, by the worker

@@ -111,9 +111,9 @@ async def test_the_events_endpoint_filters_by_blockable(client: httpx.AsyncClien
 @pytest.mark.parametrize(
     ("path", "params", "name", "allowed"),
     [
-        ("/hooks/events", {"blockable": "yes"}, "blockable", "allowed: true, false"),
+        ("/hooks/events", {"blockable": "maybe"}, "blockable", "allowed: true, 1, yes, on, false"),
         ("/hooks/events", {"family": "tasks"}, "family", "allowed: session, prompt"),
-        ("/hooks/events", {"sync_only": "maybe"}, "sync_only", "allowed: true, false"),
+        ("/hooks/events", {"sync_only": "maybe"}, "sync_only", "allowed: true, 1, yes, on, false"),
         ("/hooks/events", {"sync": "true"}, "sync", "allowed: blockable, family, sync_only"),
         ("/hooks/catalog", {"source": "yaml"}, "source", "allowed: code, config, manifest"),
         ("/hooks/catalog", {"mode": "later"}, "mode", "allowed: sync, async"),

@@ -20,7 +20,15 @@ import httpx
 import pytest
 
 from _process_support import eventually
-from tether import AgentRuntime, HookBlocked, HookEvent, HookManager, ProcessConfig, TriggerEvent
+from tether import (
+    AgentRuntime,
+    EventTrigger,
+    HookBlocked,
+    HookEvent,
+    HookManager,
+    ProcessConfig,
+    TriggerEvent,
+)
 from tether.api import OrchestrationAPI
 from tether.models import ScriptedModel
 
@@ -81,7 +89,9 @@ async def refuse_spam(ctx: Any) -> None:
 async def served() -> AsyncIterator[tuple[AgentRuntime, OrchestrationAPI]]:
     runtime = AgentRuntime(hooks=HookManager())
     async with runtime:
-        process = await runtime.add_process("support-desk", ProcessConfig(model=ScriptedModel()))
+        spam = EventTrigger(id="spam", event_type="spam")
+        config = ProcessConfig(model=ScriptedModel(), triggers=[spam])
+        process = await runtime.add_process("support-desk", config)
         process.hooks.on(HookEvent.USER_PROMPT_SUBMIT, name="audit-prompt")(audit)
         process.hooks.on(HookEvent.TASK_CREATED, name="refuse-spam")(refuse_spam)
         runtime.hooks.on(HookEvent.TASK_COMPLETED, name="shared-audit")(audit)

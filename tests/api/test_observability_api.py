@@ -32,8 +32,9 @@ async def create(client: httpx.AsyncClient, name: str, **config: Any) -> None:
 
 
 async def created(client: httpx.AsyncClient, runtime: AgentRuntime) -> AgentProcess:
-    """The process "triage", created over HTTP."""
-    await create(client, "triage")
+    """The process "triage", created over HTTP, with the triggers "helpdesk" and "printers"."""
+    triggers = [{"type": "event", "id": n, "event_type": n} for n in ("helpdesk", "printers")]
+    await create(client, "triage", triggers=triggers)
     process = runtime.get("triage")
     assert process is not None
     return process
@@ -173,20 +174,66 @@ async def test_a_space_separated_since_without_an_offset_is_still_utc(
 # -- the reference's names -------------------------------------------------------------------------
 
 
-async def test_every_event_is_sync_eligible_and_sync_only_keeps_them_all(
+AFTER_THE_FACT = {
+    "session_start",
+    "session_end",
+    "permission_denied",
+    "subagent_stop",
+    "pre_compact",
+    "post_compact",
+    "task_completed",
+}
+
+
+async def test_sync_only_narrows_to_the_events_whose_hooks_can_change_something(
     client: httpx.AsyncClient,
 ) -> None:
+    """Regression: every event said sync_eligible: true, so sync_only=true narrowed nothing;
+    the events that report what happened (no block, nothing read back) are async-only."""
     everything = (await client.get("/hooks/events")).json()["events"]
     assert len(everything) == 15
-    assert all(e["sync_eligible"] is True for e in everything)
-    for value in ("true", "false"):
+    async_only = {e["event"] for e in everything if not e["sync_eligible"]}
+    assert async_only == AFTER_THE_FACT
+    for e in everything:
+        assert e["sync_eligible"] == (e["blockable"] or bool(e["patch_schema"].get("properties")))
+    for value in ("true", "True", "1", "yes", "on"):
         r = await client.get("/hooks/events", params={"sync_only": value})
         assert r.status_code == 200, r.text
+        assert {e["event"] for e in r.json()["events"]} == {
+            e["event"] for e in everything
+        } - AFTER_THE_FACT
+    for value in ("false", "0", "no", "off"):
+        r = await client.get("/hooks/events", params={"sync_only": value})
         assert r.json()["events"] == everything
+    r = await client.get("/hooks/events", params={"sync_only": "maybe"})
+    assert r.status_code == 400
+    assert "allowed: true, 1, yes, on, false, 0, no, off" in r.text
     r = await client.get("/hooks/events", params={"sync_only": "true", "blockable": "true"})
     assert {e["event"] for e in r.json()["events"]} == {
         e["event"] for e in everything if e["blockable"]
     }
+
+
+async def test_the_runs_endpoint_takes_document_004_s_outcome_names(
+    client: httpx.AsyncClient, runtime: AgentRuntime
+) -> None:
+    process = await created(client, runtime)
+    process.hooks.register(UPS, appends_please, name="polite", priority=50)
+    process.hooks.register(UPS, crashes, name="crash", priority=30)
+    process.hooks.register(
+        UPS, refuses, name="printers", priority=10, matcher={"trigger_id": "printers"}
+    )
+    await inject(client, "triage", trigger_id="printers")
+    await wait_for_runs(client, "triage", 3)
+    by = {}
+    for name in ("applied", "denied", "failed", "rejected", "skipped", "dropped"):
+        r = await client.get("/processes/triage/hooks/runs", params={"outcome": name})
+        assert r.status_code == 200, r.text
+        by[name] = [(run["hook_name"], run["outcome"]) for run in r.json()["runs"]]
+    assert by["applied"] == [("polite", "applied")]
+    assert by["denied"] == [("printers", "blocked")]
+    assert by["failed"] == by["rejected"] == [("crash", "failed")]
+    assert by["skipped"] == by["dropped"] == []
 
 
 async def test_a_catalog_entry_says_required_and_timeout_ms_as_the_reference_names_them(

@@ -126,3 +126,25 @@ async def test_the_api_with_a_token_matches_its_document_under_schemathesis(
     print(figures(output))
     assert code == 0, output[-6000:]
     assert re.search(r"(\d+) generated, \1 passed", output), output[-2000:]
+
+
+def test_the_command_reliability_md_gives_to_run_it_by_hand_parses() -> None:
+    """Regression: the documented `st run URL ... --config-file FILE` failed (`--config-file`
+    is an option of `st`, not of `st run`). Its options are checked with --help (no server)."""
+    import shlex
+    import subprocess
+
+    text = (HERE.parents[1] / "docs" / "reliability.md").read_text()
+    block = text.split("To run it by hand against a running API:")[1].split("```sh\n")[1]
+    command = shlex.split(block.split("```")[0].replace("\\\n", " "))
+    assert command[0] == ".venv/bin/st"
+    assert st is not None
+    done = subprocess.run(
+        [st, *command[1:], "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=HERE.parents[1],
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr

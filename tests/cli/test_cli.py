@@ -302,7 +302,7 @@ async def test_inject_sends_an_event_to_a_running_api(cli: Any, api: Orchestrati
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("event ")
-    assert done.stdout.endswith(" queued for triage\n")
+    assert done.stdout.endswith(" done by triage: success\n")
     process = api.runtime.get("triage")
     assert process is not None
     event_id = done.stdout.split()[1]
@@ -489,7 +489,6 @@ def test_the_example_agent_validates_and_runs_with_its_hook_programs(
     monkeypatch.setenv("TRIAGE_MODEL", "scripted")
     monkeypatch.setenv("TRIAGE_WEBHOOK_SECRET", "s3cret")
     monkeypatch.setenv("TRIAGE_WEBHOOK_PORT", str(free_port()))
-    monkeypatch.setenv("TETHER_PYTHON", sys.executable)
     manifest = str(EXAMPLES / "triage.agent")
     checked = cli("validate", manifest)
     assert checked.returncode == 0, checked.stderr
@@ -506,8 +505,120 @@ def test_the_example_agent_validates_and_runs_with_its_hook_programs(
     assert "policy_server.py: blocked" in done.stdout
     assert "blocked by hook: password resets go to the identity team" in done.stdout
     assert "redact_pii.py: applied (prompt rewritten)" in done.stdout
-    assert "prompt='ticket: [email] cannot check out" in done.stdout
+    assert 'prompt="ticket: [email] cannot check out' in done.stdout  # whole when piped
     assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 2
+
+
+def test_the_example_agent_runs_its_hooks_with_tether_s_python_whatever_python3_is_on_path(
+    tmp_path: Path,
+) -> None:
+    """Regression: without an activated venv (`.venv/bin/tether run examples/triage.agent`),
+    the example's hooks ran the first `python3` on PATH, which has no tether: every ticket was
+    refused (its policy hook fails closed) and the MCP tools were dropped."""
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    shim = shims / "python3"
+    shim.write_text("#!/bin/sh\necho 'not the python you want' >&2\nexit 1\n")
+    shim.chmod(0o755)
+    env = {k: v for k, v in ENV.items() if k not in ("TETHER_PYTHON", "VIRTUAL_ENV")}
+    env.update(
+        PATH=f"{shims}{os.pathsep}{env.get('PATH', '')}",
+        TRIAGE_AUDIT_LOG=str(tmp_path / "audit.jsonl"),
+        TRIAGE_MODEL="scripted",
+        TRIAGE_WEBHOOK_SECRET="s3cret",
+        TRIAGE_WEBHOOK_PORT=str(free_port()),
+    )
+    ticket = '{"ticket": "jane@example.com cannot check out"}'
+    argv = [*CLI, "run", str(EXAMPLES / "triage.agent"), "--inject", ticket, "--until-idle"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "redact_pii.py: applied (prompt rewritten)" in done.stdout
+    assert "policy_server.py: applied" in done.stdout
+    assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 1
+
+
+async def test_history_md_s_disable_and_enable_commands_work_on_the_example_agent(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: `tether hooks disable triage policy` (docs/history.md) answered
+    HOOK_NOT_FOUND: no hook of the example had the tag."""
+    monkeypatch.setenv("TRIAGE_MODEL", "scripted")
+    monkeypatch.setenv("TRIAGE_WEBHOOK_SECRET", "s3cret")
+    monkeypatch.setenv("TRIAGE_WEBHOOK_PORT", str(free_port()))
+    options = {"token": None, "allow_command_deploys": False, "quiet": True}
+    async with serving([EXAMPLES / "triage.agent"], **options) as url:
+        off = await asyncio.to_thread(
+            run_cli, capsys, "hooks", "disable", "triage", "policy", "--url", url
+        )
+        on = await asyncio.to_thread(
+            run_cli, capsys, "hooks", "enable", "triage", "policy", "--url", url
+        )
+    assert (off.returncode, on.returncode) == (0, 0), off.stderr + on.stderr
+    assert "policy_server.py" in off.stdout
+
+
+POLICY_SERVER = f"{sys.executable} {EXAMPLES / 'hooks' / 'policy_server.py'}"
+PASSWORD = '{"prompt": "Please reset my password"}'
+
+
+def test_hooks_test_persistent_sends_one_json_line_with_an_id_and_explains_the_answer(
+    cli: Any,
+) -> None:
+    """Regression: a persistent hook's program was tested as a one-shot one: it skipped the
+    line without an id, and the test answered `passed: nothing changed`."""
+    done = cli(
+        "hooks", "test", "user_prompt_submit", "--persistent",
+        "--command", POLICY_SERVER, "--data", PASSWORD,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "stdin (one JSON line)" in done.stdout
+    assert '"id": "1"' in done.stdout
+    assert 'answer   {"id": "1", "block": true, "reason": "password resets go to the' in done.stdout
+    assert "meaning  BLOCKED (password resets go to the identity team)" in done.stdout
+
+
+def test_hooks_test_of_a_program_that_writes_nothing_hints_at_persistent(cli: Any) -> None:
+    done = cli(
+        "hooks", "test", "user_prompt_submit", "--command", POLICY_SERVER, "--data", PASSWORD
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "answer   (no output)" in done.stdout
+    assert "test it with --persistent" in done.stdout
+
+
+def test_hooks_test_persistent_refuses_the_claude_code_protocol(cli: Any) -> None:
+    done = cli(
+        "hooks", "test", "user_prompt_submit", "--persistent", "--protocol", "claude-code",
+        "--command", POLICY_SERVER,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--persistent speaks tether's JSON lines" in done.stderr
+
+
+async def test_the_live_view_registers_no_hook_of_its_own(
+    agent: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: `tether serve`/`run` printed events through 15 shared `tether-cli` callback
+    hooks, which showed in ps, hooks list, dry runs, runs history and metrics."""
+    import httpx
+
+    options = {"token": None, "allow_command_deploys": True, "quiet": False}
+    async with (
+        serving([agent], **options) as url,
+        httpx.AsyncClient(base_url=f"{url}/api/v1") as client,
+    ):
+        catalog = (await client.get("/hooks/catalog")).json()["hooks"]
+        r = await client.post(
+            "/processes/triage/inject", json={"payload": {"ticket": "hi"}, "wait": 10}
+        )
+        assert r.json()["status"] == "done", r.text
+        runs = (await client.get("/processes/triage/hooks/runs")).json()["runs"]
+    assert [h for h in catalog if h["source"] == "shared"] == []
+    assert all(h["name"] != "tether-cli" for h in catalog)
+    assert all(run["hook_name"] != "tether-cli" for run in runs)
+    out = capsys.readouterr().out
+    assert "task_created " in out  # the events, still printed
+    assert "task_completed " in out
 
 
 def test_hooks_test_explains_a_refused_tool_call(hooks_test: Any) -> None:

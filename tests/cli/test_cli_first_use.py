@@ -26,6 +26,7 @@ from _net_support import free_port
 from _process_support import noop
 from tether import AgentRuntime, EventTrigger, HookEvent, HookManager, ProcessConfig
 from tether.api import OrchestrationAPI
+from tether.hooks import HookBlocked, HookContext
 from tether.models import ScriptedModel
 from tether.testing import FakeLLM
 
@@ -126,6 +127,101 @@ async def test_fake_llm_serves_from_the_shell_until_sigint(command: list[str]) -
         assert r.status_code == 200
         await llm.stop(signal.SIGINT)
     assert llm.proc.returncode == 0
+
+
+async def chat(url: str, tools: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    if tools:
+        function = {"name": "lookup_order", "parameters": {"type": "object"}}
+        body["tools"] = [{"type": "function", "function": function}]
+    async with httpx.AsyncClient() as client:
+        r = await client.post(f"{url}/chat/completions", json=body)
+    assert r.status_code == 200, r.text
+    message: dict[str, Any] = r.json()["choices"][0]["message"]
+    return message
+
+
+async def answers(*options: str) -> list[dict[str, Any]]:
+    """What `tether fake-llm OPTIONS` answers to: a request offering tools, one that does not,
+    and then two more offering tools."""
+    async with running(*CLI, "fake-llm", "--port", "0", *options, env=ENV) as llm:
+        await llm.read_until(" at ", what="the fake LLM")
+        url = next(line for line in llm.seen if " at " in line).split(" at ")[1].strip()
+        got = [await chat(url, tools) for tools in (True, False, True, True)]
+        await llm.stop(signal.SIGINT)
+    return got
+
+
+async def test_fake_llm_scripts_replies_and_tool_calls_with_flags() -> None:
+    """Regression: `tether fake-llm` could only set one reply; tool calls were not scriptable
+    from the shell."""
+    call = 'lookup_order={"order_id": 7}'
+    got = await answers("--tool-call", call, "--reply", "Looking.", "--reply", "Shipped.")
+    assert got[0]["tool_calls"][0]["function"] == {
+        "name": "lookup_order",
+        "arguments": '{"order_id": 7}',
+    }
+    assert [m["content"] for m in got[1:]] == ["Looking.", "Shipped.", "Shipped."]
+
+
+async def test_fake_llm_scripts_replies_and_tool_calls_from_a_file(tmp_path: Path) -> None:
+    script = write(
+        tmp_path / "script.yaml",
+        """\
+        reply: Done.
+        replies: [First.]
+        tool_calls:
+          - name: lookup_order
+            arguments: {order_id: 1182}
+          - name: cancel_order
+        """,
+    )
+    got = await answers("--script", str(script))
+    calls = [m["tool_calls"][0]["function"] for m in (got[0], got[2])]
+    assert calls == [
+        {"name": "lookup_order", "arguments": '{"order_id": 1182}'},
+        {"name": "cancel_order", "arguments": "{}"},
+    ]
+    assert (got[1]["content"], got[3]["content"]) == ("First.", "Done.")
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("tool_calls: [{arguments: {}}]\n", "tool_calls[0] must be a mapping with a 'name'"),
+        ("replys: [x]\n", "unknown key 'replys'; allowed: reply, replies, tool_calls"),
+    ],
+)
+def test_a_bad_fake_llm_script_is_an_error_naming_the_field(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    script = write(tmp_path / "script.yaml", text)
+    done = tether("fake-llm", "--port", "0", "--script", str(script))
+    assert done.returncode == 1
+    assert error in done.stderr
+
+
+async def test_the_try_line_fake_llm_prints_works_as_printed_without_an_api_key(
+    tmp_path: Path,
+) -> None:
+    """Regression: the printed `tether run ... --base-url` failed with "no API key" unless
+    OPENAI_API_KEY was set, though FakeLLM takes none."""
+    env = {k: v for k, v in ENV.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    agent = write(tmp_path / "a.agent", "name: a\nmodel: scripted\n")
+    async with running(
+        *CLI, "fake-llm", "--port", "0", "--reply", "hello from fake", env=env
+    ) as llm:
+        await llm.read_until("try:", what="the fake LLM")
+        printed = llm.seen[-1].split("try:")[1].split()
+        assert printed[:2] == ["tether", "run"]
+        argv = [*CLI, *printed[1:], "--inject", "{}", "--until-idle"]
+        argv[argv.index("AGENT.agent")] = str(agent)
+        done = await asyncio.to_thread(
+            subprocess.run, argv, capture_output=True, text=True, timeout=60, env=env
+        )
+        await llm.stop(signal.SIGINT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "hello from fake" in done.stdout
 
 
 # -- run: model, base URL, exit status, live lines, logs -------------------------------------
@@ -270,10 +366,34 @@ async def test_inject_json_prints_the_api_s_answer(
     cli: Any, served: tuple[AgentRuntime, OrchestrationAPI]
 ) -> None:
     _, api = served
-    done = await cli("inject", "ops", "--payload", '{"x": 1}', "--json", *at(api))
+    done = await cli("inject", "ops", "--payload", '{"x": 1}', "--json", "--wait", "0", *at(api))
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert (answer["process"], answer["status"]) == ("ops", "queued")
+
+
+async def test_inject_waits_for_the_outcome_and_exits_1_when_user_prompt_submit_refuses(
+    cli: Any, served: tuple[AgentRuntime, OrchestrationAPI]
+) -> None:
+    """Regression: `tether inject` exited 0 for an event a user_prompt_submit hook refused
+    after it was queued, though cli.md says it exits 1 for a dead-lettered event."""
+    runtime, api = served
+    process = runtime.get("ops")
+    assert process is not None
+
+    async def refuses(ctx: HookContext) -> None:
+        if ctx.data.get("prompt", "").find("refund") >= 0:
+            raise HookBlocked("refunds need a human")
+
+    process.hooks.register(HookEvent.USER_PROMPT_SUBMIT, refuses, name="gate")
+    done = await cli("inject", "ops", "--payload", '{"ask": "refund me"}', *at(api))
+    assert done.returncode == 1, done.stdout
+    assert "dead-lettered by ops: blocked by hook" in done.stdout
+    assert "refunds need a human" in done.stdout
+    done = await cli("inject", "ops", "--payload", '{"ask": "hello"}', "--json", *at(api))
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert (answer["status"], answer["outcome"]) == ("done", "success")
 
 
 async def test_inject_trigger_id_must_name_a_trigger_of_the_process(
@@ -325,3 +445,42 @@ async def test_hooks_test_shows_what_the_program_wrote_to_stderr(cli: Any, tmp_p
     assert done.returncode == 0, done.stderr
     assert "stderr" in done.stdout
     assert "checking the prompt" in done.stdout
+
+
+def test_run_shows_a_failing_mcp_server_by_default_and_counts_mcp_servers(
+    tmp_path: Path,
+) -> None:
+    """Regression: an MCP server that could not start showed nothing in `tether run` (its
+    tools silently missing; the reconnect warnings only at --log-level warning), and the
+    header counted hooks and triggers, not MCP servers."""
+    crash = [sys.executable, "-c", "import sys; sys.stderr.write('no orders db'); sys.exit(3)"]
+    agent = write_manifest(
+        tmp_path / "a.agent",
+        name="a",
+        model="scripted",
+        mcp_servers=[{"name": "orders", "command": crash}],
+    )
+    done = tether("run", str(agent), "--inject", "{}", "--until-idle")
+    assert done.returncode == 0, done.stderr
+    header = done.stdout.splitlines()[0]
+    assert header.endswith("0 hook(s), 0 trigger(s), 1 MCP server(s)")
+    [state] = [line for line in done.stdout.splitlines() if line.startswith("  mcp ")]
+    assert "a/orders: reconnecting" in state
+    assert "its tools are not offered until it connects" in state
+    assert "no orders db" in done.stdout
+    live = [line for line in done.stdout.splitlines() if " mcp  " in line[:20]]
+    assert live, done.stdout
+    assert "MCP server 'orders': " in live[0]
+    assert "reconnecting in" in live[0]
+
+
+def test_piped_live_lines_keep_each_value_whole(tmp_path: Path) -> None:
+    """Regression: `tether run ... | cat` cut the prompt and the answer at 70 and 110
+    characters, though piped output is whole (docs/cli.md)."""
+    agent = write_manifest(tmp_path / "a.agent", name="a", model="scripted")
+    ticket = "the printer on floor three jams on every second page " * 3 + "END-OF-TICKET"
+    done = tether("run", str(agent), "--inject", json.dumps({"ticket": ticket}), "--until-idle")
+    assert done.returncode == 0, done.stderr
+    [line] = [line for line in done.stdout.splitlines() if "user_prompt_submit" in line]
+    assert "END-OF-TICKET" in line
+    assert "..." not in line

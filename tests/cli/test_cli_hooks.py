@@ -439,7 +439,7 @@ async def test_run_with_a_plugin_activates_it(
         "--until-idle",
     )
     assert done.returncode == 0, done.stderr
-    assert "2 hook(s), 0 trigger(s), plugins: debrief\n" in done.stdout
+    assert "2 hook(s), 0 trigger(s), 0 MCP server(s), plugins: debrief\n" in done.stdout
     assert "hook plugin:debrief.on_task_completed [plugin]: passed" in done.stdout
 
 

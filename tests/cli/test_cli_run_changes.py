@@ -69,3 +69,22 @@ async def test_the_json_answer_carries_the_changes(cli: Any, api: OrchestrationA
     assert run["changes"]["prompt"]["after"] == "TIDIED"
     assert run["changes"]["prompt"]["before"].startswith("ticket: x")
     assert run["required"] is False
+
+
+async def test_piped_show_changes_keeps_each_value_whole(cli: Any, api: OrchestrationAPI) -> None:
+    """Regression: `hooks runs --show-changes | cat` cut values at 60 characters, hiding the
+    change itself, though piped output is whole (docs/cli.md)."""
+    process = api.runtime.get("triage")
+    assert process is not None
+    long = "the customer asks for a refund of order 1182 " * 4 + "END-OF-PROMPT"
+
+    async def rewrite(ctx: HookContext) -> None:
+        ctx.data["prompt"] = long
+
+    process.hooks.register(HookEvent.USER_PROMPT_SUBMIT, rewrite, name="long", priority=-10)
+    await inject(api)
+    args = ("--url", api.url, "--token", TOKEN, "--hook", "long", "--show-changes")
+    done = await cli("hooks", "runs", "triage", *args)
+    assert done.returncode == 0, done.stderr
+    assert f"-> {long!r}" in done.stdout
+    assert "..." not in done.stdout

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from _cli_support import run_cli
+from _cli_support import CLI, run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eval" / "pack.yaml"
 
@@ -42,6 +42,7 @@ def test_the_example_pack_runs_offline_in_one_command_with_the_debrief_hook(
     debrief = json.loads(debriefs[0].read_text())
     assert debrief["scenario_id"] == "outages-are-p1"
     assert debrief["failed_layers"] == ["outcome"]
+    assert type(debrief["duration_ms"]) is int  # document 002's schema: an integer
     prompt = debrief["prompt"]
     assert prompt.index("Environment") < prompt.index("Blockers") < prompt.index("differently")
 
@@ -176,3 +177,25 @@ def test_an_installed_hook_never_runs_unless_named(
     )
     assert done.returncode == 1
     assert len(marker.read_text().split()) == 3  # one run of each of the 3 scenarios
+
+
+def test_a_piped_eval_report_keeps_long_scenario_ids_whole(tmp_path: Path) -> None:
+    """Regression: `tether eval run > file` cut scenario ids to the width of a terminal."""
+    pack = tmp_path / "pack.yaml"
+    scenario = "a-scenario-id-long-enough-to-be-cut-in-a-narrow-report-table"
+    text = EXAMPLE.read_text(encoding="utf-8")
+    pack.write_text(text, encoding="utf-8")
+    original = re.search(r"^\s*- id: (\S+)", text, re.MULTILINE)
+    assert original is not None
+    text = text.replace(original.group(1), scenario, 1)
+    agent = EXAMPLE.parent / "triage.agent"  # the example's, where its hooks are
+    pack.write_text(text.replace("agent: triage.agent", f"agent: {agent}"), encoding="utf-8")
+    done = subprocess.run(
+        [*CLI, "eval", "run", str(pack), "--out", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "40", "NO_COLOR": "1"},
+        check=False,
+    )
+    assert scenario in done.stdout, done.stdout + done.stderr

@@ -122,3 +122,64 @@ async def test_a_subclass_only_says_what_to_probe(
         "hook:counting: run started with state the reset did not clear (1 mismatch(es)): "
         "counter is 1, was 0"
     ]
+
+
+class World(StateProbeHook):
+    """A probe answering a shallow copy of a world the test changes between runs."""
+
+    name = "world"
+
+    def __init__(self, key: str = "notes", big: int = 0) -> None:
+        super().__init__()
+        self.world: dict[str, Any] = {key: []}
+        self.key, self.big, self.probes = key, big, 0
+
+    async def probe(self, ctx: RunContext) -> Any:
+        self.probes += 1
+        if self.probes == 3:  # between the first run's end and the second's start: a leak
+            self.world[self.key].append("x" * self.big or "left over")
+        return dict(self.world)  # shallow: the list inside is the world's own
+
+
+async def test_the_baseline_is_a_snapshot_so_a_shallow_copying_probe_cannot_hide_a_leak(
+    write_pack: PackFactory, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """Regression: the baseline held what the probe answered; a probe answering a shallow
+    copy saw the baseline change with the world, and the leak was never reported."""
+    text = "name: p\nagent: _eval_agents:plain\nruns: 2\nscenarios: [{id: s, turns: [hi]}]\n"
+    await run_pack(load_pack(write_pack(text)), hooks=[World()], out=tmp_path, fake_llm=llm)
+    first, second = _leaks(tmp_path)
+    assert first == []
+    assert len(second) == 1
+    assert 'notes is ["left over"], was []' in second[0]
+
+
+async def test_a_violation_artifact_stays_under_4000_characters_with_its_values_cut(
+    write_pack: PackFactory, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """Regression: a 5,000-character key and value made a 10,232-character artifact, though
+    document 002 says the violation artifact is bounded."""
+    text = "name: p\nagent: _eval_agents:plain\nruns: 2\nscenarios: [{id: s, turns: [hi]}]\n"
+    probe = World(key="k" * 5000, big=5000)
+    await run_pack(load_pack(write_pack(text)), hooks=[probe], out=tmp_path, fake_llm=llm)
+    _, second = load_runs(tmp_path)
+    artifact = second.artifacts["world"].read_text()
+    assert len(artifact) < 4000
+    violation = json.loads(artifact)
+    assert "more characters cut]" in violation["mismatches"][0]
+    assert violation["run_id"] == second.trace["run_id"]
+
+
+def test_bounded_cuts_what_the_run_before_left_and_counts_the_mismatches_it_drops() -> None:
+    from tether.eval._probe import bounded
+
+    artifact = {
+        "run_id": "r2",
+        "mismatches": [f"key{i} is {'v' * 500}, was 0" for i in range(40)],
+        "previous_run_left": {"blob": "b" * 20_000},
+    }
+    out = bounded(artifact)
+    assert len(json.dumps(out)) < 4000
+    assert out["previous_run_left"].endswith("more characters cut]")
+    assert out["mismatches"][-1].startswith("... and ")
+    assert out["mismatches"][0].startswith("key0 is ")

@@ -24,7 +24,15 @@ LAYERS: list[set[str]] = [
     {"_redact", "approval", "agent"},  # the agent loop and what it needs; no queues, no processes
     {"telemetry"},  # spans and metrics: handed to processes as an observer, never imported
     {"plugins", "process"},  # processes know nothing of HTTP
-    {"manifest", "_manifest_yaml", "_manifest_errors", "runtime", "cluster"},
+    {
+        "manifest",
+        "_manifest_yaml",
+        "_manifest_errors",
+        "_manifest_programs",
+        "_manifest_tools",
+        "runtime",
+        "cluster",
+    },
     {"eval"},  # the eval harness: drives processes from manifests; no HTTP
     {"api"},
     {"cli"},

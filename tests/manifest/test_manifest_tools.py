@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from _manifest_support import problems, write, write_manifest
 from _process_support import Recorder, run_task
 from tether import AgentProcess, ProcessConfig, load_manifest, manifest_to_process_config
 from tether.hooks import HookEvent
+from tether.manifest import ManifestError
 from tether.models import ScriptedModel
 
 
@@ -73,6 +75,68 @@ def test_a_tool_that_cannot_be_imported_fails_the_process_creation_naming_it(
 def test_a_process_config_refuses_a_malformed_import_path_at_declaration() -> None:
     with pytest.raises(ValueError, match=r"tools\[1\]: tool 'a b' is not an import path"):
         ProcessConfig(tools=["_tool_support:lookup_order", "a b"])
+
+
+SHOPTOOLS = """\
+async def issue_credit(order_id: int, amount: float) -> str:
+    \"\"\"Credit a customer for an order.\"\"\"
+    return f"credited {amount} for order {order_id}"
+"""
+
+
+def shop_next_to_its_tools(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, str]:
+    """A manifest naming a tool of a module beside it (named for the test: imported once)."""
+    module = "shoptools_" + re.sub(r"\W", "_", request.node.name)
+    (tmp_path / f"{module}.py").write_text(SHOPTOOLS)
+    text = f'name: shop\nmodel: scripted\ntools: ["{module}:issue_credit"]\n'
+    return write(tmp_path, text), module
+
+
+async def test_a_tool_in_a_module_next_to_its_manifest_is_imported_from_there(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Regression: `tools: ["shoptools:issue_credit"]` beside the manifest could not be
+    imported (only sys.path was searched), though eval packs import from their folder."""
+    path, module = shop_next_to_its_tools(tmp_path, request)
+    assert str(tmp_path) not in sys.path
+    process = process_of(path, [("issue_credit", {"order_id": 4, "amount": 5})])
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.POST_TOOL_USE)
+    async with process:
+        await run_task(process, rec)
+    [post] = rec.of(HookEvent.POST_TOOL_USE)
+    assert post["result"] == "credited 5.0 for order 4"
+    assert str(tmp_path) not in sys.path  # searched while importing, not left there
+    assert module in sys.modules
+
+
+def test_a_manifest_tool_that_cannot_be_imported_is_an_error_naming_its_line(
+    tmp_path: Path,
+) -> None:
+    path = write(
+        tmp_path,
+        """\
+        name: shop
+        model: scripted
+        tools:
+          - _tool_support:lookup_order
+          - no_such_module_beside_it:issue_credit
+        """,
+    )
+    with pytest.raises(ManifestError) as caught:
+        manifest_to_process_config(load_manifest(path, environ={}))
+    [issue] = caught.value.errors
+    assert (issue.path, issue.line) == ("tools[1]", 5)
+    assert f"searched {tmp_path}" in issue.message
+    assert str(caught.value).startswith(f"{path}:5: tools[1]: tool ")
+
+
+def test_validate_names_the_line_of_a_tool_that_cannot_be_imported(tmp_path: Path) -> None:
+    from _cli_support import validate
+
+    path = write(tmp_path, "name: shop\nmodel: scripted\ntools: [nope_module:fn]\n")
+    done = validate(path)
+    assert done.returncode == 1
+    assert f"error: {path}:3: tools[0]: tool 'nope_module:fn': cannot import" in done.stderr
 
 
 def claude_settings(folder: Path, hooks: dict[str, Any]) -> Path:

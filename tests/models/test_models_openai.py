@@ -190,23 +190,38 @@ async def test_an_unreachable_endpoint_is_unavailable_and_named(closed_port: int
     assert caught.value.status_code is None
 
 
+#: An endpoint that is not on this machine (nothing is sent: the key is checked first).
+REMOTE = "https://models.example.invalid/v1"
+
+
 async def test_a_missing_api_key_is_a_config_error_naming_the_variable(
-    llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    async with OpenAIModel("m", base_url=llm.base_url) as model:
-        with pytest.raises(ModelConfigError, match="OPENAI_API_KEY"):
+    async with OpenAIModel("m", base_url=REMOTE) as model:
+        with pytest.raises(ModelConfigError, match="OPENAI_API_KEY") as caught:
             await model.complete(USER)
-    assert llm.requests == []
+    assert REMOTE in str(caught.value)
 
 
-async def test_an_empty_api_key_counts_as_missing(
-    llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_an_empty_api_key_counts_as_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "")
-    async with OpenAIModel("m", base_url=llm.base_url) as model:
+    async with OpenAIModel("m", base_url=REMOTE) as model:
         with pytest.raises(ModelConfigError, match="OPENAI_API_KEY"):
             await model.complete(USER)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+async def test_an_endpoint_on_this_machine_needs_no_api_key(
+    llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    """Regression: FakeLLM (or Ollama) on 127.0.0.1 failed with "no API key" unless
+    OPENAI_API_KEY was set to something, so `tether fake-llm`'s `try:` line failed as printed."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    async with OpenAIModel("m", base_url=f"http://{host}:{llm.port}/v1") as model:
+        reply = await model.complete(USER)
+    assert reply.content == llm.reply
+    assert len(llm.requests) == 1
 
 
 async def test_the_environment_is_read_at_the_first_call(

@@ -167,6 +167,38 @@ async def test_reload_drains_the_old_instances_run_time_handlers() -> None:
         assert fresh is not router
 
 
+async def test_a_failed_reload_keeps_the_old_instance_whole_with_its_run_time_handlers() -> None:
+    """Regression: a reload whose fresh instance could not register put the old instance's
+    declared handlers back, but not those it had registered at run time (register_hook)."""
+    router = Router()
+    process = make_process(router)
+    async with process:
+        assert await process.hooks.call(POINT, text="x") == [f"routed by {id(router)}"]
+        before = [(i.event, i.priority) for i in process.hooks.describe() if i.owner is router]
+        broken = Router()
+        broken.timeout = -1  # cannot be registered
+        with pytest.raises(PluginError, match="timeout"):
+            process.plugins.reload("router", broken)
+        assert process.plugins.get("router") is router
+        assert await process.hooks.call(POINT, text="x") == [f"routed by {id(router)}"]
+        after = [(i.event, i.priority) for i in process.hooks.describe() if i.owner is router]
+        assert sorted(map(str, after)) == sorted(map(str, before))
+        process.plugins.remove("router")  # and they go with it again
+        assert await process.hooks.call(POINT, text="x") == []
+
+
+@pytest.mark.parametrize("key", [POINT, HookEvent.TASK_CREATED])
+async def test_a_handler_that_is_not_callable_is_a_type_error_at_registration(
+    key: str | HookEvent,
+) -> None:
+    router = Router()
+    process = make_process(router)
+    async with process:
+        with pytest.raises(TypeError, match="must be callable, got int") as caught:
+            router.register_hook(key, 42)  # type: ignore[arg-type]
+    assert isinstance(caught.value, PluginError)
+
+
 async def test_a_failing_run_time_lifecycle_handler_is_a_plugin_warning() -> None:
     class Late(Plugin):
         name = "late"

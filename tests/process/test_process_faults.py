@@ -105,14 +105,18 @@ async def test_an_endpoint_answering_malformed_json_fails_the_attempt_and_the_re
     assert (second["outcome"], second["error"]) == ("success", None)
 
 
-async def test_a_missing_api_key_is_a_clear_error_on_the_run(
+async def test_a_missing_api_key_dead_letters_the_event_at_once_as_a_misconfiguration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Regression: a missing key was retried (max_retries times, with backoff) before the dead
+    letter, though every attempt fails the same way."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    process = openai_process(max_retries=0)
-    await run_to_completion(process)
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://models.example.invalid/v1")
+    process = openai_process(max_retries=3)
+    rec = await run_to_completion(process)
+    assert rec.outcomes() == ["failed"]
     [dead] = process.dead_letters
-    assert dead["reason"] == "process failed"
+    assert (dead["reason"], dead["attempts"]) == ("model misconfigured", 1)
     assert "OPENAI_API_KEY" in dead["error"]
 
 

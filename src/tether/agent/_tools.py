@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -146,20 +147,32 @@ def check_import_path(path: str) -> str:
     return path
 
 
-def import_tool(path: str) -> Tool:
+def import_tool(path: str, folder: str | os.PathLike[str] | None = None) -> Tool:
     """The Tool named by ``path`` (``package.module:function``): the module is imported and
     the attribute made a Tool (an async function's schema is inferred from its signature).
+    ``folder`` (a manifest's) is searched for the module first, while it is imported.
 
     Raises ValueError naming the path and what is wrong (no such module, no such attribute,
     not an async function).
     """
     import importlib
+    import sys
 
     module_name, _, attribute = check_import_path(path).partition(":")
+    where = os.fspath(folder) if folder is not None else None
+    added = where is not None and where not in sys.path
+    if added:
+        sys.path.insert(0, where)  # type: ignore[arg-type]
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"tool {path!r}: cannot import module {module_name!r} ({exc})") from None
+        searched = f"; searched {where} and sys.path" if where is not None else ""
+        raise ValueError(
+            f"tool {path!r}: cannot import module {module_name!r} ({exc}{searched})"
+        ) from None
+    finally:
+        if added:
+            sys.path.remove(where)  # type: ignore[arg-type]
     target: Any = module
     for part in attribute.split("."):
         try:

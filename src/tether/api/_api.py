@@ -37,6 +37,7 @@ from ..process import (
     AgentProcess,
     InvalidEventError,
     ProcessError,
+    ProcessState,
     TriggerEvent,
 )
 from ..process._state import validate_name
@@ -103,6 +104,10 @@ class CreateProcess(_Strict):
     config: ProcessSpec = Field(default_factory=ProcessSpec, description="Like a manifest")
 
 
+#: The longest POST /inject waits for an event's outcome.
+MAX_INJECT_WAIT: Final = 300
+
+
 class InjectEvent(_Strict):
     """POST /api/v1/processes/{name}/inject."""
 
@@ -114,6 +119,13 @@ class InjectEvent(_Strict):
         description="W3C trace context of the caller: the event's spans are its children",
         # As check_traceparent takes it (which also refuses all-zero ids).
         json_schema_extra={"pattern": TRACEPARENT_PATTERN},
+    )
+    wait: float = Field(
+        default=0,
+        ge=0,
+        le=MAX_INJECT_WAIT,
+        description="Seconds to wait for the event's outcome (status 'done' with its outcome, "
+        "or 'dead_lettered', e.g. refused by a user_prompt_submit hook); 0: answer once queued",
     )
 
 
@@ -455,14 +467,20 @@ class OrchestrationAPI:
         try:
             body = strict_validate(InjectEvent, data)
             event = TriggerEvent(
-                body.trigger_id, body.trigger_type, body.payload, traceparent=body.traceparent
+                body.trigger_id,
+                _trigger_type(process, body),
+                body.payload,
+                traceparent=body.traceparent,
             )
         except ValidationError as exc:
             raise _invalid(exc, InjectEvent) from None
         except InvalidEventError as exc:
             raise APIError(422, "VALIDATION_ERROR", str(exc)) from None
         event_id = await process.inject(event)
-        return JSONResponse(_accepted(process, event_id), status_code=202)
+        outcome = None
+        if body.wait > 0 and process.state is ProcessState.RUNNING:
+            outcome = await process.outcome(event_id, timeout=body.wait)
+        return JSONResponse(_accepted(process, event_id, outcome), status_code=202)
 
     async def _dead_letters(self, request: Request) -> Response:
         process = self.process_for(request)
@@ -599,7 +617,30 @@ async def _state_call(call: Awaitable[None]) -> None:
         raise APIError(409, "INVALID_STATE", str(exc)) from None
 
 
-def _accepted(process: AgentProcess, event_id: str) -> dict[str, Any]:
+#: The trigger ids of a manual event: the API's default and the CLI's.
+MANUAL_TRIGGER_IDS: Final = frozenset({"api", "cli"})
+
+
+def _trigger_type(process: AgentProcess, body: InjectEvent) -> str:
+    """The type of the event ``body`` injects: a ``trigger_id`` other than a manual one must
+    name a trigger of the process (as ``tether inject --trigger-id`` requires), whose type the
+    event takes unless ``trigger_type`` is given."""
+    if body.trigger_id in MANUAL_TRIGGER_IDS:
+        return body.trigger_type
+    triggers = dict(process.triggers)
+    trigger = triggers.get(body.trigger_id)
+    if trigger is None:
+        known = ", ".join(sorted(triggers)) or "none"
+        raise APIError(
+            422,
+            "UNKNOWN_TRIGGER",
+            f"trigger_id: process {process.name!r} has no trigger {body.trigger_id!r} (its "
+            f"triggers: {known}); leave trigger_id out to inject a manual event",
+        )
+    return body.trigger_type if "trigger_type" in body.model_fields_set else str(trigger.type)
+
+
+def _accepted(process: AgentProcess, event_id: str, outcome: str | None) -> dict[str, Any]:
     for entry in reversed(process.dead_letters):
         if entry["event_id"] == event_id:
             return {
@@ -609,6 +650,8 @@ def _accepted(process: AgentProcess, event_id: str) -> dict[str, Any]:
                 "reason": entry["reason"],
                 "error": process.redactor.text(entry["error"] or ""),
             }
+    if outcome is not None:
+        return {"event_id": event_id, "process": process.name, "status": "done", "outcome": outcome}
     return {"event_id": event_id, "process": process.name, "status": "queued"}
 
 

@@ -56,6 +56,12 @@ class DryRunRequest(BaseModel):
     )
 
 
+def _outcome(params: dict[str, str]) -> str | None:
+    """The ``outcome`` filter: one of tether's outcomes, or a name of document 004's."""
+    value = _choice(params, "outcome", _OUTCOME_FILTERS)
+    return OUTCOME_ALIASES.get(value, value) if value is not None else None
+
+
 def _choice(params: dict[str, str], name: str, allowed: tuple[str, ...]) -> str | None:
     value = params.get(name)
     if value is not None and value not in allowed:
@@ -111,14 +117,34 @@ def _hook_filter(value: str | None) -> str | None:
     return value
 
 
+#: The spellings a boolean query parameter takes (case aside).
+_TRUE: Final = ("true", "1", "yes", "on")
+_FALSE: Final = ("false", "0", "no", "off")
+
+
 def _bool(params: dict[str, str], name: str) -> bool | None:
     value = params.get(name)
     if value is None:
         return None
     lowered = value.lower()
-    if lowered not in ("true", "false"):
-        raise bad_query(name, f"unknown value {value!r}; allowed: true, false")
-    return lowered == "true"
+    if lowered not in _TRUE + _FALSE:
+        allowed = ", ".join(_TRUE + _FALSE)
+        raise bad_query(name, f"unknown value {value!r}; allowed: {allowed}")
+    return lowered in _TRUE
+
+
+#: The outcome names of document 004's run history, as the filters of tether's outcomes they
+#: stand for (docs/history.md): a hook that refused is ``blocked``; one whose answer could not
+#: be used (``rejected``) is recorded ``failed``.
+OUTCOME_ALIASES: Final = {
+    "applied": "applied",
+    "denied": "blocked",
+    "failed": "failed",
+    "skipped": "skipped",
+    "dropped": "dropped",
+    "rejected": "failed",
+}
+_OUTCOME_FILTERS: Final = tuple(dict.fromkeys((*OUTCOMES, *OUTCOME_ALIASES)))
 
 
 def _run_view(run: dict[str, Any]) -> dict[str, Any]:
@@ -186,7 +212,7 @@ class HookEndpoints:
         params = query_params(request, ("event", "outcome", "hook", "since", "last"))
         filters = {
             "event": _event_filter(params, extension_points=False),
-            "outcome": _choice(params, "outcome", OUTCOMES),
+            "outcome": _outcome(params),
             "hook": _hook_filter(params.get("hook")),
             "last": _last(params.get("last")),
         }

@@ -15,6 +15,9 @@ from pydantic.json_schema import models_json_schema
 
 __all__ = ["openapi_document"]
 
+#: A boolean query parameter, as document 004 types it (1/0, yes/no, on/off are taken too).
+_FLAG: Final = {"type": "boolean"}
+
 _ERROR = {"$ref": "#/components/responses/Error"}
 _SELECTOR = "A hook id or a tag; a tag may contain '/' (sent as is or as %2F)"
 #: A process name as ``validate_name`` takes it: a letter or digit, then letters, digits, '_',
@@ -151,7 +154,7 @@ def _document() -> dict[str, Any]:
     from ..hooks._taxonomy import FAMILIES
     from ._api import CreateProcess, InjectEvent, Redeliver
     from ._changes import ConfigChange, RewindRequest
-    from ._hooks import MAX_LAST, MODES, SOURCES, DryRunRequest
+    from ._hooks import MAX_LAST, MODES, OUTCOME_ALIASES, SOURCES, DryRunRequest
     from ._observe import PublishEvent
 
     models = (
@@ -285,16 +288,17 @@ def _document() -> dict[str, Any]:
                         _query(
                             "blockable",
                             "Only blockable (true) or non-blockable (false) events",
-                            {"type": "boolean"},
+                            _FLAG,
                         ),
                         _query(
                             "family", "Only the events of this family", {"enum": list(FAMILIES)}
                         ),
                         _query(
                             "sync_only",
-                            "Only events a synchronous hook may be declared for (sync_eligible: "
-                            "every event)",
-                            {"type": "boolean"},
+                            "Only the sync-eligible events: those whose hooks can refuse the "
+                            "action or change what the process reads back (the others report "
+                            "what happened: async-only)",
+                            _FLAG,
                         ),
                     ),
                 )
@@ -331,7 +335,12 @@ def _document() -> dict[str, Any]:
                     "fast every time: duration_ms is an even share of their time)",
                     query=(
                         _query("event", "Only this event", {"enum": events}),
-                        _query("outcome", "Only this outcome", {"enum": list(OUTCOMES)}),
+                        _query(
+                            "outcome",
+                            "Only this outcome; document 004's names are taken too: applied, "
+                            "denied (blocked), failed, rejected (failed), skipped, dropped",
+                            {"enum": list(dict.fromkeys((*OUTCOMES, *OUTCOME_ALIASES)))},
+                        ),
                         _query(
                             "hook",
                             "Only this hook: its id (a hook of the running runtime: ids are "

@@ -311,11 +311,22 @@ def validate(
             help="A hook the runtime shares with the process: before/after may name it.",
         ),
     ] = None,
+    require_env: Annotated[
+        bool,
+        typer.Option(
+            "--require-env",
+            help="An unset ${VAR} is an error (default: a warning; the host that runs the "
+            "manifest sets its secrets).",
+        ),
+    ] = False,
 ) -> None:
     """Check manifests; print every problem with its path and line."""
     from ._validate import validate_files
 
-    raise typer.Exit(validate_files(files, as_json=as_json, runtime_hooks=runtime_hooks or ()))
+    hooks = runtime_hooks or ()
+    raise typer.Exit(
+        validate_files(files, as_json=as_json, runtime_hooks=hooks, require_env=require_env)
+    )
 
 
 @app.command()
@@ -340,16 +351,34 @@ def inject(
     traceparent: Annotated[
         str | None, typer.Option(help="W3C trace context: the event's spans are its children.")
     ] = None,
+    wait: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            max=300,
+            help="Seconds to wait for the event's outcome (0: answer once it is queued).",
+        ),
+    ] = 10.0,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Inject an event into a process of a running runtime (exit 1 if it was dead-lettered)."""
+    """Inject an event into a process of a running runtime; exit 1 if it was dead-lettered
+    (at once, or within --wait seconds: refused by a hook, failed for good)."""
     from ._client import inject_event
 
     data = _json_option("--payload", payload)
     raise typer.Exit(
-        inject_event(url, token, name, data, trigger_id, traceparent=traceparent, as_json=as_json)
+        inject_event(
+            url,
+            token,
+            name,
+            data,
+            trigger_id,
+            traceparent=traceparent,
+            as_json=as_json,
+            wait=wait,
+        )
     )
 
 
@@ -375,7 +404,24 @@ def fake_llm(
     port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 8781,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     reply: Annotated[
-        str | None, typer.Option(help="What the model answers (default: FakeLLM's).")
+        list[str] | None,
+        typer.Option(
+            help="What the model answers (default: FakeLLM's); repeated: the answers in "
+            "order, the last one kept."
+        ),
+    ] = None,
+    tool_call: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tool-call",
+            metavar="NAME=JSON",
+            help="A tool call answered to a request offering tools, e.g. "
+            "'lookup_order={\"order_id\": 1}' (repeat: in order).",
+        ),
+    ] = None,
+    script: Annotated[
+        Path | None,
+        typer.Option(help="A JSON or YAML file: reply, replies, tool_calls (name, arguments)."),
     ] = None,
 ) -> None:
     """Serve FakeLLM, a scripted OpenAI-compatible model, until Ctrl-C (for trying tether
@@ -383,8 +429,12 @@ def fake_llm(
     # The CLI never imports the test helpers: this process becomes ``python -m
     # tether.testing`` (no shell; its signals and exit status are the command's own).
     argv = [sys.executable, "-m", "tether.testing", "--host", host, "--port", str(port)]
-    if reply is not None:
-        argv += ["--reply", reply]
+    for text in reply or ():
+        argv += ["--reply", text]
+    for text in tool_call or ():
+        argv += ["--tool-call", text]
+    if script is not None:
+        argv += ["--script", str(script)]
     sys.stdout.flush()
     os.execv(sys.executable, argv)
 
@@ -421,12 +471,22 @@ def hooks_test(
     protocol: Annotated[
         str, typer.Option(help="'tether' (the default) or 'claude-code' (a Claude Code hook).")
     ] = "tether",
+    persistent: Annotated[
+        bool,
+        typer.Option(
+            "--persistent",
+            help="The program is a persistent hook's (persistent: true): one JSON line with "
+            "an id in, one answer line out.",
+        ),
+    ] = False,
 ) -> None:
     """Run one command hook against a sample event and explain its answer."""
     from ._hooktest import test_hook
 
     if protocol not in ("tether", "claude-code"):
         raise click.UsageError(f"--protocol must be 'tether' or 'claude-code', got {protocol!r}")
+    if persistent and protocol != "tether":
+        raise click.UsageError("--persistent speaks tether's JSON lines: drop --protocol")
     merged = _json_option("--data", data) if data is not None else None
     if merged is not None and not isinstance(merged, dict):
         raise click.UsageError("--data must be a JSON object")
@@ -441,6 +501,7 @@ def hooks_test(
             cwd=cwd,
             process=process,
             protocol=protocol,
+            persistent=persistent,
         )
     )
 
@@ -498,7 +559,7 @@ def hooks_runs(
         str | None,
         typer.Option(
             help="Only runs with this outcome: applied, passed, blocked, failed, timed_out, "
-            "skipped, dropped."
+            "skipped, dropped (also denied = blocked, rejected = failed)."
         ),
     ] = None,
     hook: Annotated[str | None, typer.Option(help="Only runs of this hook (id or name).")] = None,

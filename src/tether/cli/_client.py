@@ -30,6 +30,8 @@ def _request(
     path: str,
     body: Any = None,
     params: dict[str, Any] | None = None,
+    *,
+    timeout: float = 30.0,
 ) -> dict[str, Any]:
     if token and not _SENDABLE_TOKEN.fullmatch(token):
         # Never echoed: it is a credential, if a mistyped one.
@@ -42,7 +44,7 @@ def _request(
     base = url.rstrip("/")
     query = {k: v for k, v in (params or {}).items() if v is not None}
     try:
-        with httpx.Client(timeout=30) as client:
+        with httpx.Client(timeout=timeout) as client:
             response = client.request(
                 method, f"{base}/api/v1{path}", json=body, headers=headers, params=query
             )
@@ -95,9 +97,12 @@ def inject_event(
     *,
     traceparent: str | None = None,
     as_json: bool = False,
+    wait: float = 0.0,
 ) -> int:
     """Inject one event; with ``trigger_id``, as an event of that trigger of the process (its
-    type too), which must exist. Exit status 1 when the event was dead-lettered."""
+    type too), which must exist. ``wait``: seconds to wait for its outcome. Exit status 1 when
+    the event was dead-lettered (at once, or within ``wait``: refused by a user_prompt_submit
+    hook, a guardrail, a budget, or failed for good)."""
     from urllib.parse import quote
 
     path = f"/processes/{quote(name, safe='')}"
@@ -114,7 +119,9 @@ def inject_event(
         body.update(trigger_id=trigger_id, trigger_type=str(found[0].get("type", "manual")))
     if traceparent is not None:
         body["traceparent"] = traceparent
-    answer = _request("POST", url, token, f"{path}/inject", body)
+    if wait > 0:
+        body["wait"] = wait
+    answer = _request("POST", url, token, f"{path}/inject", body, timeout=wait + 30.0)
     out = console()
     dead = answer.get("status") == "dead_lettered"
     if as_json:
@@ -127,7 +134,12 @@ def inject_event(
             + (f" ({escape(str(answer['error']))})" if answer.get("error") else "")
         )
         return 1
-    out.print(f"event {answer['event_id']} queued for {escape(name)}")
+    if answer.get("status") == "done":
+        outcome = escape(str(answer.get("outcome")))
+        out.print(f"event {answer['event_id']} done by {escape(name)}: {outcome}")
+        return 0
+    later = f" (not decided within {wait:g} s)" if wait > 0 else ""
+    out.print(f"event {answer['event_id']} queued for {escape(name)}{later}")
     return 0
 
 

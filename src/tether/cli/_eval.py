@@ -35,9 +35,10 @@ JunitOption = Annotated[
 
 
 def _console(stderr: bool = False) -> Console:
-    from rich.console import Console
+    """A terminal's width, or unbounded when piped: no value is cut in a file."""
+    from ._console import console
 
-    return Console(stderr=stderr, soft_wrap=True, highlight=False)
+    return console(stderr=stderr)
 
 
 def _hooks(names: list[str]) -> list[Plugin]:

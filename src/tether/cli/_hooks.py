@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -208,8 +209,9 @@ _RUN_COLUMNS: Final = ("TIME", "EVENT", "HOOK", "ID", "SOURCE", "MODE", "OUTCOME
 _WIDTHS: Final = (12, 18, 28, 9, 9, 5, 9, 8)
 
 
-def _changes(run: dict[str, Any], width: int = 60) -> str:
-    """A run's changes (``--show-changes``): ``key: before -> after`` for each key it changed."""
+def _changes(run: dict[str, Any], width: int | None = 60) -> str:
+    """A run's changes (``--show-changes``): ``key: before -> after`` for each key it changed;
+    each value cut at ``width`` characters (None: whole, as piped output is)."""
     parts = []
     for key, change in (run.get("changes") or {}).items():
         before = _short(change["before"], width) if "before" in change else "(absent)"
@@ -218,16 +220,16 @@ def _changes(run: dict[str, Any], width: int = 60) -> str:
     return "; ".join(parts)
 
 
-def _short(value: Any, width: int) -> str:
+def _short(value: Any, width: int | None) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     text = repr(text) if isinstance(value, str) else text
-    return text if len(text) <= width else text[: width - 3] + "..."
+    return text if width is None or len(text) <= width else text[: width - 3] + "..."
 
 
 def _run_cells(run: dict[str, Any], show_changes: bool = False) -> list[str]:
     cells = _plain_cells(run)
-    if show_changes:
-        cells.append(_changes(run))
+    if show_changes:  # cut on a terminal only: piped output is whole
+        cells.append(_changes(run, 60 if sys.stdout.isatty() else None))
     return cells
 
 

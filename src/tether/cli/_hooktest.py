@@ -91,8 +91,11 @@ def test_hook(
     cwd: str | None,
     process: str,
     protocol: str,
+    persistent: bool,
 ) -> int:
     """Run the hook once; 0 when it answered (whatever it answered), 1 on a hook error.
+    ``persistent``: the program is a persistent hook's, sent the event as one JSON line with
+    an ``id`` and answering one line (then its stdin is closed and it is stopped).
 
     What the program was handed from ``env`` and ``env_passthrough`` is redacted from what is
     printed, as a process redacts it from its records and logs: a terminal's output often ends
@@ -101,7 +104,13 @@ def test_hook(
     from pydantic import SecretStr
 
     from .._redact import Redactor
-    from ..hooks import BLOCKABLE_EVENTS, CommandHookError, HookContext, ShellHook
+    from ..hooks import (
+        BLOCKABLE_EVENTS,
+        CommandHookError,
+        HookContext,
+        PersistentHook,
+        ShellHook,
+    )
     from ..hooks._claude_code import ClaudeCodeHook
     from ..hooks._events import parse_event
     from ._samples import sample_data
@@ -111,14 +120,19 @@ def test_hook(
     if data:
         payload.update(data)
     secret_env = {name: SecretStr(value) for name, value in env.items()}
+    options: dict[str, Any] = {
+        "timeout": timeout,
+        "env": secret_env,
+        "env_passthrough": env_passthrough,
+        "cwd": cwd,
+    }
+    hook: ShellHook | PersistentHook
     if protocol == "claude-code":
-        hook: ShellHook = ClaudeCodeHook(
-            command, timeout=timeout, env=secret_env, env_passthrough=env_passthrough, cwd=cwd
-        )
+        hook = ClaudeCodeHook(command, **options)
+    elif persistent:
+        hook = PersistentHook(command, **options)
     else:
-        hook = ShellHook(
-            command, timeout=timeout, env=secret_env, env_passthrough=env_passthrough, cwd=cwd
-        )
+        hook = ShellHook(command, **options)
     redactor = Redactor(learned=lambda: tuple(hook.secrets()))
 
     def shown(text: str) -> str:
@@ -138,10 +152,11 @@ def test_hook(
     out.print(f"[bold]command[/]  {shown(hook.display_name)}")
     if isinstance(hook, ClaudeCodeHook):
         return _claude_code(hook, ctx, payload, out, shown)
-    out.print("[bold]stdin[/]")
-    out.print(shown(json.dumps(ctx.envelope(), indent=2, default=str)))
+    out.print("[bold]stdin[/]" + (" (one JSON line)" if persistent else ""))
+    sent = {"id": "1", **ctx.envelope()} if persistent else ctx.envelope()
+    out.print(shown(json.dumps(sent, indent=2, default=str)))
     try:
-        result = asyncio.run(hook.run(ctx))
+        result = asyncio.run(_once(hook, ctx))
     except CommandHookError as exc:
         out.print(f"[bold]answer[/]   [red]hook error[/]: {shown(str(exc))}")
         if hook_event in BLOCKABLE_EVENTS:
@@ -153,8 +168,10 @@ def test_hook(
             meaning = f"a hook error: logged and ignored ({hook_event.value} cannot be blocked)"
         out.print(f"[bold]meaning[/]  {meaning}")
         return 1
-    raw = result.raw.strip()
+    raw = result.raw.strip() or (_answer_line(result) if persistent else "")
     out.print(f"[bold]answer[/]   {shown(raw) if raw else '(no output)'}")
+    if not raw:
+        out.print(f"[dim]hint[/]     {escape(_NO_OUTPUT_HINT)}")
     if result.log:
         out.print(f"[bold]log[/]      {shown(result.log)}")
     if result.stderr.strip():
@@ -172,6 +189,30 @@ def test_hook(
             out.print("[bold]prompt[/]")
             out.print(shown(prompt))
     return 0
+
+
+#: Said when a program wrote nothing: a persistent hook's program skips a line without an id.
+_NO_OUTPUT_HINT: Final = (
+    "a persistent hook's program (persistent: true) skips an event line without an 'id': "
+    "test it with --persistent"
+)
+
+
+async def _once(hook: Any, ctx: Any) -> Any:
+    """The hook's answer to ``ctx``; a persistent hook's program is stopped after it."""
+    try:
+        return await hook.run(ctx)
+    finally:
+        aclose = getattr(hook, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _answer_line(result: Any) -> str:
+    """A persistent hook's answer (parsed already), as the JSON line it amounts to."""
+    answer = {"id": "1", "block": result.block, "reason": result.reason, "data": result.data}
+    answer["log"] = result.log
+    return json.dumps({k: v for k, v in answer.items() if v not in (None, "", False)})
 
 
 def _claude_code(hook: Any, ctx: Any, payload: dict[str, Any], out: Console, shown: Any) -> int:

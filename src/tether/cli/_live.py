@@ -1,15 +1,17 @@
 """Showing a runtime's lifecycle events, hook outcomes and dead letters as they happen.
 
-Events are seen by one observer hook in the runtime's shared manager (it runs last, so it sees
-the data as the process's own hooks left it). Hook outcomes come from each process's run
-recorder, which is teed: after every dispatch the hooks that ran are printed. A dispatch the
-observer never saw was blocked before reaching it; its header is printed from the records.
+The printer watches each process's dispatches (``AgentProcess.watch``), registering no hook:
+when a dispatch ends, its event is printed with the data as the process's hooks left it (or
+``refused``), then the runs of its hooks, which the process's run recorder (teed) reported
+during the dispatch and the printer held until then. Runs recorded outside a dispatch (async
+hooks, in the background) are printed as they come.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 from collections.abc import Callable
 from datetime import datetime
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 from rich.console import Console
 from rich.markup import escape
 
-from ..hooks import HookContext, HookEvent, HookRun
+from ..hooks import HookEvent, HookRun
 from ..hooks._events import EVENTS
 
 if TYPE_CHECKING:
@@ -27,7 +29,22 @@ if TYPE_CHECKING:
 
 __all__ = ["LivePrinter"]
 
-OBSERVER: Final = "tether-cli"
+#: The runs recorded while the current task's dispatch is under way (printed after its event).
+_HELD: contextvars.ContextVar[_Held | None] = contextvars.ContextVar(
+    "tether_cli_held", default=None
+)
+
+
+class _Held:
+    """The hook runs of one dispatch, held until its event line is printed."""
+
+    __slots__ = ("open", "runs")
+
+    def __init__(self) -> None:
+        self.open = True
+        self.runs: list[HookRun] = []
+
+
 #: The keys printed for each event (the event table's ``shown``).
 _SHOWN: Final[dict[str, tuple[str, ...]]] = {
     event.value: spec.shown for event, spec in EVENTS.items()
@@ -43,7 +60,7 @@ _STYLE: Final = {
 }
 
 
-def _short(value: Any, width: int = 70) -> str:
+def _short(value: Any, width: int | None = 70) -> str:
     if isinstance(value, str):
         text = value
     elif isinstance(value, dict | list):
@@ -51,7 +68,7 @@ def _short(value: Any, width: int = 70) -> str:
     else:
         text = str(value)
     text = text.replace("\n", " / ")
-    return text if len(text) <= width else text[: width - 3] + "..."
+    return text if width is None or len(text) <= width else text[: width - 3] + "..."
 
 
 def _now() -> str:
@@ -70,8 +87,6 @@ class LivePrinter:
 
     def attach_runtime(self, runtime: AgentRuntime) -> None:
         self._runtime = runtime
-        for event in HookEvent:
-            runtime.hooks.register(event, self._observe, priority=-(10**9), name=OBSERVER)
         for process in runtime:
             self.attach(process)
         runtime.on_change(self._changed)
@@ -80,14 +95,17 @@ class LivePrinter:
         if change == "added":
             self.attach(process)
         else:
-            self._processes.pop(process.name, None)
+            gone = self._processes.pop(process.name, None)
+            if gone is not None:
+                gone.unwatch(self._watch)
 
     def attach(self, process: AgentProcess) -> None:
-        """Tee ``process``'s hook-run recorder into this printer."""
+        """Watch ``process``'s dispatches and tee its hook-run recorder into this printer."""
         if process.name in self._processes:
             return
         self._processes[process.name] = process
         self._dead_seen[process.name] = len(process.dead_letters)
+        process.watch(self._watch)
         inner = process.hooks.recorder
         if inner is not None and not isinstance(inner, _Tee):
             redact = process.redactor.text if process.redactor else None
@@ -95,6 +113,10 @@ class LivePrinter:
             process.hooks.recorder = tee
 
     # -- output ----------------------------------------------------------------------------
+
+    def _cut(self, width: int) -> int | None:
+        """Values are cut to ``width`` on a terminal; piped, they are whole (docs/cli.md)."""
+        return width if self.console.is_terminal else None
 
     def line(self, text: str, style: str | None = None) -> None:
         self.console.print(text, style=style, highlight=False, soft_wrap=True)
@@ -108,32 +130,56 @@ class LivePrinter:
             soft_wrap=True,
         )
 
-    async def _observe(self, ctx: HookContext) -> None:
-        event = ctx.event.value
+    def _watch(self, process: str, event: HookEvent) -> Callable[[Any], None]:
+        """Before a dispatch (in its task): hold its runs; after it, print it and them."""
+        held = _Held()
+        token = _HELD.set(held)
+
+        def ended(result: Any) -> None:
+            held.open = False
+            with contextlib.suppress(ValueError):  # (another context: nothing to reset)
+                _HELD.reset(token)
+            if result is not None:
+                self._dispatched(process, event, result.data, result.blocked)
+            if held.runs:
+                self._print_runs(process, held.runs)
+
+        return ended
+
+    def _dispatched(
+        self, process_name: str, hook_event: HookEvent, data: dict[str, Any], blocked: bool
+    ) -> None:
+        event = hook_event.value
+        if blocked:
+            self._header(process_name, event, "[bold red]refused[/]", "red")
+            return
         parts = []
         for key in _SHOWN.get(event, ()):
-            if ctx.data.get(key) is not None:  # an unset field says nothing: not shown
-                value = ctx.data[key]
+            if data.get(key) is not None:  # an unset field says nothing: not shown
+                value = data[key]
                 if key == "event_id" and isinstance(value, str):
                     value = value[:8]
-                shown = value if isinstance(value, str) and key != "prompt" else _short(value)
-                parts.append(f"{key}={shown}" if key != "prompt" else f"prompt={_short(value)!r}")
+                cut = self._cut(70)
+                shown = value if isinstance(value, str) and key != "prompt" else _short(value, cut)
+                parts.append(
+                    f"{key}={shown}" if key != "prompt" else f"prompt={_short(value, cut)!r}"
+                )
         style = "cyan"
         if event == "task_completed":
-            style = "green" if ctx.data.get("outcome") == "success" else "red"
+            style = "green" if data.get("outcome") == "success" else "red"
         elif event == "permission_denied":
             style = "red"
         details = " ".join(parts)
-        process = self._processes.get(ctx.process_id)
+        process = self._processes.get(process_name)
         if process is not None:
             # The data hooks see keeps what a command hook was handed (a block reason quoting
             # it, in a task_completed error): the output is a log, so it is redacted as one.
             details = process.redactor.text(details)
-        self._header(ctx.process_id, event, escape(details), style)
-        if event == "task_completed" and self.answers and ctx.data.get("outcome") == "success":
-            answer = self._answer(ctx.process_id, ctx.data.get("event_id"))
+        self._header(process_name, event, escape(details), style)
+        if event == "task_completed" and self.answers and data.get("outcome") == "success":
+            answer = self._answer(process_name, data.get("event_id"))
             if answer:
-                self.line(f"{'':13}{'answer':<19} {escape(_short(answer, 110))}", "dim")
+                self.line(f"{'':13}{'answer':<19} {escape(_short(answer, self._cut(110)))}", "dim")
         self._check_dead_letters_soon()
 
     def _answer(self, process_name: str, event_id: Any) -> str | None:
@@ -147,16 +193,14 @@ class LivePrinter:
         return None
 
     def _ran(self, process: str, runs: list[HookRun]) -> None:
-        mine = [r for r in runs if r.hook_name == OBSERVER and r.source == "shared"]
-        others = [r for r in runs if not (r.hook_name == OBSERVER and r.source == "shared")]
-        if not others:
+        held = _HELD.get()
+        if held is not None and held.open:  # printed after its event's line
+            held.runs += runs
             return
-        if not mine and others[0].mode != "async":
-            blocked = any(r.outcome == "blocked" for r in others) or any(
-                r.outcome in ("failed", "timed_out") for r in others
-            )
-            self._header(process, others[0].event, "[bold red]refused[/]" if blocked else "", "red")
-        for run in others:
+        self._print_runs(process, runs)
+
+    def _print_runs(self, process: str, runs: list[HookRun]) -> None:
+        for run in runs:
             style = _STYLE.get(run.outcome, "")
             what = run.outcome
             if run.patch_applied:

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .._urls import masked_url
+from ._mcp_view import describe_mcp, mcp_warnings
 
 if TYPE_CHECKING:
     from ..api import WebhookServer
@@ -122,6 +123,13 @@ def _stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+def _mcp_lines(
+    console: Console, runtime: AgentRuntime, logs: LogSetup | None
+) -> contextlib.AbstractContextManager[None]:
+    """A lost or failing MCP server as a live line, unless --log-level shows the logs."""
+    return mcp_warnings(console, runtime.redact) if logs is None else contextlib.nullcontext()
 
 
 def _describe_triggers(console: Console, process: AgentProcess) -> None:
@@ -244,13 +252,13 @@ async def _run(
 
         webhooks = WebhookServer(runtime)
     stop = stop if stop is not None else asyncio.Event()
-    with _stop_on_signals(stop):
+    with _stop_on_signals(stop), _mcp_lines(console, runtime, logs):
         try:
             active = process.plugins.names
             console.print(
                 f"[bold]tether run[/] {escape(str(file))}: [bold]{escape(process.name)}[/] "
                 f"({escape(str(config.model))}), {len(config.hooks)} hook(s), "
-                f"{len(config.triggers)} trigger(s)"
+                f"{len(config.triggers)} trigger(s), {len(config.mcp_servers)} MCP server(s)"
                 + (f", plugins: {escape(', '.join(active))}" if active else "")
             )
             if webhooks is not None:
@@ -258,6 +266,7 @@ async def _run(
             _describe_webhooks(console, webhooks)
             _describe_triggers(console, process)
             await runtime.start_all()
+            describe_mcp(console, process)
             console.print("[dim]Ctrl-C stops the process[/]")
             for payload in payloads:
                 await process.inject(TriggerEvent("cli", "manual", payload))
@@ -436,7 +445,7 @@ async def _serve(
         )
         node.local_app, node.api_token = api.app, token
     stop = stop if stop is not None else asyncio.Event()
-    with _stop_on_signals(stop):
+    with _stop_on_signals(stop), _mcp_lines(console, runtime, logs):
         try:
             if node is not None:  # before the API answers: its processes' events go to Redis
                 await node.start()
@@ -471,6 +480,8 @@ async def _serve(
                     )
             if node is None:
                 await runtime.start_all()
+                for process in runtime:
+                    describe_mcp(console, process)
             else:
                 console.print(
                     f"  cluster: host {escape(node.host)} on {escape(masked_url(node.url))}"

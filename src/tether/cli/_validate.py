@@ -17,20 +17,25 @@ __all__ = ["validate_files"]
 
 
 def validate_files(
-    files: list[Path], *, as_json: bool = False, runtime_hooks: Sequence[str] = ()
+    files: list[Path],
+    *,
+    as_json: bool = False,
+    runtime_hooks: Sequence[str] = (),
+    require_env: bool = False,
 ) -> int:
     """Check each file; return 0 when all are valid, 1 otherwise.
 
     A hook's before/after must name another hook of the manifest for that event, or one of
     ``runtime_hooks`` (hooks the runtime that runs it shares); a cycle is always a problem.
+    An unset ``${VAR}`` is a warning unless ``require_env``.
 
     ``as_json``: one JSON object on stdout, ``{"valid": bool, "files": [{"file", "ok",
     "name", "triggers", "hooks", "errors": [{"path", "line", "message"}], "warnings"}]}``.
     """
-    from ..manifest import ManifestError, load_manifest
+    from ..manifest import ManifestError
 
     if as_json:
-        return _validate_json(files, runtime_hooks)
+        return _validate_json(files, runtime_hooks, require_env)
     out = console()
     err = console(stderr=True)
     bad = 0
@@ -38,7 +43,7 @@ def validate_files(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                manifest = load_manifest(file, hook_names=runtime_hooks)
+                manifest = _load(file, runtime_hooks, require_env)
             except ManifestError as exc:
                 bad += 1
                 for issue in exc.errors:
@@ -53,14 +58,15 @@ def validate_files(
         if problems:
             bad += 1
             for problem in problems:
-                err.print(f"[red]error[/]: {escape(str(file))}: {escape(problem)}")
+                err.print(f"[red]error[/]: {escape(problem.format(str(file)))}")
             continue
         triggers = len(manifest.triggers)
         hooks = len(manifest.hooks)
         out.print(
             f"[green]ok[/]     {escape(str(file))} ([bold]{escape(manifest.name)}[/]: "
             f"{triggers} trigger{'s' * (triggers != 1)}, {hooks} hook{'s' * (hooks != 1)}"
-            f"{_more(manifest.tools, 'tool')}{_more(loaded, 'Claude Code hook')})"
+            f"{_more(manifest.tools, 'tool')}{_more(manifest.mcp_servers, 'MCP server')}"
+            f"{_more(loaded, 'Claude Code hook')})"
         )
         for line in loaded:
             out.print(f"         {escape(line)}")
@@ -79,24 +85,27 @@ _RUNTIME_HOOK_HINT = (
 )
 
 
+def _load(file: Path, runtime_hooks: Sequence[str], require_env: bool) -> Any:
+    from ..manifest import load_manifest
+
+    return load_manifest(
+        file, hook_names=runtime_hooks, check_programs=True, unset_env_ok=not require_env
+    )
+
+
 def _more(items: list[Any], what: str) -> str:
     return f", {len(items)} {what}{'s' * (len(items) != 1)}" if items else ""
 
 
-def _loaded(manifest: Any) -> tuple[list[str], list[str]]:
+def _loaded(manifest: Any) -> tuple[list[str], list[Any]]:
     """What the manifest's tools and Claude Code hook files load: a line per Claude Code
     hook, and a problem per tool that cannot be imported."""
-    from ..agent._tools import import_tool
     from ..hooks import HookEvent
     from ..hooks._claude_code import TETHER_TO_CLAUDE
     from ..hooks._claude_settings import claude_code_hooks
+    from ..manifest import manifest_tool_issues
 
-    problems: list[str] = []
-    for i, path in enumerate(manifest.tools):
-        try:
-            import_tool(path)
-        except ValueError as exc:
-            problems.append(f"tools[{i}]: {exc}")
+    problems = manifest_tool_issues(manifest)
     lines: list[str] = []
     for i, path in enumerate(manifest.claude_code_hooks):
         for hook in claude_code_hooks(path):  # (load_manifest has read each file already)
@@ -107,8 +116,8 @@ def _loaded(manifest: Any) -> tuple[list[str], list[str]]:
     return lines, problems
 
 
-def _validate_json(files: list[Path], runtime_hooks: Sequence[str]) -> int:
-    from ..manifest import ManifestError, load_manifest
+def _validate_json(files: list[Path], runtime_hooks: Sequence[str], require_env: bool) -> int:
+    from ..manifest import ManifestError
 
     reports = []
     for file in files:
@@ -116,7 +125,7 @@ def _validate_json(files: list[Path], runtime_hooks: Sequence[str]) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                manifest = load_manifest(file, hook_names=runtime_hooks)
+                manifest = _load(file, runtime_hooks, require_env)
             except ManifestError as exc:
                 report["ok"] = False
                 report["errors"] = [
@@ -128,7 +137,7 @@ def _validate_json(files: list[Path], runtime_hooks: Sequence[str]) -> int:
                 if problems:
                     report["ok"] = False
                     report["errors"] = [
-                        {"path": problem.partition(": ")[0], "line": None, "message": problem}
+                        {"path": problem.path, "line": problem.line, "message": problem.message}
                         for problem in problems
                     ]
                 report.update(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -32,6 +33,8 @@ __all__ = [
     "Scope",
     "dispatch",
 ]
+
+logger = logging.getLogger("tether.eval")
 
 CONVERSE_TIMEOUT_VAR: Final = "TETHER_HOOK_CONVERSE_TIMEOUT_S"
 HOOK_TIMEOUT_VAR: Final = "TETHER_HOOK_TIMEOUT_S"
@@ -307,9 +310,9 @@ async def dispatch(
     """Call ``point`` on each hook defining it, in activation order, one after the other.
 
     Each call runs under its deadline in a task of its own: an exception becomes the warning
-    ``hook:<name>: <point> failed: ...``, a call past its deadline is cancelled and abandoned
-    (``... timed out after Ns``) and the dispatch goes on with the next hook. Nothing a hook
-    does reaches the caller.
+    ``hook:<name>: <error>`` (logged with the point), a call past its deadline is cancelled
+    and abandoned (``... timed out after Ns``) and the dispatch goes on with the next hook.
+    Nothing a hook does reaches the caller.
     """
     for plugin in hooks:
         method: Callable[[RunContext], Awaitable[Any]] | None = getattr(plugin, point, None)
@@ -337,8 +340,9 @@ async def dispatch(
             scope.warnings.append(_warning(plugin.name, f"{point} was cancelled"))
             continue
         exc = task.exception()
-        if exc is not None:
-            scope.warnings.append(_warning(plugin.name, f"{point} failed: {exc!r}"))
+        if exc is not None:  # the warning says the error (document 002); the log, the point
+            logger.info("hook %s: %s failed: %r", plugin.name, point, exc)
+            scope.warnings.append(_warning(plugin.name, repr(exc)))
 
 
 async def _call(method: Callable[[RunContext], Awaitable[Any]], ctx: RunContext) -> None:

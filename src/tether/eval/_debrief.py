@@ -78,7 +78,7 @@ class DebriefHook(DebriefPlugin):
                 "reply": reply,
                 "tools_disabled": True,
                 "timed_out": timed_out,
-                "duration_ms": round((time.perf_counter() - started) * 1e3, 3),
+                "duration_ms": round((time.perf_counter() - started) * 1e3),  # an integer
                 "error": error,
             }
         )

@@ -3,10 +3,11 @@
 ``StateProbeHook`` is abstract: a subclass says what to look at (``probe``). The first run's
 post-reset state (at ``on_run_start``) is the clean baseline; every later run's post-reset state
 is compared with it and the run asserts it at ``on_run_end``: a mismatch is a warning in the
-run's trace (``hook:<name>: ...``) and a bounded violation artifact beside it, with what the
-run before left at its end. A probe reports; it never changes a score. ``isolation`` is the
-concrete probe shipped: the conversation, the state notes, and the files under the paths of
-``TETHER_ISOLATION_PATH`` (separated by ``os.pathsep``).
+run's trace (``hook:<name>: ...``) and a violation artifact beside it (under 4,000 characters
+of JSON, values cut with a marker), with what the run before left at its end. Each probe's
+answer is snapshotted (deep-copied) when it is taken. A probe reports; it never changes a
+score. ``isolation`` is the concrete probe shipped: the conversation, the state notes, and
+the files under the paths of ``TETHER_ISOLATION_PATH`` (separated by ``os.pathsep``).
 """
 
 from __future__ import annotations
@@ -29,9 +30,46 @@ _VALUE_CHARS: Final = 120
 MAX_FILES: Final = 10_000
 
 
+#: A violation artifact, as JSON, stays under this many characters (values cut, marked).
+MAX_ARTIFACT_CHARS: Final = 4000
+#: Characters kept of one mismatch line, and of what the run before left.
+_LINE_CHARS: Final = 300
+_LEFT_CHARS: Final = 1500
+
+
+def cut(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and a marker saying how many were cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...[{len(text) - limit} more characters cut]"
+
+
 def _shown(value: Any) -> str:
-    text = json.dumps(value, default=str, ensure_ascii=False)
-    return text if len(text) <= _VALUE_CHARS else f"{text[: _VALUE_CHARS - 3]}..."
+    return cut(json.dumps(value, default=str, ensure_ascii=False), _VALUE_CHARS)
+
+
+def snapshot(state: Any) -> Any:
+    """A deep copy of a probe's (JSON-serialisable) answer, taken now: a probe that answers
+    a live or shallow-copied view of the world cannot change the baseline afterwards."""
+    return json.loads(json.dumps(state, default=str))
+
+
+def bounded(artifact: dict[str, Any], limit: int = MAX_ARTIFACT_CHARS) -> dict[str, Any]:
+    """The violation ``artifact`` cut to fewer than ``limit`` characters of JSON: each mismatch
+    line and what the run before left are cut with a marker, then mismatches are dropped from
+    the end (counted) until it fits."""
+    out = dict(artifact)
+    lines = [cut(line, _LINE_CHARS) for line in out.get("mismatches", [])]
+    left = json.dumps(out.get("previous_run_left"), default=str, ensure_ascii=False)
+    if len(left) > _LEFT_CHARS:
+        out["previous_run_left"] = cut(left, _LEFT_CHARS)
+    kept, dropped = list(lines), 0
+    while True:
+        out["mismatches"] = kept + ([f"... and {dropped} more"] if dropped else [])
+        if len(json.dumps(out, default=str, ensure_ascii=False)) < limit or not kept:
+            return out
+        kept.pop()
+        dropped += 1
 
 
 def differences(baseline: Any, current: Any, path: str = "") -> list[str]:
@@ -40,7 +78,7 @@ def differences(baseline: Any, current: Any, path: str = "") -> list[str]:
     if isinstance(baseline, dict) and isinstance(current, dict):
         found: list[str] = []
         for key in sorted(set(baseline) | set(current), key=str):
-            where = f"{path}[{key!r}]" if path else str(key)
+            where = cut(f"{path}[{key!r}]" if path else str(key), _VALUE_CHARS)
             if key not in current:
                 found.append(f"{where} is gone (was {_shown(baseline[key])})")
             elif key not in baseline:
@@ -83,14 +121,14 @@ class StateProbeHook(Plugin):
         self._checked = self._violations = 0
 
     async def on_run_start(self, ctx: RunContext) -> None:
-        state = await self.probe(ctx)
+        state = snapshot(await self.probe(ctx))  # as it is now, whatever the probe hands back
         self._started = state
         if self._baseline_run is None:
             self._baseline, self._baseline_run = state, ctx.run_id
 
     async def on_run_end(self, ctx: RunContext) -> None:
         started, self._started = self._started, None
-        left_before, self._left = self._left, await self.probe(ctx)
+        left_before, self._left = self._left, snapshot(await self.probe(ctx))
         if ctx.run_id == self._baseline_run or started is None:
             return
         self._checked += 1
@@ -106,14 +144,16 @@ class StateProbeHook(Plugin):
             f"mismatch(es)): {'; '.join(kept[:3])}"
         )
         ctx.emit_artifact(
-            {
-                "schema_version": 1,
-                "run_id": ctx.run_id,
-                "scenario_id": (ctx.scenario or {}).get("id"),
-                "baseline_run_id": self._baseline_run,
-                "mismatches": kept,
-                "previous_run_left": left_before,
-            }
+            bounded(
+                {
+                    "schema_version": 1,
+                    "run_id": ctx.run_id,
+                    "scenario_id": (ctx.scenario or {}).get("id"),
+                    "baseline_run_id": self._baseline_run,
+                    "mismatches": kept,
+                    "previous_run_left": left_before,
+                }
+            )
         )
 
     async def on_scenario_end(self, ctx: RunContext) -> None:

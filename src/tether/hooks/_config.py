@@ -232,10 +232,14 @@ class HookConfig(BaseModel):
     @classmethod
     def _known_event(cls, value: str) -> str:
         try:
-            return parse_event(value).value
+            return parse_event(_snake(value)).value
         except ValueError:
+            import difflib
+
+            close = difflib.get_close_matches(_snake(value), VALID_EVENT_VALUES.split(", "), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ValueError(
-                f"unknown hook event {value!r}; valid events are: {VALID_EVENT_VALUES}"
+                f"unknown hook event {value!r}{hint}; valid events are: {VALID_EVENT_VALUES}"
             ) from None
 
     @field_validator("timeout", "priority", mode="before")
@@ -300,3 +304,11 @@ def _ensure_kinds() -> None:
     """Load the registry of kinds (hooks/_kinds.py), which rebuilds HookConfig as their union."""
     if not _KINDS_READY:
         from . import _kinds  # noqa: F401
+
+
+def _snake(name: str) -> str:
+    """``UserPromptSubmit`` (Claude Code's spelling) as ``user_prompt_submit``; a name with
+    no capital as it is."""
+    if name.islower() or not name.isidentifier():
+        return name
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")

@@ -59,6 +59,10 @@ class PluginError(ValueError):
     """A plugin is malformed, unknown, or used where it cannot be."""
 
 
+class PluginHandlerError(PluginError, TypeError):
+    """A handler given to ``register_hook`` is not callable (a TypeError and a PluginError)."""
+
+
 PluginError.__module__ = "tether"
 
 
@@ -311,6 +315,11 @@ class Plugin:
         Returns the hook ids, one per manager the plugin is active on; a plugin that is not
         active is a PluginError (there would be nothing to bind ``fn``'s lifetime to).
         """
+        if not callable(fn):
+            raise PluginHandlerError(
+                f"plugin {self.name!r}: the handler for {getattr(name, 'value', name)!r} must "
+                f"be callable, got {type(fn).__name__}"
+            )
         bindings = _bindings(self)
         if not bindings:
             raise PluginError(
@@ -352,6 +361,8 @@ class Plugin:
             for manager, hook_id in ids:  # all or nothing, as at activation
                 manager._drop(manager._by_id[hook_id])
             raise
+        # Kept while the plugin is active: a failed reload registers them again.
+        run_time_hooks(self).append((name, fn, {**options, "timeout": timeout}))
         return [hook_id for _, hook_id in ids]
 
 
@@ -437,6 +448,19 @@ def _check_method_names(plugin: Plugin) -> None:
 
 
 _ACTIVE: Final = "_tether_active"
+
+
+_RUN_TIME: Final = "_tether_run_time_hooks"
+
+
+def run_time_hooks(
+    plugin: Plugin,
+) -> list[tuple[HookEvent | str, Callable[..., Any], dict[str, Any]]]:
+    """What ``register_hook`` registered while the plugin is active: (name, fn, options)."""
+    found: list[tuple[HookEvent | str, Callable[..., Any], dict[str, Any]]] = vars(
+        plugin
+    ).setdefault(_RUN_TIME, [])
+    return found
 
 
 def _bindings(plugin: Plugin) -> list[tuple[HookManager, PluginHost | None, str]]:
@@ -667,6 +691,8 @@ def unregister_plugin(manager: HookManager, plugin: Plugin) -> int:
     ``register_hook``) at once, and end its activation there; return how many went."""
     active = _bindings(plugin)
     active[:] = [b for b in active if b[0] is not manager]
+    if not active:  # its run-time handlers are gone with it
+        run_time_hooks(plugin).clear()
     return int(manager.remove_owner(plugin))
 
 

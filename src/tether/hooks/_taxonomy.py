@@ -42,9 +42,9 @@ def describe_events(
                 "event": event.value,
                 "family": event_family,
                 "blockable": is_blockable,
-                # Every event runs a synchronous chain the caller waits for (async hooks are
-                # the opt-in exception), so a sync hook may be declared for each one.
-                "sync_eligible": True,
+                # A sync hook matters where it can refuse the action or change what the
+                # process reads back; the others report what happened: async-only.
+                "sync_eligible": is_blockable or bool(patch.get("properties")),
                 "block_effect": block,
                 "matcher_fields": list(MATCHER_FIELDS[event]),
                 "payload_schema": payload,

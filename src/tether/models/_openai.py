@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import ipaddress
 import json
 import math
 import os
@@ -31,13 +32,17 @@ _RETRYABLE: Final = frozenset({408, 409, 429})
 _SNIPPET: Final = 120
 # The longest the SDK waits between attempts (it honours a server's retry-after up to this).
 _MAX_RETRY_WAIT: Final = 60.0
+# What the SDK sends as the key to an endpoint on this machine when none is set (it needs one).
+_NO_KEY: Final = "no-key"
 
 
 class OpenAIModel:
     """A chat model behind an OpenAI-compatible endpoint.
 
     ``base_url`` and ``api_key`` default to the ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``
-    environment variables, read when the first call opens the client (not at construction).
+    environment variables, read when the first call opens the client (not at construction);
+    an endpoint on this machine (a loopback address or ``localhost``: FakeLLM, Ollama, vLLM)
+    needs no key.
     Each attempt is bounded by ``timeout`` seconds and the SDK retries connection errors,
     timeouts, 408/409/429 and 5xx up to ``max_retries`` times with backoff; then
     ``ModelUnavailableError`` is raised. The whole call is bounded too (every attempt's
@@ -116,10 +121,13 @@ class OpenAIModel:
         if self._client is not None:
             return self._client
         key = self._api_key if self._api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not key and _is_loopback(self.base_url):
+            key = _NO_KEY  # a model on this machine (FakeLLM, Ollama, vLLM) takes none
         if not key:
             raise ModelConfigError(
-                f"{self.name}: no API key; set the OPENAI_API_KEY environment variable "
-                "or pass api_key="
+                f"{self.name}: no API key for {_masked(self.base_url)}; set the "
+                "OPENAI_API_KEY environment variable or pass api_key= (an endpoint on this "
+                "machine, 127.0.0.1 or localhost, needs none)"
             )
         if "openai" not in sys.modules:
             # A second or more of imports: off the event loop, so that other tasks' timers
@@ -138,7 +146,8 @@ class OpenAIModel:
             raise ModelConfigError(
                 f"{self.name}: base URL {masked_url(url)!r} is not a URL ({exc})"
             ) from None
-        self._key, self._url = key, url
+        self._key = "" if key == _NO_KEY else key  # (no secret to scrub)
+        self._url = url
         return self._client
 
     async def complete(
@@ -318,6 +327,20 @@ def _error_message(exc: APIStatusError) -> str:
             return message[:_SNIPPET]
     text = exc.response.text.strip()
     return _snippet(text.encode()) if text else exc.response.reason_phrase or "no details"
+
+
+def _is_loopback(url: str) -> bool:
+    """Whether ``url`` names this machine (a loopback address or ``localhost``)."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _snippet(body: bytes) -> str:

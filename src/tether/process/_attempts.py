@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..agent import RunResult, Tool, permission_denied, scan, scan_payload
 from ..hooks import DispatchResult, HookEvent
+from ..models import ModelConfigError
 from ._event import CURRENT_EVENT, TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
 from ._supervise import describe, is_fatal
@@ -48,6 +49,8 @@ logger = logging.getLogger("tether.process")
 
 #: Run transcripts kept for plugins (converse) after a task completes.
 TRANSCRIPTS_KEPT: Final = 100
+#: Decided outcomes kept for ``EventRunner.outcome`` (the last events decided).
+OUTCOMES_KEPT: Final = 1000
 
 #: Dispatches a hook event with the process's data redacted: (event, data), to await.
 Emit = Callable[[HookEvent, dict[str, Any]], Awaitable[DispatchResult]]
@@ -126,6 +129,9 @@ class EventRunner:
         self.run_models: dict[str, Model | None] = {}
         #: The note of each task attempt under way, while an observer is set.
         self._task_notes: dict[str, Note] = {}
+        #: The outcome of each of the last OUTCOMES_KEPT events decided (not "retrying").
+        self.outcomes: dict[str, str] = {}
+        self._waiting: dict[str, list[asyncio.Future[str]]] = {}
 
     # -- the worker ------------------------------------------------------------------------
 
@@ -184,6 +190,8 @@ class EventRunner:
             note = self._task_notes.get(event.event_id)
             if note is not None:
                 note.outcome, note.error = outcome, error
+        if outcome != "retrying":
+            self._decided(event.event_id, outcome)
         dispatch = (self._emit_worker if worker else self._emit)(
             HookEvent.TASK_COMPLETED,
             {
@@ -199,6 +207,35 @@ class EventRunner:
         if stream is not None and outcome != "retrying":  # decided: acknowledge after
             return stream.settled(dispatch, event.event_id)
         return dispatch
+
+    def _decided(self, event_id: str, outcome: str) -> None:
+        self.outcomes.pop(event_id, None)  # (a redelivered event is decided again)
+        self.outcomes[event_id] = outcome
+        if len(self.outcomes) > OUTCOMES_KEPT:
+            self.outcomes.pop(next(iter(self.outcomes)))
+        for waiter in self._waiting.pop(event_id, ()):
+            if not waiter.done():
+                waiter.set_result(outcome)
+
+    async def outcome(self, event_id: str, timeout: float) -> str | None:
+        """The outcome ``event_id`` was decided with, waiting up to ``timeout`` seconds for
+        it; None when it is not decided by then (or was decided too long ago to be kept)."""
+        found = self.outcomes.get(event_id)
+        if found is not None or timeout <= 0:
+            return found
+        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        waiters = self._waiting.setdefault(event_id, [])
+        waiters.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                return await waiter
+        except TimeoutError:
+            return None
+        finally:
+            if waiter in waiters:
+                waiters.remove(waiter)
+            if not waiters and self._waiting.get(event_id) is waiters:
+                del self._waiting[event_id]
 
     async def _refuse(
         self, event: TriggerEvent, attempt: int, started: float, reason: str, error: str
@@ -385,9 +422,12 @@ class EventRunner:
         self._supervision.run_failed()
         self._inflight.pop(event.event_id, None)
         config = self._live.config()
+        misconfigured = is_misconfiguration(exc)  # a retry would meet the same missing key
         # A crash's restart keeps what waits (its supervisor is set): a retry waits for it too.
-        if attempt <= config.max_retries and (
-            not self._live.stopping() or self._supervision.restarting
+        if (
+            not misconfigured
+            and attempt <= config.max_retries
+            and (not self._live.stopping() or self._supervision.restarting)
         ):
             delay = min(config.retry_backoff * (2 ** (attempt - 1)), config.retry_backoff_max)
             handle = asyncio.get_running_loop().call_later(delay, self._retry, event.event_id)
@@ -397,7 +437,8 @@ class EventRunner:
                 self._writes.write(event.event_id, self._journal.queued, stored, attempt)
             await self.complete(event, "retrying", duration, error, worker=True)
         else:
-            self._letters.add(event, "process failed", error, attempt)
+            reason = "model misconfigured" if misconfigured else "process failed"
+            self._letters.add(event, reason, error, attempt)
             await self.complete(event, "failed", duration, error, worker=True)
         self._supervision.crash_if_failing(error)
 
@@ -467,3 +508,16 @@ class EventRunner:
             + self._pool.take_given_up()
             + self.waiting(final_state)
         )
+
+
+def is_misconfiguration(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a model configuration error (no API key, a
+    rejected key, an unknown model): every retry would fail the same way."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a cause chain is short; a cycle is not followed for ever
+        if seen is None:
+            return False
+        if isinstance(seen, ModelConfigError):
+            return True
+        seen = seen.__cause__
+    return False

@@ -9,6 +9,7 @@ Emitter knows those tasks, and ``guard`` raises a clear error instead of a deadl
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,13 @@ if TYPE_CHECKING:
     from .._redact import Redactor
     from ..hooks import DispatchResult, HookContext, HookEvent, HookManager
 
-__all__ = ["Emitter"]
+__all__ = ["Emitter", "Watcher"]
+
+logger = logging.getLogger("tether.process")
+
+#: Told of each dispatch before it starts, in the dispatching task: answers what to call with
+#: its result once it is over (None when it failed), or None. Live views use it (tether run).
+Watcher = Callable[[str, "HookEvent"], "Callable[[DispatchResult | None], None] | None"]
 
 
 class Emitter:
@@ -47,6 +54,8 @@ class Emitter:
         self._busy = busy
         self._loop = loop
         self._dispatching: set[asyncio.Task[Any]] = set()
+        #: See Watcher; empty (the common case), a dispatch costs nothing more.
+        self.watchers: list[Watcher] = []
 
     async def emit(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult:
         """Dispatch ``event`` to the resolved chain with secrets redacted, noting the
@@ -54,17 +63,31 @@ class Emitter:
         data = self.redactor.declared.value(data)
         loop = self._loop()
         task = asyncio.current_task() if loop is None else asyncio.current_task(loop)
+        dispatch = self.hooks.dispatch(event, data, process_id=self.name, metadata=self._metadata)
+        if self.watchers:
+            dispatch = self._watched(event, dispatch)
         if task is None or task in self._busy:  # a worker: busy already marks it
-            return await self.hooks.dispatch(
-                event, data, process_id=self.name, metadata=self._metadata
-            )
+            return await dispatch
         self._dispatching.add(task)
         try:
-            return await self.hooks.dispatch(
-                event, data, process_id=self.name, metadata=self._metadata
-            )
+            return await dispatch
         finally:
             self._dispatching.discard(task)
+
+    async def _watched(
+        self, event: HookEvent, dispatch: Coroutine[Any, Any, DispatchResult]
+    ) -> DispatchResult:
+        ends = [end for watcher in list(self.watchers) if (end := watcher(self.name, event))]
+        result: DispatchResult | None = None
+        try:
+            result = await dispatch
+            return result
+        finally:
+            for end in ends:
+                try:
+                    end(result)
+                except Exception:  # a view must never break a dispatch
+                    logger.debug("a dispatch watcher failed", exc_info=True)
 
     def emit_worker(
         self,
@@ -79,13 +102,14 @@ class Emitter:
         ``context_factory`` builds the hooks' context (the agent loop's, for a tool call).
         """
         data = self.redactor.declared.value(data)
-        return self.hooks.dispatch(
+        dispatch = self.hooks.dispatch(
             event,
             data,
             process_id=self.name,
             metadata=self._metadata,
             context_factory=context_factory,
         )
+        return self._watched(event, dispatch) if self.watchers else dispatch
 
     def guard(self, what: str) -> None:
         """ProcessStateError when this task is inside a hook or run of the process: awaiting

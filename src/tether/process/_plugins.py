@@ -17,6 +17,7 @@ from ..hooks._plugin import (
     build_plugin,
     register_plugin,
     resolve_plugin,
+    run_time_hooks,
     unregister_plugin,
 )
 from ..store import ArtifactStore, check_artifact_path, open_artifacts
@@ -133,11 +134,16 @@ class PluginManager:
             raise PluginError(
                 f"plugin {name!r}: the fresh instance is named {getattr(fresh, 'name', None)!r}"
             )
+        registered = list(run_time_hooks(old))  # what removing it drops with the rest
         self.remove(name)
         try:
             return self.add(fresh)
         except BaseException:
-            self.add(old)  # a fresh instance that cannot register leaves the old one active
+            # A fresh instance that cannot register leaves the old one active and whole: its
+            # declared handlers and those it registered at run time, in their order.
+            self.add(old)
+            for key, fn, options in registered:
+                old.register_hook(key, fn, **options)
             raise
 
     # -- the host side of PluginContext ----------------------------------------------------

@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -38,7 +39,7 @@ from ._config import (
 )
 from ._config_secrets import config_secrets, resolve_secrets
 from ._dead_letters import DeadLetterBox
-from ._emitter import Emitter
+from ._emitter import Emitter, Watcher
 from ._errors import ProcessStateError
 from ._event import TriggerEvent
 from ._intake import Intake
@@ -299,6 +300,15 @@ class AgentProcess:
 
     def __repr__(self) -> str:
         return f"AgentProcess({self.name!r}, state={self.state.value!r})"
+
+    def watch(self, watcher: Watcher) -> None:
+        """Tell ``watcher`` of every dispatch of this process's events (see Watcher): a live
+        view sees each event as its hooks left it, without a hook of its own."""
+        self._emitter.watchers.append(watcher)
+
+    def unwatch(self, watcher: Watcher) -> None:
+        with contextlib.suppress(ValueError):
+            self._emitter.watchers.remove(watcher)
 
     def observe(self, observer: Observer) -> None:
         """Report this process's tasks, runs, model and tool calls and hook runs to
@@ -670,6 +680,12 @@ class AgentProcess:
     async def inject(self, event: TriggerEvent) -> str:
         """Queue an event (after task_created); return its id. Never drops: see dead_letters."""
         return await self._intake.inject(event)
+
+    async def outcome(self, event_id: str, *, timeout: float = 0.0) -> str | None:
+        """The task_completed outcome an event was decided with (``success``, ``failed``,
+        ``blocked``, ``dead_lettered``; never ``retrying``), waiting up to ``timeout`` seconds
+        for it; None when it is not decided by then. The last 1000 decided are kept."""
+        return await self._runner.outcome(event_id, timeout)
 
     def _enqueue(self, event: TriggerEvent, attempts: int) -> bool:
         """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered."""

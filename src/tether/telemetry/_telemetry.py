@@ -7,6 +7,7 @@ a call per task. Nothing of OpenTelemetry or prometheus_client is imported unles
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -73,6 +74,23 @@ class Telemetry:
                 ) from exc
             tracing = Tracing(provider_from_env())
         return cls(tracing=tracing, metrics=_metrics(metrics))
+
+    @classmethod
+    def from_global(cls) -> Telemetry | None:
+        """Tracing through OpenTelemetry's global TracerProvider when the application set one
+        (``trace.set_tracer_provider``, or ``opentelemetry-instrument``); None otherwise.
+
+        OpenTelemetry is not imported here: an application that set a provider has imported
+        it. The provider stays the application's: ``shutdown`` leaves it running."""
+        trace = sys.modules.get("opentelemetry.trace")
+        if trace is None:
+            return None
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+            return None  # nothing configured: spans would go nowhere
+        from ._tracing import Tracing
+
+        return cls(tracing=Tracing(provider, owned=False))
 
     @classmethod
     def with_provider(cls, provider: Any, *, metrics: bool | None = None) -> Telemetry:

@@ -50,10 +50,12 @@ def provider_from_env() -> TracerProvider:
 class Tracing:
     """Spans through ``provider`` (an SDK TracerProvider; see provider_from_env)."""
 
-    def __init__(self, provider: Any) -> None:
+    def __init__(self, provider: Any, *, owned: bool = True) -> None:
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
         self.provider = provider
+        #: Whether ``shutdown`` stops the provider (not the application's global one).
+        self.owned = owned
         self.tracer: Tracer = provider.get_tracer(SCOPE)
         self._propagator = TraceContextTextMapPropagator()
 
@@ -127,7 +129,13 @@ class Tracing:
             span.end(end_time=end)
 
     def shutdown(self) -> None:
-        """Export what is pending and stop (the provider's own shutdown)."""
+        """Export what is pending and stop (the provider's own shutdown); a provider not
+        owned (the application's global one) is flushed and left running."""
+        if not self.owned:
+            flush = getattr(self.provider, "force_flush", None)
+            if callable(flush):
+                flush()
+            return
         shutdown = getattr(self.provider, "shutdown", None)
         if callable(shutdown):
             shutdown()

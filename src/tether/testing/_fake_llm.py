@@ -49,12 +49,14 @@ class FakeLLM:
     the text of its last user message. A request that offers tools while the ``tool_calls``
     queue is not empty is answered with the first queued call (popped; ids ``call_1``,
     ``call_2``, ...; a ``str`` of arguments is sent verbatim, so broken JSON can be scripted,
-    anything else as JSON text); any other with ``reply``. Faults, consumed in order:
+    anything else as JSON text); any other with the first of ``replies`` (popped), once they
+    are used with ``reply``. Faults, consumed in order:
     ``errors`` is a queue of HTTP statuses to answer with (OpenAI-style error bodies, plus a
     ``retry-after-ms`` header when ``retry_after`` is set), ``malformed`` counts requests to
     answer with a 200 whose body is not JSON; ``latency`` seconds pass before every answer.
     All of these are read per request, so a test may change them at any time; ``tool_calls``,
-    ``latency`` and ``errors`` may also be given to the constructor (lists are copied).
+    ``replies``, ``latency`` and ``errors`` may also be given to the constructor (lists are
+    copied).
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class FakeLLM:
         reply: str = DEFAULT_REPLY,
         host: str = "127.0.0.1",
         tool_calls: list[tuple[str, dict[str, Any] | str]] | None = None,
+        replies: list[str] | None = None,
         latency: float = 0.0,
         errors: list[int] | None = None,
     ) -> None:
@@ -75,6 +78,7 @@ class FakeLLM:
         self.reply = reply
         # A copy: popping the queue must not empty the caller's list.
         self.tool_calls: list[tuple[str, dict[str, Any] | str]] = list(tool_calls or ())
+        self.replies: list[str] = list(replies or ())
         self.latency: float = latency
         self._errors: list[int] = []
         self.errors = list(errors or ())
@@ -204,8 +208,9 @@ class FakeLLM:
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
             finish = "tool_calls"
         else:
-            message = {"role": "assistant", "content": self.reply}
-            finish, text = "stop", self.reply
+            text = self.replies.pop(0) if self.replies else self.reply
+            message = {"role": "assistant", "content": text}
+            finish = "stop"
         prompt_tokens = sum(
             _words(m.get("content")) for m in body["messages"] if isinstance(m, dict)
         )
