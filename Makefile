@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(PY) bench/shell.py
 	$(PY) bench/import_time.py
 	$(PY) bench/history.py
+	$(PY) bench/history_queries.py
 	$(PY) bench/process.py
 	$(PY) bench/extension_points.py
 	$(PY) bench/tools.py
@@ -36,6 +37,7 @@ bench: $(STAMP)
 	$(PY) bench/telemetry.py
 	$(PY) bench/eval.py
 	$(PY) bench/cluster.py
+	$(PY) bench/scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

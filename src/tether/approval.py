@@ -44,7 +44,7 @@ ApprovalHandler = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
 class ApprovalPolicy(BaseModel):
     """Which tools need approval (names or glob patterns) and who decides."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", arbitrary_types_allowed=True)
 
     tools: list[str] = Field(default_factory=list, description="Tool names or glob patterns")
     handler: Callable[..., Any] | None = Field(

@@ -16,8 +16,10 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._redact import Redactor, redacted_trace
 from .hooks import HookManager
@@ -62,6 +64,136 @@ class WebhookRoute:
         )
 
 
+#: One webhook trigger in the index: (process name, trigger id).
+_Entry = tuple[str, str]
+#: The route table webhook_routes() answers: (host, port) -> path -> route.
+RouteTable = Mapping[tuple[str, int], Mapping[str, WebhookRoute]]
+_K = TypeVar("_K")
+
+
+class _WebhookIndex:
+    """The webhook triggers of a runtime's processes, by port and by (port, path), kept as
+    processes are added and removed and as their triggers change: a check or a request's
+    lookup costs the same at any number of processes.
+
+    Entries keep the order they were indexed in (a process's triggers in its order, processes
+    as added; a trigger a process gains later goes last). Where two triggers clash (only
+    triggers added past the runtime's check can), the earliest indexed is served.
+    """
+
+    def __init__(self) -> None:
+        self._of: dict[str, list[WebhookRoute]] = {}
+        self._on_port: dict[int, OrderedDict[_Entry, WebhookRoute]] = {}
+        self._on_path: dict[tuple[int, str], OrderedDict[_Entry, WebhookRoute]] = {}
+        self._listeners: Counter[tuple[str, int]] = Counter()
+        #: Built by table() when asked for; dropped at each change, never per request.
+        self._table: RouteTable | None = None
+
+    def put(self, process: AgentProcess) -> None:
+        """Index ``process``'s webhook triggers as they are now (again, after a change): those
+        it kept keep their place."""
+        before = {(r.trigger_id, id(r.trigger)): r for r in self._of.pop(process.name, ())}
+        now = {(i, id(t)): (i, t) for i, t in process.webhook_triggers}
+        for key in before.keys() - now.keys():
+            self._drop(before[key])
+        routes: list[WebhookRoute] = []
+        for key, (trigger_id, trigger) in now.items():
+            route = before.get(key)
+            if route is None:
+                route = WebhookRoute(process, trigger_id, trigger)
+                self._add(route)
+            routes.append(route)
+        if routes:
+            self._of[process.name] = routes
+
+    def remove(self, name: str) -> None:
+        """Forget the webhook triggers of the process ``name``."""
+        for route in self._of.pop(name, ()):
+            self._drop(route)
+
+    def _add(self, route: WebhookRoute) -> None:
+        t, entry = route.trigger, (route.process.name, route.trigger_id)
+        self._on_port.setdefault(t.webhook_port, OrderedDict())[entry] = route
+        self._on_path.setdefault((t.webhook_port, t.webhook_path), OrderedDict())[entry] = route
+        self._listeners[(t.webhook_host, t.webhook_port)] += 1
+        self._table = None
+
+    def _drop(self, route: WebhookRoute) -> None:
+        t, entry = route.trigger, (route.process.name, route.trigger_id)
+        _discard(self._on_port, t.webhook_port, entry)
+        _discard(self._on_path, (t.webhook_port, t.webhook_path), entry)
+        listener = (t.webhook_host, t.webhook_port)
+        self._listeners[listener] -= 1
+        if self._listeners[listener] <= 0:
+            del self._listeners[listener]
+        self._table = None
+
+    def route(self, host: str, port: int, path: str) -> WebhookRoute | None:
+        """The route a request to ``host:port`` for ``path`` takes, if any."""
+        for route in self._on_path.get((port, path), {}).values():
+            if route.trigger.webhook_host == host:
+                return route
+        return None
+
+    def listeners(self) -> set[tuple[str, int]]:
+        """Every (host, port) some webhook trigger answers on."""
+        return set(self._listeners)
+
+    def table(self) -> RouteTable:
+        """Every route by (host, port) and path (read-only; built once per change)."""
+        if self._table is None:
+            table: dict[tuple[str, int], dict[str, WebhookRoute]] = {}
+            for (port, path), entries in self._on_path.items():
+                for route in entries.values():
+                    key = (route.trigger.webhook_host, port)
+                    table.setdefault(key, {}).setdefault(path, route)
+            self._table = MappingProxyType({k: MappingProxyType(v) for k, v in table.items()})
+        return self._table
+
+    def check(self, triggers: Iterable[tuple[str, WebhookTrigger]], owner: str) -> None:
+        """WebhookClashError if one of ``triggers`` (of the process ``owner``, replacing those
+        it has) would answer where another trigger does, or on a port another host holds."""
+        taken: dict[tuple[int, str], str] = {}
+        hosts: dict[int, tuple[str, str]] = {}
+        for trigger_id, t in triggers:
+            where = (t.webhook_port, t.webhook_path)
+            holder = taken.get(where) or self._holder(where, owner)
+            if holder is not None:
+                raise WebhookClashError(
+                    f"webhook trigger {owner}/{trigger_id}: path {t.webhook_path} on port "
+                    f"{t.webhook_port} is already served by {holder}"
+                )
+            host = self._host(t.webhook_port, owner) or hosts.get(t.webhook_port)
+            if host is not None and host[0] != t.webhook_host:
+                raise WebhookClashError(
+                    f"webhook trigger {owner}/{trigger_id}: port {t.webhook_port} already "
+                    f"listens on {host[0]} (for {host[1]}), not on {t.webhook_host}"
+                )
+            taken[where] = f"{owner}/{trigger_id}"
+            hosts.setdefault(t.webhook_port, (t.webhook_host, f"{owner}/{trigger_id}"))
+
+    def _holder(self, where: tuple[int, str], owner: str) -> str | None:
+        """The latest trigger of another process than ``owner`` on (port, path)."""
+        for name, trigger_id in reversed(self._on_path.get(where, OrderedDict())):
+            if name != owner:
+                return f"{name}/{trigger_id}"
+        return None
+
+    def _host(self, port: int, owner: str) -> tuple[str, str] | None:
+        """The host ``port`` listens on, and the first trigger (not ``owner``'s) there."""
+        for (name, trigger_id), route in self._on_port.get(port, {}).items():
+            if name != owner:
+                return route.trigger.webhook_host, f"{name}/{trigger_id}"
+        return None
+
+
+def _discard(table: dict[_K, OrderedDict[_Entry, WebhookRoute]], key: _K, entry: _Entry) -> None:
+    entries = table[key]
+    del entries[entry]
+    if not entries:
+        del table[key]
+
+
 class AgentRuntime:
     """Holds processes by name; ``hooks`` (a shared manager) fires for every one of them.
 
@@ -80,6 +212,8 @@ class AgentRuntime:
         if telemetry is not None:
             telemetry.watch(lambda: [p.status() for p in self])
         self._processes: dict[str, AgentProcess] = {}
+        # The webhook triggers of the processes in _processes, kept with it (see _hold).
+        self._webhooks = _WebhookIndex()
         self._listeners: list[Listener] = []
         #: value -> name of the secrets of the processes removed: an error raised after (a
         #: stop's, a listener's) may still carry one.
@@ -163,12 +297,12 @@ class AgentRuntime:
             process.observe(telemetry)
         self.check_webhooks(process.webhook_triggers, owner=name)
         # No await between the check above and this line: a concurrent add cannot slip in.
-        self._processes[name] = process
+        self._hold(process)
         if self.running:
             try:
                 await process.start()
             except BaseException:
-                self._processes.pop(name, None)
+                self._release(name)
                 self._retire(process)  # its error, raised on, may carry one of its secrets
                 await process.aclose()
                 raise
@@ -198,7 +332,7 @@ class AgentRuntime:
 
     async def remove_process(self, name: str) -> bool:
         """Stop and forget a process; False if there was none."""
-        process = self._processes.pop(name, None)
+        process = self._release(name)
         if process is None:
             return False
         self._retire(process)
@@ -208,6 +342,20 @@ class AgentRuntime:
             await process.aclose()
             await self._notify("removed", process)
         return True
+
+    def _hold(self, process: AgentProcess) -> None:
+        """Take ``process`` in, its webhook triggers indexed now and after each change."""
+        self._processes[process.name] = process
+        self._webhooks.put(process)
+        process.on_triggers_change(lambda: self._webhooks.put(process))
+
+    def _release(self, name: str) -> AgentProcess | None:
+        """Let the process ``name`` go (the index forgets it); None if there was none."""
+        process = self._processes.pop(name, None)
+        if process is not None:
+            process.on_triggers_change(None)
+            self._webhooks.remove(name)
+        return process
 
     def _retire(self, process: AgentProcess) -> None:
         for secret, value in process.redactor.known():
@@ -296,43 +444,26 @@ class AgentRuntime:
 
     # -- webhooks --------------------------------------------------------------------------
 
-    def webhook_routes(self) -> dict[tuple[str, int], dict[str, WebhookRoute]]:
-        """Every webhook trigger, by (host, port) and then path; the first one wins a clash."""
-        table: dict[tuple[str, int], dict[str, WebhookRoute]] = {}
-        for process in list(self._processes.values()):
-            for trigger_id, trigger in process.webhook_triggers:
-                key = (trigger.webhook_host, trigger.webhook_port)
-                table.setdefault(key, {}).setdefault(
-                    trigger.webhook_path, WebhookRoute(process, trigger_id, trigger)
-                )
-        return table
+    def webhook_routes(self) -> RouteTable:
+        """Every webhook trigger, by (host, port) and then path; the first one wins a clash.
+
+        Read-only, and the same table until a process or a trigger changes (it is built once
+        per change, not per call).
+        """
+        return self._webhooks.table()
+
+    def webhook_route(self, host: str, port: int, path: str) -> WebhookRoute | None:
+        """The webhook trigger a request to ``host:port`` for ``path`` reaches, if any."""
+        return self._webhooks.route(host, port, path)
+
+    def webhook_listeners(self) -> set[tuple[str, int]]:
+        """Every (host, port) a webhook trigger answers on."""
+        return self._webhooks.listeners()
 
     def check_webhooks(self, triggers: Iterable[tuple[str, WebhookTrigger]], *, owner: str) -> None:
-        """Raise WebhookClashError if any of ``triggers`` (of process ``owner``) would clash."""
-        taken: dict[int, dict[str, str]] = {}
-        hosts: dict[int, tuple[str, str]] = {}
-        for process in list(self._processes.values()):
-            if process.name == owner:
-                continue
-            for trigger_id, t in process.webhook_triggers:
-                who = f"{process.name}/{trigger_id}"
-                taken.setdefault(t.webhook_port, {})[t.webhook_path] = who
-                hosts.setdefault(t.webhook_port, (t.webhook_host, who))
-        for trigger_id, t in triggers:
-            holder = taken.get(t.webhook_port, {}).get(t.webhook_path)
-            if holder is not None:
-                raise WebhookClashError(
-                    f"webhook trigger {owner}/{trigger_id}: path {t.webhook_path} on port "
-                    f"{t.webhook_port} is already served by {holder}"
-                )
-            host = hosts.get(t.webhook_port)
-            if host is not None and host[0] != t.webhook_host:
-                raise WebhookClashError(
-                    f"webhook trigger {owner}/{trigger_id}: port {t.webhook_port} already "
-                    f"listens on {host[0]} (for {host[1]}), not on {t.webhook_host}"
-                )
-            taken.setdefault(t.webhook_port, {})[t.webhook_path] = f"{owner}/{trigger_id}"
-            hosts.setdefault(t.webhook_port, (t.webhook_host, f"{owner}/{trigger_id}"))
+        """Raise WebhookClashError if any of ``triggers`` (of process ``owner``, replacing the
+        triggers it has) would clash with another process's, or among themselves."""
+        self._webhooks.check(triggers, owner)
 
     # -- health ----------------------------------------------------------------------------
 

@@ -429,3 +429,44 @@ async def test_a_node_loop_that_lost_its_cancellation_is_cancelled_again_until_i
     await asyncio.wait_for(_cancel_and_wait([task]), 10)
     assert task.cancelled()
     assert cancels == 2
+
+
+async def test_the_newest_runs_of_a_filter_are_read_from_redis_across_pages(
+    redis_url: str, redis_prefix: str, llm: FakeLLM
+) -> None:
+    """hook_runs(last=N, match=...) reads the stream newest first, a page at a time, and
+    answers what a read of the whole stream filtered would: the newest N matching runs,
+    oldest first, found across pages (the matching runs are 1 in 7)."""
+    from tether.cluster._node import HISTORY_PAGE
+
+    async def audit(ctx: Any) -> None:
+        return None
+
+    hooks = [HookConfig(event="task_created", callback=audit, name="audit")]
+    runtime, node = await node_with(redis_url, redis_prefix, {"solo": config(llm, hooks=hooks)})
+    try:
+        process = runtime.get("solo")
+        assert process is not None
+        await eventually(lambda: "solo" in node.held, timeout=10, what="the lease")
+        for i in range(HISTORY_PAGE * 3):
+            data = {"event_id": f"e{i}", "trigger_id": "t", "trigger_type": "manual"}
+            await process.hooks.dispatch(HookEvent.TASK_CREATED, data)
+        await asyncio.wait_for(node.flush_history("solo"), 30)
+        every = await asyncio.wait_for(node.hook_runs("solo"), 30)
+        assert len(every) == HISTORY_PAGE * 3
+
+        chosen = {run["dispatch_id"] for run in every[::7]}
+
+        def sevenths(run: dict[str, Any]) -> bool:
+            return run["dispatch_id"] in chosen
+
+        wanted = [run for run in every if sevenths(run)][-100:]
+        found = await asyncio.wait_for(node.hook_runs("solo", last=100, match=sevenths), 30)
+        assert found == wanted
+        assert found[-1] == every[::7][-1]
+        assert await asyncio.wait_for(node.hook_runs("solo", last=0), 30) == []
+        assert await asyncio.wait_for(node.hook_runs("solo", match=sevenths), 30) == [
+            run for run in every if sevenths(run)
+        ]
+    finally:
+        await node.stop()

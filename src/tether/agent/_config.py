@@ -13,7 +13,7 @@ __all__ = ["BudgetConfig", "ContextConfig", "GuardrailConfig"]
 class ContextConfig(BaseModel):
     """What the agent keeps between runs."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     conversation_max_messages: int = Field(
         default=50, ge=1, le=100_000, description="Oldest messages past this are compacted away"
@@ -27,7 +27,7 @@ class ContextConfig(BaseModel):
 class BudgetConfig(BaseModel):
     """Limits on what the agent may spend; a refusal fires permission_denied (kind 'budget')."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     max_runs_per_day: int | None = Field(default=None, ge=0, description="Runs per UTC day")
     max_tool_calls_per_run: int | None = Field(default=None, ge=0, description="Per run")
@@ -37,7 +37,7 @@ class BudgetConfig(BaseModel):
 class GuardrailConfig(BaseModel):
     """Scans of a trigger event before its run; a refusal fires permission_denied ('guardrail')."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", arbitrary_types_allowed=True)
 
     payload_scan: bool = Field(
         default=True, description="Refuse payloads that carry prompt-injection markers"

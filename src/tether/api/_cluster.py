@@ -123,20 +123,19 @@ class ClusterRouter:
                     422, "VALIDATION_ERROR", f"last must be an integer, got {params['last']!r}"
                 ) from None
         since = _when(params["since"]) if "since" in params else None
-        runs: list[dict[str, Any]] = []
-        for run in await node.hook_runs(name):
-            if since is not None and _when(f"{run.get('recorded_at')}") < since:
-                continue
-            if params.get("event") not in (None, run.get("event")):
-                continue
-            if params.get("outcome") not in (None, run.get("outcome")):
-                continue
-            if params.get("hook") not in (None, run.get("hook_id"), run.get("hook_name")):
-                continue
+
+        def match(run: dict[str, Any]) -> bool:
+            return (
+                (since is None or _when(f"{run.get('recorded_at')}") >= since)
+                and params.get("event") in (None, run.get("event"))
+                and params.get("outcome") in (None, run.get("outcome"))
+                and params.get("hook") in (None, run.get("hook_id"), run.get("hook_name"))
+            )
+
+        # The newest ``last`` matching runs: Redis is read newest first until they are found.
+        runs = await node.hook_runs(name, last=last, match=match)
+        for run in runs:
             run["process"] = run.get("process_id")
-            runs.append(run)
-        if last is not None:
-            runs = runs[-last:] if last > 0 else []
         process = self.api.runtime.get(name)
         shown = process.redactor.value(runs) if process is not None else runs
         body = {"name": name, "runs": shown}

@@ -218,7 +218,7 @@ class WebhookServer:
         if not self._running:
             return
         async with self._lock:
-            wanted = set(self.runtime.webhook_routes())
+            wanted = self.runtime.webhook_listeners()
             for key in sorted(set(self._servers) - wanted):
                 await self._servers.pop(key).stop()
             for key in sorted(wanted - set(self._servers)):
@@ -236,8 +236,7 @@ class WebhookServer:
 
     async def handle(self, key: tuple[str, int], request: Request) -> Response:
         """Answer one request on the listener ``key``."""
-        routes = self.runtime.webhook_routes().get(key, {})
-        route = routes.get(request.url.path)
+        route = self.runtime.webhook_route(*key, request.url.path)
         if route is None:
             raise APIError(404, "NOT_FOUND", f"no webhook trigger at {request.url.path}")
         if request.method != "POST":

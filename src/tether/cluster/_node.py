@@ -29,6 +29,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -48,6 +49,8 @@ logger = logging.getLogger("tether.cluster")
 
 #: Hook runs kept per process in its Redis history stream (approximately: MAXLEN ~).
 HISTORY_KEPT: Final = 10_000
+#: Entries of a history stream read at once (see ClusterNode.hook_runs).
+HISTORY_PAGE: Final = 500
 #: What a request forwarded to another host waits for its answer, in seconds.
 FORWARD_TIMEOUT: Final = 30.0
 #: Seconds a reply waits in Redis for the host that asked.
@@ -606,10 +609,33 @@ class ClusterNode:
                 )
             await pipe.execute()
 
-    async def hook_runs(self, name: str, last: int | None = None) -> list[dict[str, Any]]:
-        """The process's hook runs kept in Redis, oldest first (the newest ``last``)."""
+    async def hook_runs(
+        self,
+        name: str,
+        last: int | None = None,
+        match: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The process's hook runs kept in Redis (its newest HISTORY_KEPT), oldest first:
+        those ``match`` keeps (all without it), the newest ``last`` of them.
+
+        Read newest first, HISTORY_PAGE at a time: a ``last`` stops reading once it has its
+        runs, so ``last=10`` reads one page however many runs the stream keeps.
+        """
         if name in self.held:
             await self._flush_history(name)
-        count = HISTORY_KEPT if last is None else max(0, last)
-        rows = await self.client.xrevrange(self.keys.history(name), count=count) if count else []
-        return [json.loads(fields["run"]) for _, fields in reversed(rows)]
+        wanted = HISTORY_KEPT if last is None else max(0, last)
+        found: list[dict[str, Any]] = []
+        read, top = 0, "+"
+        while len(found) < wanted and read < HISTORY_KEPT:
+            count = min(HISTORY_PAGE, HISTORY_KEPT - read)
+            rows = await self.client.xrevrange(self.keys.history(name), max=top, count=count)
+            for _, fields in rows:
+                run = json.loads(fields["run"])
+                if (match is None or match(run)) and len(found) < wanted:
+                    found.append(run)
+            read += len(rows)
+            if len(rows) < count:
+                break
+            top = f"({rows[-1][0]}"  # exclusive: the page after the oldest entry read
+        found.reverse()
+        return found

@@ -134,7 +134,9 @@ class ConfigChanges:
         self.config = config
         self.redactor = redactor
         self.tools = tools
-        self.triggers: list[tuple[str, TriggerConfig]] = [
+        #: Called after each change of ``triggers`` (see AgentProcess.on_triggers_change).
+        self.triggers_changed: Callable[[], None] | None = None
+        self._triggers: list[tuple[str, TriggerConfig]] = [
             (t.id or f"{t.type}-{i}", t) for i, t in enumerate(config.triggers)
         ]
         self.budget = BudgetTracker(config.budget) if config.budget else None
@@ -155,6 +157,18 @@ class ConfigChanges:
     @property
     def loop(self) -> AgentLoop | None:
         return self._get_loop()
+
+    @property
+    def triggers(self) -> list[tuple[str, TriggerConfig]]:
+        """The triggers by id, in order; replaced as a whole (never changed in place), so
+        ``triggers_changed`` hears of every change."""
+        return self._triggers
+
+    @triggers.setter
+    def triggers(self, triggers: list[tuple[str, TriggerConfig]]) -> None:
+        self._triggers = triggers
+        if self.triggers_changed is not None:
+            self.triggers_changed()
 
     @asynccontextmanager
     async def serialised(self, change: str, deadline: float | None = None) -> AsyncIterator[None]:
@@ -456,7 +470,7 @@ class ConfigChanges:
             def apply() -> None:
                 if self._running():
                     self._start_trigger(trigger_id, trigger)
-                self.triggers.append((trigger_id, trigger))
+                self.triggers = [*self.triggers, (trigger_id, trigger)]
 
             details = {"trigger_id": trigger_id, "trigger": trigger.model_dump(mode="json")}
             return await self.apply_change(

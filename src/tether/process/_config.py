@@ -77,7 +77,7 @@ def check_mission(value: object) -> str | None:
 
 
 class _Trigger(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     id: str | None = Field(default=None, description="trigger_id of its events (default: type-N)")
 
@@ -254,7 +254,7 @@ TriggerConfig = Annotated[
 class OpenModeConfig(BaseModel):
     """What an open-mode agent may do to itself."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     allow_spawn: bool = Field(default=True, description="Offer the spawn_process tool")
     allow_self_modify: bool = Field(
@@ -274,7 +274,7 @@ class OpenModeConfig(BaseModel):
 class RestartPolicy(BaseModel):
     """When a failed process restarts by itself."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     policy: Literal["never", "on_failure"] = Field(default="on_failure")
     max_restarts: int = Field(default=3, ge=0, le=1000)
@@ -288,7 +288,7 @@ class RestartPolicy(BaseModel):
 class ProcessConfig(BaseModel):
     """One agent process: model, instructions, tools, triggers, hooks and limits."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", arbitrary_types_allowed=True)
 
     model: Any = Field(default="openai:gpt-5-mini", description="'openai:<name>', 'scripted'")
     model_timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per request")

@@ -49,7 +49,7 @@ class McpServerConfig(BaseModel):
     """
 
     # Its values may hold credentials (headers, env, a url with a password): never echoed.
-    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", hide_input_in_errors=True)
 
     name: str = Field(description="Name of the server, unique in the process (1-64 characters)")
     transport: Literal["stdio", "http", "sse", "streamable-http"] | None = Field(

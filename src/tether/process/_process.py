@@ -725,6 +725,12 @@ class AgentProcess:
     def triggers(self) -> list[tuple[str, TriggerConfig]]:
         return list(self._changes.triggers)
 
+    def on_triggers_change(self, listener: Callable[[], None] | None) -> None:
+        """Call ``listener()`` after each change of this process's triggers (an add, a
+        remove, a rollback), once it applied; None: no one is told. One listener at a time:
+        the runtime holding the process indexes its webhook triggers with it."""
+        self._changes.triggers_changed = listener
+
     # -- subagents -------------------------------------------------------------------------
 
     async def _child_stopped(self, child: AgentProcess) -> None:

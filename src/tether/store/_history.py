@@ -38,6 +38,15 @@ _COLUMNS = (
 
 _MAX_ROWS = 2**63 - 1
 
+#: The indexes query() filters use, name -> columns. Every query names its process; each index
+#: ends with the time, so the rows of a filter come out in time order (and rowid order for
+#: ties, which every index entry ends with) and ``since`` and ``last`` bound a range of it.
+_INDEXES = {
+    "hook_runs_process": "process_id, recorded_at",  # since, last, no filter
+    "hook_runs_event": "process_id, event, recorded_at",
+    "hook_runs_outcome": "process_id, outcome, recorded_at",
+}
+
 
 class HistoryStore:
     """Rows of ``hook_runs``; one table for every process of the runtime."""
@@ -51,9 +60,8 @@ class HistoryStore:
             "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT, "
             "required INTEGER, duration_shared INTEGER, changes TEXT)"
         )
-        self._db.execute(
-            "CREATE INDEX IF NOT EXISTS hook_runs_process ON hook_runs (process_id, recorded_at)"
-        )
+        for name, columns in _INDEXES.items():
+            self._db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON hook_runs ({columns})")
         _add_column(self._db, "required INTEGER")
         _add_column(self._db, "duration_shared INTEGER")
         _add_column(self._db, "changes TEXT")
@@ -122,46 +130,67 @@ class HistoryStore:
         last: int | None = None,
     ) -> list[HookRun]:
         """Runs of one process, oldest first, filtered like the in-memory ring."""
-        where = ["process_id = ?"]
-        args: list[Any] = [process]
-        if event is not None:
-            where.append("event = ?")
-            args.append(event)
-        if outcome is not None:
-            where.append("outcome = ?")
-            args.append(outcome)
-        if hook is not None:
-            # Hook ids are numbered afresh by each interpreter: an id names a hook of this one
-            # (its runs' dispatch ids carry this interpreter's prefix); a name matches any run.
-            where.append("((hook_id = ? AND dispatch_id LIKE ?) OR hook_name = ?)")
-            args += [hook, f"{run_prefix()}-%", hook]
-        if since is not None:
-            if isinstance(since, datetime):
-                since = since.timestamp()
-            elif isinstance(since, str):
-                since = datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
-            where.append("recorded_at >= ?")
-            args.append(float(since))
-        # Ties of recorded_at (runs of a chain timed once can share a time) keep the order the
-        # runs were written in, which is chain order: rowid breaks them.
-        sql = (
-            f"SELECT {', '.join(_COLUMNS)}, rowid AS seq FROM hook_runs WHERE {' AND '.join(where)}"
-        )
+        sql, args = _select(process, event, outcome, hook, since, last)
+        rows = self._db.execute(sql, args).fetchall()
         if last is not None:
-            sql = f"SELECT * FROM ({sql} ORDER BY recorded_at DESC, seq DESC LIMIT ?) "
-            args.append(min(max(last, 0), _MAX_ROWS))  # SQLite integers are 64-bit
-        sql += " ORDER BY recorded_at, seq"
-        out = []
-        for row in self._db.execute(sql, args).fetchall():
-            values = list(row[:-1])  # without seq
-            values[10] = bool(values[10])
-            values[13] = None if values[13] is None else json.loads(values[13])
-            values[14] = None if values[14] is None else json.loads(values[14])
-            values[15] = None if values[15] is None else bool(values[15])
-            values[16] = bool(values[16])  # NULL in a row stored before runs said so
-            values[17] = None if values[17] is None else json.loads(values[17])
-            out.append(HookRun(*values))
-        return out
+            rows.reverse()  # read newest first, to stop at the last ones
+        return [_run(row) for row in rows]
+
+    def plan(self, process: str, **filters: Any) -> list[str]:
+        """How SQLite answers ``query(process, **filters)``: the lines of its EXPLAIN QUERY
+        PLAN (each filter but ``hook`` reads an index of its own: see _INDEXES)."""
+        sql, args = _select(process, **filters)
+        return [row[-1] for row in self._db.execute(f"EXPLAIN QUERY PLAN {sql}", args)]
+
+
+def _select(
+    process: str,
+    event: str | None = None,
+    outcome: str | None = None,
+    hook: str | None = None,
+    since: Any = None,
+    last: int | None = None,
+) -> tuple[str, list[Any]]:
+    """The SELECT (and its arguments) of query(): oldest first, or with ``last`` newest first."""
+    where = ["process_id = ?"]
+    args: list[Any] = [process]
+    if event is not None:
+        where.append("event = ?")
+        args.append(event)
+    if outcome is not None:
+        where.append("outcome = ?")
+        args.append(outcome)
+    if hook is not None:
+        # Hook ids are numbered afresh by each interpreter: an id names a hook of this one
+        # (its runs' dispatch ids carry this interpreter's prefix); a name matches any run.
+        where.append("((hook_id = ? AND dispatch_id LIKE ?) OR hook_name = ?)")
+        args += [hook, f"{run_prefix()}-%", hook]
+    if since is not None:
+        if isinstance(since, datetime):
+            since = since.timestamp()
+        elif isinstance(since, str):
+            since = datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
+        where.append("recorded_at >= ?")
+        args.append(float(since))
+    # Ties of recorded_at (runs of a chain timed once can share a time) keep the order the
+    # runs were written in, which is chain order: rowid breaks them.
+    sql = f"SELECT {', '.join(_COLUMNS)}, rowid AS seq FROM hook_runs WHERE {' AND '.join(where)}"
+    if last is not None:
+        args.append(min(max(last, 0), _MAX_ROWS))  # SQLite integers are 64-bit
+        return f"{sql} ORDER BY recorded_at DESC, seq DESC LIMIT ?", args
+    return f"{sql} ORDER BY recorded_at, seq", args
+
+
+def _run(row: tuple[Any, ...]) -> HookRun:
+    """A stored row (and its seq) as the HookRun it was written from."""
+    values = list(row[:-1])  # without seq
+    values[10] = bool(values[10])
+    values[13] = None if values[13] is None else json.loads(values[13])
+    values[14] = None if values[14] is None else json.loads(values[14])
+    values[15] = None if values[15] is None else bool(values[15])
+    values[16] = bool(values[16])  # NULL in a row stored before runs said so
+    values[17] = None if values[17] is None else json.loads(values[17])
+    return HookRun(*values)
 
 
 def _add_column(db: sqlite3.Connection, column: str) -> None:
