@@ -96,6 +96,7 @@ class HistoryStore:
         # batch left a part of itself. IMMEDIATE: a busy file fails here, with nothing open.
         # Written on a process's journal writer thread while it runs (see HistoryRecorder's
         # offload); the file's write lock keeps other threads' writes out of the transaction.
+        self._file.check()  # a deleted or replaced file: refused, kept for a later write
         db = self._db
         with self._file.write_lock:
             db.execute("BEGIN IMMEDIATE")
