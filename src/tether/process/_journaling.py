@@ -203,11 +203,11 @@ class JournalWriter:
         if worker.thread.is_alive():
             worker.given_up.set()
             logger.error(
-                "process %s: its journal writer was still inside a write %.0f s into the stop; "
-                "the writes left are given up (run again after a restart) and the thread ends "
-                "when that write returns",
+                "process %s: its journal writer was still inside a write when the wait for it "
+                "ended (%g s at most); the writes left are given up (run again after a "
+                "restart) and the thread ends when that write returns",
                 self.name,
-                within,
+                JOURNAL_DRAIN,
             )
             return False
         return True
