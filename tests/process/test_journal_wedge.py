@@ -66,7 +66,8 @@ async def locked_by_another_program(path: Path) -> AsyncIterator[None]:
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
     )
-    assert child.stdin is not None and child.stdout is not None
+    assert child.stdin is not None
+    assert child.stdout is not None
     try:
         assert await asyncio.wait_for(child.stdout.readline(), 30) == b"locked\n"
         yield
@@ -217,3 +218,83 @@ async def test_a_stop_with_writes_queued_behind_a_locked_one_gives_them_up_withi
         }
     await eventually(lambda: not journal_threads(), what="the writer thread to end")
     assert rows(path) == [e.event_id for e in (first, *later)]
+
+
+async def test_a_run_whose_running_write_waits_past_its_bound_runs_and_is_reported(
+    tmp_path: Path,
+) -> None:
+    """A worker waits for its event's running write within JOURNAL_ACCEPT, then runs the
+    event anyway: the write is counted as failed, the event is not held up."""
+    path = tmp_path / "tether.db"
+    process = journaled(path)
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    event = ticket()
+    await process.inject(event)  # journaled at once: not running yet
+    async with locked_by_another_program(path):
+        await process.start()
+        await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="the run")
+        assert [d["outcome"] for d in rec.of(HookEvent.TASK_COMPLETED)] == ["success"]
+        status = process.status()
+        assert status["journal_errors"] >= 1
+        assert "did not take the write of" in status["journal_error"]
+        began = time.monotonic()
+        await process.stop()
+        assert time.monotonic() - began < 5
+    await eventually(lambda: not journal_threads(), what="the writer thread to end")
+    assert rows(path) == [event.event_id]  # its done was given up: run again after a restart
+
+
+def test_the_writer_thread_survives_a_failing_write_and_skips_a_cancelled_one() -> None:
+    writer = _journaling.JournalWriter("survivor")
+    gate = threading.Event()
+    ran: list[str] = []
+
+    def failing() -> None:
+        raise RuntimeError("not a sqlite error")
+
+    try:
+        held = writer.submit(gate.wait)  # holds the thread while the next ones queue
+        failed = writer.submit(failing)
+        skipped = writer.submit(lambda: ran.append("skipped"))
+        assert skipped.cancel()  # its waiter gave it up before it began
+        landed = writer.submit(lambda: ran.append("landed"))
+        gate.set()
+        assert landed.result(timeout=10) is None
+        assert held.result(timeout=10) is None
+        with pytest.raises(RuntimeError, match="not a sqlite error"):
+            failed.result(timeout=10)
+        assert ran == ["landed"]
+        assert [t.is_alive() for t in journal_threads()] == [True]
+    finally:
+        gate.set()
+        asyncio.run(writer.close())
+    assert journal_threads() == []
+
+
+@pytest.mark.parametrize("what", ["deleted", "replaced"])
+async def test_a_journal_file_deleted_or_replaced_while_running_is_shown_and_refuses_events(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, what: str
+) -> None:
+    """Regression: injects went on into the unlinked file, accepted and lost to any restart."""
+    path = tmp_path / "tether.db"
+    process = journaled(path)
+    caplog.set_level(logging.ERROR, "tether.process")
+    await process.start()
+    try:
+        await process.inject(ticket("Before"))
+        assert process.status()["journal_file"] is None
+        if what == "deleted":
+            path.unlink()
+        else:
+            other = tmp_path / "other.db"
+            sqlite3.connect(other).close()
+            other.replace(path)
+        assert process.status()["journal_file"] == what
+        refused = ticket("Refused")
+        with pytest.raises(sqlite3.OperationalError, match=f"{what} while open"):
+            await process.inject(refused)
+        assert str(path) in caplog.text
+        assert [r.levelname for r in caplog.records if "while open" in r.getMessage()] == ["ERROR"]
+        assert process.status()["queue_size"] == 0
+    finally:
+        await process.stop()

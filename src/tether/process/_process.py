@@ -371,7 +371,7 @@ class AgentProcess:
 
     @property
     def journal_file(self) -> str | None:
-        """"deleted" or "replaced" once the journal file went while open (its writes are
+        """ "deleted" or "replaced" once the journal file went while open (its writes are
         refused then: see _journaling), else None (no journal, or the file is there)."""
         return None if self._journal is None else self._journal.gone()
 

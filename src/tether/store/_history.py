@@ -153,7 +153,7 @@ class HistoryStore:
             args.append(min(max(last, 0), _MAX_ROWS))  # SQLite integers are 64-bit
         sql += " ORDER BY recorded_at, seq"
         out = []
-        for row in self._db.execute(sql, args).fetchall():
+        for row in self._file.reader.execute(sql, args).fetchall():
             values = list(row[:-1])  # without seq
             values[10] = bool(values[10])
             values[13] = None if values[13] is None else json.loads(values[13])

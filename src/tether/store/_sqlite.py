@@ -50,6 +50,8 @@ _connections: dict[str, sqlite3.Connection] = {}
 _write_locks: dict[str, threading.Lock] = {}
 #: How many holders each shared connection has (``connect`` and every Lease holding it).
 _holders: dict[str, int] = {}
+#: A second connection per file for the reads made on the event loop (see Lease.reader).
+_readers: dict[str, sqlite3.Connection] = {}
 #: (st_dev, st_ino) of each file when its shared connection opened it (see Lease.check).
 _identities: dict[str, tuple[int, int]] = {}
 _lock = threading.Lock()
@@ -97,6 +99,9 @@ def _release(key: str) -> None:
         _holders.pop(key, None)
         _identities.pop(key, None)
         conn = _connections.pop(key, None)
+        reader = _readers.pop(key, None)
+    if reader is not None:
+        reader.close()
     if conn is not None:
         conn.close()
 
@@ -126,6 +131,20 @@ class Lease:
         if self._conn is not None:
             self._conn = None
             _release(self.key)
+
+    @property
+    def reader(self) -> sqlite3.Connection:
+        """The file's connection for reads (opened at the first, held as ``db`` is).
+
+        A connection of its own: a read on the event loop never waits for the shared
+        connection, which a journal writer thread may hold for as long as another program
+        holds the file locked (WAL: a reader does not wait for writers)."""
+        self.db  # noqa: B018 - holds a share: the reader closes with the file's last share
+        with _lock:
+            reader = _readers.get(self.key)
+            if reader is None:
+                reader = _readers[self.key] = _open_reader(self.key)
+            return reader
 
     def gone(self) -> str | None:
         """What became of the file since its connection opened it ("deleted", "replaced"),
@@ -175,10 +194,22 @@ def _open(path: str) -> sqlite3.Connection:
     return conn
 
 
+def _open_reader(path: str) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None
+        )
+        conn.execute("PRAGMA query_only=1")
+    except sqlite3.Error as exc:
+        raise type(exc)(f"SQLite file {path}: {exc}") from exc
+    return conn
+
+
 def close_all() -> None:
     with _lock:
-        for conn in _connections.values():
+        for conn in (*_connections.values(), *_readers.values()):
             conn.close()
+        _readers.clear()
         _connections.clear()
         _holders.clear()
         _identities.clear()
@@ -312,7 +343,7 @@ class Journal:
         (The rowid is assigned when an event is first queued and kept by the upserts of its
         later progress, so a running event does not move behind those queued after it.)
         """
-        rows = self._db.execute(
+        rows = self._file.reader.execute(
             "SELECT event, attempts, state FROM events WHERE process=? AND state IN "
             "('queued', 'running') ORDER BY rowid",
             (self.process,),
@@ -320,7 +351,7 @@ class Journal:
         return [(json.loads(e), a, state) for e, a, state in rows]
 
     def dead_letters(self) -> list[tuple[dict[str, Any], int, str, str | None, float]]:
-        rows = self._db.execute(
+        rows = self._file.reader.execute(
             "SELECT event, attempts, reason, error, updated_at FROM events "
             "WHERE process=? AND state='dead' ORDER BY updated_at",
             (self.process,),
