@@ -15,6 +15,7 @@ import os
 import sys
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, NoReturn
+from urllib.parse import urlsplit
 
 from .._urls import masked_in, masked_url
 from ._base import ModelReply, ToolCall
@@ -125,7 +126,7 @@ class OpenAIModel:
             key = _NO_KEY  # a model on this machine (FakeLLM, Ollama, vLLM) takes none
         if not key:
             raise ModelConfigError(
-                f"{self.name}: no API key for {_masked(self.base_url)}; set the "
+                f"{self.name}: no API key for {masked_url(self.base_url)}; set the "
                 "OPENAI_API_KEY environment variable or pass api_key= (an endpoint on this "
                 "machine, 127.0.0.1 or localhost, needs none)"
             )

@@ -92,7 +92,7 @@ class Intake:
         if self._journal is not None and not self._live.queue().full():
             # Waited for (off the loop, see _journaling): it raises, and the event is refused.
             stored = self.redactor.declared.value(event.to_dict())
-            await self._writes.accept(self._journal.queued, stored, 0)
+            await self._writes.accept(event.event_id, self._journal.queued, stored, 0)
             if not self._accepts():
                 dead(event, "process stopped", "the process stopped while journaling", 0)
                 return event.event_id

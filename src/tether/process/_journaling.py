@@ -1,5 +1,5 @@
-"""Journal writes of an accepted event's progress: off the event loop, and a failed one never
-stops the process.
+"""Journal writes of an accepted event's progress: off the event loop, bounded, and a failed
+one never stops the process.
 
 While a process runs (``start()`` to the end of its teardown), every journal write goes to a
 writer thread of its own, in order: a file another program holds locked makes that thread
@@ -8,13 +8,22 @@ cannot stall every process on the loop. A write made while the process is not ru
 event dead-lettered by a stopped process, say) runs at once, as before.
 
 ``inject`` journals an event ``queued`` before it queues it, and waits for that write (off the
-loop): when it raises, the event is refused, and nothing of it is left queued. Every later
-write of the event's progress (``done``, a retry's ``queued``, ``dead``, an amended or
-redelivered dead letter) goes through ``JournalWrites.write`` and is not waited for (``running``,
-which counts the attempt, is waited for by its worker, off the loop): when it
-fails (the file locked past its busy timeout, a full disk) a warning is logged, redacted, it is
-counted in ``status()`` (``journal_errors``, and the last error as ``journal_error``), and the
-process goes on with its events.
+loop), ``JOURNAL_ACCEPT`` seconds at most: when it raises, or does not land in time (the file
+locked, a stalled disk), the event is refused (the caller gets the ``sqlite3`` error), and
+nothing of it is left queued. A write given up on that has not taken the file's lock yet never
+lands (see ``_Waiter``). Every later write of the event's progress (``done``, a retry's
+``queued``, ``dead``, an amended or redelivered dead letter) goes through
+``JournalWrites.write`` and is not waited for (``running``, which counts the attempt, is
+waited for by its worker, off the loop, within the same bound): when it fails (the file locked
+past its busy timeout, a full disk, the file deleted or replaced) a warning is logged,
+redacted, it is counted in ``status()`` (``journal_errors``, and the last error as
+``journal_error``), and the process goes on with its events.
+
+The writer thread survives every write: one that fails settles its own future only, and one
+whose waiter gave up before it began is skipped (that is no error). A stop waits for the
+writes still queued ``JOURNAL_DRAIN`` seconds at most, whatever the file does; a thread still
+inside a write then (a stalled disk) is left to end on its own, and gives the process's
+shares of the file back when it does.
 
 Delivery stays at-least-once: a row whose write failed (or was still waiting when a crash came,
 or was given up at a stop, see ``JOURNAL_DRAIN``) still holds the event as queued or running,
@@ -38,7 +47,7 @@ from ._supervise import describe
 if TYPE_CHECKING:
     from .._redact import Redactor
 
-__all__ = ["JOURNAL_DRAIN", "JournalWriter", "JournalWrites"]
+__all__ = ["JOURNAL_ACCEPT", "JOURNAL_DRAIN", "JournalWriter", "JournalWrites"]
 
 logger = logging.getLogger("tether.process")
 
@@ -47,92 +56,185 @@ _P = ParamSpec("_P")
 #: Seconds a stop waits for the writes still queued for its writer thread; those left then
 #: are given up (their rows still say queued or running: run again after a restart).
 JOURNAL_DRAIN: Final = 10.0
+#: Seconds ``inject()`` waits for its event's ``queued`` write (and a run for its
+#: ``running`` write) before it gives up: the event is refused, the caller gets
+#: ``sqlite3.OperationalError``. Twice the busy timeout: a write behind another on a locked
+#: file still gets its own wait.
+JOURNAL_ACCEPT: Final = 10.0
 
-_Job = tuple[Callable[..., None], tuple[Any, ...], "concurrent.futures.Future[None]"]
+_Job = tuple[Callable[[], None], "concurrent.futures.Future[None]"]
+
+
+class _Waiter:
+    """The loop's side of a write it waits for (see ``JournalWrites.accept``).
+
+    The writer's thread asks ``proceed`` once it holds the file's lock (the wait for another
+    program's lock comes before): the write lands only if the waiter has not given up by
+    then. A waiter that gives up while the write is past that point (a stalled disk) cannot
+    stop it: ``late`` says so, and the thread logs it if it lands.
+    """
+
+    __slots__ = ("_lock", "_state", "late")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "waiting"  # then "writing" (the thread's) or "abandoned" (the waiter's)
+        self.late = False
+
+    def proceed(self) -> bool:
+        with self._lock:
+            if self._state == "abandoned":
+                return False
+            self._state = "writing"
+            return True
+
+    def give_up(self) -> None:
+        with self._lock:
+            if self._state == "writing":
+                self.late = True
+            else:
+                self._state = "abandoned"
+
+
+class _Worker:
+    """One writer thread and the jobs handed to it, run in order.
+
+    Each thread has a queue of its own: one left inside a write at a stop (see
+    ``JournalWriter.close``) never takes a later process run's writes. ``then`` runs on the
+    thread once its queue has ended.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self.given_up = threading.Event()
+        self.then: Callable[[], None] | None = None
+        self.thread = threading.Thread(target=self._run, name=f"tether-journal-{name}", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            self._do(*job)
+        if self.then is not None:
+            try:
+                self.then()
+            except Exception:
+                logger.exception(
+                    "journal writer of process %s: closing its files failed", self.name
+                )
+
+    def _do(self, write: Callable[[], None], done: concurrent.futures.Future[None]) -> None:
+        # A future its waiter cancelled before the write began is skipped (not an error);
+        # once running, it can no longer be cancelled, so settling it below cannot fail.
+        if not done.set_running_or_notify_cancel():
+            return
+        outcome: BaseException | None = None
+        try:
+            if self.given_up.is_set():
+                raise sqlite3.OperationalError(
+                    "given up at the process's stop (the file was still busy)"
+                )
+            write()
+        except BaseException as exc:
+            outcome = exc
+        try:
+            if outcome is None:
+                done.set_result(None)
+            else:
+                done.set_exception(outcome)
+        except Exception:  # never let one write's bookkeeping end the thread
+            logger.exception("journal writer of process %s: a write's outcome was lost", self.name)
 
 
 class JournalWriter:
     """One thread that runs a process's journal writes in the order they were submitted.
 
     Started by the first ``submit``; ``close`` lets it finish what was submitted (within a
-    deadline) and ends it, so a stopped process leaves no thread behind.
+    deadline) and ends it, so a stopped process leaves no thread behind (but one still inside
+    a write at the deadline, which ends when that write returns).
     """
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._give_up = threading.Event()
+        self._worker: _Worker | None = None
 
     @property
     def running(self) -> bool:
-        return self._thread is not None
+        return self._worker is not None
 
-    def submit(
-        self, write: Callable[..., None], args: tuple[Any, ...]
-    ) -> concurrent.futures.Future[None]:
-        """Queue ``write(*args)``; its future holds its outcome (an exception if it failed)."""
-        if self._thread is None:
-            self._give_up.clear()
-            self._thread = threading.Thread(
-                target=self._run, name=f"tether-journal-{self.name}", daemon=True
-            )
-            self._thread.start()
+    def submit(self, write: Callable[[], None]) -> concurrent.futures.Future[None]:
+        """Queue ``write()``; its future holds its outcome (an exception if it failed).
+        Cancelling the future before the write began skips it."""
+        if self._worker is None:
+            self._worker = _Worker(self.name)
         done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._jobs.put((write, args, done))
+        self._worker.jobs.put((write, done))
         return done
 
-    def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            write, args, done = job
-            try:
-                if self._give_up.is_set():
-                    raise sqlite3.OperationalError(
-                        "given up at the process's stop (the file was still busy)"
-                    )
-                write(*args)
-            except BaseException as exc:
-                done.set_exception(exc)
-            else:
-                done.set_result(None)
+    async def close(
+        self, within: float = JOURNAL_DRAIN, then: Callable[[], None] | None = None
+    ) -> bool:
+        """Finish the submitted writes and end the thread, returning within ``within``
+        seconds whatever the file does; True if the thread ended. Writes submitted meanwhile
+        still run, in order, before it ends.
 
-    async def close(self, within: float = JOURNAL_DRAIN) -> None:
-        """Finish the submitted writes (giving up those left after ``within`` seconds), then
-        end the thread. The writes run off the loop; this only waits for them. Writes
-        submitted meanwhile still run, in order, before the thread ends."""
-        thread = self._thread
-        if thread is None:
-            return
-        drained: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._jobs.put((drained.set_result, (None,), concurrent.futures.Future()))
-        try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(drained)), within)
-        except TimeoutError:
-            self._give_up.set()  # what is still queued fails at once: only the write under way
-            await asyncio.wrap_future(drained)  # waits, bounded by the busy timeout
-        self._jobs.put(None)  # after what was submitted while draining
-        while thread.is_alive():  # only writes queued while draining are left: brief
+        ``then`` (giving the files back) runs on the thread once it is done with the file:
+        past the deadline, what is still queued fails at once (given up) and the thread, still
+        inside a write (a locked file: until its busy timeout; a stalled disk: until the disk
+        answers), is left to end on its own, running ``then`` when it does.
+        """
+        worker = self._worker
+        if worker is None:
+            if then is not None:
+                then()
+            return True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        drained = asyncio.wrap_future(self.submit(lambda: None))
+        finished, _ = await asyncio.wait({drained}, timeout=within)
+        if not finished:
+            drained.cancel()  # skipped by the thread if it has not begun
+        worker.then = then  # before the end of its queue: the thread sees it
+        worker.jobs.put(None)  # after what was submitted while draining
+        if self._worker is worker:
+            self._worker = None
+        while worker.thread.is_alive() and loop.time() < deadline:
             await asyncio.sleep(0.001)
-        self._thread = None
+        if worker.thread.is_alive():
+            worker.given_up.set()
+            logger.error(
+                "process %s: its journal writer was still inside a write when the wait for it "
+                "ended (%g s at most); the writes left are given up (run again after a "
+                "restart) and the thread ends when that write returns",
+                self.name,
+                JOURNAL_DRAIN,
+            )
+            return False
+        return True
 
 
 class JournalWrites:
-    """The journal writes of one process's events: off the loop while it runs, and counted,
-    not raised, when they fail (see the module docstring).
+    """The journal writes of one process's events: off the loop while it runs, bounded, and
+    counted, not raised, when they fail (see the module docstring).
 
     ``running`` says whether the process runs now: only then do writes go to the writer
-    thread (a write made by a stopped process runs at once).
+    thread (a write made by a stopped process runs at once). ``path`` names the file in
+    errors.
     """
 
-    def __init__(self, name: str, redactor: Redactor, running: Callable[[], bool]) -> None:
+    def __init__(
+        self, name: str, redactor: Redactor, running: Callable[[], bool], path: str | None = None
+    ) -> None:
         self.name = name
         self.redactor = redactor
+        self.path = path
         self._running = running
         #: Writes that failed since the process was created, and the last one's error.
         self.errors = 0
         self.error: str | None = None
         self._writer = JournalWriter(name)
         self._pending = 0  # on the loop's thread only
+        self._gone_told = False
 
     @property
     def pending(self) -> int:
@@ -162,7 +264,7 @@ class JournalWrites:
             return
         name = write.__name__
         self._pending += 1
-        done = self._writer.submit(lambda: write(*args, **kwargs), ())
+        done = self._writer.submit(lambda: write(*args, **kwargs))
 
         def settled(exc: BaseException | None) -> None:
             self._pending -= 1
@@ -180,34 +282,71 @@ class JournalWrites:
         runs, in order with its journal writes; None when it does not (written at once)."""
         if self._inline():
             return None
-        return self._writer.submit(write, ())
+        return self._writer.submit(write)
 
-    async def accept(self, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs) -> None:
-        """``write(*args)`` waited for (off the loop while the process runs); raises its error."""
+    async def accept(
+        self, about: str, write: Callable[..., None], *args: Any, **kwargs: Any
+    ) -> None:
+        """``write(*args, proceed=...)`` (``Journal.queued`` or ``running``) waited for, off the
+        loop while the process runs, ``JOURNAL_ACCEPT`` seconds at most; raises its error, or
+        ``sqlite3.OperationalError`` past the bound. A caller cancelled or past the bound
+        gives the write up: unless it had taken the file's lock already, it never lands."""
         if self._inline():
             write(*args, **kwargs)  # not running: nothing else waits on this loop for it
             return
-        await asyncio.wrap_future(self._writer.submit(lambda: write(*args, **kwargs), ()))
+        waiter = _Waiter()
+
+        def guarded() -> None:  # the writer's thread
+            write(*args, proceed=waiter.proceed, **kwargs)
+            if waiter.late:
+                logger.error(
+                    "%s",
+                    self.redactor.text(
+                        f"process {self.name}: journal write {write.__name__} of {about} "
+                        f"landed after its waiter gave up on it (a slow disk): its row stands "
+                        f"and is run again after a restart"
+                    ),
+                )
+
+        try:
+            async with asyncio.timeout(JOURNAL_ACCEPT):
+                await asyncio.wrap_future(self._writer.submit(guarded))
+        except TimeoutError:
+            waiter.give_up()
+            raise sqlite3.OperationalError(
+                f"SQLite file {self.path}: the journal did not take the write of {about} "
+                f"within {JOURNAL_ACCEPT:g} s (another program holds the file locked, or the "
+                f"disk does not answer); it was given up"
+            ) from None
+        except BaseException as exc:
+            waiter.give_up()  # cancelled: not an error of the writer's
+            self._notice(exc)
+            raise
 
     async def landed(
-        self, about: str, write: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs
+        self, about: str, write: Callable[..., None], *args: Any, **kwargs: Any
     ) -> None:
-        """``write(*args)`` waited for (off the loop while the process runs); its ``sqlite3``
-        error is logged and counted, not raised. For a write that must land before what
-        follows: a run's ``running`` counts its attempt, so an event whose runs keep killing
-        the host is dead-lettered once its retries are used, however soon each crash comes."""
+        """``write(*args)`` waited for as ``accept`` does; its ``sqlite3`` error (or the
+        bound passing) is logged and counted, not raised. For a write that must land before
+        what follows: a run's ``running`` counts its attempt, so an event whose runs keep
+        killing the host is dead-lettered once its retries are used, however soon each crash
+        comes."""
         try:
-            await self.accept(write, *args, **kwargs)
+            await self.accept(about, write, *args, **kwargs)
         except sqlite3.Error as exc:
             self._failed(about, write.__name__, exc)
 
-    async def close(self) -> None:
-        """Finish the queued writes (or give them up after JOURNAL_DRAIN); end the thread."""
-        await self._writer.close()
+    async def close(
+        self, within: float = JOURNAL_DRAIN, then: Callable[[], None] | None = None
+    ) -> bool:
+        """Finish the queued writes (or give them up past ``within`` seconds); end the
+        thread, ``then`` running once it is done with the file (see JournalWriter.close)."""
+        return await self._writer.close(within, then)
 
     def _failed(self, about: str, name: str, exc: BaseException) -> None:
         self.errors += 1
         self.error = error = self.redactor.text(describe(exc))
+        self._notice(exc)
         logger.warning(
             "%s",
             self.redactor.text(
@@ -216,3 +355,11 @@ class JournalWrites:
                 f"restart): {error}"
             ),
         )
+
+    def _notice(self, exc: BaseException) -> None:
+        """Log once, as an error, that the journal file was deleted or replaced."""
+        from ..store._sqlite import JournalFileGone
+
+        if isinstance(exc, JournalFileGone) and not self._gone_told:
+            self._gone_told = True
+            logger.error("%s", self.redactor.text(f"process {self.name}: {describe(exc)}"))

@@ -197,7 +197,10 @@ class AgentProcess:
             )
             self._history_store = HistoryStore(config.journal_path)
         self._journal_writes = JournalWrites(
-            self.name, self.redactor, running=lambda: self._running_loop is not None
+            self.name,
+            self.redactor,
+            running=lambda: self._running_loop is not None,
+            path=config.journal_path,
         )
         self._letters = DeadLetterBox(
             self.name,
@@ -375,6 +378,12 @@ class AgentProcess:
     def journal_error(self) -> str | None:
         """The error of the last journal write that failed (redacted)."""
         return self._journal_writes.error
+
+    @property
+    def journal_file(self) -> str | None:
+        """ "deleted" or "replaced" once the journal file went while open (its writes are
+        refused then: see _journaling), else None (no journal, or the file is there)."""
+        return None if self._journal is None else self._journal.gone()
 
     @property
     def journal_pending(self) -> int:
@@ -788,6 +797,8 @@ class AgentProcess:
             # Journal writes that failed (the process went on: see _journaling), the last error.
             "journal_errors": self.journal_errors,
             "journal_error": self.journal_error,
+            # The journal file deleted or replaced while open (None: there, or no journal).
+            "journal_file": self.journal_file,
             # Triggers whose runner ended with an error: they fire no more until a restart.
             "trigger_errors": {
                 i: self.redactor.text(describe(r.error))

@@ -193,6 +193,8 @@ class Teardown:
         self._writes = writes
         self._keep = keep
         self._ends = ends
+        #: When the stop's wait for the journal ends (set as the history settles).
+        self._drain_by: float | None = None
 
     async def _stop_triggers(self) -> None:
         for runner in list(self._runners.values()):
@@ -253,19 +255,36 @@ class Teardown:
         if not restarting:  # deferred extension-point calls (call_later) end with the process
             await self._hooks.aclose(keep=self._keep)
         # Its hook runs go to the writer thread, waited for within the journal's drain.
+        self._drain_by = asyncio.get_running_loop().time() + JOURNAL_DRAIN
         await self._history.settle(JOURNAL_DRAIN)
 
     async def _release(self, for_good: bool) -> None:
         """End the journal's writer thread; stopped for good, give back the journal's lease
         and every share of a SQLite file, so a stopped process holds no descriptor (a later
-        read, its history say, opens the file anew)."""
-        # Its queued writes done (or given up: at-least-once), the writer thread ends.
-        await self._writes.close()
+        read, its history say, opens the file anew).
+
+        The history's settling and the writer's end share one JOURNAL_DRAIN: a stop waits
+        for the journal that long at most, whatever the file does. The shares are given back
+        by the writer's thread once it is done with the file (at once, unless a write was
+        still under way at the deadline)."""
+        drain_by, self._drain_by = self._drain_by, None
+        loop = asyncio.get_running_loop()
+        within = JOURNAL_DRAIN if drain_by is None else max(0.0, drain_by - loop.time())
         if not for_good:
+            await self._writes.close(within)
             return
         if self._journal is not None:
             self._journal.release()  # the next process of this name may start and recover
-        for store in self._ends.stores():
-            close = getattr(store, "close", None)
-            if close is not None:
+        stores = [close for store in self._ends.stores() if (close := _closer(store))]
+
+        def give_back() -> None:
+            for close in stores:
                 close()
+
+        # Its queued writes done (or given up: at-least-once), the writer thread ends.
+        await self._writes.close(within, give_back)
+
+
+def _closer(store: object) -> Callable[[], None] | None:
+    close = getattr(store, "close", None)
+    return close if callable(close) else None

@@ -104,6 +104,7 @@ class HistoryStore:
         # batch left a part of itself. IMMEDIATE: a busy file fails here, with nothing open.
         # Written on a process's journal writer thread while it runs (see HistoryRecorder's
         # offload); the file's write lock keeps other threads' writes out of the transaction.
+        self._file.check()  # a deleted or replaced file: refused, kept for a later write
         db = self._db
         with self._file.write_lock:
             db.execute("BEGIN IMMEDIATE")
@@ -131,7 +132,7 @@ class HistoryStore:
     ) -> list[HookRun]:
         """Runs of one process, oldest first, filtered like the in-memory ring."""
         sql, args = _select(process, event, outcome, hook, since, last)
-        rows = self._db.execute(sql, args).fetchall()
+        rows = self._file.reader.execute(sql, args).fetchall()
         if last is not None:
             rows.reverse()  # read newest first, to stop at the last ones
         return [_run(row) for row in rows]
@@ -140,7 +141,7 @@ class HistoryStore:
         """How SQLite answers ``query(process, **filters)``: the lines of its EXPLAIN QUERY
         PLAN (each filter but ``hook`` reads an index of its own: see _INDEXES)."""
         sql, args = _select(process, **filters)
-        return [row[-1] for row in self._db.execute(f"EXPLAIN QUERY PLAN {sql}", args)]
+        return [row[-1] for row in self._file.reader.execute(f"EXPLAIN QUERY PLAN {sql}", args)]
 
 
 def _select(

@@ -22,7 +22,7 @@ try:
 except ImportError:  # Windows: no lease (see Journal.claim)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["Journal", "Lease", "connect"]
+__all__ = ["Journal", "JournalFileGone", "JournalWriteAbandoned", "Lease", "connect"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -50,7 +50,21 @@ _connections: dict[str, sqlite3.Connection] = {}
 _write_locks: dict[str, threading.Lock] = {}
 #: How many holders each shared connection has (``connect`` and every Lease holding it).
 _holders: dict[str, int] = {}
+#: A second connection per file for the reads made on the event loop (see Lease.reader).
+_readers: dict[str, sqlite3.Connection] = {}
+#: (st_dev, st_ino) of each file when its shared connection opened it (see Lease.check).
+_identities: dict[str, tuple[int, int]] = {}
 _lock = threading.Lock()
+
+
+class JournalWriteAbandoned(sqlite3.OperationalError):
+    """A guarded write whose waiter gave up on it before it took the file's lock: nothing
+    was written (see Journal._write)."""
+
+
+class JournalFileGone(sqlite3.OperationalError):
+    """The file was deleted or replaced while its connection held it open: what is written
+    goes to a file no later process will read, so the write is refused."""
 
 
 def connect(path: str | Path) -> sqlite3.Connection:
@@ -69,6 +83,9 @@ def _acquire(key: str) -> sqlite3.Connection:
             Path(key).parent.mkdir(parents=True, exist_ok=True)
             conn = _open(key)
             _connections[key] = conn
+            with contextlib.suppress(OSError):
+                found = os.stat(key)
+                _identities[key] = (found.st_dev, found.st_ino)
         _holders[key] = _holders.get(key, 0) + 1
         return conn
 
@@ -80,7 +97,11 @@ def _release(key: str) -> None:
             _holders[key] = left
             return
         _holders.pop(key, None)
+        _identities.pop(key, None)
         conn = _connections.pop(key, None)
+        reader = _readers.pop(key, None)
+    if reader is not None:
+        reader.close()
     if conn is not None:
         conn.close()
 
@@ -111,6 +132,46 @@ class Lease:
             self._conn = None
             _release(self.key)
 
+    @property
+    def reader(self) -> sqlite3.Connection:
+        """The file's connection for reads (opened at the first, held as ``db`` is).
+
+        A connection of its own: a read on the event loop never waits for the shared
+        connection, which a journal writer thread may hold for as long as another program
+        holds the file locked (WAL: a reader does not wait for writers)."""
+        self.db  # noqa: B018 - holds a share: the reader closes with the file's last share
+        with _lock:
+            reader = _readers.get(self.key)
+            if reader is None:
+                reader = _readers[self.key] = _open_reader(self.key)
+            return reader
+
+    def gone(self) -> str | None:
+        """What became of the file since its connection opened it ("deleted", "replaced"),
+        or None while the path still names the file the connection writes (or none is
+        open). One ``stat`` of the path: cheap enough before every write."""
+        opened = _identities.get(self.key)
+        if self._conn is None or opened is None:
+            return None
+        try:
+            found = os.stat(self.key)
+        except FileNotFoundError:
+            return "deleted"
+        except OSError:
+            return None  # unreadable folder, say: SQLite reports what it cannot do
+        return None if (found.st_dev, found.st_ino) == opened else "replaced"
+
+    def check(self, shown: str | None = None) -> None:
+        """Raise JournalFileGone if the file was deleted or replaced (see gone); its message
+        names the file as ``shown`` (its path as configured), else by its full path."""
+        what = self.gone()
+        if what is not None:
+            raise JournalFileGone(
+                f"SQLite file {shown or self.key}: {what} while open; writes to it are "
+                f"refused (they would reach a file no later process reads): stop the "
+                f"processes over it and start them again to open the file now at that path"
+            )
+
 
 def _open(path: str) -> sqlite3.Connection:
     # Created for this user only: the file holds event payloads and hook runs (secrets are
@@ -133,12 +194,25 @@ def _open(path: str) -> sqlite3.Connection:
     return conn
 
 
+def _open_reader(path: str) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None
+        )
+        conn.execute("PRAGMA query_only=1")
+    except sqlite3.Error as exc:
+        raise type(exc)(f"SQLite file {path}: {exc}") from exc
+    return conn
+
+
 def close_all() -> None:
     with _lock:
-        for conn in _connections.values():
+        for conn in (*_connections.values(), *_readers.values()):
             conn.close()
+        _readers.clear()
         _connections.clear()
         _holders.clear()
+        _identities.clear()
 
 
 class Journal:
@@ -200,17 +274,26 @@ class Journal:
         """The id the row of event ``event_id`` is stored under (secrets redacted)."""
         return self._key(event_id)
 
-    def queued(self, event: dict[str, Any], attempts: int = 0) -> None:
+    def queued(
+        self,
+        event: dict[str, Any],
+        attempts: int = 0,
+        *,
+        proceed: Callable[[], bool] | None = None,
+    ) -> None:
         self._write(
             "INSERT INTO events (process, event_id, event, state, attempts, updated_at) "
             "VALUES (?, ?, ?, 'queued', ?, ?) ON CONFLICT (process, event_id) DO UPDATE SET "
             "state='queued', attempts=excluded.attempts, reason=NULL, error=NULL, "
             "updated_at=excluded.updated_at",
             (self.process, event["event_id"], json.dumps(event), attempts, time.time()),
+            proceed,
         )
 
-    def running(self, event_id: str, attempts: int) -> None:
-        self._set(event_id, "running", attempts)
+    def running(
+        self, event_id: str, attempts: int, *, proceed: Callable[[], bool] | None = None
+    ) -> None:
+        self._set(event_id, "running", attempts, proceed)
 
     def done(self, event_id: str) -> None:
         self._write(
@@ -241,10 +324,13 @@ class Journal:
             [(error, self.process, self._key(event_id)) for event_id, error in errors],
         )
 
-    def _set(self, event_id: str, state: str, attempts: int) -> None:
+    def _set(
+        self, event_id: str, state: str, attempts: int, proceed: Callable[[], bool] | None
+    ) -> None:
         self._write(
             "UPDATE events SET state=?, attempts=?, updated_at=? WHERE process=? AND event_id=?",
             (state, attempts, time.time(), self.process, self._key(event_id)),
+            proceed,
         )
 
     def unfinished(self) -> list[tuple[dict[str, Any], int]]:
@@ -257,7 +343,7 @@ class Journal:
         (The rowid is assigned when an event is first queued and kept by the upserts of its
         later progress, so a running event does not move behind those queued after it.)
         """
-        rows = self._db.execute(
+        rows = self._file.reader.execute(
             "SELECT event, attempts, state FROM events WHERE process=? AND state IN "
             "('queued', 'running') ORDER BY rowid",
             (self.process,),
@@ -265,7 +351,7 @@ class Journal:
         return [(json.loads(e), a, state) for e, a, state in rows]
 
     def dead_letters(self) -> list[tuple[dict[str, Any], int, str, str | None, float]]:
-        rows = self._db.execute(
+        rows = self._file.reader.execute(
             "SELECT event, attempts, reason, error, updated_at FROM events "
             "WHERE process=? AND state='dead' ORDER BY updated_at",
             (self.process,),
@@ -288,14 +374,43 @@ class Journal:
             [(self.process, self._key(e)) for e in event_ids],
         )
 
-    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+    def gone(self) -> str | None:
+        """ "deleted" or "replaced" if the file went while open (see Lease.gone), else None."""
+        return self._file.gone()
+
+    def _write(
+        self, sql: str, args: tuple[Any, ...], proceed: Callable[[], bool] | None = None
+    ) -> None:
+        """Run one write, committed before it returns. With ``proceed``, the write takes the
+        file's lock first (the wait for another program's lock happens there) and then
+        asks ``proceed()``: False, and nothing is written (JournalWriteAbandoned)."""
+        self._file.check(self.path)
         try:
             with self._file.write_lock:
-                self._db.execute(sql, args)
+                if proceed is None:
+                    self._db.execute(sql, args)
+                else:
+                    self._guarded(sql, args, proceed)
+        except JournalWriteAbandoned:
+            raise
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
 
+    def _guarded(self, sql: str, args: tuple[Any, ...], proceed: Callable[[], bool]) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if not proceed():
+                raise JournalWriteAbandoned(f"SQLite file {self.path}: write given up")
+            db.execute(sql, args)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:  # never leave the shared connection inside a transaction
+                db.execute("ROLLBACK")
+            raise
+
     def _write_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        self._file.check(self.path)
         try:
             with self._file.write_lock:
                 self._db.executemany(sql, rows)
