@@ -4,8 +4,10 @@ Run: ``.venv/bin/python bench/dispatch.py``. Every row is measured in this one r
 awaits the very callbacks the manager holds, one after another, on a prepared HookContext. The
 manager has a 30 s default timeout in force, as an AgentProcess's manager does.
 
-Budgets (issue 15): a dispatch with no hook within 2 µs; at N=10 and N=100 trivial hooks, at
-most 1.5 µs per hook above awaiting the callbacks directly.
+Budgets (issue 24, ceilings, not targets): a dispatch with no hook within 3 µs; at N=10 and N=100
+trivial hooks, each under its 30 s timeout, at most 8 µs per hook (dispatch µs / N). Each hook is
+awaited under its timeout (a bare ``async with asyncio.timeout(30): await hook(ctx)`` costs
+~4.5-6 µs on the 2-core machine); the ``timeout`` row measures exactly that for comparison.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from tether import HookContext, HookEvent, HookManager
 EVENT = HookEvent.USER_PROMPT_SUBMIT
 DATA = {"prompt": "What is the capital of France?", "event_id": "ev-1", "trigger_id": "t-1"}
 REPEATS = 25  # interleaved runs per row; the best of each side is kept (robust to noise)
-EMPTY_BUDGET: Final = 2.0
-PER_HOOK_BUDGET: Final = 1.5
+EMPTY_BUDGET: Final = 3.0
+PER_HOOK_BUDGET: Final = 8.0
 Hook = Callable[[HookContext], Awaitable[Any]]
 
 
@@ -100,7 +102,7 @@ async def main() -> None:
         if n == 0:
             budget = verdict(dispatch_us, EMPTY_BUDGET)
         elif n in (10, 100) and kind == "trivial":
-            budget = verdict(per_hook, PER_HOOK_BUDGET) + " a hook"
+            budget = verdict(dispatch_us / n, PER_HOOK_BUDGET) + " a hook (dispatch / N)"
         shown = f"{per_hook:.2f}" if n else "-"
         print(
             f"{f'{n} {kind}':<16}{dispatch_us:>14.2f}{direct_us:>12.2f}{above:>12.2f}"
