@@ -6,7 +6,6 @@ processes), and the deferred calls a stop ends."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -370,35 +369,6 @@ async def test_a_wrong_first_answer_lets_the_next_handler_of_a_process_point_ans
 
 
 # -- a handler that swallows its timeout's cancellation is closed, and that is a warning -----
-
-
-async def test_a_plugin_handler_ignoring_its_timeout_is_closed_and_warned_about() -> None:
-    class Stubborn(Plugin):
-        name = "stubborn"
-        timeout = 0.2
-
-        async def on_task_completed(self, ctx: PluginContext) -> None:
-            while True:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.sleep(10)
-
-        @implements("prompt.render")
-        async def render(self, event: TriggerEvent, process: str) -> str:
-            while True:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.sleep(10)
-
-    process = make_process(Stubborn())
-    rec = completions(process)
-    async with process:
-        event_id = await run_task(process, rec)
-
-    assert rec.outcomes() == ["success"]
-    assert process.plugins.warnings[event_id] == [
-        "plugin:stubborn: prompt.render (render) timed out or was cancelled, ignored it, "
-        "and was closed",
-        "plugin:stubborn: on_task_completed timed out or was cancelled, ignored it, and was closed",
-    ]
 
 
 # -- plugin warnings outlive the process where its artifacts do ------------------------------
