@@ -278,3 +278,25 @@ async def test_cancelling_a_dispatch_cancels_it_even_when_its_hook_swallows_the_
     with pytest.raises(asyncio.CancelledError):
         await task
     assert ran == []
+
+
+async def test_what_a_hook_changes_after_swallowing_its_timeout_is_not_kept() -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def late_writer(ctx: HookContext) -> None:
+        ctx.set("before", "kept: written within the timeout")
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(10)
+        ctx.set("after", "written past the timeout")
+        ctx.data["trigger_id"] = "rewritten past the timeout"
+
+    async def later(ctx: HookContext) -> None:
+        seen.append(dict(ctx.data))
+
+    manager = HookManager()
+    manager.register(CREATED, late_writer, timeout=0.05)
+    manager.register(CREATED, later)
+    result = await manager.dispatch(CREATED, dict(TASK))
+    assert [type(e) for _, e in result.errors] == [HookTimeoutError]
+    assert seen == [{**TASK, "before": "kept: written within the timeout"}]
+    assert result.data == seen[0]

@@ -6,6 +6,7 @@ processes), and the deferred calls a stop ends."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -368,7 +369,38 @@ async def test_a_wrong_first_answer_lets_the_next_handler_of_a_process_point_ans
     assert "which is not text" in caplog.text
 
 
-# -- a handler that swallows its timeout's cancellation is closed, and that is a warning -----
+# -- a handler that swallows its timeout's cancellation is timed out, and that is a warning ---
+
+
+async def test_a_plugin_handler_swallowing_its_timeout_is_timed_out_and_warned_about() -> None:
+    class Stubborn(Plugin):
+        name = "stubborn"
+        timeout = 0.2
+
+        async def on_task_completed(self, ctx: PluginContext) -> None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(10)
+            ctx.set("outcome", "rewritten after its timeout")
+
+        @implements("prompt.render")
+        async def render(self, event: TriggerEvent, process: str) -> str:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(10)
+            return "an answer given after its timeout"
+
+    process = make_process(Stubborn())
+    rec = completions(process)
+    async with process:
+        event_id = await run_task(process, rec)
+
+    assert rec.outcomes() == ["success"]
+    assert process.plugins.warnings[event_id] == [
+        "plugin:stubborn: prompt.render (render) timed out or was cancelled, and ignored it",
+        "plugin:stubborn: on_task_completed timed out or was cancelled, and ignored it",
+    ]
+    runs = process.history.runs()
+    [run] = [r for r in runs if r.hook_name == "plugin:stubborn.on_task_completed"]
+    assert run.outcome == "timed_out"
 
 
 # -- plugin warnings outlive the process where its artifacts do ------------------------------

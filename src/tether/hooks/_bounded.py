@@ -14,6 +14,8 @@ exactly what they would see outside tether. The policy, written here once:
   awaiting is cancelled again every ``RECANCEL`` seconds until it ends, so one that catches a
   single cancellation cannot outlive its timeout for long. (One that swallows every cancellation
   cannot be stopped in its own task; its owner's stop abandons the run it is part of.)
+* ``at_deadline``, when given, is called once as the deadline passes (before the callee sees its
+  cancellation): a caller keeps there what the callee may not change afterwards.
 * A callee that returns past its deadline without the timer having fired (it held the event loop
   with a blocking call, which nothing can interrupt) has ``Expired`` too: it ran longer than its
   timeout. ``held`` says how long the loop was held, for the caller's warning.
@@ -22,7 +24,7 @@ exactly what they would see outside tether. The policy, written here once:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import Final, TypeVar
 
@@ -49,15 +51,23 @@ class Expired(TimeoutError):
 class _Alarm:
     """Cancels ``task`` at the deadline, then again every RECANCEL seconds until disarmed."""
 
-    __slots__ = ("fired", "handle", "loop", "task")
+    __slots__ = ("at_deadline", "fired", "handle", "loop", "task")
 
-    def __init__(self, task: asyncio.Task[object], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        task: asyncio.Task[object],
+        loop: asyncio.AbstractEventLoop,
+        at_deadline: Callable[[], object] | None,
+    ) -> None:
         self.task = task
         self.loop = loop
+        self.at_deadline = at_deadline
         self.fired = 0
         self.handle: asyncio.TimerHandle | None = None
 
     def fire(self) -> None:
+        if not self.fired and self.at_deadline is not None:
+            self.at_deadline()
         self.fired += 1
         self.task.cancel("tether: timed out")
         self.handle = self.loop.call_later(RECANCEL, self.fire)
@@ -71,7 +81,11 @@ class _Alarm:
         return self.fired > 0
 
 
-async def within(awaitable: Awaitable[T], timeout: float | None) -> T:
+async def within(
+    awaitable: Awaitable[T],
+    timeout: float | None,
+    at_deadline: Callable[[], object] | None = None,
+) -> T:
     """Await ``awaitable`` in this task, bounded by ``timeout`` seconds (None: unbounded).
 
     Raises ``Expired`` when it ran past the timeout (see the module's policy); anything else it
@@ -85,7 +99,7 @@ async def within(awaitable: Awaitable[T], timeout: float | None) -> T:
             return await awaitable
     loop = asyncio.get_running_loop()
     before = task.cancelling()
-    alarm = _Alarm(task, loop)
+    alarm = _Alarm(task, loop, at_deadline)
     started = perf_counter()
     alarm.handle = loop.call_at(loop.time() + timeout, alarm.fire)
     try:

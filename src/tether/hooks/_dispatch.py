@@ -26,6 +26,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from ._bounded import Expired, LoopProbe, within
+from ._copy import copy_payload
 from ._errors import HookBlocked, HookTimeoutError
 from ._events import BLOCKABLE_EVENTS
 from ._hook import _unexplained
@@ -53,12 +54,20 @@ async def call(hook: _Hook, ctx: HookContext, timeout: float | None) -> float:
     event loop when that is measured (see ``held``), else 0.0. The hook's own exceptions
     propagate (a timeout as HookTimeoutError; a block it raised on its timeout stays a block)."""
     probe = LoopProbe() if hook.manager.loop_block_warn is not None else None
+    frozen: list[dict[str, Any]] = []
+
+    def freeze() -> None:  # at the deadline: what the hook changes after it is not kept
+        if isinstance(ctx.data, dict):
+            frozen.append(copy_payload(ctx.data))
+
     started = perf_counter()
     try:
-        await within(hook.executor.run(ctx), timeout)
+        await within(hook.executor.run(ctx), timeout, freeze)
     except Expired as exc:
         if exc.held:  # it returned, having held the loop past its timeout: Chain.held_loop
             return exc.held
+        if frozen:
+            ctx.data = frozen[0]
         _raise_timed_out(hook, exc)
     return 0.0 if probe is None else probe.held(started)
 

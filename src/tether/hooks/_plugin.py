@@ -51,8 +51,9 @@ MAX_SLUG: Final = 64
 BUILTIN_PLUGINS: Final[dict[str, str]] = {"debrief": "tether.plugins.debrief:DebriefPlugin"}
 
 F = TypeVar("F", bound=Callable[..., Any])
-#: The warning of a handler that swallowed its cancellation and was closed by the engine.
-IGNORED_CANCEL: Final = "timed out or was cancelled, ignored it, and was closed"
+#: The warning of a handler that swallowed its timeout's (or a stop's) cancellation and
+#: returned as if nothing happened: its result is not used (the engine times it out).
+IGNORED_CANCEL: Final = "timed out or was cancelled, and ignored it"
 
 
 class PluginError(ValueError):
@@ -533,8 +534,11 @@ def _make_handler(
         scoped = PluginContext(ctx, plugin, host, where)
         if timed is not None and (seconds := timed()) is not None:
             scoped.hook_deadline = asyncio.get_running_loop().time() + seconds
+        cancels = _cancels()
         try:
             await method(scoped)
+            if host is not None and _cancels() > cancels:
+                host.plugin_warn(plugin.name, scoped, f"{where} {IGNORED_CANCEL}")
         except HookBlocked:
             raise
         except (Exception, SystemExit) as exc:  # (the engine isolates a sys.exit() too)
@@ -546,17 +550,19 @@ def _make_handler(
             if host is not None and not closing(exc):  # a stop's cancellation is no fault
                 host.plugin_warn(plugin.name, scoped, f"{where} timed out or was cancelled")
             raise
-        except GeneratorExit:
-            # It swallowed the cancellation and carried on, so the engine closed it: a fault.
-            if host is not None:
-                host.plugin_warn(plugin.name, scoped, f"{where} {IGNORED_CANCEL}")
-            raise
         finally:
             scoped._live = False
             ctx.data = scoped.data
 
     handler.__qualname__ = f"{plugin.name}.{where}"
     return handler
+
+
+def _cancels() -> int:
+    """How many cancellations of the running task are pending: a handler that returns with
+    more than it started with swallowed one (its timeout's, or its owner's)."""
+    task = asyncio.current_task()
+    return task.cancelling() if task is not None else 0
 
 
 def _budget(manager: HookManager, timeout: float | None) -> Callable[[], float | None]:
@@ -581,8 +587,9 @@ def _point_handler(
 
     # SystemExit too: the engine isolates a handler calling sys.exit(), as any failure.
     async def finish(value: Awaitable[Any], kwargs: dict[str, Any]) -> Any:
+        cancels = _cancels()
         try:
-            return await value
+            answer = await value
         except (Exception, SystemExit) as exc:
             failed(kwargs, f"{where} failed: {exc!r}")
             raise
@@ -590,9 +597,9 @@ def _point_handler(
             if not closing(exc):
                 failed(kwargs, f"{where} timed out or was cancelled")
             raise
-        except GeneratorExit:
+        if _cancels() > cancels:
             failed(kwargs, f"{where} {IGNORED_CANCEL}")
-            raise
+        return answer
 
     if inspect.iscoroutinefunction(method):
 
