@@ -140,12 +140,42 @@ async def test_the_dashboard_shows_a_process_and_a_hook_run_appears_live_after_a
     await page.locator("#catalog tbody tr", has_text="shared-audit (shared)").wait_for()
     await live.first.locator("a.task").click()
     await page.locator("#timeline li", has_text="audit-prompt").first.wait_for(timeout=10_000)
+    # The picture shows the hook charts too (drawn at the next poll after the runs).
+    await page.locator("#charts tbody tr svg.runs rect.problems").first.wait_for(timeout=10_000)
     shot = BENCH_SCREENSHOT
     shot.parent.mkdir(exist_ok=True)
     await page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
     if os.environ.get("TETHER_UPDATE_SCREENSHOT") == "1":
         DOCS_SCREENSHOT.write_bytes(shot.read_bytes())
+
+
+async def test_the_hook_charts_draw_each_hooks_last_hour(
+    browser: Browser, served: tuple[AgentRuntime, OrchestrationAPI]
+) -> None:
+    _, api = served
+    page = await open_dashboard(browser, api.url)
+    async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
+        for trigger in ("manual", "spam", "spam"):
+            body = {"payload": {}, **({"trigger_id": "spam"} if trigger == "spam" else {})}
+            await client.post("/processes/support-desk/inject", json=body)
+    refused = page.locator("#charts tbody tr", has_text="refuse-spam")
+    await refused.wait_for(timeout=10_000)
+    await page.wait_for_function(
+        "() => [...document.querySelectorAll('#charts tbody tr')]"
+        ".some((tr) => tr.innerText.includes('refuse-spam') && tr.innerText.includes('67 %'))",
+        timeout=10_000,
+    )
+    cells = await refused.locator("td").all_inner_texts()
+    assert cells[:3] == ["task_created", "refuse-spam", "3"]
+    assert cells[5] == "67 %"  # two of its three runs blocked
+    # The two charts are real SVG in the page: the bars of the minute, the refusals over them.
+    assert await refused.locator("svg.hook-chart.runs rect.runs").count() == 1
+    assert await refused.locator("svg.hook-chart.runs rect.problems").count() == 1
+    assert await refused.locator("svg.hook-chart.durations circle.p95").count() == 1
+    box = await refused.locator("svg.hook-chart.runs").bounding_box()
+    assert box is not None
+    assert (box["width"], box["height"]) == (240, 40)
 
 
 async def test_the_feed_filter_shows_only_the_chosen_outcome(

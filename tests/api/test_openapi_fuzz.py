@@ -111,7 +111,9 @@ async def test_the_api_without_a_token_matches_its_document_under_schemathesis(
     code, output = await schemathesis(served)
     print(figures(output))
     assert code == 0, output[-6000:]
-    assert re.search(r"Tested: 2\d", output), output[-2000:]
+    tested = re.search(r"Tested: (\d+)", output)
+    assert tested, output[-2000:]
+    assert int(tested.group(1)) >= 30, output[-2000:]
     assert re.search(r"(\d+) generated, \1 passed", output), output[-2000:]
 
 

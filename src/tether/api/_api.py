@@ -288,6 +288,7 @@ class OrchestrationAPI:
             route("/hooks/events", hooks.events, "GET"),
             route("/hooks/catalog", hooks.catalog, "GET"),
             route("/processes/{name}/hooks/runs", hooks.runs, "GET"),
+            route("/processes/{name}/hooks/stats", hooks.stats, "GET"),
             route("/processes/{name}/hooks/dry-run", hooks.dry_run, "POST"),
             # A tag may contain "/" (e.g. "team/security"), sent as is or as %2F.
             route("/processes/{name}/hooks/{selector:path}/disable", hooks.disable, "POST"),

@@ -8,6 +8,7 @@ parameter and the values it takes, so a typo never silently widens (or empties) 
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -107,6 +108,24 @@ def _last(value: str | None) -> int | None:
     digits = value.strip()
     if not _DIGITS.match(digits) or int(digits) > MAX_LAST:
         raise bad_query("last", f"{value!r} is not a whole number >= 0 (at most {MAX_LAST})")
+    return int(digits)
+
+
+#: The spans the hook charts take, in seconds: a minute to a day.
+MIN_WINDOW: Final = 60
+MAX_WINDOW: Final = 86_400
+
+
+def _window(value: str | None, default: int) -> int:
+    """The charts' span: whole seconds from MIN_WINDOW to MAX_WINDOW."""
+    if value is None:
+        return default
+    digits = value.strip()
+    if not _DIGITS.match(digits) or not MIN_WINDOW <= int(digits) <= MAX_WINDOW:
+        raise bad_query(
+            "window",
+            f"{value!r} is not a whole number of seconds from {MIN_WINDOW} to {MAX_WINDOW}",
+        )
     return int(digits)
 
 
@@ -220,6 +239,23 @@ class HookEndpoints:
         since = _since(params.get("since"))
         runs = [_run_view(run.as_dict()) for run in process.hook_runs(since=since, **filters)]
         return JSONResponse({"name": process.name, "runs": process.redactor.value(runs)})
+
+    async def stats(self, request: Request) -> Response:
+        """Per hook, over the last ``window`` seconds (an hour unless given): runs per slice,
+        p50 / p95 durations, block and error rates, and the two small charts drawn of them."""
+        from ._charts import WINDOW_S, duration_svg, hook_stats, runs_svg
+
+        process = self.api.process_for(request)
+        params = query_params(request, ("window",))
+        window = _window(params.get("window"), WINDOW_S)
+        now = time.time()
+        since = datetime.fromtimestamp(now - window, UTC)
+        hooks = hook_stats(process.hook_runs(since=since), now=now, window=window)
+        for entry in hooks:
+            entry["runs_svg"] = runs_svg(entry, window=window)
+            entry["duration_svg"] = duration_svg(entry, window=window)
+        answer = {"name": process.name, "window_s": window, "hooks": hooks}
+        return JSONResponse(process.redactor.value(answer))
 
     async def disable(self, request: Request) -> Response:
         return self._set_enabled(request, False)

@@ -365,6 +365,23 @@ def _document() -> dict[str, Any]:
                     ),
                 )
             },
+            f"{p}/processes/{{name}}/hooks/stats": {
+                "get": _op(
+                    "Per hook that ran in the window (an hour unless given): hook_id, "
+                    "hook_name, event, runs, blocked, errors (failed, timed_out, dropped), "
+                    "per_bucket and problems_per_bucket (60 slices, oldest first), p50_ms, "
+                    "p95_ms, block_rate, error_rate, p50_per_step and p95_per_step (12 slices, "
+                    "null where it did not run), runs_svg and duration_svg (small charts of "
+                    "them); runs skipped by a matcher are not counted",
+                    query=(
+                        _query(
+                            "window",
+                            "The span in seconds (default 3600)",
+                            {"type": "integer", "minimum": 60, "maximum": 86400},
+                        ),
+                    ),
+                )
+            },
             f"{p}/processes/{{name}}/hooks/dry-run": {
                 "post": _op(
                     "Push a sample event through the resolved chain (command hooks really run); "

@@ -84,6 +84,8 @@ async function refresh() {
       return tr;
     }));
     syncOptions("f-process", processNames);
+    syncOptions("c-process", processNames);
+    await refreshCharts();
     await refreshDeadLetters(processes);
     await refreshCatalog();
   } catch (err) {
@@ -98,6 +100,37 @@ function hookCount(p) {
   if (!chain) return p.hook_count;
   const parts = ["shared", "inherited"].filter((k) => chain[k]).map((k) => chain[k] + " " + k);
   return parts.length ? chain.total + " (" + parts.join(", ") + ")" : chain.total;
+}
+
+// -- per-hook charts of the last hour (SVG drawn by the server from the run history) -----
+
+function svgNode(markup) {
+  const doc = new DOMParser().parseFromString(markup, "image/svg+xml");
+  return document.importNode(doc.documentElement, true);
+}
+
+function rate(value) {
+  const text = (100 * value).toFixed(value && value < 0.01 ? 1 : 0) + " %";
+  return el("span", text, value > 0 ? "rate-bad" : "");
+}
+
+function ms(value) {
+  if (value === null || value === undefined) return "-";
+  return value.toFixed(value < 1 ? 2 : 1);
+}
+
+async function refreshCharts() {
+  const name = document.getElementById("c-process").value;
+  if (!name) return fill("charts", []);
+  const { hooks } = await api("/processes/" + encodeURIComponent(name) + "/hooks/stats");
+  document.getElementById("charts-state").textContent =
+    hooks.length ? "" : "no hook of " + name + " ran in the last hour";
+  fill("charts", hooks.map((h) => {
+    const tr = row([h.event, h.hook_name, h.runs, ms(h.p50_ms), ms(h.p95_ms),
+      rate(h.block_rate), rate(h.error_rate), svgNode(h.runs_svg), svgNode(h.duration_svg)]);
+    tr.dataset.hook = h.hook_id;
+    return tr;
+  }));
 }
 
 async function refreshDeadLetters(processes) {
@@ -278,6 +311,7 @@ async function start() {
     document.getElementById(id).addEventListener("change", openFeed);
   }
   document.getElementById("feed-clear").addEventListener("click", () => fill("feed", []));
+  document.getElementById("c-process").addEventListener("change", () => refreshCharts());
   try {
     const { events } = await api("/hooks/events");
     syncOptions("f-event", events.map((e) => e.event));
