@@ -217,3 +217,29 @@ async def test_the_apis_body_limit_bounds_its_webhooks_too(runtime: AgentRuntime
         over = await client.post("/t", json={"ticket": "x" * 3000})
     assert fits.status_code == 202
     assert over.status_code == 413
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["https://evil.example", "http://localhost:3000", "http://127.0.0.1:1"],
+)
+async def test_an_unsigned_webhook_refuses_a_page_of_another_origin(
+    runtime: AgentRuntime, webhooks: WebhookServer, origin: str
+) -> None:
+    """A browser page (even one on this machine, on another port) cannot sign: refused."""
+    port = free_port()
+    process = await runtime.add_process("triage", {**SCRIPTED, "triggers": [webhook("/t", port)]})
+    async with httpx.AsyncClient() as client:
+        refused = await client.post(
+            f"http://127.0.0.1:{port}/t", json={"ticket": "x"}, headers={"Origin": origin}
+        )
+        own = await client.post(
+            f"http://127.0.0.1:{port}/t",
+            json={"ticket": "y"},
+            headers={"Origin": f"http://127.0.0.1:{port}"},
+        )
+    assert refused.status_code == 403
+    assert origin in refused.json()["error"]["message"]
+    assert own.status_code == 202
+    await eventually(lambda: own.json()["event_id"] in process.transcripts)
+    assert len(process.transcripts) == 1

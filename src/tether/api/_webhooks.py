@@ -36,7 +36,14 @@ from ..process import AgentProcess, InvalidEventError, ProcessState, TriggerEven
 from ..process._event import check_traceparent
 from ..runtime import AgentRuntime, WebhookRoute
 from ._errors import PASSED_ON, APIConfigError, APIError, error_response
-from ._http import DEFAULT_MAX_BODY, foreign_origin, is_loopback, parse_json, read_body
+from ._http import (
+    DEFAULT_MAX_BODY,
+    foreign_origin,
+    host_port,
+    is_loopback,
+    parse_json,
+    read_body,
+)
 from ._server import AppServer
 
 __all__ = [
@@ -257,7 +264,12 @@ class WebhookServer:
                 "this webhook is not signed, so it only takes requests from this machine; "
                 "give its trigger a secret to take them from elsewhere",
             )
-        origin = foreign_origin(request.scope["headers"], None) if secret is None else None
+        origin = None
+        if secret is None:
+            # A page on this machine but on another port (a development server's
+            # localhost:3000) is another site as much as a remote one.
+            sent_to = host_port(request.headers.get("host"), key[1])
+            origin = foreign_origin(request.scope["headers"], sent_to)
         if origin is not None:
             # A page of any web site the host's user visits could otherwise feed the agent
             # events (a form or fetch() POST needs no CORS consent); a signed webhook is safe,
