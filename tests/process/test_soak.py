@@ -34,8 +34,10 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 EVENTS = 2000
 SEED = 20261202
 TIMEOUT = 0.05
-#: How far past its timeout a hook run may be recorded (a loop busy with 8 workers' runs).
-GRACE = 2.0
+#: How far past its timeout a hook run may be recorded (a loop busy with 8 workers' runs, on a
+#: machine busy with other work: 2.26 s was seen with both cores loaded). A run the bound failed
+#: to end would last as long as its hook (the stubborn ones: for ever).
+GRACE = 5.0
 COMMAND_TIMEOUT = 0.3
 #: Share of each action of the chaos hooks, per call.
 ACTIONS = {"pass": 40, "raise": 15, "hang": 8, "stubborn": 4, "block": 8, "garbage": 25}
