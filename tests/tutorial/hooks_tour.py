@@ -35,10 +35,10 @@ async def main() -> None:
     process = AgentProcess("triage", config)
     print("hooks registered:", process.status()["hook_count"])
     await process.start()
-    await process.inject(TriggerEvent(
+    event_id = await process.inject(TriggerEvent(
         trigger_id="manual", trigger_type="manual", payload={"ticket": "Login page is down"},
     ))
-    await asyncio.sleep(1.0)
+    await process.outcome(event_id, timeout=30)  # waits for the run to end
     await process.stop()
     await llm.stop()
 

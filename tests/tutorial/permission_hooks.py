@@ -58,9 +58,10 @@ async def main() -> None:
     process = await runtime.add_process("triage", config)
     await runtime.start_all()
     for text in ("Checkout fails for all EU customers", "Customer wants a 5000 EUR refund"):
-        await process.inject(TriggerEvent(trigger_id="helpdesk", trigger_type="webhook",
-                                          payload={"ticket": text}))
-    await asyncio.sleep(2)
+        event_id = await process.inject(TriggerEvent(trigger_id="helpdesk",
+                                                     trigger_type="webhook",
+                                                     payload={"ticket": text}))
+        await process.outcome(event_id, timeout=30)
     print("reviewer was asked:", asked)
     print("state:", process.context.state_snapshot())
     await runtime.stop_all()

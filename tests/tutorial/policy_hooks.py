@@ -51,10 +51,13 @@ async def main() -> None:
     await llm.start()
     process = AgentProcess("triage", config)
     await process.start()
-    await process.inject(ticket("Nightly export failed", trigger_id="legacy-cron"))
-    await process.inject(ticket("Please reset my password"))
-    await process.inject(ticket("Login page is down"))
-    await asyncio.sleep(1.5)
+    ids = [
+        await process.inject(ticket("Nightly export failed", trigger_id="legacy-cron")),
+        await process.inject(ticket("Please reset my password")),
+        await process.inject(ticket("Login page is down")),
+    ]
+    for event_id in ids:  # wait for each run to end
+        await process.outcome(event_id, timeout=30)
 
     print("runs:", process.status()["invocation_count"])
     for dead in process.dead_letters:

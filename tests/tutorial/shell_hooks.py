@@ -41,10 +41,13 @@ async def main() -> None:
     await llm.start()
     process = AgentProcess("triage", config)
     await process.start()
-    for text in ("Please refund order 1182", "Printer on floor 3 is jammed"):
+    ids = [
         await process.inject(TriggerEvent(trigger_id="helpdesk", trigger_type="webhook",
                                           payload={"ticket": text}))
-    await asyncio.sleep(2)
+        for text in ("Please refund order 1182", "Printer on floor 3 is jammed")
+    ]
+    for event_id in ids:  # wait for each run to end
+        await process.outcome(event_id, timeout=30)
     print("runs:", process.status()["invocation_count"])
     for dead in process.dead_letters:
         print("dead-lettered:", dead["reason"], "|", dead["error"])
