@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._errors import TetherError
 from .._redact import Redactor
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from ..hooks import DispatchResult, HookEvent
@@ -40,7 +41,7 @@ TOOL_HOLD_WARN = 0.1
 Emit = Callable[..., Awaitable[DispatchResult]]
 
 
-class RunError(Exception):
+class RunError(TetherError):
     """A run could not finish (turn limit, model failure); the process may retry it."""
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from .._errors import TetherError
 from .._urls import masked_in
 from ..process import ProcessState
 from ..store._redis import FENCED, RENEW, Keys, Scripts, connect
@@ -76,7 +77,7 @@ async def _cancel_and_wait(tasks: list[asyncio.Task[None]]) -> None:
         _, pending = await asyncio.wait(pending, timeout=0.5)
 
 
-class ClusterError(RuntimeError):
+class ClusterError(TetherError, RuntimeError):
     """The cluster cannot do what was asked (Redis unreachable, no host answers)."""
 
 
