@@ -1,5 +1,5 @@
 """One exception tree: every exception tether defines derives from TetherError, keeps the
-built-in base its callers catch, says when it is raised, and is drawn in tether/_errors.py."""
+built-in base its callers catch, says when it is raised, and is drawn in tether/errors.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import tether
-import tether._errors
+import tether.errors
 from tether import TetherError
 
 
@@ -46,8 +46,8 @@ _LINE = re.compile(r"^ {4}[│├└─ ]*(?P<name>\w+) +(?P<where>\w+) +(?P<res
 
 
 def drawn_tree() -> dict[str, tuple[int, str, str]]:
-    """The tree in tether/_errors.py's docstring: name -> (depth, where, the rest of its line)."""
-    doc = tether._errors.__doc__ or ""
+    """The tree in tether/errors.py's docstring: name -> (depth, where, the rest of its line)."""
+    doc = tether.errors.__doc__ or ""
     tree = doc.split("Exception tree::\n\n", 1)[1].split("\n\n", 1)[0]
     drawn: dict[str, tuple[int, str, str]] = {}
     for line in tree.splitlines():
@@ -146,7 +146,7 @@ def test_one_except_clause_catches_what_the_public_api_raises(tmp_path: Path) ->
 
 
 def test_the_root_of_the_tree_imports_nothing() -> None:
-    tree = ast.parse(Path(tether._errors.__file__).read_text())
+    tree = ast.parse(Path(tether.errors.__file__).read_text())
     imports = [
         ast.unparse(node)
         for node in ast.walk(tree)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._errors import TetherError as TetherError
+from .errors import TetherError as TetherError
 from .hooks import BLOCKABLE_EVENTS as BLOCKABLE_EVENTS
 from .hooks import SAFE_ENV_VARS as SAFE_ENV_VARS
 from .hooks import CommandHookError as CommandHookError

@@ -11,8 +11,8 @@ from typing import Any, Final, NamedTuple, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from ._errors import TetherError
 from ._manifest_yaml import Loc, line_of, path_of
+from .errors import TetherError
 
 __all__ = [
     "MAX_ISSUE_CHARS",

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import yaml
 
-from ._errors import TetherError
+from .errors import TetherError
 
 __all__ = ["Loc", "Problem", "line_of", "path_of", "read_yaml", "resolve", "yaml_type"]
 

@@ -41,7 +41,7 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import IO, Any, TypeVar
 
-from ._errors import TetherError
+from .errors import TetherError
 
 __all__ = ["Block", "answer", "run", "serve"]
 

@@ -17,7 +17,7 @@ from _imports_support import SRC, imported_modules, module_name
 #: Layers, bottom to top. A module may import from its own layer and the layers below it only.
 #: Each entry names the top-level modules or packages under ``tether`` that form the layer.
 LAYERS: list[set[str]] = [
-    {"_errors"},  # the root of the exception tree (TetherError): imports nothing
+    {"errors"},  # the root of the exception tree (TetherError): imports nothing
     # the engine (and the co-process helper, and how URLs are shown): nothing above
     {"hooks", "_json", "_urls", "hookserver"},
     {"store"},
@@ -80,7 +80,7 @@ def test_every_top_level_module_has_a_layer() -> None:
 
 
 #: The one module below the engine: TetherError, which every tether exception derives from.
-ROOT_ERROR = "tether._errors"
+ROOT_ERROR = "tether.errors"
 
 
 def test_tether_hooks_imports_nothing_from_the_rest_of_tether() -> None:

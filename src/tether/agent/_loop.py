@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._errors import TetherError
 from .._redact import Redactor
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from ..errors import TetherError
 from ..hooks import DispatchResult, HookEvent
 from ..hooks._bounded import Expired, LoopProbe, within
 from ..models import ModelReply

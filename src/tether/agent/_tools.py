@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import TetherError
+from ..errors import TetherError
 
 __all__ = ["Tool", "ToolArgumentsError", "as_tool", "tool"]
 

@@ -2,7 +2,7 @@
 
 Exception tree::
 
-    TetherError  (the root of every tether error: tether/_errors.py draws the whole tree)
+    TetherError  (the root of every tether error: tether/errors.py draws the whole tree)
     ├── APIError          an error answer: status, code, message (raised inside a handler)
     └── APIConfigError    the API or webhook server was set up wrongly (also a ValueError)
 
@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from starlette.responses import JSONResponse
 
-from .._errors import TetherError
+from ..errors import TetherError
 
 __all__ = ["PASSED_ON", "APIConfigError", "APIError", "error_response"]
 

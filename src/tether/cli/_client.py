@@ -10,7 +10,7 @@ import httpx
 from rich.markup import escape
 from rich.table import Table
 
-from .._errors import TetherError
+from ..errors import TetherError
 from ._console import console
 
 __all__ = ["APIClientError", "inject_event", "list_processes", "publish_event"]

@@ -15,7 +15,7 @@ from typing import Final
 
 import click
 
-from .._errors import TetherError
+from ..errors import TetherError
 
 __all__ = ["MAX_TOKEN_FILE_BYTES", "TokenFileError", "serve_token"]
 

@@ -33,8 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from .._errors import TetherError
 from .._urls import masked_in
+from ..errors import TetherError
 from ..process import ProcessState
 from ..store._redis import FENCED, RENEW, Keys, Scripts, connect
 

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import Final, TypeVar
 
-from .._errors import TetherError
+from ..errors import TetherError
 
 __all__ = ["RECANCEL", "Expired", "LoopProbe", "within"]
 

@@ -24,7 +24,7 @@ import shlex
 from pathlib import Path
 from typing import Any, Final
 
-from .._errors import TetherError
+from ..errors import TetherError
 from ._claude_code import CLAUDE_DEFAULT_TIMEOUT, CLAUDE_EVENTS
 from ._command import CommandHookConfig
 from ._config import HookConfig

@@ -2,7 +2,7 @@
 
 Exception tree::
 
-    TetherError  (the root of every tether error: tether/_errors.py draws the whole tree)
+    TetherError  (the root of every tether error: tether/errors.py draws the whole tree)
     ├── HookBlocked            a hook refused the action (raised by hook code, on purpose)
     └── HookError              base of errors the engine reports about a hook
         ├── HookTimeoutError   a hook ran longer than its timeout
@@ -16,7 +16,7 @@ Exception tree::
 
 from __future__ import annotations
 
-from .._errors import TetherError
+from ..errors import TetherError
 
 __all__ = [
     "CommandHookError",

@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import Final
 
-from .._errors import TetherError
+from ..errors import TetherError
 
 __all__ = ["MAX_FILE_BYTES", "FileRefused", "read_small_file"]
 

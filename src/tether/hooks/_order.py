@@ -19,7 +19,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar
 
-from .._errors import TetherError
+from ..errors import TetherError
 
 __all__ = [
     "DeclarationError",

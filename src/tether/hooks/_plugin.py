@@ -19,7 +19,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
-from .._errors import TetherError
+from ..errors import TetherError
 from ._context import HookContext
 from ._errors import HookBlocked
 from ._events import HookEvent

@@ -2,7 +2,7 @@
 
 Exception tree::
 
-    TetherError  (the root of every tether error: tether/_errors.py draws the whole tree)
+    TetherError  (the root of every tether error: tether/errors.py draws the whole tree)
     └── ProcessError                 base
         ├── ProcessStateError        the call does not fit the process's state (you called it wrong)
         │   └── NothingToRollBackError  rollback() with no applied configuration change to undo
@@ -12,7 +12,7 @@ Exception tree::
 
 from __future__ import annotations
 
-from .._errors import TetherError
+from ..errors import TetherError
 
 __all__ = [
     "NothingToRollBackError",

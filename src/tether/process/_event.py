@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .._errors import TetherError
+from ..errors import TetherError
 
 __all__ = [
     "CURRENT_EVENT",

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 from pydantic import SecretStr
 
-from .._errors import TetherError
 from ..agent import Tool
+from ..errors import TetherError
 from ._mcp import McpServerConfig
 from ._mcp_stdio import StdioProgram, kill_group, minimal_env, program_argv, stdio_transport
 

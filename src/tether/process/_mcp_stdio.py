@@ -27,7 +27,7 @@ import mcp.types as mcp_types
 from anyio.streams.text import TextReceiveStream
 from mcp.shared.message import SessionMessage
 
-from .._errors import TetherError
+from ..errors import TetherError
 
 if TYPE_CHECKING:
     from anyio.abc import Process

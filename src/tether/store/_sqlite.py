@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from .._errors import TetherError
+from ..errors import TetherError
 
 try:
     import fcntl

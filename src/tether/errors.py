@@ -1,4 +1,4 @@
-"""The root of tether's exceptions, and the whole tree drawn in one place.
+"""The root of tether's exceptions (``tether.TetherError``), and the whole tree drawn in one place.
 
 Every exception tether defines derives from :class:`TetherError`, so ``except
 tether.TetherError`` catches anything tether raised and lets everything else through. Each
