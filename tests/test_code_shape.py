@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from _imports_support import SRC
 from _tests_of_modules import TESTED_BY
 
@@ -202,3 +204,41 @@ def test_the_table_names_modules_and_test_files_that_exist() -> None:
         )
         == []
     )
+
+
+# -- the slow tests are marked -------------------------------------------------------------------
+
+#: Test files slow as a whole (soak, tutorial scripts, schemathesis, Chromium, cluster hosts,
+#: MCP servers and the CLI run as programs): `make test-fast` leaves them out.
+SLOW_FILES = (
+    "process/test_soak.py",
+    "test_tutorial.py",
+    "api/test_openapi_fuzz.py",
+    "api/test_dashboard_browser.py",
+    "cluster/test_cluster_hosts.py",
+    "cluster/test_cluster_queue.py",
+    "cluster/test_cluster_control.py",
+    "cluster/test_cluster_cli.py",
+    "process/test_mcp_stdio_servers.py",
+    "process/test_mcp_http_servers.py",
+    "cli/test_cli_first_use.py",
+    "cli/test_serve_token.py",
+    "eval/test_eval_cli.py",
+    "hooks/test_hook_strays.py",
+    "hooks/test_hooks_shell_processes.py",
+)
+
+
+def _module_marks(path: Path) -> str:
+    tree = ast.parse(path.read_text())
+    return " ".join(
+        ast.unparse(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
+    )
+
+
+@pytest.mark.parametrize("name", SLOW_FILES)
+def test_a_slow_test_file_is_marked_slow_as_a_whole(name: str) -> None:
+    assert "pytest.mark.slow" in _module_marks(TESTS / name)
