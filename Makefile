@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test test-fast test-slow lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -22,6 +22,13 @@ typecheck: $(STAMP)
 
 test: lint typecheck
 	$(PY) -m pytest -W error --cov=tether --cov-report=term --cov-fail-under=90 -q
+
+# Everything but the tests marked slow: the loop to run while editing (lint and types apart).
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow"
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m slow
 
 bench: $(STAMP)
 	$(PY) bench/dispatch.py

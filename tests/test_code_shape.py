@@ -6,7 +6,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from _imports_support import SRC
+from _tests_of_modules import TESTED_BY
 
 #: Private names of the standard library that are its public API (namedtuple's).
 STDLIB_PRIVATE = {"_replace", "_asdict", "_fields", "_make"}
@@ -137,3 +140,105 @@ def test_only_the_cli_app_module_reads_its_state() -> None:
         and any(alias.name == "STATE" for alias in node.names)
     ]
     assert importers == []
+
+
+# -- every module has its tests ------------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _key_of(module: str) -> str:
+    """The word a test file's name carries for ``module``: its name without the leading
+    underscore, or its package's name for an ``__init__``."""
+    path = Path(module)
+    return path.parent.name if path.stem == "__init__" else path.stem.lstrip("_")
+
+
+def files_named_after(module: str) -> list[str]:
+    """Test files named after ``module`` (relative to SRC): ``test_*KEY*.py`` where KEY stands
+    as whole words, in the folder of the module's package when tests has one."""
+    folder = TESTS / Path(module).parts[0] if len(Path(module).parts) > 1 else TESTS
+    if not folder.is_dir():
+        folder = TESTS
+    key = f"_{_key_of(module)}_"
+    return sorted(
+        path.relative_to(TESTS).as_posix()
+        for path in folder.rglob("test_*.py")
+        if key in f"_{path.stem.removeprefix('test_')}_"
+    )
+
+
+def _modules() -> list[str]:
+    return [path.relative_to(SRC).as_posix() for path in _sources()]
+
+
+def test_the_naming_rule_finds_the_files_named_after_a_module() -> None:
+    assert "process/test_process_queue.py" in files_named_after("process/_queue.py")
+    assert "runtime/test_runtime.py" in files_named_after("runtime.py")
+    assert "cluster/test_cluster_queue.py" in files_named_after("cluster/__init__.py")
+    assert files_named_after("hooks/_manager.py") == []
+
+
+def test_every_module_has_test_files_named_after_it_or_listed_in_the_table() -> None:
+    untested = [m for m in _modules() if not files_named_after(m) and m not in TESTED_BY]
+    assert untested == [], (
+        "name a test file after each of these modules, or list the files that test it in "
+        "tests/_tests_of_modules.py"
+    )
+
+
+def test_the_table_lists_only_modules_the_naming_rule_misses() -> None:
+    """The table shrinks with the code: a module whose tests gain its name leaves it."""
+    assert sorted(m for m in TESTED_BY if files_named_after(m)) == []
+
+
+def test_the_table_names_modules_and_test_files_that_exist() -> None:
+    modules = set(_modules())
+    assert sorted(set(TESTED_BY) - modules) == []
+    assert (
+        sorted(
+            f"{module}: {test}"
+            for module, tests in TESTED_BY.items()
+            for test in tests
+            if not (TESTS / test).is_file()
+        )
+        == []
+    )
+
+
+# -- the slow tests are marked -------------------------------------------------------------------
+
+#: Test files slow as a whole (soak, tutorial scripts, schemathesis, Chromium, cluster hosts,
+#: MCP servers and the CLI run as programs): `make test-fast` leaves them out.
+SLOW_FILES = (
+    "process/test_soak.py",
+    "test_tutorial.py",
+    "api/test_openapi_fuzz.py",
+    "api/test_dashboard_browser.py",
+    "cluster/test_cluster_hosts.py",
+    "cluster/test_cluster_queue.py",
+    "cluster/test_cluster_control.py",
+    "cluster/test_cluster_cli.py",
+    "process/test_mcp_stdio_servers.py",
+    "process/test_mcp_http_servers.py",
+    "cli/test_cli_first_use.py",
+    "cli/test_serve_token.py",
+    "eval/test_eval_cli.py",
+    "hooks/test_hook_strays.py",
+    "hooks/test_hooks_shell_processes.py",
+)
+
+
+def _module_marks(path: Path) -> str:
+    tree = ast.parse(path.read_text())
+    return " ".join(
+        ast.unparse(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
+    )
+
+
+@pytest.mark.parametrize("name", SLOW_FILES)
+def test_a_slow_test_file_is_marked_slow_as_a_whole(name: str) -> None:
+    assert "pytest.mark.slow" in _module_marks(TESTS / name)

@@ -10,7 +10,11 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from _tutorial_support import run_step as run
+
+pytestmark = pytest.mark.slow
 
 
 def run_step(script: str) -> list[str]:

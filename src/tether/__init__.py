@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .errors import TetherError as TetherError
 from .hooks import BLOCKABLE_EVENTS as BLOCKABLE_EVENTS
 from .hooks import SAFE_ENV_VARS as SAFE_ENV_VARS
 from .hooks import CommandHookError as CommandHookError
@@ -182,6 +183,7 @@ __all__ = [
     "ShellHookResult",
     "SpawnRefusedError",
     "Telemetry",
+    "TetherError",
     "Tool",
     "TriggerEvent",
     "WebhookClashError",

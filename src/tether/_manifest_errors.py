@@ -12,6 +12,7 @@ from typing import Any, Final, NamedTuple, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from ._manifest_yaml import Loc, line_of, path_of
+from .errors import TetherError
 
 __all__ = [
     "MAX_ISSUE_CHARS",
@@ -39,7 +40,7 @@ class ManifestIssue(NamedTuple):
         return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
 
 
-class ManifestError(ValueError):
+class ManifestError(TetherError, ValueError):
     """A manifest cannot be used; ``errors`` holds every problem found, in file order."""
 
     def __init__(self, errors: list[ManifestIssue], source: str | None = None) -> None:

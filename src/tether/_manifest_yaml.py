@@ -13,6 +13,8 @@ from typing import Any, Final
 
 import yaml
 
+from .errors import TetherError
+
 __all__ = ["Loc", "Problem", "line_of", "path_of", "read_yaml", "resolve", "yaml_type"]
 
 Loc = tuple[str | int, ...]
@@ -31,7 +33,7 @@ _MERGE: Final = "tag:yaml.org,2002:merge"
 _SHOWN_PARTS: Final = 8  # a path deeper than this is shown cut short
 
 
-class _Refused(Exception):
+class _Refused(TetherError):
     """The document cannot be walked: nested too deeply, looping, or expanding without end."""
 
     def __init__(self, problem: Problem) -> None:

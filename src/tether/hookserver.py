@@ -41,13 +41,15 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import IO, Any, TypeVar
 
+from .errors import TetherError
+
 __all__ = ["Block", "answer", "run", "serve"]
 
 Handler = Callable[[dict[str, Any]], Any]
 H = TypeVar("H", bound=Handler)
 
 
-class Block(Exception):
+class Block(TetherError):
     """Raised by a handler to refuse the event, with a reason."""
 
     def __init__(self, reason: str = "") -> None:

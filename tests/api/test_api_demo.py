@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_the_demo_runs_end_to_end_and_shows_events_refusals_and_dead_letters(
     tmp_path: Path,
 ) -> None:

@@ -121,6 +121,7 @@ async def test_a_patch_naming_a_host_variable_answers_403_and_changes_nothing(
     assert process.config.mcp_servers == []
 
 
+@pytest.mark.slow
 async def test_a_variable_the_operator_allowed_is_resolved_for_an_mcp_server(
     runtime: AgentRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -198,6 +199,7 @@ def test_allowed_env_takes_only_variable_names(runtime: AgentRuntime) -> None:
         OrchestrationAPI(runtime, allowed_env="HOME")
 
 
+@pytest.mark.slow
 async def test_serve_allow_env_lets_api_clients_name_that_variable_only() -> None:
     env = {"TETHER_TEST_HOST_SECRET": CANARY, "TETHER_TEST_SHARED": "shared", "PATH": "/usr/bin"}
     argv = ["-c", "import sys; from tether.cli import main; sys.exit(main())", "serve"]

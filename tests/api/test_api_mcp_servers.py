@@ -23,6 +23,7 @@ async def api(runtime: AgentRuntime) -> AsyncIterator[OrchestrationAPI]:
         yield api
 
 
+@pytest.mark.slow
 async def test_the_process_view_shows_each_servers_state_and_tools(
     runtime: AgentRuntime, client: httpx.AsyncClient
 ) -> None:
@@ -39,6 +40,7 @@ async def test_the_process_view_shows_each_servers_state_and_tools(
     assert body["config"]["mcp_server_names"] == ["crm"]
 
 
+@pytest.mark.slow
 async def test_patch_connects_an_added_server_and_disconnects_a_removed_one(
     runtime: AgentRuntime, client: httpx.AsyncClient
 ) -> None:

@@ -35,6 +35,8 @@ from tether.models import ScriptedModel
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Page
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM = os.environ.get("TETHER_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
     "--headless",

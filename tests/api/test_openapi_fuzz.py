@@ -29,9 +29,10 @@ SEED = 20261201
 st = shutil.which("st", path=os.path.dirname(sys.executable))
 #: Skipped without schemathesis only off CI: under CI (as .ci/run runs) a missing one fails.
 _ON_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
-pytestmark = pytest.mark.skipif(
-    st is None and not _ON_CI, reason="schemathesis is a dev dependency"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(st is None and not _ON_CI, reason="schemathesis is a dev dependency"),
+]
 
 
 async def audit(ctx: HookContext) -> None:

@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from tether import AgentRuntime, OrchestrationAPI
-from tether.api._openapi import NAME_PATTERN, TASK_ID_PATTERN, openapi_document
+from tether.api._openapi import openapi_document
+from tether.api._routes import NAME_PATTERN, TASK_ID_PATTERN
 from tether.process._state import validate_name
 
 TOKEN = "rules-token-1"

@@ -130,6 +130,7 @@ WITH_BODY = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("method", "path"), WITH_BODY)
 @pytest.mark.parametrize("body", [b"[1, 2]", b'"text"', b"42", b"null", b"true"])
 async def test_a_body_that_is_not_a_json_object_answers_422(
@@ -142,6 +143,7 @@ async def test_a_body_that_is_not_a_json_object_answers_422(
     assert message.startswith("expected a JSON object, got ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("method", "path"), WITH_BODY)
 @pytest.mark.parametrize("body", [b'{"a": "\xff"}', b"{'a': 1}", b'{"a": 1,}', b'{"a": 1} x'])
 async def test_a_body_that_is_not_valid_json_answers_400(

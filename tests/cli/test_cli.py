@@ -147,6 +147,7 @@ def test_schema_prints_the_shipped_json_schema(cli: Any) -> None:
 # -- errors ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_errors_are_one_line_and_a_non_zero_exit(tmp_path: Path) -> None:
     done = tether("run", str(tmp_path / "missing.agent"))
     assert done.returncode == 1
@@ -157,6 +158,7 @@ def test_errors_are_one_line_and_a_non_zero_exit(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     done = tether("--debug", "run", str(tmp_path / "missing.agent"))
     assert done.returncode == 1
@@ -222,6 +224,7 @@ def test_run_shows_events_and_hook_outcomes_as_they_happen(cli: Any, agent: Path
     assert "triage stopped: 2 run(s), 1 dead letter(s)" in out
 
 
+@pytest.mark.slow
 async def test_run_stops_cleanly_on_sigint_firing_session_end(tmp_path: Path) -> None:
     port = free_port()
     agent = write(
@@ -253,6 +256,7 @@ async def test_run_stops_cleanly_on_sigint_firing_session_end(tmp_path: Path) ->
     assert "hooked stopped: 1 run(s), 0 dead letter(s)" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["serve"], ["runtime", "start"]])
 async def test_serve_loads_manifests_and_stops_on_sigterm(agent: Path, command: list[str]) -> None:
     """``tether runtime start`` (the reference's name) is ``tether serve``."""
@@ -482,6 +486,7 @@ def test_hooks_test_refuses_an_unknown_event() -> None:
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+@pytest.mark.slow
 def test_the_example_agent_validates_and_runs_with_its_hook_programs(
     cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -509,6 +514,7 @@ def test_the_example_agent_validates_and_runs_with_its_hook_programs(
     assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 2
 
 
+@pytest.mark.slow
 def test_the_example_agent_runs_its_hooks_with_tether_s_python_whatever_python3_is_on_path(
     tmp_path: Path,
 ) -> None:
@@ -537,6 +543,7 @@ def test_the_example_agent_runs_its_hooks_with_tether_s_python_whatever_python3_
     assert len((tmp_path / "audit.jsonl").read_text().splitlines()) == 1
 
 
+@pytest.mark.slow
 async def test_history_md_s_disable_and_enable_commands_work_on_the_example_agent(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

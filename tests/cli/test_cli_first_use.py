@@ -30,6 +30,8 @@ from tether.hooks import HookBlocked, HookContext
 from tether.models import ScriptedModel
 from tether.testing import FakeLLM
 
+pytestmark = pytest.mark.slow
+
 ENV = {**os.environ, "NO_COLOR": "1"}
 
 

@@ -191,6 +191,7 @@ async def test_hooks_list_filters_and_reports_a_bad_filter_in_one_line(
     )
 
 
+@pytest.mark.slow
 async def test_the_url_and_token_can_come_from_the_environment(
     cli: Any, api: OrchestrationAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -219,6 +220,7 @@ async def test_hooks_runs_prints_the_history_as_a_table(cli: Any, api: Orchestra
     assert blocked[-1] == "refunds need a human"
 
 
+@pytest.mark.slow
 async def test_hooks_runs_filters_by_event_outcome_hook_since_and_last(
     cli: Any, api: OrchestrationAPI
 ) -> None:
@@ -260,6 +262,7 @@ def test_since_takes_a_duration_ago_or_passes_a_time_through() -> None:
     assert parse_since(None) is None
 
 
+@pytest.mark.slow
 async def test_hooks_runs_follow_prints_new_runs_until_ctrl_c(api: OrchestrationAPI) -> None:
     await inject(api, "Login is down")
     command = (*CLI, "hooks", "runs", "triage", "--follow", "--interval", "0.1", *at(api))
@@ -277,6 +280,7 @@ async def test_hooks_runs_follow_prints_new_runs_until_ctrl_c(api: Orchestration
     assert sum(" gate " in line for line in lines) == 2
 
 
+@pytest.mark.slow
 async def test_hooks_runs_follow_as_json_lines_ends_with_an_error_when_the_api_goes_away(
     cli: Any, api: OrchestrationAPI
 ) -> None:

@@ -44,6 +44,7 @@ async def test_serve_prints_the_dashboard_and_metrics_and_serves_both(
     assert data.status_code == 401
 
 
+@pytest.mark.slow
 async def test_serve_logs_json_lines_on_stderr(tmp_path: Path) -> None:
     hook = write(tmp_path / "hook.py", "import sys; sys.exit(4)\n")
     agent = write(

@@ -101,6 +101,7 @@ def test_a_group_without_a_command_shows_its_help(cli: Any, args: list[str]) -> 
     assert "error:" not in shown
 
 
+@pytest.mark.slow
 def test_a_usage_error_shows_no_traceback_even_with_debug() -> None:
     done = subprocess.run(
         [*CLI, "--debug", "hooks", "runs", "triage", "--last", "-1"],

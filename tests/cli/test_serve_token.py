@@ -13,6 +13,8 @@ import pytest
 from _cli_support import CLI, running
 from _net_support import free_port
 
+pytestmark = pytest.mark.slow
+
 TOKEN = "s3cret-token-for-serve"
 WARNING = "warning: --token shows in `ps` to every user of this machine"
 

@@ -14,6 +14,7 @@ from tether.manifest import MAX_MANIFEST_BYTES, ManifestError, load_manifest
 GOOD = 'version: "1.0"\nname: ok\nmodel: scripted\ninstructions: You help.\n'
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
 def test_validate_of_dev_zero_is_refused_at_once_as_not_a_regular_file() -> None:
     done = validate("/dev/zero")
@@ -28,6 +29,7 @@ def test_a_named_pipe_without_a_writer_is_refused_without_waiting(tmp_path: Path
         load_manifest(fifo)
 
 
+@pytest.mark.slow
 def test_a_file_over_one_mebibyte_is_refused_naming_its_size_and_the_limit(
     tmp_path: Path,
 ) -> None:
@@ -53,6 +55,7 @@ def test_a_directory_still_reads_cannot_read_is_a_directory(tmp_path: Path) -> N
         load_manifest(tmp_path)
 
 
+@pytest.mark.slow
 def test_an_error_quotes_no_more_than_the_offending_line(tmp_path: Path) -> None:
     """A 5,000-character bad name on line 2 is quoted cut short; no other line is quoted."""
     path = tmp_path / "long.agent"
@@ -85,6 +88,7 @@ def test_every_problem_message_is_cut_to_a_bounded_length() -> None:
     assert error.errors[0].message.endswith("...")
 
 
+@pytest.mark.slow
 def test_a_file_that_is_not_utf8_is_refused_without_quoting_it(tmp_path: Path) -> None:
     path = tmp_path / "binary.agent"
     path.write_bytes(b"name: \xff\xfe" + b"\x00" * 5000)

@@ -19,6 +19,7 @@ def naming(tmp_path: Path, hooks_file: str | Path) -> Path:
     return manifest
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
 def test_a_manifest_naming_dev_zero_is_refused_at_once(tmp_path: Path) -> None:
     """Regression: validate read /dev/zero until memory ran out."""
@@ -31,6 +32,7 @@ def test_a_manifest_naming_dev_zero_is_refused_at_once(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_manifest_naming_a_named_pipe_is_refused_without_waiting(tmp_path: Path) -> None:
     """Regression: validate hung, waiting for a writer of the FIFO."""
     fifo = tmp_path / "settings.json"
@@ -41,6 +43,7 @@ def test_a_manifest_naming_a_named_pipe_is_refused_without_waiting(tmp_path: Pat
     assert f"claude_code_hooks[0]: {fifo}: not a regular file (a named pipe)" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_manifest_naming_a_file_over_one_mebibyte_is_refused_naming_its_size(
     tmp_path: Path,
 ) -> None:

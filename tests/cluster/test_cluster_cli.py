@@ -19,6 +19,8 @@ from tether.store._redis import Keys
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
+pytestmark = pytest.mark.slow
+
 
 def test_serve_refuses_a_cluster_url_that_is_not_redis(capsys: pytest.CaptureFixture[str]) -> None:
     done = run_cli(capsys, "serve", "--cluster", "http://127.0.0.1:6379")

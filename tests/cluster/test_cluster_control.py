@@ -18,6 +18,8 @@ from tether.cluster import ClusterNode, cluster_config, rendezvous
 from tether.models import OpenAIModel
 from tether.testing import FakeLLM
 
+pytestmark = pytest.mark.slow
+
 TTL = 2.0
 
 

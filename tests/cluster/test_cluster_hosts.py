@@ -9,11 +9,14 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from _cluster_support import Host, RedisProxy, hook_log, seq, write_manifests
 from redis.asyncio import Redis
 
 from tether.cluster import rendezvous
 from tether.testing import FakeLLM
+
+pytestmark = pytest.mark.slow
 
 TTL = 2.0
 

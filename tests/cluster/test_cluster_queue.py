@@ -18,6 +18,8 @@ from tether.hooks import HookBlocked, HookConfig, HookEvent
 from tether.models import OpenAIModel
 from tether.testing import FakeLLM
 
+pytestmark = pytest.mark.slow
+
 TTL = 2.0
 
 

@@ -17,6 +17,8 @@ import pytest
 
 from _cli_support import CLI, run_cli
 
+pytestmark = pytest.mark.slow
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eval" / "pack.yaml"
 
 

@@ -25,6 +25,7 @@ scenarios:
 """
 
 
+@pytest.mark.slow
 async def test_debrief_asks_only_about_runs_with_a_failed_layer_by_default(
     write_pack: PackFactory, llm: FakeLLM, tmp_path: Path
 ) -> None:

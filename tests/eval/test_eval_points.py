@@ -205,6 +205,7 @@ def _scores(out: Path) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+@pytest.mark.slow
 async def test_a_failing_hook_is_a_warning_and_changes_no_score_nor_exit_code(
     write_pack: PackFactory, llm: FakeLLM, tmp_path: Path
 ) -> None:
@@ -244,6 +245,7 @@ class Hangs(Plugin):
                 continue
 
 
+@pytest.mark.slow
 async def test_a_hung_hook_is_cut_off_at_its_deadline_and_the_next_hook_runs(
     write_pack: PackFactory, llm: FakeLLM, tmp_path: Path
 ) -> None:
@@ -277,6 +279,7 @@ class SlowModel(Plugin):
         self.llm.latency = 2.0
 
 
+@pytest.mark.slow
 async def test_converse_is_bounded_by_the_framework_deadline_and_timed_out_is_stamped(
     write_pack: PackFactory, llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -57,6 +57,7 @@ async def test_files_a_run_leaves_under_the_declared_path_are_reported_at_the_ne
     assert json.loads(summary.read_text())["runs_with_leaks"] == 2
 
 
+@pytest.mark.slow
 async def test_state_notes_kept_across_runs_are_a_leak_and_a_full_reset_is_clean(
     write_pack: PackFactory, llm: FakeLLM, tmp_path: Path
 ) -> None:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import pytest
 from _eval_support import PackFactory
 
 from tether.eval import is_trace_file, junit_xml, load_pack, load_runs, report_folder, run_pack
@@ -36,6 +37,7 @@ def test_a_json_file_whose_stem_holds_a_dot_is_never_a_trace() -> None:
         assert not is_trace_file(Path(name))
 
 
+@pytest.mark.slow
 async def test_readers_apply_the_sidecar_rule_even_to_sidecars_shaped_like_traces(
     write_pack: PackFactory, llm: FakeLLM, tmp_path: Path
 ) -> None:
@@ -54,6 +56,7 @@ async def test_readers_apply_the_sidecar_rule_even_to_sidecars_shaped_like_trace
     assert {"mimic", "mimic.v2"} <= set(load_runs(out)[0].artifacts)
 
 
+@pytest.mark.slow
 async def test_the_report_has_pass_rates_failing_layers_latency_and_the_exit_code(
     write_pack: PackFactory, llm: FakeLLM, tmp_path: Path
 ) -> None:
@@ -74,6 +77,7 @@ async def test_the_report_has_pass_rates_failing_layers_latency_and_the_exit_cod
     assert sum(a["runs"] for a in report.scenarios) == 9
 
 
+@pytest.mark.slow
 async def test_junit_has_one_case_per_run_and_a_failure_per_failed_run(
     write_pack: PackFactory, llm: FakeLLM, tmp_path: Path
 ) -> None:

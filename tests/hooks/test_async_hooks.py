@@ -330,6 +330,7 @@ async def test_a_full_queue_records_the_async_hooks_it_could_not_take_as_dropped
     assert len(history.runs(outcome="passed")) == QUEUE_SIZE
 
 
+@pytest.mark.slow
 async def test_a_process_records_dropped_async_hooks_in_its_history(tmp_path: Path) -> None:
     slow = Gated()
     process = scripted(journal_path=str(tmp_path / "tether.db"), max_queue_size=QUEUE_SIZE + 100)

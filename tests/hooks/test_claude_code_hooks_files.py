@@ -25,6 +25,7 @@ def test_dev_zero_is_refused_at_once_as_not_a_regular_file() -> None:
     assert str(caught.value) == "/dev/zero: not a regular file (a character device)"
 
 
+@pytest.mark.slow
 def test_a_named_pipe_without_a_writer_is_refused_without_waiting(tmp_path: Path) -> None:
     """Regression: opening it waited for a writer, for ever. Run in a subprocess: a
     regression fails at the timeout instead of hanging the suite."""

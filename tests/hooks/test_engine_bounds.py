@@ -149,6 +149,7 @@ async def _wait_dead(pid: int, within: float = 5.0) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 async def test_a_command_hooks_timeout_bounds_the_dispatch_and_kills_the_grandchild_too(
     tmp_path: Path, make_script: Any

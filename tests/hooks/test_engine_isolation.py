@@ -315,6 +315,7 @@ async def test_an_async_hooks_write_inside_a_nested_value_is_recorded_applied() 
     assert runs == {"zeroes": ("applied", False), "reads": ("passed", False)}
 
 
+@pytest.mark.slow
 async def test_a_thread_still_writing_to_the_data_after_its_hook_timed_out_cannot_fail_the_dispatch(
     manager: HookManager,
 ) -> None:

@@ -22,10 +22,13 @@ from tether import CommandHookError, HookConfig, HookContext, HookEvent, HookMan
 from tether.hooks._errors import CommandHookTimeoutError
 from tether.hooks._persistent import PersistentHook
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"),
-    reason="the subreaper guarantee is Linux's",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"),
+        reason="the subreaper guarantee is Linux's",
+    ),
+]
 
 
 def ctx() -> HookContext:

@@ -116,6 +116,7 @@ async def test_a_handler_stuck_mid_call_times_out_as_an_extension_point(
     assert [type(e) for e in errors] == [HookTimeoutError]
 
 
+@pytest.mark.slow
 async def test_a_hook_that_swallows_its_timeout_once_and_goes_on_is_cancelled_again() -> None:
     cancels: list[str] = []
 

@@ -368,6 +368,7 @@ async def test_a_hook_running_past_its_timeout_is_cancelled_and_recorded() -> No
     assert not result.blocked
 
 
+@pytest.mark.slow
 async def test_a_hook_that_swallows_its_cancellation_is_still_bounded() -> None:
     manager = HookManager()
 

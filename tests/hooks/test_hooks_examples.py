@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "engine_demo.py"
 
 
+@pytest.mark.slow
 def test_the_engine_demo_rewrites_one_prompt_and_blocks_the_other() -> None:
     out = subprocess.run(
         [sys.executable, str(DEMO)], check=True, capture_output=True, text=True, timeout=60

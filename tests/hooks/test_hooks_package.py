@@ -17,6 +17,7 @@ from _imports_support import SRC, imported_modules, module_name
 #: Layers, bottom to top. A module may import from its own layer and the layers below it only.
 #: Each entry names the top-level modules or packages under ``tether`` that form the layer.
 LAYERS: list[set[str]] = [
+    {"errors"},  # the root of the exception tree (TetherError): imports nothing
     # the engine (and the co-process helper, and how URLs are shown): nothing above
     {"hooks", "_json", "_urls", "hookserver"},
     {"store"},
@@ -78,12 +79,16 @@ def test_every_top_level_module_has_a_layer() -> None:
         layer_of(top)
 
 
+#: The one module below the engine: TetherError, which every tether exception derives from.
+ROOT_ERROR = "tether.errors"
+
+
 def test_tether_hooks_imports_nothing_from_the_rest_of_tether() -> None:
     offenders = {
         f"{module_name(path)} imports {target}"
         for path in sorted((SRC / "hooks").rglob("*.py"))
         for target in imported_modules(path)
-        if target != "tether" and not target.startswith("tether.hooks")
+        if target not in ("tether", ROOT_ERROR) and not target.startswith("tether.hooks")
     }
     offenders |= {
         f"{module_name(path)} imports tether"
@@ -173,6 +178,7 @@ PUBLIC = [
     "ShellHookResult",
     "SpawnRefusedError",
     "Telemetry",
+    "TetherError",
     "Tool",
     "TriggerEvent",
     "WebhookClashError",

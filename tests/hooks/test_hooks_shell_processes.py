@@ -17,7 +17,10 @@ from tether import CommandHookError, HookContext, HookEvent, HookManager, ShellH
 
 PY = sys.executable
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux /proc")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux /proc"),
+]
 
 
 def ctx() -> HookContext:

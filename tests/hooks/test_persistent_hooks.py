@@ -186,6 +186,7 @@ async def test_a_crash_is_that_events_error_and_the_next_event_restarts_the_prog
     assert hook.starts == 2
 
 
+@pytest.mark.slow
 async def test_a_timeout_kills_the_program_and_the_next_event_restarts_it(
     server: Callable[..., PersistentHook],
 ) -> None:
@@ -204,6 +205,7 @@ async def test_a_timeout_kills_the_program_and_the_next_event_restarts_it(
     assert after.data["pid"] != pid
 
 
+@pytest.mark.slow
 async def test_a_timeout_fails_the_other_events_in_flight_as_the_program_is_killed(
     make_script: ScriptFactory, hooks: list[PersistentHook]
 ) -> None:
@@ -300,6 +302,7 @@ async def test_aclose_stops_the_program_and_its_children(
     await eventually(gone(child), what="the program's child to end")
 
 
+@pytest.mark.slow
 async def test_a_program_that_ignores_its_closed_stdin_is_killed_on_close(
     make_script: ScriptFactory,
 ) -> None:

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tether import HookContext, HookEvent, HookManager, HookRun
 from tether.hooks._history import HistoryRecorder
 from tether.store import HistoryStore
@@ -116,6 +118,7 @@ async def test_what_a_hook_wrote_is_deep_copied_into_the_result() -> None:
     assert last_dispatch(history)[-1].outcome == "applied"
 
 
+@pytest.mark.slow
 async def test_the_copy_of_nested_data_and_a_context_factory_are_not_the_first_hooks_time() -> None:
     """Regression: the dispatch's start was read before the copy of nested data and before a
     context_factory ran, so a hook doing nothing was recorded as taking as long as copying the

@@ -6,6 +6,8 @@ own (see _tutorial_support; it skips where the host cannot give it one).
 
 from __future__ import annotations
 
+import pytest
+
 from _tutorial_support import run_step as run
 
 
@@ -15,6 +17,7 @@ def run_step(script: str) -> list[str]:
     return done.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_step_4_loads_manifest_hooks_and_the_api_refuses_to_deploy_commands() -> None:
     assert run_step("manifest_hooks.py") == [
         "user_prompt_submit  command=['python3', 'hooks/gate.py'] timeout=5.0 fail_closed=True",

@@ -14,6 +14,7 @@ from tether.manifest import parse_manifest
 # -- YAML without end ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_yaml_nested_thousands_of_levels_deep_is_a_manifest_error(tmp_path: Path) -> None:
     """Regression: the YAML reader ran out of stack and load_manifest raised RecursionError
     (the CLI then printed "maximum recursion depth exceeded", naming no file)."""
@@ -83,6 +84,7 @@ def test_an_alias_used_a_few_times_and_a_merge_key_with_an_override_load(
     assert manifest.guardrails.markers == ["refund", "credit"]
 
 
+@pytest.mark.slow
 def test_the_cli_names_the_file_of_a_manifest_nested_too_deeply(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -29,6 +29,7 @@ async def test_a_500_then_an_answer_is_retried_within_one_run(llm: FakeLLM) -> N
     assert llm.prompts == ["Login page is down", "Login page is down"]
 
 
+@pytest.mark.slow
 async def test_an_endpoint_that_never_answers_fails_the_run_after_its_attempts(
     llm: FakeLLM,
 ) -> None:

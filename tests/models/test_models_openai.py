@@ -390,6 +390,7 @@ class Trickle:
         await asyncio.gather(*self.handlers, return_exceptions=True)
 
 
+@pytest.mark.slow
 async def test_an_endpoint_that_trickles_its_answer_fails_within_the_timeout() -> None:
     """Regression: the timeout bounded each read, not the answer, so a body sent a byte at a
     time never timed out and the run hung."""

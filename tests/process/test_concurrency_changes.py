@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from _process_support import Recorder
 from conftest import ScriptFactory
 from tether import AgentProcess, HookConfig, HookEvent, ProcessConfig, ProcessState
@@ -21,6 +23,7 @@ time.sleep(60)
 """
 
 
+@pytest.mark.slow
 async def test_changes_behind_a_hung_command_hook_apply_in_order_across_a_stop(
     make_script: ScriptFactory,
 ) -> None:

@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
+
 from _process_support import eventually
 from tether import AgentProcess, HookContext, HookEvent, ProcessConfig
 from tether.hooks._history import BATCH, FLUSH_INTERVAL
@@ -81,6 +83,7 @@ def writer_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("tether-journal-")]
 
 
+@pytest.mark.slow
 async def test_hook_runs_on_a_locked_history_file_do_not_stall_the_loop(tmp_path: Path) -> None:
     """Regression: the timed flush wrote the batch on the loop, which a file locked by another
     program held for the busy timeout (5 s): every process on the loop stalled with it."""
@@ -107,6 +110,7 @@ async def test_hook_runs_on_a_locked_history_file_do_not_stall_the_loop(tmp_path
         await process.stop()
 
 
+@pytest.mark.slow
 async def test_batches_written_around_a_lock_land_in_order_once_each(tmp_path: Path) -> None:
     path = tmp_path / "tether.db"
     process = journaled(path)
@@ -131,6 +135,7 @@ async def test_batches_written_around_a_lock_land_in_order_once_each(tmp_path: P
     assert stored(path) == recorded
 
 
+@pytest.mark.slow
 async def test_stop_waits_for_the_batch_under_way_and_leaves_no_writer_thread(
     tmp_path: Path,
 ) -> None:

@@ -14,6 +14,8 @@ from _process_support import Recorder, eventually
 from tether import AgentProcess, HookEvent, ProcessConfig, TriggerEvent
 from tether.models import ScriptedModel
 
+pytestmark = pytest.mark.slow
+
 StartServer = Callable[..., Awaitable[HttpMcpServer]]
 CONNECT = 60.0
 

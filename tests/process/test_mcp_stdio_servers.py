@@ -21,6 +21,8 @@ from tether.hooks import HookConfig, HookContext, HookEvent
 from tether.manifest import manifest_to_process_config
 from tether.models import ScriptedModel
 
+pytestmark = pytest.mark.slow
+
 #: Seconds a test waits for a server to (re)connect: a cold Python start of the SDK is slow on a
 #: busy machine.
 CONNECT = 60.0

@@ -64,14 +64,17 @@ async def check_abandoned(model: StubbornModel) -> None:
     assert process.status()["in_flight"] == 0
 
 
+@pytest.mark.slow
 async def test_a_run_that_swallows_its_cancellation_is_abandoned_at_stop() -> None:
     await check_abandoned(StubbornModel())
 
 
+@pytest.mark.slow
 async def test_an_abandoned_run_that_fails_late_is_not_retried_or_recorded_again() -> None:
     await check_abandoned(StubbornModel(fails=True))
 
 
+@pytest.mark.slow
 async def test_a_restarted_process_gets_no_extra_worker_from_an_abandoned_run() -> None:
     model = StubbornModel()
     process = AgentProcess("triage", ProcessConfig(model=model, stop_timeout=0.05))
@@ -116,6 +119,7 @@ class MixedModel:
         pass
 
 
+@pytest.mark.slow
 async def test_a_crash_restart_dead_letters_an_abandoned_run_instead_of_running_it_again() -> None:
     from tether.process._config import RestartPolicy
 
@@ -150,6 +154,7 @@ async def test_a_crash_restart_dead_letters_an_abandoned_run_instead_of_running_
     assert [o for e, o in outcomes if e == stuck.event_id] == ["dead_lettered"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("refuses", [True, False])
 async def test_an_abandoned_run_stuck_in_a_guardrail_is_not_recorded_twice_or_run(
     refuses: bool,

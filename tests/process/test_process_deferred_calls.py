@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tether import AgentProcess, ProcessConfig
 from tether.models import ScriptedModel
 
@@ -14,6 +16,7 @@ def process() -> AgentProcess:
     return AgentProcess("deferring", ProcessConfig(model=ScriptedModel(reply="ok")))
 
 
+@pytest.mark.slow
 async def test_a_deferred_call_pending_at_stop_never_fires() -> None:
     proc = process()
     fired: list[str] = []

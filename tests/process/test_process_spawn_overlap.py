@@ -6,6 +6,8 @@ import asyncio
 import gc
 from typing import Any
 
+import pytest
+
 from _process_support import Recorder, eventually, ticket
 from tether import AgentProcess, HookContext, HookEvent, OpenModeConfig, ProcessConfig
 from tether.models import ScriptedModel
@@ -39,6 +41,7 @@ def tool_answers(model: ScriptedModel) -> list[str]:
     )
 
 
+@pytest.mark.slow
 async def test_two_runs_spawning_one_name_at_once_start_one_child() -> None:
     """Regression: both spawns passed the name check before either's subagent_start hooks
     were done; the second child replaced the first in `children`, and the first ran on

@@ -29,7 +29,10 @@ from tether import AgentProcess, HookContext, HookEvent, ProcessConfig, TriggerE
 from tether.hooks._spawn import KILL_GRACE, REAP_GRACE
 from tether.store import Journal
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+]
 
 EVENTS = 2000
 SEED = 20261202

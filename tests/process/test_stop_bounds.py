@@ -39,6 +39,7 @@ class SlowCompletion:
         self.finished.append(ctx.data["event_id"])
 
 
+@pytest.mark.slow
 async def test_a_stop_with_a_full_queue_and_slow_task_completed_hooks_is_bounded(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -83,6 +84,7 @@ async def test_a_stop_with_a_full_queue_and_slow_task_completed_hooks_is_bounded
     assert f"task_completed ran for {len(unfired)} of the {QUEUED + 1} events" in caplog.text
 
 
+@pytest.mark.slow
 async def test_a_stop_before_start_is_bounded_too() -> None:
     """Regression: stopping a process that never started dead-lettered the events injected
     meanwhile and then fired task_completed for each, one 0.5 s hook after another."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from _process_support import completions, eventually, run_one_task, run_task, ticket
 from tether import AgentProcess, ProcessConfig, TriggerEvent
 from tether.hooks import Plugin, PluginContext, hook_options, implements
@@ -107,6 +109,7 @@ async def test_a_deferred_call_cut_off_by_the_stop_is_no_plugin_failure() -> Non
     assert warnings_of(process) == []
 
 
+@pytest.mark.slow
 async def test_a_task_completed_method_cut_off_at_the_stop_deadline_is_no_plugin_failure() -> None:
     """Regression: an on_task_completed of a dead letter that the stop's deadline cut off was
     a warning of the task, "on_task_completed timed out or was cancelled"."""

@@ -59,6 +59,7 @@ async def settled(before_threads: set[int], before_children: set[int]) -> None:
     await eventually(lambda: children() <= before_children, timeout=5, what="children to go")
 
 
+@pytest.mark.slow
 async def test_stopping_every_process_leaves_no_thread_child_or_descriptor(tmp_path: Path) -> None:
     db = tmp_path / "tether.db"
     watched = tmp_path / "inbox"

@@ -169,6 +169,7 @@ async def test_a_file_change_cut_off_by_removing_its_trigger_is_dead_lettered_tr
     )
 
 
+@pytest.mark.slow
 async def test_each_path_of_a_batch_is_reported_once_as_where_it_ended(tmp_path: Path) -> None:
     """Regression: a batch holding several changes of one path (a file edited, then deleted
     within debounce_ms) fired one event per change, in no set order: the agent could hear
@@ -192,6 +193,7 @@ async def test_each_path_of_a_batch_is_reported_once_as_where_it_ended(tmp_path:
     assert changes(rec) == [("new.txt", "added"), ("old.txt", "deleted")]  # by path
 
 
+@pytest.mark.slow
 async def test_a_watched_file_saved_by_renaming_a_new_one_over_it_is_modified_once(
     tmp_path: Path,
 ) -> None:
@@ -221,6 +223,7 @@ async def test_a_watched_file_saved_by_renaming_a_new_one_over_it_is_modified_on
     assert changes(rec) == [("config.yaml", "modified")] * 3
 
 
+@pytest.mark.slow
 async def test_changes_closer_together_than_debounce_ms_fire_once(tmp_path: Path) -> None:
     """Regression: debounce_ms only capped a batch, which ended after 50 ms without a change,
     so four writes 100 ms apart under debounce_ms=500 fired three events (three runs)."""

@@ -67,6 +67,7 @@ def test_spans_go_to_the_global_tracer_provider_the_application_set() -> None:
     assert alive == "alive True"  # the application's provider is not shut down by tether
 
 
+@pytest.mark.slow
 def test_no_global_provider_means_no_spans() -> None:
     names, _ = run("unset")
     assert names == "[]"

@@ -127,6 +127,7 @@ def test_without_the_variables_from_env_builds_no_tracing(
     assert telemetry.metrics is None
 
 
+@pytest.mark.slow
 def test_a_runtime_without_telemetry_imports_neither_opentelemetry_nor_prometheus() -> None:
     code = (
         "import sys, asyncio, tether\n"

@@ -156,6 +156,7 @@ async def test_a_hook_run_span_names_the_hook_event_executor_outcome_and_block(
     assert task.attributes["tether.outcome"] == "blocked"
 
 
+@pytest.mark.slow
 async def test_a_command_hook_span_says_its_executor_is_a_command(
     observed: AgentRuntime, exporter: InMemorySpanExporter, llm: FakeLLM, make_script: Any
 ) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._redact import Redactor
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from ..errors import TetherError
 from ..hooks import DispatchResult, HookEvent
 from ..hooks._bounded import Expired, LoopProbe, within
 from ..models import ModelReply
@@ -40,7 +41,7 @@ TOOL_HOLD_WARN = 0.1
 Emit = Callable[..., Awaitable[DispatchResult]]
 
 
-class RunError(Exception):
+class RunError(TetherError):
     """A run could not finish (turn limit, model failure); the process may retry it."""
 
 

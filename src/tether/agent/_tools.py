@@ -10,12 +10,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import TetherError
+
 __all__ = ["Tool", "ToolArgumentsError", "as_tool", "tool"]
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class ToolArgumentsError(ValueError):
+class ToolArgumentsError(TetherError, ValueError):
     """The model sent arguments that do not fit the tool's schema."""
 
 

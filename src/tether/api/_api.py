@@ -14,7 +14,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -61,6 +61,7 @@ from ._deploy import (
 from ._errors import PASSED_ON, APIConfigError, APIError, error_response
 from ._hooks import HookEndpoints
 from ._http import (
+    DECLARED_QUERY,
     DEFAULT_MAX_BODY,
     check_bearer,
     foreign_origin,
@@ -71,7 +72,7 @@ from ._http import (
     read_body,
 )
 from ._observe import ObservabilityEndpoints
-from ._openapi import NAME_PATTERN, TRACEPARENT_PATTERN
+from ._routes import PREFIX, ROUTES, CreateProcess, InjectEvent, Operation, Redeliver
 from ._server import AppServer
 from ._views import dead_letter_view, process_detail, process_summary
 from ._webhooks import WebhookServer
@@ -83,56 +84,10 @@ M = TypeVar("M", bound=BaseModel)
 logger = logging.getLogger("tether.api")
 
 DEFAULT_PORT: Final = 9781
-PREFIX: Final = "/api/v1"
 _STATUS_CODES: Final = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
 _SENDABLE_TOKEN: Final = re.compile(r"[\x21-\x7e]+")
 
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CreateProcess(_Strict):
-    """POST /api/v1/processes."""
-
-    name: str = Field(
-        description="Process name: letters, digits, '_', '-', '.' (at most 64)",
-        json_schema_extra={"pattern": NAME_PATTERN, "minLength": 1, "maxLength": 64},
-    )
-    config: ProcessSpec = Field(default_factory=ProcessSpec, description="Like a manifest")
-
-
-#: The longest POST /inject waits for an event's outcome.
-MAX_INJECT_WAIT: Final = 300
-
-
-class InjectEvent(_Strict):
-    """POST /api/v1/processes/{name}/inject."""
-
-    payload: Any = Field(default_factory=dict, description="The event's JSON payload")
-    trigger_id: str = Field(default="api", min_length=1, max_length=200)
-    trigger_type: str = Field(default="manual", min_length=1, max_length=100)
-    traceparent: str | None = Field(
-        default=None,
-        description="W3C trace context of the caller: the event's spans are its children",
-        # As check_traceparent takes it (which also refuses all-zero ids).
-        json_schema_extra={"pattern": TRACEPARENT_PATTERN},
-    )
-    wait: float = Field(
-        default=0,
-        ge=0,
-        le=MAX_INJECT_WAIT,
-        description="Seconds to wait for the event's outcome (status 'done' with its outcome, "
-        "or 'dead_lettered', e.g. refused by a user_prompt_submit hook); 0: answer once queued",
-    )
-
-
-class Redeliver(_Strict):
-    """POST /api/v1/processes/{name}/dead-letters/redeliver."""
-
-    event_ids: list[str] | None = Field(default=None, description="Which ones (default: all)")
 
 
 class OrchestrationAPI:
@@ -256,53 +211,23 @@ class OrchestrationAPI:
     # -- the app ---------------------------------------------------------------------------
 
     def _build_app(self) -> Starlette:
-        def route(
-            path: str, handler: Handler, *methods: str
-        ) -> tuple[str, Handler, tuple[str, ...]]:
-            return PREFIX + path, _endpoint(handler, self.runtime.redact), methods
-
-        hooks = HookEndpoints(self)
-        changes = ConfigEndpoints(self)
-        observe = self.observe
-
-        def page(path: str, handler: Handler) -> tuple[str, Handler, tuple[str, ...]]:
-            return path, _endpoint(handler, self.runtime.redact), ("GET",)
-
+        """The routes of the table (see _routes), each served by its endpoint's method."""
+        owners: dict[str, object] = {
+            "api": self,
+            "hooks": HookEndpoints(self),
+            "changes": ConfigEndpoints(self),
+            "observe": self.observe,
+        }
         routes = [
-            route("/health", self._health, "GET"),
-            route("/openapi.json", self._openapi, "GET"),
-            route("/processes", self._list, "GET"),
-            route("/processes", self._create, "POST"),
-            route("/processes/{name}", self._detail, "GET"),
-            route("/processes/{name}", self._delete, "DELETE"),
-            route("/processes/{name}/start", self._start, "POST"),
-            route("/processes/{name}/stop", self._stop, "POST"),
-            route("/processes/{name}/restart", self._restart, "POST"),
-            route("/processes/{name}/inject", self._inject, "POST"),
-            route("/processes/{name}/config", changes.change, "PATCH"),
-            route("/processes/{name}/rewind", changes.rewind, "POST"),
-            route("/processes/{name}/hooks", self._hooks, "GET"),
-            route("/processes/{name}/dead-letters", self._dead_letters, "GET"),
-            route("/processes/{name}/dead-letters", self._clear, "DELETE"),
-            route("/processes/{name}/dead-letters/redeliver", self._redeliver, "POST"),
-            route("/hooks/events", hooks.events, "GET"),
-            route("/hooks/catalog", hooks.catalog, "GET"),
-            route("/processes/{name}/hooks/runs", hooks.runs, "GET"),
-            route("/processes/{name}/hooks/stats", hooks.stats, "GET"),
-            route("/processes/{name}/hooks/dry-run", hooks.dry_run, "POST"),
-            # A tag may contain "/" (e.g. "team/security"), sent as is or as %2F.
-            route("/processes/{name}/hooks/{selector:path}/disable", hooks.disable, "POST"),
-            route("/processes/{name}/hooks/{selector:path}/enable", hooks.enable, "POST"),
-            route("/processes/{name}/tasks/{task_id}/artifacts", hooks.artifacts, "GET"),
-            route("/processes/{name}/tasks", observe.tasks, "GET"),
-            route("/processes/{name}/tasks/{task_id}/timeline", observe.timeline, "GET"),
-            route("/hooks/runs/stream", observe.stream, "GET"),
-            route("/events", observe.publish, "POST"),
-            page("/metrics", observe.metrics),
-            page("/", observe.index),
-            page("/dashboard/{file}", observe.asset),
+            (route.served_at, self._served(owners, route), (route.method,)) for route in ROUTES
         ]
         return Starlette(routes=_by_path(routes), exception_handlers={HTTPException: _http_error})
+
+    def _served(self, owners: dict[str, object], route: Operation) -> Handler:
+        """The method ``route.endpoint`` names (``"owner.method"``), its errors answered."""
+        owner, _, method = route.endpoint.partition(".")
+        handler: Handler = getattr(owners[owner], method)
+        return _endpoint(handler, self.runtime.redact, route.query_names)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -546,7 +471,7 @@ def strict_validate(model: type[M], data: Any) -> M:
     return model.model_validate_json(json.dumps(data), strict=True)
 
 
-def _by_path(routes: list[tuple[str, Handler, tuple[str, ...]]]) -> list[Route]:
+def _by_path(routes: Sequence[tuple[str, Handler, tuple[str, ...]]]) -> list[Route]:
     """One Route per path, whatever number of entries name it: a method the path does not
     take answers 405 with an ``Allow`` listing every method it does take (HEAD with GET), not
     just those of the first entry that matched the path."""
@@ -574,12 +499,13 @@ def _dispatcher(handlers: dict[str, Handler]) -> Handler:
     return by_method
 
 
-def _endpoint(handler: Handler, redact: Callable[[str], str]) -> Handler:
+def _endpoint(handler: Handler, redact: Callable[[str], str], query: tuple[str, ...]) -> Handler:
     """Turn APIError into its answer and any other error (but PASSED_ON) into a 500, its
     traceback logged through ``redact`` (the runtime's: every process's secrets) and never
-    sent."""
+    sent. ``query``: the query parameters the route table declares (see query_params)."""
 
     async def endpoint(request: Request) -> Response:
+        request.scope[DECLARED_QUERY] = query
         try:
             return await handler(request)
         except APIError as exc:

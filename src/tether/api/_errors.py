@@ -2,7 +2,7 @@
 
 Exception tree::
 
-    Exception
+    TetherError  (the root of every tether error: tether/errors.py draws the whole tree)
     ├── APIError          an error answer: status, code, message (raised inside a handler)
     └── APIConfigError    the API or webhook server was set up wrongly (also a ValueError)
 
@@ -17,6 +17,8 @@ from typing import Any, Final
 
 from starlette.responses import JSONResponse
 
+from ..errors import TetherError
+
 __all__ = ["PASSED_ON", "APIConfigError", "APIError", "error_response"]
 
 #: What a request handler raises that is not answered with a 500 but passed on: the request's
@@ -25,7 +27,7 @@ __all__ = ["PASSED_ON", "APIConfigError", "APIError", "error_response"]
 PASSED_ON: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
 
 
-class APIError(Exception):
+class APIError(TetherError):
     """An error answer; raised inside a request handler and turned into JSON."""
 
     def __init__(
@@ -47,7 +49,7 @@ class APIError(Exception):
         return error_response(self.status, self.code, self.message, self.details, self.headers)
 
 
-class APIConfigError(ValueError):
+class APIConfigError(TetherError, ValueError):
     """The API or a webhook server cannot start as configured (e.g. no token off loopback)."""
 
 

@@ -187,7 +187,7 @@ class HookEndpoints:
     async def events(self, request: Request) -> Response:
         from ..hooks._taxonomy import FAMILIES, describe_events
 
-        params = query_params(request, ("blockable", "family", "sync_only"))
+        params = query_params(request)
         blockable = _bool(params, "blockable")
         family = _choice(params, "family", FAMILIES)
         sync_only = _bool(params, "sync_only")
@@ -197,7 +197,7 @@ class HookEndpoints:
         return JSONResponse({"events": events})
 
     async def catalog(self, request: Request) -> Response:
-        params = query_params(request, ("process", "event", "source", "mode"))
+        params = query_params(request)
         runtime = self.api.runtime
         name = params.get("process")
         if name is not None and runtime.get(name) is None:
@@ -228,7 +228,7 @@ class HookEndpoints:
 
     async def runs(self, request: Request) -> Response:
         process = self.api.process_for(request)
-        params = query_params(request, ("event", "outcome", "hook", "since", "last"))
+        params = query_params(request)
         filters = {
             "event": _event_filter(params, extension_points=False),
             "outcome": _outcome(params),
@@ -246,7 +246,7 @@ class HookEndpoints:
         from ._charts import WINDOW_S, duration_svg, hook_stats, runs_svg
 
         process = self.api.process_for(request)
-        params = query_params(request, ("window",))
+        params = query_params(request)
         window = _window(params.get("window"), WINDOW_S)
         now = time.time()
         since = datetime.fromtimestamp(now - window, UTC)
@@ -265,7 +265,7 @@ class HookEndpoints:
 
     def _set_enabled(self, request: Request, enabled: bool) -> Response:
         process = self.api.process_for(request)
-        query_params(request, ())
+        query_params(request)
         selector = request.path_params["selector"]
         # The whole resolved chain: an inherited or shared hook is one object, so switching it
         # here switches it for every process whose chain runs it (the catalog shows that).
@@ -307,7 +307,7 @@ class HookEndpoints:
 
     async def artifacts(self, request: Request) -> Response:
         process = self.api.process_for(request)
-        query_params(request, ())
+        query_params(request)
         task_id = request.path_params["task_id"]
         if len(task_id) > 200 or not _TASK_ID.fullmatch(task_id):
             raise APIError(

@@ -181,9 +181,15 @@ def bad_query(name: str, message: str) -> APIError:
     )
 
 
-def query_params(request: Request, allowed: tuple[str, ...]) -> dict[str, str]:
-    """The query parameters, each given at most once and each one of ``allowed`` (else 400):
-    a misspelled filter must not silently widen an answer."""
+#: Where a request's scope holds the query parameters its route declares (see _routes).
+DECLARED_QUERY: Final = "tether.query"
+
+
+def query_params(request: Request) -> dict[str, str]:
+    """The query parameters, each given at most once and each one the route table declares
+    for the request's operation (else 400): a misspelled filter must not silently widen an
+    answer, and what is taken is what the OpenAPI document lists."""
+    allowed: tuple[str, ...] = request.scope.get(DECLARED_QUERY, ())
     found: dict[str, str] = {}
     for name, value in request.query_params.multi_items():
         if name not in allowed:

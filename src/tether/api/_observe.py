@@ -82,7 +82,7 @@ class ObservabilityEndpoints:
     # -- the live feed and timelines -------------------------------------------------------------
 
     async def stream(self, request: Request) -> Response:
-        params = query_params(request, ("process", "event", "outcome", "hook_name"))
+        params = query_params(request)
         process = params.get("process")
         if process is not None and self.api.runtime.get(process) is None:
             known = ", ".join(sorted(p.name for p in self.api.runtime)) or "none"

@@ -10,6 +10,7 @@ import httpx
 from rich.markup import escape
 from rich.table import Table
 
+from ..errors import TetherError
 from ._console import console
 
 __all__ = ["APIClientError", "inject_event", "list_processes", "publish_event"]
@@ -19,7 +20,7 @@ _SENDABLE_TOKEN: Final = re.compile(r"[\x21-\x7e]+")
 _HOST: Final = re.compile(r"[A-Za-z0-9._:-]+")  # a name (IDNA-encoded), IPv4 or IPv6
 
 
-class APIClientError(Exception):
+class APIClientError(TetherError):
     """The API could not be reached or answered with an error."""
 
 

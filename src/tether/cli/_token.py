@@ -15,6 +15,8 @@ from typing import Final
 
 import click
 
+from ..errors import TetherError
+
 __all__ = ["MAX_TOKEN_FILE_BYTES", "TokenFileError", "serve_token"]
 
 #: A token file holds one token; a larger one is surely the wrong file.
@@ -26,7 +28,7 @@ ARGV_WARNING: Final = (
 )
 
 
-class TokenFileError(click.UsageError):
+class TokenFileError(TetherError, click.UsageError):
     """The token file cannot be used (missing, not a regular file, empty, or too large)."""
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from .._urls import masked_in
+from ..errors import TetherError
 from ..process import ProcessState
 from ..store._redis import FENCED, RENEW, Keys, Scripts, connect
 
@@ -76,7 +77,7 @@ async def _cancel_and_wait(tasks: list[asyncio.Task[None]]) -> None:
         _, pending = await asyncio.wait(pending, timeout=0.5)
 
 
-class ClusterError(RuntimeError):
+class ClusterError(TetherError, RuntimeError):
     """The cluster cannot do what was asked (Redis unreachable, no host answers)."""
 
 

@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import Final, TypeVar
 
+from ..errors import TetherError
+
 __all__ = ["RECANCEL", "Expired", "LoopProbe", "within"]
 
 T = TypeVar("T")
@@ -38,7 +40,7 @@ T = TypeVar("T")
 RECANCEL: Final = 0.5
 
 
-class Expired(TimeoutError):
+class Expired(TetherError, TimeoutError):
     """Raised by ``within`` when the awaited code ran past its timeout; ``held`` is how long it
     held the event loop without yielding when that is why (0.0 otherwise)."""
 

@@ -24,6 +24,7 @@ import shlex
 from pathlib import Path
 from typing import Any, Final
 
+from ..errors import TetherError
 from ._claude_code import CLAUDE_DEFAULT_TIMEOUT, CLAUDE_EVENTS
 from ._command import CommandHookConfig
 from ._config import HookConfig
@@ -46,7 +47,7 @@ _VARIABLES: Final = {
 _SHELL_OPERATORS: Final = frozenset("|&;<>()")
 
 
-class ClaudeCodeHooksError(ValueError):
+class ClaudeCodeHooksError(TetherError, ValueError):
     """A Claude Code hooks file cannot be read or holds an entry tether cannot map."""
 
 

@@ -2,7 +2,7 @@
 
 Exception tree::
 
-    Exception
+    TetherError  (the root of every tether error: tether/errors.py draws the whole tree)
     ├── HookBlocked            a hook refused the action (raised by hook code, on purpose)
     └── HookError              base of errors the engine reports about a hook
         ├── HookTimeoutError   a hook ran longer than its timeout
@@ -16,6 +16,8 @@ Exception tree::
 
 from __future__ import annotations
 
+from ..errors import TetherError
+
 __all__ = [
     "CommandHookError",
     "CommandHookTimeoutError",
@@ -28,7 +30,7 @@ __all__ = [
 ]
 
 
-class HookBlocked(Exception):
+class HookBlocked(TetherError):
     """Raised by a hook to refuse the action; the remaining hooks of that dispatch do not run."""
 
     def __init__(self, reason: str = "") -> None:
@@ -36,7 +38,7 @@ class HookBlocked(Exception):
         self.reason = reason
 
 
-class HookError(Exception):
+class HookError(TetherError):
     """Something went wrong inside a hook (reported, never raised into the process)."""
 
 

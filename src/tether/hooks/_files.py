@@ -13,13 +13,15 @@ import stat
 from pathlib import Path
 from typing import Final
 
+from ..errors import TetherError
+
 __all__ = ["MAX_FILE_BYTES", "FileRefused", "read_small_file"]
 
 #: The largest such file read (a manifest or a hooks file is a few kilobytes).
 MAX_FILE_BYTES: Final = 1024 * 1024
 
 
-class FileRefused(Exception):
+class FileRefused(TetherError):
     """The path names something that cannot be such a file (a device, a FIFO, a huge file)."""
 
 

@@ -19,6 +19,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar
 
+from ..errors import TetherError
+
 __all__ = [
     "DeclarationError",
     "Declared",
@@ -53,7 +55,7 @@ class Declared:
     after: tuple[str, ...] = ()
 
 
-class OrderError(ValueError):
+class OrderError(TetherError, ValueError):
     """Hooks' before/after constraints contradict each other (a cycle)."""
 
 
@@ -70,7 +72,7 @@ class Misplaced(NamedTuple):
         return f"{where}[{self.position}]" + (f".{self.field}" if self.field else "")
 
 
-class DeclarationError(ValueError):
+class DeclarationError(TetherError, ValueError):
     """Hooks declared together name, in before/after, a hook their chain lacks, or make a
     cycle; ``problems`` says which hook and field each (``hooks[i].after``)."""
 

@@ -19,6 +19,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
+from ..errors import TetherError
 from ._context import HookContext
 from ._errors import HookBlocked
 from ._events import HookEvent
@@ -56,7 +57,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 IGNORED_CANCEL: Final = "timed out or was cancelled, and ignored it"
 
 
-class PluginError(ValueError):
+class PluginError(TetherError, ValueError):
     """A plugin is malformed, unknown, or used where it cannot be."""
 
 

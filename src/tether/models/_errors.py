@@ -2,7 +2,7 @@
 
 Exception tree::
 
-    Exception
+    TetherError  (the root of every tether error: tether/errors.py draws the whole tree)
     └── ModelError               base: a model call failed (other 4xx answers are raised as this)
         ├── ModelConfigError     the caller's configuration is wrong: spec, API key, model name
         ├── ModelUnavailableError  the endpoint could not be reached or kept failing after retries
@@ -13,10 +13,12 @@ Messages name the model and the base URL; they never contain the API key.
 
 from __future__ import annotations
 
+from ..errors import TetherError
+
 __all__ = ["ModelConfigError", "ModelError", "ModelResponseError", "ModelUnavailableError"]
 
 
-class ModelError(Exception):
+class ModelError(TetherError):
     """A model call failed; ``status_code`` is the HTTP status when the endpoint sent one."""
 
     def __init__(self, message: str, *, status_code: int | None = None) -> None:

@@ -2,14 +2,17 @@
 
 Exception tree::
 
-    ProcessError                    base
-    ├── ProcessStateError           the call does not fit the process's state (you called it wrong)
-    │   └── NothingToRollBackError  rollback() with no applied configuration change left to undo
-    ├── ProcessBusyError            runs in flight did not finish in time (it is busy)
-    └── SpawnRefusedError           a subagent spawn was refused (by a hook or a limit)
+    TetherError  (the root of every tether error: tether/errors.py draws the whole tree)
+    └── ProcessError                 base
+        ├── ProcessStateError        the call does not fit the process's state (you called it wrong)
+        │   └── NothingToRollBackError  rollback() with no applied configuration change to undo
+        ├── ProcessBusyError         runs in flight did not finish in time (it is busy)
+        └── SpawnRefusedError        a subagent spawn was refused (by a hook or a limit)
 """
 
 from __future__ import annotations
+
+from ..errors import TetherError
 
 __all__ = [
     "NothingToRollBackError",
@@ -20,7 +23,7 @@ __all__ = [
 ]
 
 
-class ProcessError(Exception):
+class ProcessError(TetherError):
     """Base of every error an AgentProcess raises."""
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..errors import TetherError
+
 __all__ = [
     "CURRENT_EVENT",
     "InvalidEventError",
@@ -57,7 +59,7 @@ def check_traceparent(value: object) -> str | None:
     return value
 
 
-class InvalidEventError(ValueError, TypeError):
+class InvalidEventError(TetherError, ValueError, TypeError):
     """A trigger event was built with a bad field (e.g. a payload that is not JSON)."""
 
 

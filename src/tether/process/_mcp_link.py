@@ -35,6 +35,7 @@ import anyio
 from pydantic import SecretStr
 
 from ..agent import Tool
+from ..errors import TetherError
 from ._mcp import McpServerConfig
 from ._mcp_stdio import StdioProgram, kill_group, minimal_env, program_argv, stdio_transport
 
@@ -69,7 +70,7 @@ _NAME_MAX: Final = 64
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9_-]")
 
 
-class McpToolError(Exception):
+class McpToolError(TetherError):
     """An MCP tool answered with an error (``isError``), or its server refused the call."""
 
 

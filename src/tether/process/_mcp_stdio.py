@@ -27,6 +27,8 @@ import mcp.types as mcp_types
 from anyio.streams.text import TextReceiveStream
 from mcp.shared.message import SessionMessage
 
+from ..errors import TetherError
+
 if TYPE_CHECKING:
     from anyio.abc import Process
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -50,7 +52,7 @@ STDERR_TAIL: Final = 4096
 MAX_LINE: Final = 64 * 1024 * 1024
 
 
-class ProgramNotFoundError(OSError):
+class ProgramNotFoundError(TetherError, OSError):
     """The program of a stdio MCP server cannot be found or run."""
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from ..errors import TetherError
+
 try:
     import fcntl
 except ImportError:  # Windows: no lease (see Journal.claim)
@@ -57,12 +59,12 @@ _identities: dict[str, tuple[int, int]] = {}
 _lock = threading.Lock()
 
 
-class JournalWriteAbandoned(sqlite3.OperationalError):
+class JournalWriteAbandoned(TetherError, sqlite3.OperationalError):
     """A guarded write whose waiter gave up on it before it took the file's lock: nothing
     was written (see Journal._write)."""
 
 
-class JournalFileGone(sqlite3.OperationalError):
+class JournalFileGone(TetherError, sqlite3.OperationalError):
     """The file was deleted or replaced while its connection held it open: what is written
     goes to a file no later process will read, so the write is refused."""
 
