@@ -167,6 +167,7 @@ PUBLIC = [
     "ProcessStateError",
     "PromptHook",
     "PromptHookError",
+    "QueueUnavailableError",
     "RestartPolicy",
     "SAFE_ENV_VARS",
     "ShellHook",

@@ -38,6 +38,7 @@ from ..process import (
     InvalidEventError,
     ProcessError,
     ProcessState,
+    QueueUnavailableError,
     TriggerEvent,
 )
 from ..process._state import validate_name
@@ -104,6 +105,8 @@ class CreateProcess(_Strict):
     config: ProcessSpec = Field(default_factory=ProcessSpec, description="Like a manifest")
 
 
+#: Seconds a client is told to wait before it injects again an event refused with a 503.
+RETRY_AFTER: Final = 1
 #: The longest POST /inject waits for an event's outcome.
 MAX_INJECT_WAIT: Final = 300
 
@@ -477,7 +480,12 @@ class OrchestrationAPI:
             raise _invalid(exc, InjectEvent) from None
         except InvalidEventError as exc:
             raise APIError(422, "VALIDATION_ERROR", str(exc)) from None
-        event_id = await process.inject(event)
+        try:
+            event_id = await process.inject(event)
+        except QueueUnavailableError as exc:  # not queued: the client retries
+            raise APIError(
+                503, "QUEUE_UNAVAILABLE", str(exc), headers={"Retry-After": str(RETRY_AFTER)}
+            ) from None
         outcome = None
         if body.wait > 0 and process.state is ProcessState.RUNNING:
             outcome = await process.outcome(event_id, timeout=body.wait)

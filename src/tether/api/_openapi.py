@@ -247,7 +247,13 @@ def _document() -> dict[str, Any]:
             f"{p}/processes/{{name}}/stop": {"post": _op("Stop", errors=("409",))},
             f"{p}/processes/{{name}}/restart": {"post": _op("Restart", errors=("409",))},
             f"{p}/processes/{{name}}/inject": {
-                "post": _op("Inject an event", ok="202", body="InjectEvent")
+                "post": _op(
+                    "Inject an event; in a cluster whose Redis does not answer, 503 "
+                    "QUEUE_UNAVAILABLE with Retry-After (the event is not queued: retry)",
+                    ok="202",
+                    body="InjectEvent",
+                    errors=("503",),
+                )
             },
             f"{p}/processes/{{name}}/config": {
                 "patch": _op(
