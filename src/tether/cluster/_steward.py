@@ -48,6 +48,9 @@ class Held:
     token: str
     renewed: float  # time.monotonic() the last successful renewal was sent
     acquired_at: float = field(default_factory=time.time)
+    #: Whether the node was told this lease is lost (once per lease: a token may come back
+    #: after Redis lost its data, its fencing counter with it).
+    told: bool = False
 
 
 class Leases:
@@ -101,7 +104,6 @@ class Steward(threading.Thread):
         self.acquired = acquired
         self.lost = lost
         self._halt = threading.Event()
-        self._told: set[str] = set()
         self._free_since: dict[str, float] = {}
 
     @property
@@ -206,7 +208,6 @@ class Steward(threading.Thread):
         self.acquired(name, token)
 
     def _tell(self, name: str, held: Held, why: str) -> None:
-        key = f"{name}:{held.token}"
-        if key not in self._told:
-            self._told.add(key)
+        if not held.told:
+            held.told = True
             self.lost(name, why)
