@@ -28,7 +28,7 @@ from tether import (
     TriggerEvent,
 )
 from tether.cluster import ClusterNode, cluster_config
-from tether.hooks import HookEvent
+from tether.hooks import HookConfig, HookEvent
 from tether.models import OpenAIModel
 from tether.testing import FakeLLM
 
@@ -149,6 +149,47 @@ async def test_events_added_after_a_flushall_run_on_the_host_that_held_the_proce
         groups = await redis.xinfo_groups("heal:q:solo")
         assert [g["name"] for g in groups] == ["tether"]
     finally:
+        await node.stop()
+        await redis.aclose()
+
+
+async def test_the_events_a_holder_held_when_redis_lost_its_data_are_added_again_and_run(
+    private_redis: PrivateRedis, llm: FakeLLM
+) -> None:
+    """One run in flight, one event read ahead: a FLUSHALL takes their stream entries with it.
+    The holder, finding its lease gone under a new epoch, adds both to the stream again (the
+    run in flight runs no task_completed hook here) and they run."""
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def held_up(ctx: Any) -> None:
+        started.set()
+        await gate.wait()
+
+    hooks = [HookConfig(event="user_prompt_submit", callback=held_up, timeout=60)]
+    model = OpenAIModel("fake", base_url=llm.base_url, api_key="k")
+    runtime = AgentRuntime()
+    await runtime.add_process(
+        "solo", cluster_config(ProcessConfig(model=model, hooks=hooks, concurrency=1), TTL)
+    )
+    node = ClusterNode(runtime, private_redis.url, host="h1", prefix="heal", lease_ttl=TTL)
+    await node.start()
+    redis: Any = Redis.from_url(private_redis.url, decode_responses=True)
+    try:
+        process = runtime.get("solo")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+        await eventually(lambda: process.state == ProcessState.RUNNING, timeout=10)
+        for n in range(2):
+            await process.inject(TriggerEvent("t", "manual", {"n": n}))
+        await asyncio.wait_for(started.wait(), 10)
+        await eventually(lambda: node.queue("solo").qsize() == 1, timeout=10, what="read ahead")
+        await redis.flushall()
+        gate.set()
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 2, timeout=20)
+        assert rec.outcomes() == ["success", "success"]
+        assert sorted({seq(p) for p in llm.prompts}) == [0, 1]
+    finally:
+        gate.set()
         await node.stop()
         await redis.aclose()
 

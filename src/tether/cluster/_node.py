@@ -338,6 +338,8 @@ class ClusterNode:
         try:
             if lost:
                 queue.fence()
+                if await self._lost_with_data(held):
+                    queue.orphan()  # what it leaves is added to the stream again
             await queue.leave()
             if process.state not in (ProcessState.STOPPED, ProcessState.CREATED):
                 try:
@@ -360,6 +362,18 @@ class ClusterNode:
         finally:
             with self.leases.lock:
                 self.leases.leaving.discard(name)
+
+    async def _lost_with_data(self, held: Held) -> bool:
+        """Whether Redis lost its data since ``held`` was taken (its epoch changed or went):
+        then so did the stream's entries this host holds."""
+        try:
+            epoch = await self.client.get(self.keys.epoch)
+        except Exception:  # unreachable: nothing to tell (a partition keeps the data)
+            return False
+        if epoch != held.epoch:
+            logger.error("cluster host %s: Redis lost its data (a new epoch)", self.host)
+            return True
+        return False
 
     def _lost(self, name: str, why: str) -> None:
         """The lease of ``name`` is gone, or may be soon (called in the event loop)."""

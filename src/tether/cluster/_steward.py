@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,7 @@ class Held:
 
     token: str
     renewed: float  # time.monotonic() the last successful renewal was sent
+    epoch: str = ""  # Redis's epoch when the lease was taken (see store._redis)
     acquired_at: float = field(default_factory=time.time)
     #: Whether the node was told this lease is lost (once per lease: a token may come back
     #: after Redis lost its data, its fencing counter with it).
@@ -195,15 +197,16 @@ class Steward(threading.Thread):
         free_since = self._free_since.setdefault(name, now)
         if rendezvous(name, self.leases.live) != self.host and now - free_since < self.ttl:
             return
-        token = acquire(
-            keys=[self.keys.lease(name), self.keys.fence(name)],
-            args=[self.host, int(self.ttl * 1000)],
+        taken = acquire(
+            keys=[self.keys.lease(name), self.keys.fence(name), self.keys.epoch],
+            args=[self.host, int(self.ttl * 1000), uuid.uuid4().hex],
         )
-        if not token:
+        if not taken:
             return
+        token, epoch = taken
         self._free_since.pop(name, None)
         with self.leases.lock:
-            self.leases.held[name] = Held(token, now)
+            self.leases.held[name] = Held(token, now, epoch)
             self.leases.taking.add(name)
         self.acquired(name, token)
 

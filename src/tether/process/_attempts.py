@@ -210,7 +210,7 @@ class EventRunner:
         if stream is None:
             return dispatch()
         # Only while this host holds the lease; a decided outcome is acknowledged after.
-        return stream.completed(dispatch, event.event_id, decided=outcome != "retrying")
+        return stream.completed(dispatch, event, decided=outcome != "retrying")
 
     def _decided(self, event_id: str, outcome: str) -> None:
         self.outcomes.pop(event_id, None)  # (a redelivered event is decided again)
@@ -286,7 +286,7 @@ class EventRunner:
         stream = self._live.stream()
         # The attempt counts on the next host, as in recovery; a host that no longer holds
         # the lease starts none (the entry is the next holder's).
-        if stream is not None and not await stream.running(event.event_id, attempt):
+        if stream is not None and not await stream.running(event, attempt):
             return
         prompt = await self._prompt(event, attempt, started)
         if prompt is None or not await self._allowed(event, attempt, started, prompt):

@@ -82,6 +82,11 @@ class StreamQueue(MemoryQueue):
         #: Events this host read or claimed from the stream, until their outcome is decided
         #: (their task_completed hooks run only while the lease is held: see ``completed``).
         self._taken: set[str] = set()
+        #: What this host left for the next holder since it lost the lease (event id ->
+        #: (event, attempts)), and whether Redis lost it with its data (``orphaned``): then
+        #: it is added to the stream again, as it is not there any more.
+        self._behind: dict[str, Item] = {}
+        self._orphaned = False
         self._leaving = False
         #: Events whose dead letter a leaving stop made: they stay in the stream.
         self.left: set[str] = set()
@@ -144,6 +149,8 @@ class StreamQueue(MemoryQueue):
         ("process failed"). Returns what was reclaimed (session_start's ``recovered``)."""
         self.token, self._leaving = token, False
         self.left.clear()
+        self._behind.clear()
+        self._orphaned = False
         await self.setup()  # (gone when Redis lost its data: the entries added since are read)
         summary = await self.client.xpending(self._stream, GROUP)
         previous = sorted(
@@ -278,13 +285,14 @@ class StreamQueue(MemoryQueue):
                 self.visibility,
             )
 
-    async def running(self, event_id: str, attempt: int) -> bool:
-        """Note that attempt ``attempt`` of ``event_id`` starts (the next holder counts it).
+    async def running(self, event: TriggerEvent, attempt: int) -> bool:
+        """Note that attempt ``attempt`` of ``event`` starts (the next holder counts it).
 
         False when this host no longer holds the lease (the write was fenced, or the lease was
         lost before): the attempt must not start; the entry stays for the next holder."""
-        entry, token = self._entries.get(event_id), self.token
+        entry, token = self._entries.get(event.event_id), self.token
         if token is None:
+            self._left_behind(event, attempt - 1)
             return False
         if entry is None:
             return True
@@ -297,6 +305,7 @@ class StreamQueue(MemoryQueue):
             return True
         if answer == FENCED:
             self._fenced()
+            self._left_behind(event, attempt - 1)
             return False
         return True
 
@@ -321,17 +330,22 @@ class StreamQueue(MemoryQueue):
         return True
 
     def completed(
-        self, dispatch: Callable[[], Awaitable[DispatchResult]], event_id: str, *, decided: bool
+        self,
+        dispatch: Callable[[], Awaitable[DispatchResult]],
+        event: TriggerEvent,
+        *,
+        decided: bool,
     ) -> Awaitable[DispatchResult]:
         """The task_completed ``dispatch()`` of ``event_id``; for an event this host took
         from the stream, only while it holds the lease (see ``holds``): a stale holder runs
         no hook for a run it no longer holds, and leaves its entry to the next holder. A
         ``decided`` outcome (not a retry) is acknowledged after its hooks."""
-        return self._completed(dispatch, event_id, decided)
+        return self._completed(dispatch, event, decided)
 
     async def _completed(
-        self, dispatch: Callable[[], Awaitable[DispatchResult]], event_id: str, decided: bool
+        self, dispatch: Callable[[], Awaitable[DispatchResult]], event: TriggerEvent, decided: bool
     ) -> DispatchResult:
+        event_id = event.event_id
         if event_id in self._taken and not await self.holds():
             logger.warning(
                 "process %s: %s ended on a host that no longer holds it: no task_completed "
@@ -339,6 +353,8 @@ class StreamQueue(MemoryQueue):
                 self.process,
                 event_id,
             )
+            if decided:  # (a retry comes back to running(), which leaves it then)
+                self._left_behind(event, 0)
             return DispatchResult()
         if not decided:
             return await dispatch()
@@ -373,10 +389,13 @@ class StreamQueue(MemoryQueue):
             self.left.add(event.event_id)
             if entry is None:  # not in the stream yet (an inject racing the stop): add it
                 self._write(self.add(event, letter["attempts"]), f"re-adding {event.event_id}")
+            else:
+                self._left_behind(event, letter["attempts"])
             return
         token = self.token
         if entry is not None and token is None:
             self.left.add(event.event_id)
+            self._left_behind(event, letter["attempts"])
             return
         body = json.dumps(
             {
@@ -450,9 +469,34 @@ class StreamQueue(MemoryQueue):
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
         while not self.empty():
-            event, _ = super().get_nowait()
+            event, attempts = super().get_nowait()
             self.task_done()
-            self._entries.pop(event.event_id, None)
+            if self._entries.pop(event.event_id, None) is not None:
+                self._left_behind(event, attempts)
+
+    def _left_behind(self, event: TriggerEvent, attempts: int) -> None:
+        """``event``'s entry is left for the next holder (see ``orphan``)."""
+        if event.event_id in self._behind:
+            return
+        self._behind[event.event_id] = (event, attempts)
+        if self._orphaned:
+            self._write(self.add(event, attempts), f"adding {event.event_id} again")
+
+    def orphan(self) -> None:
+        """Redis lost its data since this host took the lease (an empty restart, a failover to
+        an empty replica, FLUSHALL): the entries it leaves for the next holder are gone from
+        the stream, so each is added again (those left so far, and those left from now)."""
+        if self._orphaned:
+            return
+        self._orphaned = True
+        for event, attempts in self._behind.values():
+            self._write(self.add(event, attempts), f"adding {event.event_id} again")
+        if self._behind:
+            logger.warning(
+                "process %s: Redis lost its data; %d events this host held added again",
+                self.process,
+                len(self._behind),
+            )
 
     def fence(self) -> None:
         """The lease is gone: write nothing more for the entries (see ``dead``)."""
@@ -467,3 +511,4 @@ class StreamQueue(MemoryQueue):
         """After the process stopped here: forget the entries it held (all stay pending)."""
         self._entries.clear()
         self._taken.clear()
+        self._behind.clear()

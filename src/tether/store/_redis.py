@@ -11,7 +11,9 @@ Every key of one cluster starts with its prefix (``tether`` unless told), so sev
 * ``{prefix}:history:{p}``   its hook runs, a stream capped by length
 
 and per cluster ``{prefix}:status`` (process -> JSON summary), ``{prefix}:host:{h}`` (a host's
-heartbeat, with a TTL), ``{prefix}:cmd:{h}`` (requests for host ``h``), ``{prefix}:reply:{id}``.
+heartbeat, with a TTL), ``{prefix}:cmd:{h}`` (requests for host ``h``), ``{prefix}:reply:{id}``,
+``{prefix}:epoch`` (a random id, made again when Redis lost its data: a lease taken under one
+epoch and lost under another was lost with the data, and so were its entries).
 
 The writes a lease holder makes (acknowledge, dead-letter, count an attempt, renew, publish
 its status and take it back) are Lua scripts that first compare the lease with the holder's
@@ -95,6 +97,10 @@ class Keys:
         return f"{self.prefix}:history:{process}"
 
     @property
+    def epoch(self) -> str:
+        return f"{self.prefix}:epoch"
+
+    @property
     def status(self) -> str:
         return f"{self.prefix}:status"
 
@@ -113,14 +119,20 @@ def is_nogroup(exc: BaseException) -> bool:
     return "NOGROUP" in f"{exc}"
 
 
-# KEYS: lease, fence counter. ARGV: host, ttl ms. The new token, or false if the lease is held.
-# (Public: the node's steward thread registers it on its own client.)
+# KEYS: lease, fence counter, epoch. ARGV: host, ttl ms, a new epoch id. {the new token, the
+# epoch} (the new one if there was none), or false if the lease is held. (Public: the node's
+# steward thread registers it on its own client.)
 ACQUIRE: Final = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+local epoch = redis.call('GET', KEYS[3])
+if not epoch then
+  epoch = ARGV[3]
+  redis.call('SET', KEYS[3], epoch)
+end
 local n = redis.call('INCR', KEYS[2])
 local token = n .. ':' .. ARGV[1]
 redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
-return token
+return {token, epoch}
 """
 # KEYS: lease. ARGV: token, ttl ms. (Public: the node's renewal thread registers it itself.)
 RENEW: Final = """
@@ -196,7 +208,6 @@ class Scripts:
 
     __slots__ = (
         "ack",
-        "acquire",
         "add",
         "attempt",
         "dead",
@@ -207,7 +218,6 @@ class Scripts:
     )
 
     def __init__(self, client: Redis) -> None:
-        self.acquire: Any = client.register_script(ACQUIRE)
         self.renew: Any = client.register_script(RENEW)
         self.release: Any = client.register_script(_RELEASE)
         self.ack: Any = client.register_script(_ACK)
