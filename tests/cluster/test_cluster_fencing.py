@@ -18,9 +18,9 @@ from _cluster_support import Host, hook_log, seq, write_manifests
 from redis.asyncio import Redis
 
 from _process_support import Recorder, eventually
-from tether import AgentRuntime, ProcessConfig, TriggerEvent
+from tether import AgentRuntime, ProcessConfig, ProcessState, TriggerEvent
 from tether.cluster import ClusterNode, cluster_config, rendezvous
-from tether.hooks import HookEvent
+from tether.hooks import HookConfig, HookEvent
 from tether.models import OpenAIModel
 from tether.store._redis import FENCED, GROUP, Keys, Scripts
 from tether.testing import FakeLLM
@@ -81,6 +81,47 @@ async def test_a_holder_that_lost_its_lease_leaves_the_next_holders_status_in_pl
         assert rec.of(HookEvent.SESSION_END)[0]["reason"] == "lease lost"
         assert await redis.hget(status, "solo") == theirs
     finally:
+        await node.stop()
+
+
+async def test_a_holder_whose_write_was_fenced_starts_no_further_attempt(
+    redis_url: str, redis_prefix: str, redis: Redis, llm: FakeLLM
+) -> None:
+    """The lease is taken while a run is held up (a long TTL: no renewal notices first);
+    the next event's attempt count is fenced, and that attempt does not start: its model
+    is never called here, and its entry stays pending for the next holder."""
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def held_up(ctx: Any) -> None:
+        started.set()
+        await gate.wait()
+
+    hooks = [HookConfig(event="user_prompt_submit", callback=held_up, timeout=60)]
+    model = OpenAIModel("fake", base_url=llm.base_url, api_key="k")
+    runtime = AgentRuntime()
+    await runtime.add_process(
+        "solo", cluster_config(ProcessConfig(model=model, hooks=hooks, concurrency=1), 60)
+    )
+    node = ClusterNode(runtime, redis_url, host="h1", prefix=redis_prefix, lease_ttl=60)
+    await node.start()
+    try:
+        process = runtime.get("solo")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.SESSION_END)
+        await eventually(lambda: process.state == ProcessState.RUNNING, timeout=10)
+        for n in range(2):
+            await process.inject(TriggerEvent("t", "manual", {"n": n}))
+        await asyncio.wait_for(started.wait(), 10)
+        await eventually(lambda: node.queue("solo").qsize() == 1, timeout=10, what="read ahead")
+        await redis.set(f"{redis_prefix}:lease:solo", "999:elsewhere", px=60_000)
+        gate.set()
+        await eventually(lambda: bool(rec.of(HookEvent.SESSION_END)), timeout=10)
+        await asyncio.sleep(0.5)
+        assert [seq(p) for p in llm.prompts] == [0]
+        pending = await redis.xpending(f"{redis_prefix}:q:solo", "tether")
+        assert pending["pending"] == 2  # both left for the next holder
+    finally:
+        gate.set()
         await node.stop()
 
 
