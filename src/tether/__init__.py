@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from .process import ProcessError as ProcessError
     from .process import ProcessState as ProcessState
     from .process import ProcessStateError as ProcessStateError
+    from .process import QueueUnavailableError as QueueUnavailableError
     from .process import RestartPolicy as RestartPolicy
     from .process import SpawnRefusedError as SpawnRefusedError
     from .process import TriggerEvent as TriggerEvent
@@ -115,6 +116,7 @@ _LAZY: dict[str, str] = {
     "NothingToRollBackError": "tether.process",
     "McpServerConfig": "tether.process",
     "ProcessStateError": "tether.process",
+    "QueueUnavailableError": "tether.process",
     "SpawnRefusedError": "tether.process",
     "ContextConfig": "tether.agent",
     "BudgetConfig": "tether.agent",
@@ -178,6 +180,7 @@ __all__ = [
     "ProcessStateError",
     "PromptHook",
     "PromptHookError",
+    "QueueUnavailableError",
     "RestartPolicy",
     "ShellHook",
     "ShellHookResult",

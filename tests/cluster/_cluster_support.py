@@ -1,5 +1,6 @@
 """Helpers of the multi-host cluster tests: real ``tether serve --cluster`` OS processes on
-loopback, their hook log, and a TCP proxy between a host and Redis that a test can cut."""
+loopback, their hook log, a TCP proxy between a host and Redis that a test can cut, and a
+private redis-server a test can restart empty."""
 
 from __future__ import annotations
 
@@ -8,14 +9,19 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
+import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-__all__ = ["Host", "RedisProxy", "hook_log", "seq", "write_manifests"]
+from _net_support import free_port
+
+__all__ = ["Host", "PrivateRedis", "RedisProxy", "hook_log", "seq", "write_manifests"]
 
 #: Appends what a session_start / session_end hook saw, with the host and the time, to a log.
 HOOK = """\
@@ -28,10 +34,24 @@ print("{}")
 """
 
 
-def write_manifests(folder: Path, names: list[str], *, concurrency: int = 2) -> list[Path]:
+def write_manifests(
+    folder: Path,
+    names: list[str],
+    *,
+    concurrency: int = 2,
+    logged: tuple[str, ...] = ("session_start", "session_end"),
+) -> list[Path]:
     """One manifest per name: an OpenAI-compatible model (the FakeLLM the host's environment
-    names), and command hooks logging session_start and session_end."""
+    names), and command hooks logging the ``logged`` events (session_start and session_end)."""
     (folder / "log_hook.py").write_text(HOOK)
+    hooks = "".join(
+        f"""
+  - event: {event}
+    command: ["{sys.executable}", "${{TETHER_MANIFEST_DIR}}/log_hook.py"]
+    env_passthrough: [TEST_HOST, TEST_HOOK_LOG]
+    timeout: 10"""
+        for event in logged
+    )
     paths = []
     for name in names:
         path = folder / f"{name}.agent"
@@ -44,15 +64,7 @@ instructions: Answer briefly.
 concurrency: {concurrency}
 max_retries: 2
 max_queue_size: 5000
-hooks:
-  - event: session_start
-    command: ["{sys.executable}", "${{TETHER_MANIFEST_DIR}}/log_hook.py"]
-    env_passthrough: [TEST_HOST, TEST_HOOK_LOG]
-    timeout: 10
-  - event: session_end
-    command: ["{sys.executable}", "${{TETHER_MANIFEST_DIR}}/log_hook.py"]
-    env_passthrough: [TEST_HOST, TEST_HOOK_LOG]
-    timeout: 10
+hooks:{hooks}
 """
         )
         paths.append(path)
@@ -128,8 +140,12 @@ class Host:
         raise AssertionError(f"host {self.name} did not start:\n{self.out.read_text()}")
 
     def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+
+    def signal(self, number: int) -> None:
+        """Send ``number`` (SIGKILL, SIGSTOP, SIGCONT ...) to the host's OS process."""
         if self.child is not None and self.child.returncode is None:
-            self.child.send_signal(signal.SIGKILL)
+            self.child.send_signal(number)
 
     async def stop(self) -> None:
         """SIGTERM (a clean stop: its processes are handed over), SIGKILL after 15 s."""
@@ -193,3 +209,60 @@ def seq(prompt: str) -> int:
     found = re.search(r"^n: (\d+)$", prompt, re.M)
     assert found is not None, prompt
     return int(found[1])
+
+
+class PrivateRedis:
+    """A redis-server of the test's own on a free loopback port, keeping nothing on disk, so
+    that ``restart()`` brings it back empty (as after a crash without persistence)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.child: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> PrivateRedis:
+        server = shutil.which("redis-server")
+        if server is None:
+            import pytest
+
+            pytest.skip("these tests start a redis-server of their own: none is installed")
+        self.child = subprocess.Popen(
+            [
+                server,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                time.sleep(0.02)
+        raise AssertionError(f"redis-server did not start on port {self.port}")
+
+    def kill(self) -> None:
+        """SIGKILL: everything it held is gone."""
+        if self.child is not None:
+            self.child.kill()
+            self.child.wait()
+            self.child = None
+
+    def restart(self) -> None:
+        """Killed, then started again empty on the same port."""
+        self.kill()
+        self.start()

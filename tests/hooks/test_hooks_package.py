@@ -172,6 +172,7 @@ PUBLIC = [
     "ProcessStateError",
     "PromptHook",
     "PromptHookError",
+    "QueueUnavailableError",
     "RestartPolicy",
     "SAFE_ENV_VARS",
     "ShellHook",

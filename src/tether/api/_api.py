@@ -38,6 +38,7 @@ from ..process import (
     InvalidEventError,
     ProcessError,
     ProcessState,
+    QueueUnavailableError,
     TriggerEvent,
 )
 from ..process._state import validate_name
@@ -88,6 +89,10 @@ _STATUS_CODES: Final = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
 _SENDABLE_TOKEN: Final = re.compile(r"[\x21-\x7e]+")
 
 Handler = Callable[[Request], Awaitable[Response]]
+
+
+#: Seconds a client is told to wait before it injects again an event refused with a 503.
+RETRY_AFTER: Final = 1
 
 
 class OrchestrationAPI:
@@ -402,7 +407,12 @@ class OrchestrationAPI:
             raise _invalid(exc, InjectEvent) from None
         except InvalidEventError as exc:
             raise APIError(422, "VALIDATION_ERROR", str(exc)) from None
-        event_id = await process.inject(event)
+        try:
+            event_id = await process.inject(event)
+        except QueueUnavailableError as exc:  # not queued: the client retries
+            raise APIError(
+                503, "QUEUE_UNAVAILABLE", str(exc), headers={"Retry-After": str(RETRY_AFTER)}
+            ) from None
         outcome = None
         if body.wait > 0 and process.state is ProcessState.RUNNING:
             outcome = await process.outcome(event_id, timeout=body.wait)

@@ -228,7 +228,15 @@ ROUTES: Final[tuple[Operation, ...]] = (
     _post("/processes/{name}/start", "api._start", "Start", errors=("409",)),
     _post("/processes/{name}/stop", "api._stop", "Stop", errors=("409",)),
     _post("/processes/{name}/restart", "api._restart", "Restart", errors=("409",)),
-    _post("/processes/{name}/inject", "api._inject", "Inject an event", ok="202", body=InjectEvent),
+    _post(
+        "/processes/{name}/inject",
+        "api._inject",
+        "Inject an event; in a cluster whose Redis does not answer, 503 QUEUE_UNAVAILABLE with "
+        "Retry-After (the event is not queued: retry)",
+        ok="202",
+        body=InjectEvent,
+        errors=("503",),
+    ),
     Operation(
         "PATCH",
         "/processes/{name}/config",

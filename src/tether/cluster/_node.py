@@ -7,10 +7,13 @@ holding its lease (``{prefix}:lease:{p}``: a fencing token and the host, with a 
   over the live hosts, so each host prefers about as many), by any host once it has been free
   for a whole TTL; a holder hands a process over to its preferred host once that host has been
   live for two ticks, so a cluster that starts one host at a time ends up spread.
-* Renewal: every ``ttl / 5`` s, from a thread of its own (a busy event loop delays none). A
-  holder that could not renew for ``ttl / 2`` s (a partition, a stalled Redis) stops its copy
-  on its own, before the TTL runs out and another host may start one; so does a holder whose
-  write found the token changed (a fenced write).
+* Placement and renewal: every ``ttl / 5`` s, from a thread of its own (``_steward``: a busy
+  event loop delays neither). A holder that could not renew for ``ttl / 2`` s (a partition, a
+  stalled Redis) stops its copy on its own, before the TTL runs out and another host may start
+  one; so does a holder whose write found the token changed (a fenced write).
+* Every write a holder makes for a process is fenced by its token (the status hash too), and
+  a holder checks its lease before a run's task_completed hooks: a host resumed after a pause
+  past its lease runs none for a run that is another host's now.
 * Takeover: the next holder claims what the stream holds pending (see ``StreamQueue.claim``)
   and starts the process; its session_start's ``recovered`` says what was reclaimed.
 * A process stopped by an operator (the API or CLI, on any host) stays stopped cluster-wide
@@ -21,22 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from .._urls import masked_in
 from ..errors import TetherError
 from ..process import ProcessState
-from ..store._redis import FENCED, RENEW, Keys, Scripts, connect
+from ..store._redis import FENCED, Keys, Scripts, connect
+from ._steward import Held, Leases, Steward, rendezvous
 
 if TYPE_CHECKING:
     from ..hooks._records import HookRun
@@ -58,12 +59,6 @@ FORWARD_TIMEOUT: Final = 30.0
 _REPLY_TTL: Final = 60
 
 
-def rendezvous(name: str, hosts: list[str]) -> str:
-    """The host of ``hosts`` that prefers process ``name`` most (rendezvous hashing: each
-    host prefers about as many processes, and a host joining or leaving moves only its own)."""
-    return max(hosts, key=lambda h: hashlib.sha256(f"{name}\0{h}".encode()).digest())
-
-
 async def _cancel_and_wait(tasks: list[asyncio.Task[None]]) -> None:
     """Cancel ``tasks`` and wait until they end, cancelling again while any goes on.
 
@@ -75,6 +70,11 @@ async def _cancel_and_wait(tasks: list[asyncio.Task[None]]) -> None:
         for task in pending:
             task.cancel()
         _, pending = await asyncio.wait(pending, timeout=0.5)
+
+
+def _number(token: str) -> int:
+    """The fencing number of a lease token ("<number>:<host>")."""
+    return int(token.split(":", 1)[0])
 
 
 class ClusterError(TetherError, RuntimeError):
@@ -91,80 +91,6 @@ def cluster_config(config: ProcessConfig, ttl: float) -> ProcessConfig:
     if config.journal_path:
         logger.warning("a clustered process keeps its events in Redis: journal_path is ignored")
     return config.model_copy(update=update)
-
-
-class _Renewer(threading.Thread):
-    """Renews the leases a node holds, every ``tick`` s, from a thread of its own with a
-    client of its own: a busy event loop (runs, hooks, a slow import) delays no renewal.
-
-    It also watches them: a lease not renewed for ttl/2 s (Redis unreachable) or found taken
-    (fenced) is reported to the node's loop, which stops the copy at once."""
-
-    def __init__(self, node: ClusterNode, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(name=f"cluster-{node.host}-renew", daemon=True)
-        self.node = node
-        self.loop = loop
-        self._halt = threading.Event()
-        self._told: set[str] = set()
-
-    def halt(self) -> None:
-        self._halt.set()
-
-    def run(self) -> None:
-        from redis import Redis
-        from redis.exceptions import RedisError
-
-        node = self.node
-        client = Redis.from_url(
-            node.url, socket_timeout=node.ttl / 5, socket_connect_timeout=node.ttl / 5
-        )
-        renew = client.register_script(RENEW)
-        ttl_ms = int(node.ttl * 1000)
-        try:
-            while not self._halt.wait(node.tick):
-                for name, held in self._held():
-                    sent = time.monotonic()
-                    try:
-                        answer = renew(keys=[node.keys.lease(name)], args=[held.token, ttl_ms])
-                    except (RedisError, OSError) as exc:
-                        if sent - held.renewed >= node.ttl / 2:
-                            self._tell(
-                                name,
-                                held,
-                                f"its lease was not renewed for {node.ttl / 2:g}s ({exc})",
-                            )
-                        continue
-                    if answer == FENCED:
-                        self._tell(name, held, "its lease was taken (fenced)")
-                    else:
-                        held.renewed = sent
-                for name, held in self._held():  # also when a call hangs
-                    if time.monotonic() - held.renewed >= node.ttl / 2:
-                        self._tell(name, held, f"its lease was not renewed for {node.ttl / 2:g}s")
-        finally:
-            client.close()
-
-    def _held(self) -> list[tuple[str, _Held]]:
-        """A copy of the node's leases (the loop may change them meanwhile: copied again)."""
-        while True:
-            try:
-                return list(self.node.held.items())
-            except RuntimeError:  # changed size while copied
-                continue
-
-    def _tell(self, name: str, held: _Held, why: str) -> None:
-        key = f"{name}:{held.token}"
-        if key not in self._told:
-            self._told.add(key)
-            with contextlib.suppress(RuntimeError):  # the loop closed: nothing runs anyway
-                self.loop.call_soon_threadsafe(self.node._lost, name, why)
-
-
-@dataclass(slots=True)
-class _Held:
-    token: str
-    renewed: float  # time.monotonic() the last successful renewal was sent
-    acquired_at: float = field(default_factory=time.time)
 
 
 class ClusterNode:
@@ -205,18 +131,15 @@ class ClusterNode:
         #: The ASGI app forwarded requests are served by (the control API sets it).
         self.local_app: Any = None
         self.api_token: str | None = None
-        self.held: dict[str, _Held] = {}
+        #: The leases this host holds, shared with the steward thread (see ``_steward``).
+        self.leases = Leases(self.host)
+        self.held = self.leases.held
         self._queues: dict[str, StreamQueue] = {}
-        self._leaving: set[str] = set()  # processes this node is stopping itself
-        self._taking: set[str] = set()  # processes this node is claiming and starting
-        self._free_since: dict[str, float] = {}
-        self._seen: dict[str, int] = {}  # host -> ticks seen live in a row
-        self._live: list[str] = [self.host]
         self._tasks: list[asyncio.Task[None]] = []
         self._changes: set[asyncio.Task[None]] = set()
         self._history: dict[str, list[dict[str, Any]]] = {}
         self._stopped = False
-        self._renewer: _Renewer | None = None
+        self._steward: Steward | None = None
 
     def __repr__(self) -> str:
         return f"<ClusterNode {self.host} holds={sorted(self.held)}>"
@@ -255,14 +178,32 @@ class ClusterNode:
             await queue.setup()
             process.use_queue(queue)
             queue.on_fenced = self._fenced_callback(process.name)
+            queue.fresh = self._fresh_callback(process.name)
             self._queues[process.name] = queue
             self._record_history(process)
-        await self._heartbeat()
         loop = asyncio.get_running_loop()
-        self._renewer = _Renewer(self, loop)
-        self._renewer.start()
+
+        def in_loop(call: Callable[[str, str], None]) -> Callable[[str, str], None]:
+            def hand(name: str, detail: str) -> None:
+                with contextlib.suppress(RuntimeError):  # the loop closed: nothing runs anyway
+                    loop.call_soon_threadsafe(call, name, detail)
+
+            return hand
+
+        self._steward = Steward(
+            url=self.url,
+            host=self.host,
+            keys=self.keys,
+            ttl=self.ttl,
+            names=list(self._queues),
+            leases=self.leases,
+            wanted=lambda name: not self._stopped and name in self._queues,
+            acquired=in_loop(self._acquired),
+            lost=in_loop(self._lost),
+        )
+        self._steward.start()
         self._tasks = [
-            loop.create_task(self._place(), name=f"cluster-{self.host}-place"),
+            loop.create_task(self._tend(), name=f"cluster-{self.host}-tend"),
             loop.create_task(self._serve_requests(), name=f"cluster-{self.host}-requests"),
         ]
 
@@ -281,8 +222,9 @@ class ClusterNode:
     async def stop(self) -> None:
         """Leave: hand every process over (stopped here, leases released), stop the loops."""
         self._stopped = True
-        if self._renewer is not None:
-            self._renewer.halt()
+        if self._steward is not None:  # (no lease taken from now on)
+            self._steward.halt()
+            await asyncio.to_thread(self._steward.join)
         await _cancel_and_wait(self._tasks)
         await asyncio.gather(*list(self._changes), return_exceptions=True)
         await asyncio.gather(
@@ -303,71 +245,51 @@ class ClusterNode:
 
     # -- placement ---------------------------------------------------------------------------
 
-    async def _place(self) -> None:
+    async def _tend(self) -> None:
+        """Each tick, in the loop: what the processes held here need (an operator's stop, a
+        hand-over, the status); the steward thread takes and renews the leases."""
         while not self._stopped:  # (also when a stop's cancellation was lost)
             try:
-                await self._heartbeat()
                 await self._round()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # Redis away: the watchdog fences what cannot renew
+            except Exception as exc:  # Redis away: the steward fences what cannot renew
                 logger.warning("cluster host %s: %s", self.host, exc)
             await asyncio.sleep(self.tick)
 
-    async def _heartbeat(self) -> None:
-        await self.client.set(
-            self.keys.host(self.host),
-            json.dumps({"host": self.host, "pid": os.getpid(), "at": time.time()}),
-            px=int(self.ttl * 1000),
-        )
-        live = sorted(
-            [key.rsplit(":", 1)[1] async for key in self.client.scan_iter(self.keys.host("*"))]
-        )
-        self._seen = {h: self._seen.get(h, 0) + 1 for h in live}
-        self._live = live if self.host in live else sorted([*live, self.host])
-
     def preferred(self, name: str) -> str:
         """The live host that should run process ``name`` (see ``rendezvous``)."""
-        return rendezvous(name, self._live)
+        return rendezvous(name, self.leases.live)
 
     async def _round(self) -> None:
-        loop = asyncio.get_running_loop()
+        leases = self.leases
         for process in self.runtime:
             name = process.name
-            if name not in self._queues or name in self._leaving or name in self._taking:
+            if name not in self._queues or name in leases.leaving or name in leases.taking:
                 continue
             held = self.held.get(name)
-            if held is not None:
-                if process.state == ProcessState.STOPPED:  # an operator stopped it here
-                    await self.client.set(self.keys.desired(name), "stopped")
-                    self._queues[name].accepting = False
-                    self._change(self._give_up(name, lost=False, reason="stopped"))
-                    continue
-                preferred = self.preferred(name)
-                if preferred != self.host and self._seen.get(preferred, 0) >= 2:
-                    self._change(self._give_up(name, lost=False, reason="handed over"))
-                    continue
-                await self._publish(process, held)
+            if held is None:  # whether inject() adds events: the cluster runs the process
+                stopped = await self.client.get(self.keys.desired(name)) == "stopped"
+                self._queues[name].accepting = not stopped
                 continue
-            stopped = await self.client.get(self.keys.desired(name)) == "stopped"
-            self._queues[name].accepting = not stopped
-            if stopped:
+            if process.state == ProcessState.STOPPED:  # an operator stopped it here
+                await self.client.set(self.keys.desired(name), "stopped")
+                self._queues[name].accepting = False
+                self._change(self._give_up(name, lost=False, reason="stopped"))
                 continue
-            if await self.client.exists(self.keys.lease(name)):
-                self._free_since.pop(name, None)
+            preferred = self.preferred(name)
+            if preferred != self.host and leases.seen.get(preferred, 0) >= 2:
+                self._change(self._give_up(name, lost=False, reason="handed over"))
                 continue
-            free_since = self._free_since.setdefault(name, loop.time())
-            if self.preferred(name) != self.host and loop.time() - free_since < self.ttl:
-                continue
-            sent = time.monotonic()
-            token = await self.scripts.acquire(
-                keys=[self.keys.lease(name), self.keys.fence(name)],
-                args=[self.host, int(self.ttl * 1000)],
-            )
-            if token:
-                self._free_since.pop(name, None)
-                self.held[name] = _Held(token, sent)
-                self._change(self._take(process, token))
+            await self._publish(process, held)
+
+    def _acquired(self, name: str, token: str) -> None:
+        """The steward took the lease of ``name`` (called in the loop): start it here."""
+        process = self.runtime.get(name)
+        if self._stopped or process is None:  # stop() gives it back
+            self.leases.taking.discard(name)
+            return
+        self._change(self._take(process, token))
 
     def _change(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -378,8 +300,7 @@ class ClusterNode:
         """Claim the stream's pending entries, then start the process here."""
         queue = self._queues[process.name]
         name = process.name
-        self._taking.add(name)  # (its state says nothing of an operator until it started)
-        try:
+        try:  # (taking: its state says nothing of an operator until it started)
             # Redis's dead letters first: claim() may add one (an entry out of attempts).
             process.dead_letters[:] = await queue.dead_letters()
             recovered = await queue.claim(token, process.config.max_retries)
@@ -400,21 +321,26 @@ class ClusterNode:
             if name in self.held:
                 await self._give_up(name, lost=False, reason="start failed")
         finally:
-            self._taking.discard(name)
+            self.leases.taking.discard(name)
 
     async def _give_up(self, name: str, *, lost: bool, reason: str) -> None:
         """Stop this host's copy of ``name``; release the lease unless it is lost already.
 
         Events queued or cut off here stay in the stream for the next holder."""
-        held = self.held.pop(name, None)
         process = self.runtime.get(name)
         queue = self._queues.get(name)
-        if held is None or process is None or queue is None or name in self._leaving:
-            return
-        self._leaving.add(name)
+        with self.leases.lock:
+            if name in self.leases.leaving:
+                return
+            held = self.held.pop(name, None)
+            if held is None or process is None or queue is None:
+                return
+            self.leases.leaving.add(name)
         try:
             if lost:
                 queue.fence()
+                if await self._lost_with_data(held):
+                    queue.orphan()  # what it leaves is added to the stream again
             await queue.leave()
             if process.state not in (ProcessState.STOPPED, ProcessState.CREATED):
                 try:
@@ -429,16 +355,31 @@ class ClusterNode:
             if not lost:
                 with contextlib.suppress(Exception):
                     await self.scripts.release(keys=[self.keys.lease(name)], args=[held.token])
-            with contextlib.suppress(Exception):
-                await self.client.hdel(self.keys.status, name)
+            with contextlib.suppress(Exception):  # only the status this holder wrote
+                await self.scripts.unpublish(
+                    keys=[self.keys.status], args=[name, _number(held.token), self.host]
+                )
             logger.warning("cluster host %s no longer runs %s (%s)", self.host, name, reason)
         finally:
-            self._leaving.discard(name)
+            with self.leases.lock:
+                self.leases.leaving.discard(name)
+
+    async def _lost_with_data(self, held: Held) -> bool:
+        """Whether Redis lost its data since ``held`` was taken (its epoch changed or went):
+        then so did the stream's entries this host holds."""
+        try:
+            epoch = await self.client.get(self.keys.epoch)
+        except Exception:  # unreachable: nothing to tell (a partition keeps the data)
+            return False
+        if epoch != held.epoch:
+            logger.error("cluster host %s: Redis lost its data (a new epoch)", self.host)
+            return True
+        return False
 
     def _lost(self, name: str, why: str) -> None:
         """The lease of ``name`` is gone, or may be soon (called in the event loop)."""
         held = self.held.get(name)
-        if held is None or name in self._leaving or self._stopped:
+        if held is None or name in self.leases.leaving or self._stopped:
             return
         logger.error("cluster host %s stops %s: %s", self.host, name, why)
         self._queues[name].fence()  # at once: no acknowledgement from here on
@@ -450,15 +391,34 @@ class ClusterNode:
 
         return fenced
 
-    async def _publish(self, process: AgentProcess, held: _Held) -> None:
+    def _fresh_callback(self, name: str) -> Callable[[], bool]:
+        def fresh() -> bool:
+            """Whether the lease of ``name`` was renewed less than ttl/2 s ago with the queue's
+            token: it cannot have expired yet (nor passed to another host)."""
+            held, queue = self.held.get(name), self._queues[name]
+            return (
+                held is not None
+                and held.token == queue.token
+                and time.monotonic() - held.renewed < self.ttl / 2
+            )
+
+        return fresh
+
+    async def _publish(self, process: AgentProcess, held: Held) -> None:
         status = process.redactor.value(process.status())
         status.update(
             host=self.host,
-            fencing_token=int(held.token.split(":", 1)[0]),
+            fencing_token=_number(held.token),
             updated_at=time.time(),
             stream_length=await self.client.xlen(self.keys.stream(process.name)),
         )
-        await self.client.hset(self.keys.status, process.name, json.dumps(status))
+        answer = await self.scripts.publish(
+            keys=[self.keys.lease(process.name), self.keys.status],
+            args=[held.token, process.name, json.dumps(status)],
+        )
+        if answer == FENCED:
+            self._lost(process.name, "publishing its status found its lease taken (fenced)")
+            return
         await self._flush_history(process.name)
 
     # -- the control plane -------------------------------------------------------------------

@@ -12,6 +12,7 @@ from ._errors import NothingToRollBackError as NothingToRollBackError
 from ._errors import ProcessBusyError as ProcessBusyError
 from ._errors import ProcessError as ProcessError
 from ._errors import ProcessStateError as ProcessStateError
+from ._errors import QueueUnavailableError as QueueUnavailableError
 from ._errors import SpawnRefusedError as SpawnRefusedError
 from ._event import InvalidEventError as InvalidEventError
 from ._event import TriggerEvent as TriggerEvent
@@ -33,6 +34,7 @@ __all__ = [
     "ProcessError",
     "ProcessState",
     "ProcessStateError",
+    "QueueUnavailableError",
     "RestartPolicy",
     "SpawnRefusedError",
     "TriggerConfig",

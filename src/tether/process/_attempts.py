@@ -192,21 +192,25 @@ class EventRunner:
                 note.outcome, note.error = outcome, error
         if outcome != "retrying":
             self._decided(event.event_id, outcome)
-        dispatch = (self._emit_worker if worker else self._emit)(
-            HookEvent.TASK_COMPLETED,
-            {
-                "event_id": event.event_id,
-                "trigger_id": event.trigger_id,
-                "trigger_type": event.trigger_type,
-                "outcome": outcome,
-                "duration_ms": round(duration_ms, 3),
-                "error": error,
-            },
-        )
+
+        def dispatch() -> Awaitable[DispatchResult]:
+            return (self._emit_worker if worker else self._emit)(
+                HookEvent.TASK_COMPLETED,
+                {
+                    "event_id": event.event_id,
+                    "trigger_id": event.trigger_id,
+                    "trigger_type": event.trigger_type,
+                    "outcome": outcome,
+                    "duration_ms": round(duration_ms, 3),
+                    "error": error,
+                },
+            )
+
         stream = self._live.stream()
-        if stream is not None and outcome != "retrying":  # decided: acknowledge after
-            return stream.settled(dispatch, event.event_id)
-        return dispatch
+        if stream is None:
+            return dispatch()
+        # Only while this host holds the lease; a decided outcome is acknowledged after.
+        return stream.completed(dispatch, event, decided=outcome != "retrying")
 
     def _decided(self, event_id: str, outcome: str) -> None:
         self.outcomes.pop(event_id, None)  # (a redelivered event is decided again)
@@ -280,8 +284,10 @@ class EventRunner:
                 event.event_id, self._journal.running, event.event_id, attempt
             )
         stream = self._live.stream()
-        if stream is not None:  # the attempt counts on the next host, as in recovery
-            await stream.running(event.event_id, attempt)
+        # The attempt counts on the next host, as in recovery; a host that no longer holds
+        # the lease starts none (the entry is the next holder's).
+        if stream is not None and not await stream.running(event, attempt):
+            return
         prompt = await self._prompt(event, attempt, started)
         if prompt is None or not await self._allowed(event, attempt, started, prompt):
             return

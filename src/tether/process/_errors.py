@@ -7,6 +7,7 @@ Exception tree::
         ├── ProcessStateError        the call does not fit the process's state (you called it wrong)
         │   └── NothingToRollBackError  rollback() with no applied configuration change to undo
         ├── ProcessBusyError         runs in flight did not finish in time (it is busy)
+        ├── QueueUnavailableError    the queue cannot take an event now (a cluster's Redis is away)
         └── SpawnRefusedError        a subagent spawn was refused (by a hook or a limit)
 """
 
@@ -19,6 +20,7 @@ __all__ = [
     "ProcessBusyError",
     "ProcessError",
     "ProcessStateError",
+    "QueueUnavailableError",
     "SpawnRefusedError",
 ]
 
@@ -39,6 +41,11 @@ class ProcessBusyError(ProcessError):
     """The process kept running tasks past the time the call was willing to wait."""
 
 
+class QueueUnavailableError(ProcessError):
+    """inject() could not queue the event: the cluster's Redis did not answer. The event is not
+    queued (nor dead-lettered): retry later (the API answers 503 with Retry-After)."""
+
+
 class SpawnRefusedError(ProcessError):
     """A subagent could not be spawned."""
 
@@ -48,6 +55,7 @@ for _cls in (
     ProcessBusyError,
     ProcessError,
     ProcessStateError,
+    QueueUnavailableError,
     SpawnRefusedError,
 ):
     _cls.__module__ = "tether"

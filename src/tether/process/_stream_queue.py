@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from ..store._redis import FENCED, GROUP
+from ..hooks import DispatchResult
+from ..store._redis import FENCED, GROUP, is_nogroup
+from ._errors import QueueUnavailableError
 from ._event import TriggerEvent
 from ._queue import Item, MemoryQueue
 
@@ -65,6 +68,9 @@ class StreamQueue(MemoryQueue):
         self.token: str | None = None
         #: Told (once per lease) when a fenced write found the lease gone.
         self.on_fenced: Callable[[], None] | None = None
+        #: Set by the cluster: whether the lease was renewed recently enough that it cannot
+        #: have passed to another host (see ``holds``); without it, Redis is asked each time.
+        self.fresh: Callable[[], bool] = lambda: False
         #: Set by the process: redacts an event's declared secrets before it is stored.
         self.redact: Callable[[dict[str, Any]], dict[str, Any]] = lambda value: value
         #: Set by the process: dead-letters an event (claim() finds some out of attempts).
@@ -73,6 +79,14 @@ class StreamQueue(MemoryQueue):
         #: operator). The cluster keeps it up to date on every host.
         self.accepting = True
         self._entries: dict[str, str] = {}  # event id -> stream entry id, while held here
+        #: Events this host read or claimed from the stream, until their outcome is decided
+        #: (their task_completed hooks run only while the lease is held: see ``completed``).
+        self._taken: set[str] = set()
+        #: What this host left for the next holder since it lost the lease (event id ->
+        #: (event, attempts)), and whether Redis lost it with its data (``orphaned``): then
+        #: it is added to the stream again, as it is not there any more.
+        self._behind: dict[str, Item] = {}
+        self._orphaned = False
         self._leaving = False
         #: Events whose dead letter a leaving stop made: they stay in the stream.
         self.left: set[str] = set()
@@ -88,7 +102,8 @@ class StreamQueue(MemoryQueue):
     # -- any host ----------------------------------------------------------------------------
 
     async def setup(self) -> None:
-        """Create the stream's consumer group (once per cluster; an existing one is kept)."""
+        """Create the stream and its consumer group, read from the start, unless there (once
+        per cluster; again when Redis lost them: see ``_heal``)."""
         from redis.exceptions import ResponseError
 
         try:
@@ -97,12 +112,33 @@ class StreamQueue(MemoryQueue):
             if "BUSYGROUP" not in f"{exc}":
                 raise
 
-    async def add(self, event: TriggerEvent, attempts: int = 0) -> bool:
-        """Append ``event`` to the stream; False when it holds ``max_length`` entries."""
-        body = json.dumps(self.redact(event.to_dict()))
-        added = await self.scripts.add(
-            keys=[self._stream], args=[self.max_length, body, attempts], client=self.client
+    async def _heal(self, exc: BaseException) -> None:
+        """A read or claim found the stream or its group gone (``NOGROUP``: Redis restarted
+        empty, failed over to an empty replica, was flushed): make them again, so that the
+        events added from now on are read."""
+        logger.warning(
+            "process %s: its stream or group was gone; made again (%s)", self.process, exc
         )
+        await self.setup()
+
+    async def add(self, event: TriggerEvent, attempts: int = 0) -> bool:
+        """Append ``event`` to the stream; False when it holds ``max_length`` entries.
+
+        Raises QueueUnavailableError when Redis does not answer (the event is not queued)."""
+        from redis.exceptions import RedisError
+
+        body = json.dumps(self.redact(event.to_dict()))
+        try:
+            added = await self.scripts.add(
+                keys=[self._stream],
+                args=[self.max_length, body, attempts, GROUP],
+                client=self.client,
+            )
+        except (RedisError, OSError) as exc:
+            raise QueueUnavailableError(
+                f"process {self.process!r}: the cluster's Redis cannot queue the event now "
+                f"({type(exc).__name__}: {exc}); retry later"
+            ) from exc
         return added is not None
 
     # -- the holder --------------------------------------------------------------------------
@@ -113,6 +149,9 @@ class StreamQueue(MemoryQueue):
         ("process failed"). Returns what was reclaimed (session_start's ``recovered``)."""
         self.token, self._leaving = token, False
         self.left.clear()
+        self._behind.clear()
+        self._orphaned = False
+        await self.setup()  # (gone when Redis lost its data: the entries added since are read)
         summary = await self.client.xpending(self._stream, GROUP)
         previous = sorted(
             c["name"] for c in summary.get("consumers", []) if c["name"] != self.consumer
@@ -152,6 +191,7 @@ class StreamQueue(MemoryQueue):
                 continue  # buffered or running here already
             attempts = max(int(fields.get("attempts", 0)), int(ran or 0))
             self._entries[event.event_id] = entry_id
+            self._taken.add(event.event_id)
             if ran is not None and attempts > max_retries and self.dead_letter is not None:
                 self.dead_letter(
                     event,
@@ -204,6 +244,10 @@ class StreamQueue(MemoryQueue):
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if is_nogroup(exc):
+                    with contextlib.suppress(Exception):  # (else: tried again next time)
+                        await self._heal(exc)
+                    continue
                 logger.warning("reading the stream of %s failed: %s", self.process, exc)
                 await asyncio.sleep(READ_BLOCK)
                 continue
@@ -213,6 +257,7 @@ class StreamQueue(MemoryQueue):
                         continue
                     event = TriggerEvent.from_dict(json.loads(fields["event"]))
                     self._entries[event.event_id] = entry_id
+                    self._taken.add(event.event_id)
                     # (Read after the lease was lost: pending here until the next holder's
                     # sweep claims it; not run.)
                     if self.token is not None and not self._leaving:
@@ -240,24 +285,81 @@ class StreamQueue(MemoryQueue):
                 self.visibility,
             )
 
-    async def running(self, event_id: str, attempt: int) -> None:
-        """Note that attempt ``attempt`` of ``event_id`` starts (the next holder counts it)."""
-        entry, token = self._entries.get(event_id), self.token
-        if entry is None or token is None:
-            return
+    async def running(self, event: TriggerEvent, attempt: int) -> bool:
+        """Note that attempt ``attempt`` of ``event`` starts (the next holder counts it).
+
+        False when this host no longer holds the lease (the write was fenced, or the lease was
+        lost before): the attempt must not start; the entry stays for the next holder."""
+        entry, token = self._entries.get(event.event_id), self.token
+        if token is None:
+            self._left_behind(event, attempt - 1)
+            return False
+        if entry is None:
+            return True
         try:
             answer = await self.scripts.attempt(
                 keys=[self._lease, self._attempts], args=[token, entry, attempt], client=self.client
             )
         except Exception as exc:  # the run goes on: at worst this attempt is not counted
             logger.warning("process %s: counting attempt %d failed: %s", self.process, attempt, exc)
-            return
+            return True
         if answer == FENCED:
             self._fenced()
+            self._left_behind(event, attempt - 1)
+            return False
+        return True
 
-    def settled(self, dispatch: Awaitable[T], event_id: str) -> Awaitable[T]:
-        """``dispatch`` (a task_completed), after which the event's entry is acknowledged."""
-        return self._settle(dispatch, event_id)
+    async def holds(self) -> bool:
+        """Whether this host still holds the lease: its token, and a renewal recent enough
+        that the lease cannot have expired (``fresh``), else the lease in Redis compared with
+        the token. A host paused past its lease (SIGSTOP, a paused VM) learns here, when it
+        resumes, that its runs are another host's now."""
+        token = self.token
+        if token is None:
+            return False
+        if self.fresh():
+            return True
+        try:
+            lease = await self.client.get(self._lease)
+        except Exception as exc:  # not renewed lately and not answering: not ours to trust
+            logger.warning("process %s: cannot check its lease (%s)", self.process, exc)
+            return False
+        if lease != token:
+            self._fenced()
+            return False
+        return True
+
+    def completed(
+        self,
+        dispatch: Callable[[], Awaitable[DispatchResult]],
+        event: TriggerEvent,
+        *,
+        decided: bool,
+    ) -> Awaitable[DispatchResult]:
+        """The task_completed ``dispatch()`` of ``event_id``; for an event this host took
+        from the stream, only while it holds the lease (see ``holds``): a stale holder runs
+        no hook for a run it no longer holds, and leaves its entry to the next holder. A
+        ``decided`` outcome (not a retry) is acknowledged after its hooks."""
+        return self._completed(dispatch, event, decided)
+
+    async def _completed(
+        self, dispatch: Callable[[], Awaitable[DispatchResult]], event: TriggerEvent, decided: bool
+    ) -> DispatchResult:
+        event_id = event.event_id
+        if event_id in self._taken and not await self.holds():
+            logger.warning(
+                "process %s: %s ended on a host that no longer holds it: no task_completed "
+                "hooks here; the next holder runs it",
+                self.process,
+                event_id,
+            )
+            if decided:  # (a retry comes back to running(), which leaves it then)
+                self._left_behind(event, 0)
+            return DispatchResult()
+        if not decided:
+            return await dispatch()
+        self._taken.discard(event_id)
+        return await self._settle(dispatch(), event_id)
 
     async def _settle(self, dispatch: Awaitable[T], event_id: str) -> T:
         try:
@@ -287,10 +389,13 @@ class StreamQueue(MemoryQueue):
             self.left.add(event.event_id)
             if entry is None:  # not in the stream yet (an inject racing the stop): add it
                 self._write(self.add(event, letter["attempts"]), f"re-adding {event.event_id}")
+            else:
+                self._left_behind(event, letter["attempts"])
             return
         token = self.token
         if entry is not None and token is None:
             self.left.add(event.event_id)
+            self._left_behind(event, letter["attempts"])
             return
         body = json.dumps(
             {
@@ -364,9 +469,34 @@ class StreamQueue(MemoryQueue):
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
         while not self.empty():
-            event, _ = super().get_nowait()
+            event, attempts = super().get_nowait()
             self.task_done()
-            self._entries.pop(event.event_id, None)
+            if self._entries.pop(event.event_id, None) is not None:
+                self._left_behind(event, attempts)
+
+    def _left_behind(self, event: TriggerEvent, attempts: int) -> None:
+        """``event``'s entry is left for the next holder (see ``orphan``)."""
+        if event.event_id in self._behind:
+            return
+        self._behind[event.event_id] = (event, attempts)
+        if self._orphaned:
+            self._write(self.add(event, attempts), f"adding {event.event_id} again")
+
+    def orphan(self) -> None:
+        """Redis lost its data since this host took the lease (an empty restart, a failover to
+        an empty replica, FLUSHALL): the entries it leaves for the next holder are gone from
+        the stream, so each is added again (those left so far, and those left from now)."""
+        if self._orphaned:
+            return
+        self._orphaned = True
+        for event, attempts in self._behind.values():
+            self._write(self.add(event, attempts), f"adding {event.event_id} again")
+        if self._behind:
+            logger.warning(
+                "process %s: Redis lost its data; %d events this host held added again",
+                self.process,
+                len(self._behind),
+            )
 
     def fence(self) -> None:
         """The lease is gone: write nothing more for the entries (see ``dead``)."""
@@ -380,3 +510,5 @@ class StreamQueue(MemoryQueue):
     def forget(self) -> None:
         """After the process stopped here: forget the entries it held (all stay pending)."""
         self._entries.clear()
+        self._taken.clear()
+        self._behind.clear()

@@ -11,11 +11,18 @@ Every key of one cluster starts with its prefix (``tether`` unless told), so sev
 * ``{prefix}:history:{p}``   its hook runs, a stream capped by length
 
 and per cluster ``{prefix}:status`` (process -> JSON summary), ``{prefix}:host:{h}`` (a host's
-heartbeat, with a TTL), ``{prefix}:cmd:{h}`` (requests for host ``h``), ``{prefix}:reply:{id}``.
+heartbeat, with a TTL), ``{prefix}:cmd:{h}`` (requests for host ``h``), ``{prefix}:reply:{id}``,
+``{prefix}:epoch`` (a random id, made again when Redis lost its data: a lease taken under one
+epoch and lost under another was lost with the data, and so were its entries).
 
-The writes a lease holder makes (acknowledge, dead-letter, count an attempt, renew) are Lua
-scripts that first compare the lease with the holder's fencing token, so a host that lost its
-lease (paused, partitioned, too slow) can change nothing; the script answers ``FENCED``.
+The writes a lease holder makes (acknowledge, dead-letter, count an attempt, renew, publish
+its status and take it back) are Lua scripts that first compare the lease with the holder's
+fencing token, so a host that lost its lease (paused, partitioned, too slow) can change
+nothing; the script answers ``FENCED``.
+
+A Redis that lost its data (restarted empty, a failover to an empty replica, ``FLUSHALL``)
+loses the streams and their consumer group with it: ``ADD`` creates the group with the stream,
+and a read or claim that finds the group gone creates it again (``NOGROUP`` heals).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from .._urls import masked_url
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["FENCED", "GROUP", "RENEW", "Keys", "Scripts", "connect"]
+__all__ = ["ACQUIRE", "FENCED", "GROUP", "RENEW", "Keys", "Scripts", "connect", "is_nogroup"]
 
 #: The consumer group every host reads a process's stream with.
 GROUP: Final = "tether"
@@ -90,6 +97,10 @@ class Keys:
         return f"{self.prefix}:history:{process}"
 
     @property
+    def epoch(self) -> str:
+        return f"{self.prefix}:epoch"
+
+    @property
     def status(self) -> str:
         return f"{self.prefix}:status"
 
@@ -103,13 +114,25 @@ class Keys:
         return f"{self.prefix}:reply:{request_id}"
 
 
-# KEYS: lease, fence counter. ARGV: host, ttl ms. The new token, or false if the lease is held.
-_ACQUIRE: Final = """
+def is_nogroup(exc: BaseException) -> bool:
+    """Whether ``exc`` is Redis saying a stream or its consumer group is gone (``NOGROUP``)."""
+    return "NOGROUP" in f"{exc}"
+
+
+# KEYS: lease, fence counter, epoch. ARGV: host, ttl ms, a new epoch id. {the new token, the
+# epoch} (the new one if there was none), or false if the lease is held. (Public: the node's
+# steward thread registers it on its own client.)
+ACQUIRE: Final = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+local epoch = redis.call('GET', KEYS[3])
+if not epoch then
+  epoch = ARGV[3]
+  redis.call('SET', KEYS[3], epoch)
+end
 local n = redis.call('INCR', KEYS[2])
 local token = n .. ':' .. ARGV[1]
 redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
-return token
+return {token, epoch}
 """
 # KEYS: lease. ARGV: token, ttl ms. (Public: the node's renewal thread registers it itself.)
 RENEW: Final = """
@@ -149,25 +172,57 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 return 1
 """
-# KEYS: stream. ARGV: max length (0: none), event (JSON), attempts. The entry id, or false when
-# the stream holds max length entries already (queued or running).
+# KEYS: stream. ARGV: max length (0: none), event (JSON), attempts, group. The entry id, or
+# false when the stream holds max length entries already (queued or running). A stream that is
+# not there (never made, or lost with Redis's data) is made with its group, read from the start.
 _ADD: Final = """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[4], '0', 'MKSTREAM')
+end
 local limit = tonumber(ARGV[1])
 if limit > 0 and redis.call('XLEN', KEYS[1]) >= limit then return false end
 return redis.call('XADD', KEYS[1], '*', 'event', ARGV[2], 'attempts', ARGV[3])
+"""
+# KEYS: lease, status. ARGV: token, process, summary (JSON). The holder's status, fenced.
+_PUBLISH: Final = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 1
+"""
+# KEYS: status. ARGV: process, fencing token number, host. Deletes the process's status only
+# when this holder wrote it (its token and host): never the summary of the host after it.
+_UNPUBLISH: Final = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local ok, status = pcall(cjson.decode, raw)
+if ok and tostring(status['fencing_token']) == ARGV[2] and status['host'] == ARGV[3] then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  return 1
+end
+return -1
 """
 
 
 class Scripts:
     """The cluster's Lua scripts, registered on one client (loaded by Redis on first use)."""
 
-    __slots__ = ("ack", "acquire", "add", "attempt", "dead", "release", "renew")
+    __slots__ = (
+        "ack",
+        "add",
+        "attempt",
+        "dead",
+        "publish",
+        "release",
+        "renew",
+        "unpublish",
+    )
 
     def __init__(self, client: Redis) -> None:
-        self.acquire: Any = client.register_script(_ACQUIRE)
         self.renew: Any = client.register_script(RENEW)
         self.release: Any = client.register_script(_RELEASE)
         self.ack: Any = client.register_script(_ACK)
         self.dead: Any = client.register_script(_DEAD)
         self.attempt: Any = client.register_script(_ATTEMPT)
         self.add: Any = client.register_script(_ADD)
+        self.publish: Any = client.register_script(_PUBLISH)
+        self.unpublish: Any = client.register_script(_UNPUBLISH)
