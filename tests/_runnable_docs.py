@@ -6,6 +6,8 @@ CONTRIBUTING.md):
 - ``<!-- runnable -->``: the block runs (``sh``/``console`` with bash, ``python`` with this
   interpreter) and each command must exit 0;
 - ``<!-- runnable: exit N -->``: each command of the block must exit N;
+- ``<!-- runnable: with COMMAND -->``: the block runs while COMMAND serves (the running
+  program its prose names: ``with tether serve examples/triage.agent``);
 - ``<!-- runnable: file PATH -->``: the block is written to PATH (executable when it starts with
   ``#!``) before any block of the document runs.
 
@@ -24,13 +26,14 @@ from __future__ import annotations
 
 import os
 import re
+import selectors
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +47,13 @@ BOUND = 60.0
 #: The environment a reader of the docs sets up: the example manifest's webhook secret and CRM
 #: token (docs/security.md: any value of 4 characters or more).
 USER_ENV = {"TRIAGE_WEBHOOK_SECRET": "docs-webhook-secret", "CRM_TOKEN": "docs-crm-token"}
+
+
+def serves(words: list[str]) -> bool:
+    """Whether a command (its words, comments left out) serves until Ctrl-C."""
+    while words and re.match(r"^\w+=", words[0]):  # the variables set for it
+        words = words[1:]
+    return bool(SERVING.search(" ".join(words))) or "--follow" in words
 
 
 class MarkerError(ValueError):
@@ -60,6 +70,7 @@ class Block:
     text: str
     file: str | None = None  #: write it there instead of running it
     exit: int = 0  #: the exit status each of its commands must have
+    serving: str | None = None  #: a command that serves while the block runs
 
     @property
     def where(self) -> str:
@@ -97,13 +108,14 @@ def _with_option(block: Block, option: str, where: str) -> Block:
     if not words:
         return _runnable(block, where)
     if words[0] == "file" and len(words) == 2:
-        return Block(block.doc, block.line, block.lang, block.text, file=words[1])
+        return replace(block, file=words[1])
     if words[0] == "exit" and len(words) == 2 and words[1].isdigit():
-        return _runnable(
-            Block(block.doc, block.line, block.lang, block.text, exit=int(words[1])), where
-        )
+        return _runnable(replace(block, exit=int(words[1])), where)
+    if words[0] == "with" and serves(words[1:]):
+        return _runnable(replace(block, serving=" ".join(words[1:])), where)
     raise MarkerError(
-        f"{where}: runnable option {option!r}: allowed: nothing, 'file PATH' or 'exit N'"
+        f"{where}: runnable option {option!r}: allowed: nothing, 'file PATH', 'exit N' "
+        "or 'with COMMAND' (a command that serves until Ctrl-C)"
     )
 
 
@@ -222,14 +234,60 @@ def _run(argv: list[str], block: Block, what: str, work: Path, env: dict[str, st
         raise Failed(f"{what}\nexited {done.returncode}, not {block.exit}:\n{output}")
 
 
+class Shell:
+    """The one bash of a shell block: its commands run in it in turn (so a variable set on one
+    line is there on the next), each with no stdin; each one's output and status are read back."""
+
+    def __init__(self, work: Path, env: dict[str, str]) -> None:
+        self.work, self.env = work, env
+        self.process = subprocess.Popen(
+            ["bash"],
+            cwd=work,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.ended = re.compile(rb"\n--docs-command-ended-- (\d+)\n")
+
+    def run(self, command: str) -> tuple[int, str]:
+        """Run one command; its exit status and output (Failed past BOUND or if bash ends)."""
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        script = f"{{\n{command}\n}} </dev/null\nprintf '\\n--docs-command-ended-- %s\\n' $?\n"
+        self.process.stdin.write(script.encode())
+        self.process.stdin.flush()
+        out = bytearray()
+        deadline = time.monotonic() + BOUND
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            while (ended := self.ended.search(out)) is None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    raise Failed(f"{command}\ndid not end within {BOUND:.0f} s:\n{out.decode()}")
+                chunk = os.read(self.process.stdout.fileno(), 65536)
+                if not chunk:
+                    raise Failed(f"{command}\nended its shell:\n{out.decode(errors='replace')}")
+                out += chunk
+        return int(ended[1]), out[: ended.start()].decode(errors="replace")
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.communicate()
+
+
 def _run_shell(block: Block, work: Path, env: dict[str, str]) -> None:
     kept: list[Server] = []
+    shell = Shell(work, env)
     try:
         for n, command in enumerate(commands(block)):
             started = time.monotonic()
-            _run_command(n, command, block, work, env, kept)
+            _run_command(n, command, block, shell, kept)
             print(f"  {time.monotonic() - started:4.1f} s  {command}")
     finally:
+        shell.close()
         _stop_all(kept)
 
 
@@ -245,17 +303,18 @@ def _stop_all(servers: list[Server]) -> None:
         raise failures[0]
 
 
-def _run_command(
-    n: int, command: str, block: Block, work: Path, env: dict[str, str], kept: list[Server]
-) -> None:
+def _run_command(n: int, command: str, block: Block, shell: Shell, kept: list[Server]) -> None:
     """One command of a shell block; a server is stopped, or kept (trailing ``&``)."""
     words = shlex.split(command, comments=True)
     background = bool(words) and words[-1] == "&"
-    if not (SERVING.search(" ".join(words)) or "--follow" in words):
-        _run(["bash", "-c", command], block, command, work, env)
+    if not serves(words):
+        status, output = shell.run(command)
+        if status != block.exit:
+            raise Failed(f"{command}\nexited {status}, not {block.exit}:\n{output}")
         return
     line = re.sub(r"\s&\s*(#.*)?$", "", command) if background else command
-    server = _serve(line, work, env, work / ".docs-logs" / f"{block.line}-{n}.log")
+    log = shell.work / ".docs-logs" / f"{block.line}-{n}.log"
+    server = _serve(line, shell.work, shell.env, log)
     if background:
         kept.append(server)
     else:
@@ -284,6 +343,18 @@ result = eval(code, vars(main))
 if asyncio.iscoroutine(result):
     asyncio.run(result)
 """
+
+
+def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
+    run = _run_python if RUNS[block.lang] == "python" else _run_shell
+    if block.serving is None:
+        run(block, work, env)
+        return
+    server = _serve(block.serving, work, env, work / ".docs-logs" / f"{block.line}-with.log")
+    try:
+        run(block, work, env)
+    finally:
+        _stop(server)
 
 
 def prepare(work: Path) -> None:
@@ -323,7 +394,7 @@ def run_document(doc: Path, work: Path) -> int:
                 continue
             started = time.monotonic()
             try:
-                (_run_python if RUNS[block.lang] == "python" else _run_shell)(block, work, env)
+                _run_block(block, work, env)
             except Failed as failed:
                 print(f"{block.where}: FAILED\n{failed}")
                 return 1

@@ -8,6 +8,7 @@ _runnable_docs; the marker is described in CONTRIBUTING.md.
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from _runnable_docs import (
     documents,
     marked_blocks,
     prepare,
+    serves,
 )
 from _tutorial_support import isolating_prefix
 
@@ -69,7 +71,7 @@ def test_the_blocks_a_new_user_copies_and_runs_are_marked() -> None:
     """The README's and the docs' programs and command sequences a reader copies and runs
     are marked (fragments, placeholders and remote hosts are not)."""
     count = {d.relative_to(ROOT).as_posix(): len(marked_blocks(d)) for d in documents()}
-    assert sum(count.values()) >= 21, count
+    assert sum(count.values()) >= 26, count
     for doc in ("README.md", "docs/cli.md", "docs/api.md", "docs/eval.md", "docs/history.md"):
         assert count[doc] >= 1, doc
 
@@ -86,7 +88,8 @@ def _write(tmp_path: Path, text: str) -> Path:
         ("<!-- runnable -->\nsome prose\n", "must be right before a ``` fence"),
         ("<!-- runnable -->\n```sh\nls\n", "never closed"),
         ("<!-- runnable -->\n```yaml\na: 1\n```\n", "a yaml block cannot run"),
-        ("<!-- runnable: twice -->\n```sh\nls\n```\n", "'file PATH' or 'exit N'"),
+        ("<!-- runnable: twice -->\n```sh\nls\n```\n", "'exit N' or 'with COMMAND'"),
+        ("<!-- runnable: with tether ps -->\n```sh\nls\n```\n", "serves until Ctrl-C"),
     ],
 )
 def test_a_bad_marker_is_an_error_naming_the_line_and_what_is_allowed(
@@ -102,14 +105,32 @@ def test_markers_read_files_exit_statuses_and_commands(tmp_path: Path) -> None:
         tmp_path,
         "<!-- runnable: file a.agent -->\n```yaml\nname: a\n```\n"
         "<!-- runnable: exit 1 -->\n```console\n$ tether eval run \\\n    pack.yaml\nout\n```\n"
-        "<!-- runnable -->\n```sh\n# a comment\ntether ps   # all\n\ntether fake-llm &\n```\n",
+        "<!-- runnable -->\n```sh\n# a comment\ntether ps   # all\n\ntether fake-llm &\n```\n"
+        "<!-- runnable: with tether serve a.agent -->\n```python\nprint(1)\n```\n",
     )
-    file, console, shell = marked_blocks(path)
+    file, console, shell, python = marked_blocks(path)
     assert (file.file, file.line, file.text) == ("a.agent", 2, "name: a\n")
     assert console.exit == 1
     assert commands(console) == ["tether eval run      pack.yaml"]
     assert commands(shell) == ["tether ps   # all", "tether fake-llm &"]
     assert shell.exit == 0
+    assert (python.lang, python.serving) == ("python", "tether serve a.agent")
+
+
+@pytest.mark.parametrize(
+    ("command", "serving"),
+    [
+        ("tether serve a.agent --port 9781 &", True),
+        ("A=1 B=2 tether serve a.agent", True),
+        ("tether run a.agent", True),
+        ("tether run a.agent --inject '{}' --until-idle", False),
+        ("tether fake-llm --port 8781", True),
+        ("tether hooks runs triage --follow", True),
+        ("tether ps   # or: tether runtime start", False),
+    ],
+)
+def test_a_command_serves_until_ctrl_c_by_its_words(command: str, serving: bool) -> None:
+    assert serves(shlex.split(command, comments=True)) is serving
 
 
 def _run_page(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
