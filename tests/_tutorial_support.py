@@ -20,7 +20,7 @@ TUTORIAL = Path(__file__).resolve().parent / "tutorial"
 
 
 @functools.cache
-def _isolating_prefix() -> tuple[str, ...]:
+def isolating_prefix() -> tuple[str, ...]:
     """The command prefix that runs a program in a fresh network namespace, or () if none."""
     unshare, ip = shutil.which("unshare"), shutil.which("ip") or "/usr/sbin/ip"
     if unshare is None:
@@ -38,7 +38,7 @@ def _isolating_prefix() -> tuple[str, ...]:
 def run_step(script: str, *, python_args: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     """Run one tutorial script with this interpreter in a network namespace of its own; return
     what it printed (exit 0 checked). Skips where the host cannot isolate it."""
-    prefix = _isolating_prefix()
+    prefix = isolating_prefix()
     if not prefix:
         pytest.skip(
             f"{script} serves on a fixed port and this host cannot run it in a network "
