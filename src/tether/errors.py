@@ -38,6 +38,7 @@ Exception tree::
     │   ├── ProcessStateError           process    not allowed in the current state
     │   │   └── NothingToRollBackError  process    no applied change to undo
     │   ├── ProcessBusyError            process    still running tasks past the wait
+    │   ├── QueueUnavailableError       process    the queue cannot take an event (Redis away)
     │   ├── SpawnRefusedError           process    a subagent could not be spawned
     │   ├── ProcessExistsError          runtime    [ValueError] the name is taken
     │   └── WebhookClashError           runtime    [ValueError] a port and path already served
