@@ -71,6 +71,19 @@ class RunResult:
     usage: Usage = field(default_factory=Usage)
 
 
+@dataclass(slots=True)
+class _Call:
+    """One model call as post_model_call reports it: the reply (None: it failed), who
+    answered (``model`` or ``hook``), its tokens and cost, and its error."""
+
+    reply: ModelReply | None
+    source: str
+    tokens: Tokens = field(default_factory=Tokens)
+    cost: float | None = 0.0
+    failed: Exception | None = None
+    error: str | None = None
+
+
 def _assistant_message(content: str | None, calls: list[ToolCall]) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
@@ -242,22 +255,8 @@ class AgentLoop:
         the request or answer instead of the model), the call, post_model_call (may refuse
         or rewrite the answer). Raises RunError (RunBlocked, RunRefused) when it cannot go on.
         """
+        await self._check_budget(usage, event_id)
         meter = self.meter
-        if self.budget is not None:
-            denial = self.budget.check_model_call(usage, meter)
-            if denial is not None:
-                await permission_denied(
-                    self.emit,
-                    "budget",
-                    None,
-                    denial.reason,
-                    "budget",
-                    limit_name=denial.limit_name,
-                    limit_value=denial.limit_value,
-                    current_value=denial.current_value,
-                    event_id=event_id,
-                )
-                raise RunRefused(denial.reason)
         provider, name = model_identity(model)
         shown = self.redactor.declared.value
         pre = await pre_model_call(
@@ -268,57 +267,77 @@ class AgentLoop:
             event_id=event_id,
             usage_so_far=usage.to_dict(),
             known=lambda other: other == name or meter.price_of(provider, other) is not None,
-            allowed=f"{name!r} (the run's model) or one the pricing names "
-            f"({', '.join(sorted(meter.pricing)) or 'none'})",
+            allowed=lambda: (
+                f"{name!r} (the run's model) or one the pricing names "
+                f"({', '.join(sorted(meter.pricing)) or 'none'})"
+            ),
             takes_params=takes_params(model),
         )
         if pre.refusal is not None:
             raise RunBlocked(self.redactor.declared.text(pre.refusal))
-        request = pre.request
-        error: str | None = None
-        cost: float | None = 0.0
-        tokens = Tokens()
-        reply: ModelReply | None = pre.answer
         started = time.perf_counter()
-        if reply is None:
-            try:
-                reply = await self._complete(model, request, name)
-            except Exception as exc:
-                error = self.redactor.declared.text(f"{type(exc).__name__}: {exc}")
-                failed: Exception | None = exc
-            else:
-                failed = None
-                tokens = tokens_of(reply)
-                cost = meter.cost(provider, request.model, tokens)
-                usage.add(tokens, cost)
-                meter.add(tokens, cost)
-        else:
-            failed = None
-        duration_ms = (time.perf_counter() - started) * 1e3
+        call = _Call(pre.answer, "hook")
+        if pre.answer is None:
+            call = await self._call_model(model, pre.request, name, usage)
         post = await post_model_call(
             self.emit,
             shown,
-            reply,
+            call.reply,
             data={
-                "model": request.model,
+                "model": pre.request.model,
                 "provider": provider,
-                "source": "model" if pre.answer is None else "hook",
-                "usage": tokens.to_dict(),
-                "cost": None if error is not None else cost,
-                "duration_ms": round(duration_ms, 3),
-                "error": error,
+                "source": call.source,
+                "usage": call.tokens.to_dict(),
+                "cost": call.cost,
+                "duration_ms": round((time.perf_counter() - started) * 1e3, 3),
+                "error": call.error,
                 "turn": turn,
                 "event_id": event_id,
                 "run_usage": usage.to_dict(),
                 "process_usage": meter.to_dict(),
             },
         )
-        if failed is not None:
-            raise RunError(f"model error: {failed}") from failed
+        if call.failed is not None:
+            raise RunError(f"model error: {call.failed}") from call.failed
         if post.refusal is not None:
             raise RunBlocked(self.redactor.declared.text(post.refusal))
         assert post.reply is not None
         return post.reply
+
+    async def _check_budget(self, usage: Usage, event_id: str | None) -> None:
+        """RunRefused (after permission_denied, kind budget) when a budget refuses the next
+        model call."""
+        denial = self.budget.check_model_call(usage, self.meter) if self.budget else None
+        if denial is None:
+            return
+        await permission_denied(
+            self.emit,
+            "budget",
+            None,
+            denial.reason,
+            "budget",
+            limit_name=denial.limit_name,
+            limit_value=denial.limit_value,
+            current_value=denial.current_value,
+            event_id=event_id,
+        )
+        raise RunRefused(denial.reason)
+
+    async def _call_model(
+        self, model: Model, request: ModelRequest, name: str, usage: Usage
+    ) -> _Call:
+        """Make the call; count what it used in the run's and the process's totals."""
+        try:
+            reply = await self._complete(model, request, name)
+        except Exception as exc:
+            call = _Call(None, "model", cost=None, failed=exc)
+            call.error = self.redactor.declared.text(f"{type(exc).__name__}: {exc}")
+            return call
+        tokens = tokens_of(reply)
+        cost = self.meter.cost(request.provider, request.model, tokens)
+        usage.add(tokens, cost)
+        self.meter.add(tokens, cost)
+        return _Call(reply, "model", tokens, cost)
 
     async def _complete(self, model: Model, request: ModelRequest, name: str) -> ModelReply:
         """The model's answer to ``request`` (a ModelReply, or RunError)."""

@@ -132,12 +132,13 @@ def check_params(value: Any, *, takes_params: bool, model: str) -> dict[str, Any
     return value
 
 
-def check_model(value: Any, *, known: Callable[[str], bool], allowed: str) -> str:
-    """``value`` as the name of a model the process knows (see ``known``)."""
+def check_model(value: Any, *, known: Callable[[str], bool], allowed: Callable[[], str]) -> str:
+    """``value`` as the name of a model the process knows (see ``known``; ``allowed`` says
+    which, for the error)."""
     if not isinstance(value, str) or not value or value != value.strip():
         raise _refuse(f"model rewritten to {value!r}, not a model name")
     if not known(value):
-        raise _refuse(f"unknown model {value!r}; allowed: {allowed}")
+        raise _refuse(f"unknown model {value!r}; allowed: {allowed()}")
     return value
 
 
@@ -269,7 +270,7 @@ async def pre_model_call(
     event_id: str | None,
     usage_so_far: dict[str, Any],
     known: Callable[[str], bool],
-    allowed: str,
+    allowed: Callable[[], str],
     takes_params: bool,
 ) -> PreModelCall:
     """Dispatch ``pre_model_call`` for ``request``; what to do with the call."""
