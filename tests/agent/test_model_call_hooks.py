@@ -435,3 +435,67 @@ async def test_a_command_hook_answers_instead_of_the_model(llm: FakeLLM, make_sc
     _, event_id = await run_one(process)
     assert llm.requests == []
     assert process.transcripts[event_id][-1]["content"] == "answered by openai policy"
+
+
+# -- who listens ---------------------------------------------------------------------------
+
+
+async def test_a_model_hook_registered_while_the_process_runs_fires_at_the_next_call(
+    llm: FakeLLM,
+) -> None:
+    process = process_on(llm)
+    rec = record(process)
+    seen: list[int] = []
+
+    async def look(ctx: HookContext) -> None:
+        seen.append(ctx.data["turn"])
+
+    async with process:
+        await run_task(process, rec)
+        process.hooks.register(HookEvent.PRE_MODEL_CALL, look)
+        await run_task(process, rec)
+    assert seen == [1]
+
+
+async def test_a_shared_model_hook_of_the_runtime_fires_for_its_processes(llm: FakeLLM) -> None:
+    from tether import AgentRuntime, HookManager, TriggerEvent
+
+    shared = HookManager()
+    models: list[str] = []
+
+    async def audit(ctx: HookContext) -> None:
+        models.append(f"{ctx.process_id}: {ctx.data['provider']}:{ctx.data['model']}")
+
+    shared.register(HookEvent.POST_MODEL_CALL, audit)
+    runtime = AgentRuntime(hooks=shared)
+    await runtime.start_all()
+    try:
+        process = await runtime.add_process(
+            "triage", {"model": f"openai:{MODEL}", "base_url": llm.base_url}
+        )
+        await process.inject(TriggerEvent("cli", "manual", {"ticket": "Login is down"}))
+        from _process_support import eventually
+
+        await eventually(lambda: models == [f"triage: openai:{MODEL}"], what="the audit")
+    finally:
+        await runtime.stop_all()
+
+
+async def test_a_spawned_childs_model_calls_fire_the_parents_model_hooks(llm: FakeLLM) -> None:
+    from _process_support import eventually, ticket
+
+    llm.tool_calls = [("spawn_process", {"name": "bugs", "instructions": "You file bugs."})]
+    process = process_on(llm, execution_mode="open")
+    calls: list[str] = []
+
+    async def look(ctx: HookContext) -> None:
+        calls.append(ctx.process_id)
+
+    process.hooks.register(HookEvent.PRE_MODEL_CALL, look)
+    rec = record(process)
+    async with process:
+        await run_task(process, rec)
+        child = process.children["bugs"]
+        await child.inject(ticket("Checkout button does nothing"))
+        await eventually(lambda: calls.count("bugs") == 1, what="the child's model call")
+    assert calls == ["triage", "triage", "bugs"]

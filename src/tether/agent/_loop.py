@@ -22,7 +22,7 @@ from ..hooks._bounded import Expired, LoopProbe, within
 from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
-from ._model_hooks import ModelRequest, post_model_call, pre_model_call
+from ._model_hooks import ModelRequest, PreModelCall, post_model_call, pre_model_call
 from ._observer import Note, Observer
 from ._tool_hooks import permission_denied, post_tool_use, pre_tool_use
 from ._tools import Tool, ToolArgumentsError, as_tool
@@ -125,6 +125,7 @@ class AgentLoop:
         tool_timeout: float = 120.0,
         observer: Observer | None = None,
         meter: UsageMeter | None = None,
+        listens: Callable[[HookEvent], bool] | None = None,
     ) -> None:
         self.model = model
         self.instructions = instructions
@@ -144,6 +145,9 @@ class AgentLoop:
         self.observer = observer
         #: The process's price table and running totals of model calls.
         self.meter = meter if meter is not None else UsageMeter()
+        #: Whether an event would reach a hook: the model-call events are not dispatched when
+        #: none would (their data copies the whole request). None: always dispatched.
+        self.listens = listens
 
     def add_tool(self, fn: Tool | Callable[..., Awaitable[Any]]) -> Tool:
         t = as_tool(fn)
@@ -256,13 +260,41 @@ class AgentLoop:
         or rewrite the answer). Raises RunError (RunBlocked, RunRefused) when it cannot go on.
         """
         await self._check_budget(usage, event_id)
-        meter = self.meter
         provider, name = model_identity(model)
-        shown = self.redactor.declared.value
+        pre = PreModelCall(ModelRequest(provider, name, messages, specs))
+        if self._listened(HookEvent.PRE_MODEL_CALL):
+            pre = await self._pre_model_call(model, pre.request, turn, event_id, usage)
+        started = time.perf_counter()
+        if pre.answer is not None:
+            call = _Call(pre.answer, "hook")
+        else:
+            call = await self._call_model(model, pre.request, name, usage)
+        reply = call.reply
+        if self._listened(HookEvent.POST_MODEL_CALL):
+            took = (time.perf_counter() - started) * 1e3
+            reply = await self._post_model_call(call, pre.request, turn, event_id, usage, took)
+        if call.failed is not None:
+            raise RunError(f"model error: {call.failed}") from call.failed
+        assert reply is not None
+        return reply
+
+    def _listened(self, event: HookEvent) -> bool:
+        return self.listens is None or self.listens(event)
+
+    async def _pre_model_call(
+        self,
+        model: Model,
+        request: ModelRequest,
+        turn: int,
+        event_id: str | None,
+        usage: Usage,
+    ) -> PreModelCall:
+        """pre_model_call's decision; RunBlocked when a hook refused the call."""
+        meter, provider, name = self.meter, request.provider, request.model
         pre = await pre_model_call(
             self.emit,
-            shown,
-            ModelRequest(provider, name, messages, specs),
+            self.redactor.declared.value,
+            request,
             turn=turn,
             event_id=event_id,
             usage_so_far=usage.to_dict(),
@@ -275,33 +307,39 @@ class AgentLoop:
         )
         if pre.refusal is not None:
             raise RunBlocked(self.redactor.declared.text(pre.refusal))
-        started = time.perf_counter()
-        call = _Call(pre.answer, "hook")
-        if pre.answer is None:
-            call = await self._call_model(model, pre.request, name, usage)
+        return pre
+
+    async def _post_model_call(
+        self,
+        call: _Call,
+        request: ModelRequest,
+        turn: int,
+        event_id: str | None,
+        usage: Usage,
+        duration_ms: float,
+    ) -> ModelReply | None:
+        """The reply the loop reads, as post_model_call left it; RunBlocked when a hook
+        refused it (a failed call's error stands, whatever its hooks answer)."""
         post = await post_model_call(
             self.emit,
-            shown,
+            self.redactor.declared.value,
             call.reply,
             data={
-                "model": pre.request.model,
-                "provider": provider,
+                "model": request.model,
+                "provider": request.provider,
                 "source": call.source,
                 "usage": call.tokens.to_dict(),
                 "cost": call.cost,
-                "duration_ms": round((time.perf_counter() - started) * 1e3, 3),
+                "duration_ms": round(duration_ms, 3),
                 "error": call.error,
                 "turn": turn,
                 "event_id": event_id,
                 "run_usage": usage.to_dict(),
-                "process_usage": meter.to_dict(),
+                "process_usage": self.meter.to_dict(),
             },
         )
-        if call.failed is not None:
-            raise RunError(f"model error: {call.failed}") from call.failed
-        if post.refusal is not None:
+        if post.refusal is not None and call.failed is None:
             raise RunBlocked(self.redactor.declared.text(post.refusal))
-        assert post.reply is not None
         return post.reply
 
     async def _check_budget(self, usage: Usage, event_id: str | None) -> None:

@@ -8,9 +8,9 @@ priced calls cost).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from ..models import ModelReply
@@ -110,7 +110,7 @@ class UsageMeter:
         self.pricing: Mapping[str, ModelPrice] = dict(pricing or {})
         self.total = Usage()
         self.today = Usage()
-        self._day = ""
+        self._day = -1
 
     def price_of(self, provider: str, model: str) -> ModelPrice | None:
         """The price of a model, listed as ``provider:model`` or as ``model``."""
@@ -128,7 +128,7 @@ class UsageMeter:
 
     def roll(self) -> Usage:
         """Today's totals (reset when the UTC day changed)."""
-        day = datetime.now(UTC).date().isoformat()
+        day = int(time.time() // 86400)  # the UTC day's number (a day is 86400 s in Unix time)
         if day != self._day:
             self._day = day
             self.today = Usage()

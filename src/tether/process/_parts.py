@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..agent import AgentLoop, Tool, as_tool
-from ..hooks import HookManager
+from ..hooks import HookEvent, HookManager
 from ..hooks._prompt import DEFAULT_MODELS
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ def agent_loop(
     observer: Observer | None,
     open_mode_tools: Callable[[], list[Tool]],
     meter: UsageMeter | None = None,
+    listens: Callable[[HookEvent], bool] | None = None,
 ) -> AgentLoop:
     """The agent loop of a started process, with the built-in tools its configuration asks
     for: ``update_state`` (context.state_tool) and, in open mode, ``open_mode_tools()``."""
@@ -113,6 +114,7 @@ def agent_loop(
         tool_timeout=config.tool_timeout,
         observer=observer,
         meter=meter,
+        listens=listens,
     )
     if config.context.state_tool:
 

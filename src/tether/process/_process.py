@@ -541,6 +541,7 @@ class AgentProcess:
                 observer=self.observer,
                 open_mode_tools=self._open_mode_tools,
                 meter=self._changes.meter,
+                listens=self._emitter.listens,
             )
             if self._journal is not None and not self._journal.claim():
                 raise ProcessStateError(
