@@ -499,3 +499,22 @@ async def test_a_spawned_childs_model_calls_fire_the_parents_model_hooks(llm: Fa
         await child.inject(ticket("Checkout button does nothing"))
         await eventually(lambda: calls.count("bugs") == 1, what="the child's model call")
     assert calls == ["triage", "triage", "bugs"]
+
+
+async def test_a_model_hooks_runs_are_in_the_history_and_a_dry_run_traces_its_block(
+    llm: FakeLLM,
+) -> None:
+    from tether.cli._samples import sample_data
+
+    process = process_on(llm)
+
+    async def frozen(ctx: HookContext) -> None:
+        if ctx.data["model"] != MODEL:
+            raise HookBlocked("only gpt-4o here")
+
+    process.hooks.register(HookEvent.PRE_MODEL_CALL, frozen)
+    await run_one(process)
+    [run] = [r for r in process.hook_runs(event="pre_model_call") if "frozen" in r.hook_name]
+    assert run.outcome == "passed"
+    trace = await process.dry_run("pre_model_call", sample_data("pre_model_call"))
+    assert (trace["decision"], trace["reason"]) == ("blocked", "only gpt-4o here")
