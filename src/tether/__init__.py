@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .agent import BudgetConfig as BudgetConfig
     from .agent import ContextConfig as ContextConfig
     from .agent import GuardrailConfig as GuardrailConfig
+    from .agent import ModelPrice as ModelPrice
     from .agent import PromptHook as PromptHook
     from .agent import Tool as Tool
     from .agent import tool as tool
@@ -118,6 +119,7 @@ _LAZY: dict[str, str] = {
     "ContextConfig": "tether.agent",
     "BudgetConfig": "tether.agent",
     "GuardrailConfig": "tether.agent",
+    "ModelPrice": "tether.agent",
     "Tool": "tether.agent",
     "tool": "tether.agent",
     "ApprovalPolicy": "tether.approval",
@@ -162,6 +164,7 @@ __all__ = [
     "InvalidEventError",
     "ManifestError",
     "McpServerConfig",
+    "ModelPrice",
     "NothingToRollBackError",
     "OpenModeConfig",
     "OrchestrationAPI",

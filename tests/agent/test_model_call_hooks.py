@@ -518,3 +518,46 @@ async def test_a_model_hooks_runs_are_in_the_history_and_a_dry_run_traces_its_bl
     assert run.outcome == "passed"
     trace = await process.dry_run("pre_model_call", sample_data("pre_model_call"))
     assert (trace["decision"], trace["reason"]) == ("blocked", "only gpt-4o here")
+
+
+async def test_a_rewritten_tool_offer_is_what_the_model_was_offered(llm: FakeLLM) -> None:
+    async def cancel_order(order_id: str) -> str:
+        """Cancel an order."""
+        return "cancelled"
+
+    process = process_on(llm, lookup_order, cancel_order)
+
+    async def read_only(ctx: HookContext) -> None:
+        ctx.set("tools", [t for t in ctx.data["tools"] if t["function"]["name"] != "cancel_order"])
+
+    process.hooks.register(HookEvent.PRE_MODEL_CALL, read_only)
+    await run_one(process)
+    assert [t["function"]["name"] for t in llm.requests[0]["tools"]] == ["lookup_order"]
+
+
+async def test_params_for_a_model_that_takes_none_are_the_hooks_error() -> None:
+    from tether.models import ModelReply
+
+    class Plain:
+        name = "plain"
+        calls: list[Any] = []
+
+        async def complete(self, messages: Any, tools: Any = None) -> ModelReply:
+            self.calls.append(messages)
+            return ModelReply(content="P2.")
+
+        async def aclose(self) -> None:
+            pass
+
+    process = AgentProcess("triage", ProcessConfig(model=Plain()))
+    errors = errors_of(process)
+
+    async def tune(ctx: HookContext) -> None:
+        ctx.set("params", {"temperature": 0})
+
+    process.hooks.register(HookEvent.PRE_MODEL_CALL, tune)
+    rec, _ = await run_one(process)
+    assert rec.outcomes() == ["success"]
+    assert len(Plain.calls) == 1
+    [error] = errors
+    assert "model 'plain' takes no params" in str(error)

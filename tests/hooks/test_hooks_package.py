@@ -152,6 +152,7 @@ PUBLIC = [
     "InvalidEventError",
     "ManifestError",
     "McpServerConfig",
+    "ModelPrice",
     "NothingToRollBackError",
     "OpenModeConfig",
     "OrchestrationAPI",

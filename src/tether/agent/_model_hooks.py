@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from ..hooks import DispatchResult, HookContext, HookEvent
@@ -274,8 +274,12 @@ async def pre_model_call(
     takes_params: bool,
 ) -> PreModelCall:
     """Dispatch ``pre_model_call`` for ``request``; what to do with the call."""
-    seen = shown(request.messages)
-    tools = request.tools or []
+    seen: dict[str, Any] = {
+        "model": request.model,
+        "messages": shown(request.messages),
+        "tools": shown(request.tools or []),
+        "params": shown(request.params),
+    }
     checks: dict[str, Callable[[Any], Any]] = {
         "messages": check_messages,
         "tools": check_tools,
@@ -286,11 +290,8 @@ async def pre_model_call(
     gate = await emit(
         HookEvent.PRE_MODEL_CALL,
         {
-            "model": request.model,
+            **seen,
             "provider": request.provider,
-            "messages": seen,
-            "tools": tools,
-            "params": request.params,
             "turn": turn,
             "event_id": event_id,
             "usage_so_far": usage_so_far,
@@ -307,37 +308,21 @@ async def pre_model_call(
         decided.answer = _checked("pre_model_call", "response", check_response, answer)
         if decided.answer is not None:
             return decided
-    if not _changed(data, seen, tools, request):
-        return decided
-    new = ModelRequest(
-        request.provider, request.model, request.messages, request.tools, request.params
-    )
-    messages: Any = data.get("messages", seen)
-    if messages != seen and _checked("pre_model_call", "messages", check_messages, messages):
-        new.messages = _with_secrets(messages, seen, request.messages)
-    offered = data.get("tools", tools)
-    if offered != tools and _checked("pre_model_call", "tools", check_tools, offered) is not None:
-        new.tools = offered or None
-    params = data.get("params", request.params)
-    if (
-        params != request.params
-        and _checked("pre_model_call", "params", checks["params"], params) is not None
-    ):
-        new.params = params
-    model = data.get("model", request.model)
-    if model != request.model and _checked("pre_model_call", "model", checks["model"], model):
-        new.model = model
+    new = replace(request)
+    for key, shown_value in seen.items():
+        value = data.get(key, shown_value)
+        if value == shown_value or _checked("pre_model_call", key, checks[key], value) is None:
+            continue  # not changed (what was shown goes with its real values), or invalid
+        if key == "messages":
+            new.messages = _with_secrets(value, shown_value, request.messages)
+        elif key == "tools":
+            new.tools = value or None
+        elif key == "params":
+            new.params = value
+        else:
+            new.model = value
     decided.request = new
     return decided
-
-
-def _changed(data: dict[str, Any], seen: Any, tools: Any, request: ModelRequest) -> bool:
-    return bool(
-        data.get("messages", seen) != seen
-        or data.get("tools", tools) != tools
-        or data.get("params", request.params) != request.params
-        or data.get("model", request.model) != request.model
-    )
 
 
 def _with_secrets(
