@@ -429,6 +429,8 @@ class EventRunner:
         assert loop is not None
         transcript: list[dict[str, Any]] = []
         usage = self._usage[event.event_id] = Usage()
+        if len(self._usage) > TRANSCRIPTS_KEPT:  # runs given up on at a stop never complete
+            self._usage.pop(next(iter(self._usage)))
         self.transcripts[event.event_id] = transcript
         self.run_models[event.event_id] = model
         if len(self.transcripts) > TRANSCRIPTS_KEPT:
