@@ -261,25 +261,19 @@ class AgentLoop:
         """
         await self._check_budget(usage, event_id)
         provider, name = model_identity(model)
-        pre = PreModelCall(ModelRequest(provider, name, messages, specs))
-        if self._listened(HookEvent.PRE_MODEL_CALL):
-            pre = await self._pre_model_call(model, pre.request, turn, event_id, usage)
+        request = ModelRequest(provider, name, messages, specs)
+        pre = await self._pre_model_call(model, request, turn, event_id, usage)
         started = time.perf_counter()
         if pre.answer is not None:
             call = _Call(pre.answer, "hook")
         else:
             call = await self._call_model(model, pre.request, name, usage)
-        reply = call.reply
-        if self._listened(HookEvent.POST_MODEL_CALL):
-            took = (time.perf_counter() - started) * 1e3
-            reply = await self._post_model_call(call, pre.request, turn, event_id, usage, took)
+        took = (time.perf_counter() - started) * 1e3
+        reply = await self._post_model_call(call, pre.request, turn, event_id, usage, took)
         if call.failed is not None:
             raise RunError(f"model error: {call.failed}") from call.failed
         assert reply is not None
         return reply
-
-    def _listened(self, event: HookEvent) -> bool:
-        return self.listens is None or self.listens(event)
 
     async def _pre_model_call(
         self,
@@ -304,6 +298,7 @@ class AgentLoop:
                 f"({', '.join(sorted(meter.pricing)) or 'none'})"
             ),
             takes_params=takes_params(model),
+            listens=self.listens,
         )
         if pre.refusal is not None:
             raise RunBlocked(self.redactor.declared.text(pre.refusal))
@@ -324,7 +319,8 @@ class AgentLoop:
             self.emit,
             self.redactor.declared.value,
             call.reply,
-            data={
+            listens=self.listens,
+            data=lambda: {
                 "model": request.model,
                 "provider": request.provider,
                 "source": call.source,

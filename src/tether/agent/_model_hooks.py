@@ -37,6 +37,8 @@ logger = logging.getLogger("tether.agent")
 
 Emit = Callable[..., Awaitable[DispatchResult]]
 Shown = Callable[[Any], Any]
+#: Whether a dispatch of an event would reach a hook.
+Listens = Callable[[HookEvent], bool]
 
 ROLES: Final = ("assistant", "developer", "system", "tool", "user")
 #: Request keys that are not params: the loop sends them itself.
@@ -272,8 +274,13 @@ async def pre_model_call(
     known: Callable[[str], bool],
     allowed: Callable[[], str],
     takes_params: bool,
+    listens: Listens | None = None,
 ) -> PreModelCall:
-    """Dispatch ``pre_model_call`` for ``request``; what to do with the call."""
+    """Dispatch ``pre_model_call`` for ``request``; what to do with the call. Not dispatched
+    when ``listens`` says no hook would run (the data copies the whole request)."""
+    event = HookEvent.PRE_MODEL_CALL
+    if listens is not None and not listens(event):
+        return PreModelCall(request)
     seen: dict[str, Any] = {
         "model": request.model,
         "messages": shown(request.messages),
@@ -288,7 +295,7 @@ async def pre_model_call(
         "response": check_response,
     }
     gate = await emit(
-        HookEvent.PRE_MODEL_CALL,
+        event,
         {
             **seen,
             "provider": request.provider,
@@ -374,15 +381,20 @@ async def post_model_call(
     shown: Shown,
     reply: ModelReply | None,
     *,
-    data: dict[str, Any],
+    data: Callable[[], dict[str, Any]],
+    listens: Listens | None = None,
 ) -> PostModelCall:
-    """Dispatch ``post_model_call`` with ``data`` (the call's model, usage, cost, …) and the
-    reply (None: the call failed, ``data['error']`` says why); the reply the loop reads."""
+    """Dispatch ``post_model_call`` with ``data()`` (the call's model, usage, cost, …) and
+    the reply (None: the call failed, ``error`` says why); the reply the loop reads. Not
+    dispatched when ``listens`` says no hook would run."""
+    event = HookEvent.POST_MODEL_CALL
+    if listens is not None and not listens(event):
+        return PostModelCall(reply)
     real = response_data(reply) if reply is not None else None
     seen = shown(real)
     gate = await emit(
-        HookEvent.POST_MODEL_CALL,
-        {**data, "response": seen},
+        event,
+        {**data(), "response": seen},
         context_factory=_factory({"response": check_response}),
     )
     if gate.blocked:
