@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(PY) bench/process.py
 	$(PY) bench/extension_points.py
 	$(PY) bench/tools.py
+	$(PY) bench/model_hooks.py
 	$(PY) bench/mcp_tools.py
 	$(PY) bench/executors.py
 	$(PY) bench/telemetry.py

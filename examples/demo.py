@@ -134,6 +134,14 @@ class Narrator:
                 f"decided_by={hook_label(str(data['decided_by']))}: "
                 f"{data['reason']}"
             ),
+            "pre_model_call": lambda: (
+                f"{data['provider']}:{data['model']} turn {data['turn']}, "
+                f"{len(data['messages'])} messages, {len(data['tools'])} tools"
+            ),
+            "post_model_call": lambda: (
+                f"{data['usage']['input_tokens']}+{data['usage']['output_tokens']} tokens, "
+                f"${data['cost'] or 0:.6f}; run so far ${data['run_usage']['cost']:.6f}"
+            ),
             "config_change": lambda: f"source={data['source']} change={data['change']}",
             "task_completed": lambda: (
                 f"outcome={data['outcome']} in {data['duration_ms']:.0f} ms"
@@ -330,6 +338,11 @@ async def summary(
             f"{escape(str(letter['error']))}  <- {escape(ticket)}"
         )
     console.print(f"    audit log: {count_lines(audit_log)} lines in {audit_log}")
+    usage = process.status()["usage"]
+    console.print(
+        f"    model usage: {usage['model_calls']} calls, {usage['total_tokens']} tokens, "
+        f"${usage['cost']:.6f} by the manifest's pricing (budget: $0.05 a run)"
+    )
 
 
 def fresh_audit_log() -> Path:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .agent import BudgetConfig as BudgetConfig
     from .agent import ContextConfig as ContextConfig
     from .agent import GuardrailConfig as GuardrailConfig
+    from .agent import ModelPrice as ModelPrice
     from .agent import PromptHook as PromptHook
     from .agent import Tool as Tool
     from .agent import tool as tool
@@ -121,6 +122,7 @@ _LAZY: dict[str, str] = {
     "ContextConfig": "tether.agent",
     "BudgetConfig": "tether.agent",
     "GuardrailConfig": "tether.agent",
+    "ModelPrice": "tether.agent",
     "Tool": "tether.agent",
     "tool": "tether.agent",
     "ApprovalPolicy": "tether.approval",
@@ -165,6 +167,7 @@ __all__ = [
     "InvalidEventError",
     "ManifestError",
     "McpServerConfig",
+    "ModelPrice",
     "NothingToRollBackError",
     "OpenModeConfig",
     "OrchestrationAPI",

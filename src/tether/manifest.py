@@ -52,7 +52,7 @@ from ._manifest_errors import issues_of
 from ._manifest_programs import program_problems
 from ._manifest_tools import Origin, import_tools, tool_issues
 from ._manifest_yaml import line_of, path_of, read_yaml, resolve, yaml_type
-from .agent import BudgetConfig, ContextConfig, GuardrailConfig
+from .agent import BudgetConfig, ContextConfig, GuardrailConfig, ModelPrice
 from .agent._tools import check_import_path
 from .approval import ApprovalPolicy
 from .hooks._command import CommandHookConfig
@@ -234,6 +234,7 @@ class ProcessSpec(BaseModel):
     )
     approval: ManifestApproval | None = Field(default=None, description="Tools needing approval")
     budget: BudgetConfig | None = _same("budget")
+    pricing: dict[str, ModelPrice] = _same("pricing")
     context: ContextConfig = _same("context")
     guardrails: ManifestGuardrails = Field(default_factory=ManifestGuardrails)
     execution_mode: Literal["strict", "open"] = _same("execution_mode")

@@ -95,7 +95,7 @@ async def test_post_tool_use_carries_the_result_the_model_sees_and_the_duration(
     async with process:
         event_id = await run_task(process, rec)
     [data] = rec.of(HookEvent.POST_TOOL_USE)
-    assert set(data) == TOOL_KEYS | {"result", "error", "duration_ms"}
+    assert set(data) == TOOL_KEYS | {"result", "error", "duration_ms", "run_usage", "process_usage"}
     assert data["arguments"] == {"order_id": 7, "verbose": False}
     assert json.loads(data["result"]) == {"order": 7, "status": "shipped"}
     assert data["result"] == tool_results(model)[0]

@@ -103,9 +103,11 @@ async def test_the_events_endpoint_filters_by_blockable(client: httpx.AsyncClien
         "file_changed",
         "config_change",
         "task_created",
+        "pre_model_call",
+        "post_model_call",
     }
     assert all(not e["blockable"] for e in others["events"])
-    assert len(blockable["events"]) + len(others["events"]) == 15
+    assert len(blockable["events"]) + len(others["events"]) == 17
 
 
 @pytest.mark.parametrize(

@@ -57,7 +57,18 @@ def write(path: Path, text: str) -> Path:
 
 
 #: The words of the header of ``tether ps``'s table.
-PS_HEADER = ["NAME", "STATE", "RUNS", "QUEUED", "DEAD", "LETTERS", "HOOKS", "UPTIME"]
+PS_HEADER = [
+    "NAME",
+    "STATE",
+    "RUNS",
+    "QUEUED",
+    "DEAD",
+    "LETTERS",
+    "HOOKS",
+    "TOKENS",
+    "COST",
+    "UPTIME",
+]
 
 GATE = """\
 import json, sys
@@ -273,7 +284,7 @@ async def test_serve_loads_manifests_and_stops_on_sigterm(agent: Path, command: 
     assert proc.returncode == 0, err
     assert f"control API on http://127.0.0.1:{port}/api/v1" in "".join(seen)
     assert ps.returncode == 0
-    assert ps_out.decode().split()[:9] == [*PS_HEADER, "triage"]
+    assert ps_out.decode().split()[:11] == [*PS_HEADER, "triage"]
     assert "session_end" in out
 
 
@@ -343,7 +354,7 @@ async def test_ps_lists_processes_as_a_table_or_json(cli: Any, api: Orchestratio
     table = await asyncio.to_thread(cli, "ps", "--url", api.url, "--token", "t0ken")
     raw = await asyncio.to_thread(cli, "ps", "--url", api.url, "--token", "t0ken", "--json")
     assert table.returncode == 0
-    assert table.stdout.split()[:10] == [*PS_HEADER, "triage", "running"]
+    assert table.stdout.split()[:12] == [*PS_HEADER, "triage", "running"]
     [process] = json.loads(raw.stdout)
     assert (process["name"], process["state"]) == ("triage", "running")
 

@@ -157,6 +157,7 @@ PUBLIC = [
     "InvalidEventError",
     "ManifestError",
     "McpServerConfig",
+    "ModelPrice",
     "NothingToRollBackError",
     "OpenModeConfig",
     "OrchestrationAPI",

@@ -1,4 +1,4 @@
-"""The event taxonomy: 15 events with family, blocking, matcher fields and JSON Schemas, checked
+"""The event taxonomy: 17 events with family, blocking, matcher fields and JSON Schemas, checked
 against the data a running process really dispatches for each event."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from tether.models import ScriptedModel
 
 FAMILIES = {
     "session",
+    "model",
     "prompt",
     "permission",
     "subagent",
@@ -142,9 +143,9 @@ def by_event() -> dict[str, dict[str, Any]]:
     return {entry["event"]: entry for entry in describe_events()}
 
 
-def test_the_taxonomy_lists_the_15_events_once_each_in_their_order() -> None:
+def test_the_taxonomy_lists_the_17_events_once_each_in_their_order() -> None:
     assert [entry["event"] for entry in describe_events()] == [e.value for e in HookEvent]
-    assert len(describe_events()) == 15
+    assert len(describe_events()) == 17
 
 
 def test_blockable_events_are_exactly_the_blockable_set_and_say_what_a_block_does() -> None:
@@ -163,7 +164,7 @@ def test_the_events_filter_by_blockable(blockable: bool) -> None:
     names = {entry["event"] for entry in describe_events(blockable=blockable)}
     expected = {e.value for e in HookEvent if (e in BLOCKABLE_EVENTS) is blockable}
     assert names == expected
-    assert len(names) == (7 if blockable else 8)
+    assert len(names) == (9 if blockable else 8)
 
 
 def test_every_event_belongs_to_a_known_family() -> None:
@@ -173,6 +174,7 @@ def test_every_event_belongs_to_a_known_family() -> None:
     assert families["task_created"] == families["task_completed"] == "task"
     assert families["pre_compact"] == families["post_compact"] == "context"
     assert families["pre_tool_use"] == families["post_tool_use"] == "tool"
+    assert families["pre_model_call"] == families["post_model_call"] == "model"
 
 
 @pytest.mark.parametrize("event", [e.value for e in HookEvent])
@@ -194,6 +196,24 @@ def test_only_the_changes_the_process_reads_back_are_in_a_patch_schema() -> None
             "additional_context": {"type": "string"},
         },
         "post_tool_use": {"result": {"type": "string"}},
+        "pre_model_call": {
+            "messages": {"type": "array", "items": {"type": "object"}},
+            "tools": {"type": "array", "items": {"type": "object"}},
+            "params": {"type": "object"},
+            "model": {"type": "string"},
+            "response": {"type": ["string", "object"]},
+        },
+        "post_model_call": {
+            "response": {
+                "type": ["object", "null"],
+                "properties": {
+                    "content": {"type": ["string", "null"]},
+                    "tool_calls": {"type": "array", "items": {"type": "object"}},
+                    "finish_reason": {"type": ["string", "null"]},
+                },
+                "additionalProperties": True,
+            }
+        },
     }
     for name, entry in by_event().items():
         assert entry["patch_schema"]["properties"] == used.get(name, {}), name

@@ -18,7 +18,20 @@ from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 
 TASK_KEYS = {"event_id", "trigger_id", "trigger_type"}
-COMPLETED_KEYS = {"event_id", "trigger_id", "trigger_type", "outcome", "duration_ms", "error"}
+COMPLETED_KEYS = {
+    "event_id",
+    "trigger_id",
+    "trigger_type",
+    "outcome",
+    "duration_ms",
+    "error",
+    "run_usage",
+    "process_usage",
+}
+
+
+def without_usage(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k != "process_usage"}
 
 
 def scripted_process(name: str = "triage", **config: Any) -> tuple[AgentProcess, ScriptedModel]:
@@ -76,7 +89,9 @@ async def test_stop_fires_session_end_with_reason_stop_and_the_invocation_count(
         await process.inject(ticket())
         await process.inject(ticket("Printer jammed"))
         await run_one(process, rec, 2)
-    assert rec.of(HookEvent.SESSION_END) == [{"reason": "stop", "invocation_count": 2}]
+    [end] = rec.of(HookEvent.SESSION_END)
+    assert without_usage(end) == {"reason": "stop", "invocation_count": 2}
+    assert end["process_usage"]["model_calls"] == 2
     assert process.state.value == "stopped"
 
 
@@ -87,7 +102,7 @@ async def test_restart_fires_session_end_restart_then_session_start_with_restart
         await process.restart()
         assert process.state.value == "running"
         assert process.status()["restart_count"] == 1
-    assert rec.seen == [
+    assert [(e, without_usage(d), p) for e, d, p in rec.seen] == [
         ("session_start", {"restart": False, "recovered": None}, "triage"),
         ("session_end", {"reason": "restart", "invocation_count": 0}, "triage"),
         ("session_start", {"restart": True, "recovered": None}, "triage"),
@@ -105,6 +120,8 @@ async def test_one_event_fires_the_documented_events_in_order() -> None:
         "session_start",
         "task_created",
         "user_prompt_submit",
+        "pre_model_call",
+        "post_model_call",
         "task_completed",
         "session_end",
     ]

@@ -221,3 +221,24 @@ def test_the_documented_metrics_are_the_served_ones() -> None:
     docs = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
     rows = re.findall(r"^\| `(tether_\w+)` \| (\w+) \|", docs.read_text(), re.MULTILINE)
     assert dict(rows) == {name: kind for name, (kind, _) in METRIC_NAMES.items()}
+
+
+async def test_model_cost_and_cached_tokens_are_counted_by_model(
+    served: tuple[AgentRuntime, OrchestrationAPI], llm: FakeLLM
+) -> None:
+    runtime, api = served
+    llm.cached_tokens = 2
+    llm.reply = "P2 web team"
+    cfg = ProcessConfig(
+        model="openai:gpt-test",
+        base_url=llm.base_url,
+        pricing={"gpt-test": {"input": 2.0, "output": 8.0, "cached": 1.0}},
+    )
+    process = await runtime.add_process("priced", cfg)
+    await process.inject(TriggerEvent("cli", "manual", {"ask": "where?"}))
+    await eventually(lambda: process.status()["usage"]["model_calls"] == 1)
+    samples = await scrape(api)
+    usage = process.status()["usage"]
+    assert value(samples, "tether_model_tokens_total", type="cached") == 2
+    cost = value(samples, "tether_model_cost_total", model="openai:gpt-test")
+    assert cost == pytest.approx(usage["cost"])

@@ -254,3 +254,21 @@ async def test_a_traceparent_survives_the_journal_round_trip() -> None:
     event = TriggerEvent("cli", "manual", {}, traceparent=TRACEPARENT)
     assert TriggerEvent.from_dict(event.to_dict()).traceparent == TRACEPARENT
     assert "traceparent" not in TriggerEvent("cli", "manual", {}).to_dict()
+
+
+async def test_a_chat_span_carries_cached_tokens_and_the_cost_a_model_hook_run_its_span(
+    observed: AgentRuntime, exporter: InMemorySpanExporter, llm: FakeLLM
+) -> None:
+    llm.cached_tokens = 3
+    process = await observed.add_process(
+        "shop", config(llm, pricing={"gpt-test": {"input": 1.0, "output": 2.0}})
+    )
+    process.hooks.on(HookEvent.PRE_MODEL_CALL)(noop)
+    await process.inject(TriggerEvent("cli", "manual", {"ask": "where is A-1?"}))
+    await finished(exporter, "task shop")
+    spans = by_name(exporter)
+    [chat] = spans["chat openai:gpt-test"]
+    assert chat.attributes["gen_ai.usage.cache_read.input_tokens"] == 3
+    assert chat.attributes["tether.cost"] == pytest.approx(process.status()["usage"]["cost"])
+    [hook] = spans["hook pre_model_call"]
+    assert hook.attributes["tether.hook.event"] == "pre_model_call"

@@ -5,14 +5,19 @@ from ._budget import BudgetTracker as BudgetTracker
 from ._config import BudgetConfig as BudgetConfig
 from ._config import ContextConfig as ContextConfig
 from ._config import GuardrailConfig as GuardrailConfig
+from ._config import ModelPrice as ModelPrice
 from ._context import AgentContext as AgentContext
 from ._context import ConversationBuffer as ConversationBuffer
 from ._guardrails import GuardrailDenial as GuardrailDenial
 from ._guardrails import scan as scan
 from ._guardrails import scan_payload as scan_payload
 from ._loop import AgentLoop as AgentLoop
+from ._loop import RunBlocked as RunBlocked
 from ._loop import RunError as RunError
+from ._loop import RunRefused as RunRefused
 from ._loop import RunResult as RunResult
+from ._model_hooks import InvalidModelCallRewrite as InvalidModelCallRewrite
+from ._model_hooks import ModelCallContext as ModelCallContext
 from ._prompt_hook import PromptHook as PromptHook
 from ._tool_hooks import InvalidArgumentsRewrite as InvalidArgumentsRewrite
 from ._tool_hooks import ToolCallContext as ToolCallContext
@@ -21,6 +26,8 @@ from ._tools import Tool as Tool
 from ._tools import ToolArgumentsError as ToolArgumentsError
 from ._tools import as_tool as as_tool
 from ._tools import tool as tool
+from ._usage import Usage as Usage
+from ._usage import UsageMeter as UsageMeter
 
 __all__ = [
     "AgentContext",
@@ -33,12 +40,19 @@ __all__ = [
     "GuardrailConfig",
     "GuardrailDenial",
     "InvalidArgumentsRewrite",
+    "InvalidModelCallRewrite",
+    "ModelCallContext",
+    "ModelPrice",
     "PromptHook",
+    "RunBlocked",
     "RunError",
+    "RunRefused",
     "RunResult",
     "Tool",
     "ToolArgumentsError",
     "ToolCallContext",
+    "Usage",
+    "UsageMeter",
     "as_tool",
     "permission_denied",
     "scan",

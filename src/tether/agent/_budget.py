@@ -1,11 +1,16 @@
-"""Budget accounting: runs and tool calls per UTC day, tool calls per run."""
+"""Budget accounting: runs and tool calls per UTC day, tool calls per run, and model tokens
+and cost per run and per UTC day."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from ._config import BudgetConfig
+
+if TYPE_CHECKING:
+    from ._usage import Usage, UsageMeter
 
 __all__ = ["BudgetDenial", "BudgetTracker"]
 
@@ -15,8 +20,8 @@ class BudgetDenial:
     """Which limit refused, its value and what had been used."""
 
     limit_name: str
-    limit_value: int
-    current_value: int
+    limit_value: int | float
+    current_value: int | float
 
     @property
     def reason(self) -> str:
@@ -61,4 +66,22 @@ class BudgetTracker:
         if per_day is not None and self.tool_calls_today >= per_day:
             return BudgetDenial("max_tool_calls_per_day", per_day, self.tool_calls_today)
         self.tool_calls_today += 1
+        return None
+
+    def check_model_call(self, run: Usage, meter: UsageMeter | None) -> BudgetDenial | None:
+        """Refuse the next model call once the run's tokens or cost, or the process's cost
+        today, reached its limit (a call's use is only known after it: the call that
+        reaches a limit is made, the next one refused)."""
+        config = self.config
+        tokens = config.max_tokens_per_run
+        if tokens is not None and run.total_tokens >= tokens:
+            return BudgetDenial("max_tokens_per_run", tokens, run.total_tokens)
+        cost = config.max_cost_per_run
+        if cost is not None and run.cost >= cost:
+            return BudgetDenial("max_cost_per_run", cost, round(run.cost, 8))
+        per_day = config.max_cost_per_day
+        if per_day is not None and meter is not None:
+            today = meter.roll().cost
+            if today >= per_day:
+                return BudgetDenial("max_cost_per_day", per_day, round(today, 8))
         return None

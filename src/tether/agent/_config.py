@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["BudgetConfig", "ContextConfig", "GuardrailConfig"]
+__all__ = ["BudgetConfig", "ContextConfig", "GuardrailConfig", "ModelPrice"]
 
 
 class ContextConfig(BaseModel):
@@ -32,6 +32,28 @@ class BudgetConfig(BaseModel):
     max_runs_per_day: int | None = Field(default=None, ge=0, description="Runs per UTC day")
     max_tool_calls_per_run: int | None = Field(default=None, ge=0, description="Per run")
     max_tool_calls_per_day: int | None = Field(default=None, ge=0, description="Per UTC day")
+    max_tokens_per_run: int | None = Field(
+        default=None, ge=0, description="Model tokens (input + output) per run"
+    )
+    max_cost_per_run: float | None = Field(
+        default=None, ge=0, description="Model cost per run, in the pricing's currency"
+    )
+    max_cost_per_day: float | None = Field(
+        default=None, ge=0, description="Model cost per UTC day, for the process"
+    )
+
+
+class ModelPrice(BaseModel):
+    """What one model costs, per million tokens; ``cached`` (input tokens the provider served
+    from its cache) defaults to the input price."""
+
+    model_config = ConfigDict(defer_build=True, extra="forbid")
+
+    input: float = Field(ge=0, description="Per million input tokens")
+    output: float = Field(ge=0, description="Per million output tokens")
+    cached: float | None = Field(
+        default=None, ge=0, description="Per million cached input tokens (default: input)"
+    )
 
 
 class GuardrailConfig(BaseModel):
@@ -66,5 +88,5 @@ DEFAULT_MARKERS: tuple[str, ...] = (
     "[[system]]",
 )
 
-for _cls in (BudgetConfig, ContextConfig, GuardrailConfig):
+for _cls in (BudgetConfig, ContextConfig, GuardrailConfig, ModelPrice):
     _cls.__module__ = "tether"

@@ -7,6 +7,7 @@ gates and an ``emit`` function that dispatches lifecycle hooks on its behalf.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import time
@@ -22,14 +23,16 @@ from ..hooks._bounded import Expired, LoopProbe, within
 from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
+from ._model_hooks import ModelRequest, PreModelCall, post_model_call, pre_model_call
 from ._observer import Note, Observer
 from ._tool_hooks import permission_denied, post_tool_use, pre_tool_use
 from ._tools import Tool, ToolArgumentsError, as_tool
+from ._usage import Tokens, Usage, UsageMeter, model_identity, tokens_of
 
 if TYPE_CHECKING:
     from ..models import Model, ToolCall
 
-__all__ = ["AgentLoop", "RunError", "RunResult"]
+__all__ = ["AgentLoop", "RunBlocked", "RunError", "RunRefused", "RunResult"]
 
 logger = logging.getLogger("tether.agent")
 
@@ -45,6 +48,18 @@ class RunError(TetherError):
     """A run could not finish (turn limit, model failure); the process may retry it."""
 
 
+class RunBlocked(RunError):
+    """A model-call hook blocked the run (its reason is the message); it is not retried."""
+
+
+class RunRefused(RunError):
+    """A budget refused the run's next model call (the reason is the message); not retried."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass(slots=True)
 class RunResult:
     """What a finished run produced."""
@@ -54,6 +69,20 @@ class RunResult:
     tool_calls: int
     messages: list[dict[str, Any]] = field(default_factory=list)
     denials: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(slots=True)
+class _Call:
+    """One model call as post_model_call reports it: the reply (None: it failed), who
+    answered (``model`` or ``hook``), its tokens and cost, and its error."""
+
+    reply: ModelReply | None
+    source: str
+    tokens: Tokens = field(default_factory=Tokens)
+    cost: float | None = 0.0
+    failed: Exception | None = None
+    error: str | None = None
 
 
 def _assistant_message(content: str | None, calls: list[ToolCall]) -> dict[str, Any]:
@@ -96,6 +125,8 @@ class AgentLoop:
         max_turns: int = 10,
         tool_timeout: float = 120.0,
         observer: Observer | None = None,
+        meter: UsageMeter | None = None,
+        listens: Callable[[HookEvent], bool] | None = None,
     ) -> None:
         self.model = model
         self.instructions = instructions
@@ -113,6 +144,11 @@ class AgentLoop:
         self._held_logged: set[str] = set()
         #: Told of each model call and tool call (telemetry); None: nothing is called.
         self.observer = observer
+        #: The process's price table and running totals of model calls.
+        self.meter = meter if meter is not None else UsageMeter()
+        #: Whether an event would reach a hook: the model-call events are not dispatched when
+        #: none would (their data copies the whole request). None: always dispatched.
+        self.listens = listens
 
     def add_tool(self, fn: Tool | Callable[..., Awaitable[Any]]) -> Tool:
         t = as_tool(fn)
@@ -141,12 +177,16 @@ class AgentLoop:
         extra_tools: list[Tool] | None = None,
         model: Model | None = None,
         transcript: list[dict[str, Any]] | None = None,
+        usage: Usage | None = None,
     ) -> RunResult:
-        """One run: returns the answer, raises RunError when it cannot finish.
+        """One run: returns the answer, raises RunError when it cannot finish (RunBlocked
+        when a model-call hook blocked it, RunRefused when a budget refused a model call).
 
-        ``model`` overrides the loop's model for this run; ``transcript`` (a list the caller
-        owns) receives every message of the run as it happens, even when the run fails.
+        ``model`` overrides the loop's model for this run; ``transcript`` and ``usage`` (the
+        caller's) receive every message of the run and its model calls' running totals as
+        they happen, even when the run fails.
         """
+        usage = usage if usage is not None else Usage()
         model = model if model is not None else self.model
         tools = dict(self.tools)
         for t in extra_tools or ():
@@ -158,25 +198,19 @@ class AgentLoop:
         calls_made = 0
         denials = 0
         for turn in range(1, self.max_turns + 1):
-            try:
-                reply = await self._complete(model, messages, specs)
-            except Exception as exc:
-                raise RunError(f"model error: {exc}") from exc
-            if not isinstance(reply, ModelReply):  # a model object of the caller's, misbehaving
-                raise RunError(
-                    f"model {getattr(model, 'name', model)!s} answered a "
-                    f"{type(reply).__name__}, not a ModelReply"
-                )
+            reply = await self._model_turn(model, messages, specs, turn, event_id, usage)
             if not reply.tool_calls:
                 answer = reply.content or ""
                 messages.append({"role": "assistant", "content": answer})
                 await self.context.conversation.extend(
                     [user, {"role": "assistant", "content": answer}]
                 )
-                return RunResult(answer, turn, calls_made, messages, denials)
+                return RunResult(answer, turn, calls_made, messages, denials, usage)
             messages.append(_assistant_message(reply.content, reply.tool_calls))
             for call in reply.tool_calls:
-                text, counted, denied = await self._observed_call(call, tools, calls_made, event_id)
+                text, counted, denied = await self._observed_call(
+                    call, tools, calls_made, event_id, usage
+                )
                 calls_made += counted
                 denials += denied
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
@@ -213,30 +247,182 @@ class AgentLoop:
         reply = call.result()
         return reply.content or ""
 
-    async def _complete(
-        self, model: Model, messages: list[dict[str, Any]], specs: list[dict[str, Any]] | None
+    async def _model_turn(
+        self,
+        model: Model,
+        messages: list[dict[str, Any]],
+        specs: list[dict[str, Any]] | None,
+        turn: int,
+        event_id: str | None,
+        usage: Usage,
     ) -> ModelReply:
+        """One model call with its gates: the budget, pre_model_call (may refuse, rewrite
+        the request or answer instead of the model), the call, post_model_call (may refuse
+        or rewrite the answer). Raises RunError (RunBlocked, RunRefused) when it cannot go on.
+        """
+        await self._check_budget(usage, event_id)
+        provider, name = model_identity(model)
+        request = ModelRequest(provider, name, messages, specs)
+        pre = await self._pre_model_call(model, request, turn, event_id, usage)
+        started = time.perf_counter()
+        if pre.answer is not None:
+            call = _Call(pre.answer, "hook")
+        else:
+            call = await self._call_model(model, pre.request, name, usage)
+        took = (time.perf_counter() - started) * 1e3
+        reply = await self._post_model_call(call, pre.request, turn, event_id, usage, took)
+        if call.failed is not None:
+            raise RunError(f"model error: {call.failed}") from call.failed
+        assert reply is not None
+        return reply
+
+    async def _pre_model_call(
+        self,
+        model: Model,
+        request: ModelRequest,
+        turn: int,
+        event_id: str | None,
+        usage: Usage,
+    ) -> PreModelCall:
+        """pre_model_call's decision; RunBlocked when a hook refused the call."""
+        meter, provider, name = self.meter, request.provider, request.model
+        pre = await pre_model_call(
+            self.emit,
+            self.redactor.declared.value,
+            request,
+            turn=turn,
+            event_id=event_id,
+            usage_so_far=usage.to_dict(),
+            known=lambda other: other == name or meter.price_of(provider, other) is not None,
+            allowed=lambda: (
+                f"{name!r} (the run's model) or one the pricing names "
+                f"({', '.join(sorted(meter.pricing)) or 'none'})"
+            ),
+            takes_params=takes_params(model),
+            listens=self.listens,
+        )
+        if pre.refusal is not None:
+            raise RunBlocked(self.redactor.declared.text(pre.refusal))
+        return pre
+
+    async def _post_model_call(
+        self,
+        call: _Call,
+        request: ModelRequest,
+        turn: int,
+        event_id: str | None,
+        usage: Usage,
+        duration_ms: float,
+    ) -> ModelReply | None:
+        """The reply the loop reads, as post_model_call left it; RunBlocked when a hook
+        refused it (a failed call's error stands, whatever its hooks answer)."""
+        post = await post_model_call(
+            self.emit,
+            self.redactor.declared.value,
+            call.reply,
+            listens=self.listens,
+            data=lambda: {
+                "model": request.model,
+                "provider": request.provider,
+                "source": call.source,
+                "usage": call.tokens.to_dict(),
+                "cost": call.cost,
+                "duration_ms": round(duration_ms, 3),
+                "error": call.error,
+                "turn": turn,
+                "event_id": event_id,
+                "run_usage": usage.to_dict(),
+                "process_usage": self.meter.to_dict(),
+            },
+        )
+        if post.refusal is not None and call.failed is None:
+            raise RunBlocked(self.redactor.declared.text(post.refusal))
+        return post.reply
+
+    async def _check_budget(self, usage: Usage, event_id: str | None) -> None:
+        """RunRefused (after permission_denied, kind budget) when a budget refuses the next
+        model call."""
+        denial = self.budget.check_model_call(usage, self.meter) if self.budget else None
+        if denial is None:
+            return
+        await permission_denied(
+            self.emit,
+            "budget",
+            None,
+            denial.reason,
+            "budget",
+            limit_name=denial.limit_name,
+            limit_value=denial.limit_value,
+            current_value=denial.current_value,
+            event_id=event_id,
+        )
+        raise RunRefused(denial.reason)
+
+    async def _call_model(
+        self, model: Model, request: ModelRequest, name: str, usage: Usage
+    ) -> _Call:
+        """Make the call; count what it used in the run's and the process's totals."""
+        try:
+            reply = await self._complete(model, request, name)
+        except Exception as exc:
+            call = _Call(None, "model", cost=None, failed=exc)
+            call.error = self.redactor.declared.text(f"{type(exc).__name__}: {exc}")
+            return call
+        tokens = tokens_of(reply)
+        cost = self.meter.cost(request.provider, request.model, tokens)
+        usage.add(tokens, cost)
+        self.meter.add(tokens, cost)
+        return _Call(reply, "model", tokens, cost)
+
+    async def _complete(self, model: Model, request: ModelRequest, name: str) -> ModelReply:
+        """The model's answer to ``request`` (a ModelReply, or RunError)."""
+        params = request.params
+        if request.model != name:
+            params = {**params, "model": request.model}
+        call = (
+            model.complete(request.messages, request.tools, params=params)  # type: ignore[call-arg]
+            if params
+            else model.complete(request.messages, request.tools)
+        )
         observer = self.observer
         if observer is None:
-            return await model.complete(messages, specs)
-        with observer.model_call(self.process_id, str(getattr(model, "name", model))) as note:
-            try:
-                reply = await model.complete(messages, specs)
-            except Exception as exc:
-                note.outcome, note.error = "error", self.redactor.text(f"{exc}")
-                raise
-            if isinstance(reply, ModelReply):
-                note.usage = _usage(reply)
-            return reply
+            reply = await call
+        else:
+            label = str(getattr(model, "name", model))  # as the configuration names it
+            if request.model != name:
+                label = f"{request.provider}:{request.model}"
+            with observer.model_call(self.process_id, label) as note:
+                try:
+                    reply = await call
+                except Exception as exc:
+                    note.outcome, note.error = "error", self.redactor.text(f"{exc}")
+                    raise
+                if isinstance(reply, ModelReply):
+                    tokens = tokens_of(reply)
+                    note.usage = {"input": tokens.input, "output": tokens.output}
+                    if tokens.cached:
+                        note.usage["cached"] = tokens.cached
+                    note.cost = self.meter.cost(request.provider, request.model, tokens)
+        if not isinstance(reply, ModelReply):  # a model object of the caller's, misbehaving
+            raise TypeError(
+                f"model {getattr(model, 'name', model)!s} answered a "
+                f"{type(reply).__name__}, not a ModelReply"
+            )
+        return reply
 
     async def _observed_call(
-        self, call: ToolCall, tools: dict[str, Tool], calls_made: int, event_id: str | None
+        self,
+        call: ToolCall,
+        tools: dict[str, Tool],
+        calls_made: int,
+        event_id: str | None,
+        usage: Usage,
     ) -> tuple[str, int, int]:
         observer = self.observer
         if observer is None:
-            return await self._call_tool(call, tools, calls_made, event_id)
+            return await self._call_tool(call, tools, calls_made, event_id, usage)
         with observer.tool_call(self.process_id, call.name, call.id) as note:
-            return await self._call_tool(call, tools, calls_made, event_id, note)
+            return await self._call_tool(call, tools, calls_made, event_id, usage, note)
 
     async def _call_tool(
         self,
@@ -244,6 +430,7 @@ class AgentLoop:
         tools: dict[str, Tool],
         calls_made: int,
         event_id: str | None,
+        usage: Usage,
         note: Note | None = None,
     ) -> tuple[str, int, int]:
         """Run one tool call; return (text for the model, calls counted, denials).
@@ -308,8 +495,9 @@ class AgentLoop:
             note.outcome = "timed_out" if timed_out else "error"
             note.error = self.redactor.text(error)
         duration_ms = (time.perf_counter() - started) * 1e3
+        totals = {"run_usage": usage.to_dict(), "process_usage": self.meter.to_dict()}
         text = await post_tool_use(
-            self.emit, shown, t, args, call.id, event_id, text, error, duration_ms
+            self.emit, shown, t, args, call.id, event_id, text, error, duration_ms, totals
         )
         if pre.additional_context is not None:
             text = f"{text}\n\n{pre.additional_context}"
@@ -410,17 +598,24 @@ class AgentLoop:
         return reason
 
 
-def _usage(reply: ModelReply) -> dict[str, int]:
-    """The reply's token counts (``input``, ``output``) from an OpenAI-style ``usage``."""
-    usage = reply.raw.get("usage") if isinstance(reply.raw, dict) else None
-    if not isinstance(usage, dict):
-        return {}
-    out: dict[str, int] = {}
-    for key, name in (("prompt_tokens", "input"), ("completion_tokens", "output")):
-        value = usage.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            out[name] = value
-    return out
+#: Whether a model class's complete() takes ``params`` (read once per class).
+_TAKES_PARAMS: dict[type, bool] = {}
+
+
+def takes_params(model: Any) -> bool:
+    """Whether ``model.complete`` takes a ``params`` keyword (extra request fields)."""
+    cls = type(model)
+    found = _TAKES_PARAMS.get(cls)
+    if found is None:
+        try:
+            parameters = inspect.signature(model.complete).parameters.values()
+        except (TypeError, ValueError):
+            parameters = ()  # type: ignore[assignment]
+        found = any(
+            p.name == "params" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters
+        )
+        _TAKES_PARAMS[cls] = found
+    return found
 
 
 #: Converse turns abandoned at their deadline and not yet ended (a strong reference each, so

@@ -23,13 +23,15 @@ class Note:
 
     ``outcome``: a task's (success, retrying, failed, blocked, dead_lettered), a model call's
     or a tool call's (ok, error, timed_out, refused, denied); ``error`` its redacted text;
-    ``usage``: a model reply's token counts (``input``, ``output``); ``traceparent``: the W3C
+    ``usage``: a model reply's token counts (``input``, ``output``, ``cached``); ``cost``: what
+    the call cost by the process's pricing (None: not priced); ``traceparent``: the W3C
     context the observer gives a task once it is accepted (its retries join that trace).
     """
 
     outcome: str = "ok"
     error: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    cost: float | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
     traceparent: str | None = None
 

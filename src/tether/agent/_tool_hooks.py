@@ -192,9 +192,11 @@ async def post_tool_use(
     result: str,
     error: str | None,
     duration_ms: float,
+    totals: dict[str, Any],
 ) -> str:
     """Dispatch ``post_tool_use`` for a call that ran; return the text the model reads (the
-    result, unless a hook replaced it: the hooks see it with declared secrets redacted)."""
+    result, unless a hook replaced it: the hooks see it with declared secrets redacted).
+    ``totals``: the run's and the process's usage so far (``run_usage``, ``process_usage``)."""
     seen = shown(result)
     gate = await emit(
         HookEvent.POST_TOOL_USE,
@@ -207,6 +209,7 @@ async def post_tool_use(
             "result": seen,
             "error": None if error is None else shown(error),
             "duration_ms": round(duration_ms, 3),
+            **totals,
         },
     )
     changed = gate.data.get("result", seen)

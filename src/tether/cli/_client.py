@@ -178,7 +178,7 @@ def list_processes(url: str, token: str | None, *, as_json: bool) -> int:
     catalog = _request("GET", url, token, "/hooks/catalog").get("hooks", [])
     table = Table(box=None, pad_edge=False)
     columns = ("NAME", "HOST", "STATE") if clustered else ("NAME", "STATE")
-    for column in (*columns, "RUNS", "QUEUED", "DEAD LETTERS", "HOOKS", "UPTIME"):
+    for column in (*columns, "RUNS", "QUEUED", "DEAD LETTERS", "HOOKS", "TOKENS", "COST", "UPTIME"):
         table.add_column(column)
     for p in processes:
         uptime = p.get("uptime_s")
@@ -191,10 +191,22 @@ def list_processes(url: str, token: str | None, *, as_json: bool) -> int:
             str(p.get("queue_size")),
             str(p.get("dead_letter_count")),
             _hook_count([h for h in catalog if h.get("process") == p.get("name")]),
+            *_usage(p.get("usage")),
             f"{uptime:.0f}s" if isinstance(uptime, int | float) else "-",
         )
     out.print(table)
     return 0
+
+
+def _usage(usage: Any) -> tuple[str, str]:
+    """TOKENS and COST of a process's model calls: ``2052`` and ``0.0312`` (``+2 unpriced``
+    when some calls' model has no price); ``-`` before any call."""
+    if not isinstance(usage, dict) or not usage.get("model_calls"):
+        return "-", "-"
+    cost = f"{usage.get('cost', 0.0):.4f}"
+    if usage.get("unpriced_calls"):
+        cost += f" +{usage['unpriced_calls']} unpriced"
+    return str(usage.get("total_tokens", 0)), cost
 
 
 def _hook_count(hooks: list[dict[str, Any]]) -> str:

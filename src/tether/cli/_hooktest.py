@@ -27,6 +27,10 @@ BLOCK_EFFECT: Final = {
     "task_created": "the event is dead-lettered ('blocked by hook') instead of queued",
     "pre_tool_use": "the tool is not run: the model reads that it was refused and why, and "
     "permission_denied fires (kind 'hook')",
+    "pre_model_call": "the model is not called: the run fails with the hook's reason and the "
+    "event is dead-lettered ('blocked by hook')",
+    "post_model_call": "the loop does not read the answer: the run fails with the hook's "
+    "reason and the event is dead-lettered ('blocked by hook')",
 }
 
 #: What a process reads back from each event's data, and what it does with it.
@@ -39,6 +43,16 @@ READ_BACK: Final = {
         "additional_context": "the text is added after the result the model reads",
     },
     "post_tool_use": {"result": "the model reads the replaced result"},
+    "pre_model_call": {
+        "messages": "the model receives the rewritten messages, if they are valid chat "
+        "messages (else the hook's error, and the original messages stand)",
+        "tools": "the model is offered the rewritten tool specs",
+        "params": "the request carries the rewritten params (temperature, max_tokens, ...)",
+        "model": "the call goes to the rewritten model, if the run's model or the pricing "
+        "names it (else the hook's error)",
+        "response": "the model is not called: the loop reads this answer instead",
+    },
+    "post_model_call": {"response": "the loop reads the rewritten text and tool calls"},
 }
 
 
@@ -74,8 +88,10 @@ def explain(
     else:
         lines.append(
             "a process reads back only the prompt of user_prompt_submit, the arguments, "
-            "require_approval and additional_context of pre_tool_use, and the result of "
-            "post_tool_use: these changes are seen by later hooks of the same event but not used"
+            "require_approval and additional_context of pre_tool_use, the result of "
+            "post_tool_use, the request or response of pre_model_call and the response of "
+            "post_model_call: these changes are seen by later hooks of the same event but not "
+            "used"
         )
     return lines
 

@@ -35,6 +35,8 @@ class HookEvent(StrEnum):
     TASK_COMPLETED = "task_completed"
     PRE_TOOL_USE = "pre_tool_use"
     POST_TOOL_USE = "post_tool_use"
+    PRE_MODEL_CALL = "pre_model_call"
+    POST_MODEL_CALL = "post_model_call"
 
 
 HookEvent.__module__ = "tether"
@@ -80,6 +82,47 @@ _OBJECT: Final = {"type": "object"}
 _TRIGGER: Final = {"event_id": _S, "trigger_id": _S, "trigger_type": _S}
 _MATCH_TRIGGER: Final = ("trigger_type", "trigger_id")
 _MATCH_TOOL: Final = ("tool_name", "server")
+_MATCH_MODEL: Final = ("model", "provider")
+_NUMBER: Final = {"type": "number"}
+#: Running totals of model calls (a run's, a process's): see agent._usage.Usage.
+_USAGE: Final = {
+    "type": "object",
+    "properties": {
+        "input_tokens": _I,
+        "output_tokens": _I,
+        "cached_tokens": _I,
+        "total_tokens": _I,
+        "cost": _NUMBER,
+        "model_calls": _I,
+        "unpriced_calls": _I,
+    },
+    "additionalProperties": True,
+}
+_USAGE_OR_NULL: Final = {**_USAGE, "type": ["object", "null"]}
+_USAGE_SAMPLE: Final = {
+    "input_tokens": 1840,
+    "output_tokens": 212,
+    "cached_tokens": 0,
+    "total_tokens": 2052,
+    "cost": 0.00059,
+    "model_calls": 3,
+    "unpriced_calls": 0,
+}
+_TOTALS: Final = {"run_usage": _USAGE_OR_NULL, "process_usage": _USAGE_OR_NULL}
+_TOTALS_SAMPLE: Final = {"run_usage": _USAGE_SAMPLE, "process_usage": _USAGE_SAMPLE}
+_RESPONSE: Final = {
+    "type": ["object", "null"],
+    "properties": {
+        "content": _SN,
+        "tool_calls": {"type": "array", "items": _OBJECT},
+        "finish_reason": _SN,
+    },
+    "additionalProperties": True,
+}
+_MESSAGES_SAMPLE: Final = [
+    {"role": "system", "content": "You triage support tickets."},
+    {"role": "user", "content": "ticket: Login page is down"},
+]
 _EVENT_ID: Final = "0f6c1a2b3c4d4e5f8a9b0c1d2e3f4a5b"
 _REQUEST_ID: Final = "5d41402abc4b2a76b9719d911017c592"
 #: What config_change names in ``change``, as the reference lists them.
@@ -152,8 +195,15 @@ _SPECS: Final = (
         HookEvent.SESSION_END,
         "session",
         None,
-        _obj({"reason": {"enum": ["stop", "restart"]}, "invocation_count": _I}, extra=True),
-        {"reason": "stop", "invocation_count": 3},
+        _obj(
+            {
+                "reason": {"enum": ["stop", "restart"]},
+                "invocation_count": _I,
+                "process_usage": _USAGE_OR_NULL,
+            },
+            extra=True,
+        ),
+        {"reason": "stop", "invocation_count": 3, "process_usage": _USAGE_SAMPLE},
         shown=("reason", "invocation_count", "error"),
     ),
     EventSpec(
@@ -304,9 +354,16 @@ _SPECS: Final = (
                 "outcome": {"enum": ["success", "retrying", "failed", "blocked", "dead_lettered"]},
                 "duration_ms": {"type": "number"},
                 "error": _SN,
+                **_TOTALS,
             }
         ),
-        {**_TRIGGER_SAMPLE, "outcome": "success", "duration_ms": 412.5, "error": None},
+        {
+            **_TRIGGER_SAMPLE,
+            "outcome": "success",
+            "duration_ms": 412.5,
+            "error": None,
+            **_TOTALS_SAMPLE,
+        },
         matchable=_MATCH_TRIGGER,
         shown=("event_id", "outcome", "duration_ms", "error"),
     ),
@@ -338,13 +395,140 @@ _SPECS: Final = (
         HookEvent.POST_TOOL_USE,
         "tool",
         None,
-        _obj({**_TOOL_CALL, "result": _S, "error": _SN, "duration_ms": {"type": "number"}}),
-        {**_TOOL_SAMPLE, "result": '{"status": "shipped"}', "error": None, "duration_ms": 3.2},
+        _obj(
+            {
+                **_TOOL_CALL,
+                "result": _S,
+                "error": _SN,
+                "duration_ms": {"type": "number"},
+                **_TOTALS,
+            }
+        ),
+        {
+            **_TOOL_SAMPLE,
+            "result": '{"status": "shipped"}',
+            "error": None,
+            "duration_ms": 3.2,
+            **_TOTALS_SAMPLE,
+        },
         matchable=_MATCH_TOOL,
         patch=_patch(
             "result", _S, "A changed result replaces what the model sees; nothing else is used."
         ),
         shown=("tool_name", "server", "duration_ms", "error"),
+    ),
+    EventSpec(
+        HookEvent.PRE_MODEL_CALL,
+        "model",
+        "The model is not called and the run fails with the hook's reason (the event is "
+        "dead-lettered, 'blocked by hook', as for a blocked prompt).",
+        _obj(
+            {
+                "model": _S,
+                "provider": _S,
+                "messages": {"type": "array", "items": _OBJECT},
+                "tools": {"type": "array", "items": _OBJECT},
+                "params": _OBJECT,
+                "turn": _I,
+                "event_id": _SN,
+                "usage_so_far": _USAGE,
+            }
+        ),
+        {
+            "model": "gpt-4o-mini",
+            "provider": "openai",
+            "messages": _MESSAGES_SAMPLE,
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "lookup_order",
+                        "description": "Look an order up.",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"order_id": {"type": "string"}},
+                            "required": ["order_id"],
+                        },
+                    },
+                }
+            ],
+            "params": {},
+            "turn": 1,
+            "event_id": _EVENT_ID,
+            "usage_so_far": {
+                "input_tokens": 1210,
+                "output_tokens": 31,
+                "cached_tokens": 0,
+                "total_tokens": 1241,
+                "cost": 0.0002,
+                "model_calls": 1,
+                "unpriced_calls": 0,
+            },
+        },
+        matchable=_MATCH_MODEL,
+        patch={
+            "type": "object",
+            "properties": {
+                "messages": {"type": "array", "items": _OBJECT},
+                "tools": {"type": "array", "items": _OBJECT},
+                "params": _OBJECT,
+                "model": _S,
+                "response": {"type": ["string", "object"]},
+            },
+            "additionalProperties": True,
+            "description": "Rewritten messages, tools, params (temperature, max_tokens, ...) "
+            "and model are sent instead, each checked as it is made (a malformed message or "
+            "a model neither the run's nor named in the pricing is the hook's error; the "
+            "original stands); a response (text, or content and tool_calls) answers instead "
+            "of the model, which is not called.",
+        },
+        shown=("model", "turn"),
+    ),
+    EventSpec(
+        HookEvent.POST_MODEL_CALL,
+        "model",
+        "The run fails with the hook's reason (the event is dead-lettered, 'blocked by "
+        "hook'): the loop does not read the answer.",
+        _obj(
+            {
+                "model": _S,
+                "provider": _S,
+                "response": _RESPONSE,
+                "source": {"enum": ["model", "hook"]},
+                "usage": _OBJECT,
+                "cost": {"type": ["number", "null"]},
+                "duration_ms": _NUMBER,
+                "error": _SN,
+                "turn": _I,
+                "event_id": _SN,
+                **_TOTALS,
+            }
+        ),
+        {
+            "model": "gpt-4o-mini",
+            "provider": "openai",
+            "response": {
+                "content": "P2: the login page is down for some users; routed to the web team.",
+                "tool_calls": [],
+                "finish_reason": "stop",
+            },
+            "source": "model",
+            "usage": {"input_tokens": 640, "output_tokens": 18, "cached_tokens": 0},
+            "cost": 0.000107,
+            "duration_ms": 812.4,
+            "error": None,
+            "turn": 2,
+            "event_id": _EVENT_ID,
+            **_TOTALS_SAMPLE,
+        },
+        matchable=_MATCH_MODEL,
+        patch=_patch(
+            "response",
+            _RESPONSE,
+            "A changed response's content and tool_calls are what the loop reads (checked "
+            "as they are made; an invalid one is the hook's error); nothing else is used.",
+        ),
+        shown=("model", "source", "duration_ms", "cost", "error"),
     ),
 )
 

@@ -438,6 +438,11 @@ class HookManager(ExtensionPoints):
         """Remove every hook registered with this owner at once; return how many (awaitable)."""
         return _Removed(sum(self._drop(h) for h in list(self._by_id.values()) if h.owner is owner))
 
+    def listens(self, event: HookEvent | str) -> bool:
+        """Whether a dispatch of ``event`` would find hooks to run (own, inherited or shared):
+        a caller may skip building data nobody reads."""
+        return bool(self._resolved(event if type(event) is HookEvent else parse_event(event)))
+
     def registered(self, event: HookEvent | str | None = None) -> list[str]:
         """Hook ids of this manager's own hooks, for one event or all, in run order."""
         if event is None:

@@ -152,15 +152,22 @@ class OpenAIModel:
         return self._client
 
     async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        params: dict[str, Any] | None = None,
     ) -> ModelReply:
-        """One chat completion; raises ``ModelError`` subclasses only."""
+        """One chat completion; raises ``ModelError`` subclasses only. ``params`` are more
+        request fields (temperature, max_tokens, or ``model`` for another model)."""
         client = await self._open()
         import openai
 
         request: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
             request["tools"] = tools
+        if params:
+            request.update(params)
         deadline = self._deadline()
         try:
             # ``timeout`` bounds each read, not the answer: this bounds the whole call, so an

@@ -50,13 +50,19 @@ class ScriptedModel:
         return f"ScriptedModel(reply={self.reply!r}, queued_tool_calls={len(self.tool_calls)})"
 
     async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        params: dict[str, Any] | None = None,
     ) -> ModelReply:
-        """Record the call and answer from the script."""
+        """Record the call (``params``: more request fields) and answer from the script."""
         # Copies: the caller keeps appending to its conversation after the call.
         request: dict[str, Any] = {"model": self.name, "messages": list(messages)}
         if tools:
             request["tools"] = list(tools)
+        if params:
+            request.update(params)
         self.requests.append(request)
         self.prompts.append(last_user_text(messages))
         if tools and self.tool_calls:

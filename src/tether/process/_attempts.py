@@ -20,7 +20,17 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ..agent import RunResult, Tool, permission_denied, scan, scan_payload
+from ..agent import (
+    RunBlocked,
+    RunRefused,
+    RunResult,
+    Tool,
+    Usage,
+    UsageMeter,
+    permission_denied,
+    scan,
+    scan_payload,
+)
 from ..hooks import DispatchResult, HookEvent
 from ..models import ModelConfigError
 from ._event import CURRENT_EVENT, TriggerEvent, render_prompt
@@ -98,6 +108,7 @@ class EventRunner:
         emit: Emit,
         emit_worker: Callable[..., Coroutine[Any, Any, DispatchResult]],
         enqueue: Callable[[TriggerEvent, int], bool],
+        meter: UsageMeter | None = None,
     ) -> None:
         self.name = name
         self.redactor = redactor
@@ -114,6 +125,9 @@ class EventRunner:
         self._emit = emit
         self._emit_worker = emit_worker
         self._enqueue = enqueue
+        self._meter = meter if meter is not None else UsageMeter()
+        #: The model usage of each attempt whose run is under way or not yet completed.
+        self._usage: dict[str, Usage] = {}
         # The pool's own (never rebound), read on every event's path.
         self._inflight = pool.inflight
         self._busy = pool.busy
@@ -192,6 +206,7 @@ class EventRunner:
                 note.outcome, note.error = outcome, error
         if outcome != "retrying":
             self._decided(event.event_id, outcome)
+        usage = self._usage.pop(event.event_id, None)
 
         def dispatch() -> Awaitable[DispatchResult]:
             return (self._emit_worker if worker else self._emit)(
@@ -203,6 +218,9 @@ class EventRunner:
                     "outcome": outcome,
                     "duration_ms": round(duration_ms, 3),
                     "error": error,
+                    # This attempt's model calls (None: no run was made), and the process's.
+                    "run_usage": None if usage is None else usage.to_dict(),
+                    "process_usage": self._meter.to_dict(),
                 },
             )
 
@@ -295,6 +313,15 @@ class EventRunner:
         assert self._loop() is not None
         try:
             await self._observed_run(prompt, event)
+        except RunBlocked as exc:  # a model-call hook's block: as a blocked prompt's
+            self._inflight.pop(event.event_id, None)
+            self._letters.add(event, "blocked by hook", str(exc), attempt)
+            duration = (time.perf_counter() - started) * 1e3
+            await self.complete(event, "blocked", duration, str(exc), worker=True)
+            return
+        except RunRefused as exc:  # a budget refused a model call: as a refused run
+            await self._refuse(event, attempt, started, "budget exceeded", exc.reason)
+            return
         except Exception as exc:
             await self._failed(event, attempt, started, exc)
             return
@@ -407,13 +434,21 @@ class EventRunner:
         loop = self._loop()
         assert loop is not None
         transcript: list[dict[str, Any]] = []
+        usage = self._usage[event.event_id] = Usage()
+        if len(self._usage) > TRANSCRIPTS_KEPT:  # runs given up on at a stop never complete
+            self._usage.pop(next(iter(self._usage)))
         self.transcripts[event.event_id] = transcript
         self.run_models[event.event_id] = model
         if len(self.transcripts) > TRANSCRIPTS_KEPT:
             self.run_models.pop(next(iter(self.transcripts)), None)
             self.transcripts.pop(next(iter(self.transcripts)))
         return loop.run(
-            prompt, event_id=event.event_id, extra_tools=tools, model=model, transcript=transcript
+            prompt,
+            event_id=event.event_id,
+            extra_tools=tools,
+            model=model,
+            transcript=transcript,
+            usage=usage,
         )
 
     # -- failures and retries --------------------------------------------------------------

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from ..agent import BudgetConfig, BudgetTracker, Tool, as_tool
+from ..agent import BudgetConfig, BudgetTracker, Tool, UsageMeter, as_tool
 from ..hooks import DispatchResult, HookEvent
 from ._config import ProcessConfig, RestartPolicy, TriggerConfig, check_mission
 from ._config_secrets import config_secrets, server_secrets
@@ -140,6 +140,8 @@ class ConfigChanges:
             (t.id or f"{t.type}-{i}", t) for i, t in enumerate(config.triggers)
         ]
         self.budget = BudgetTracker(config.budget) if config.budget else None
+        #: The price table and the running totals of the process's model calls.
+        self.meter = UsageMeter(config.pricing)
         self._emit = emit
         self._get_loop = loop
         self._running = running

@@ -15,7 +15,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..agent._config import BudgetConfig, ContextConfig, GuardrailConfig
+from ..agent._config import BudgetConfig, ContextConfig, GuardrailConfig, ModelPrice
 from ..agent._tools import Tool
 from ..approval import ApprovalPolicy
 from ..hooks._config import HookConfig, SecretText
@@ -315,6 +315,11 @@ class ProcessConfig(BaseModel):
     triggers: list[TriggerConfig] = Field(default_factory=list, description="What starts runs")
     approval: ApprovalPolicy | None = Field(default=None, description="Tools needing approval")
     budget: BudgetConfig | None = Field(default=None, description="Spending limits")
+    pricing: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="Model prices per million tokens, by model name ('gpt-4o-mini' or "
+        "'openai:gpt-4o-mini'); a model not named here costs None",
+    )
     context: ContextConfig = Field(default_factory=ContextConfig)
     guardrails: GuardrailConfig = Field(default_factory=GuardrailConfig)
     execution_mode: Literal["strict", "open"] = Field(default="strict")

@@ -57,6 +57,10 @@ class Emitter:
         #: See Watcher; empty (the common case), a dispatch costs nothing more.
         self.watchers: list[Watcher] = []
 
+    def listens(self, event: HookEvent) -> bool:
+        """Whether a dispatch of ``event`` would reach a hook or a watcher."""
+        return bool(self.watchers) or self.hooks.listens(event)
+
     async def emit(self, event: HookEvent, data: dict[str, Any]) -> DispatchResult:
         """Dispatch ``event`` to the resolved chain with secrets redacted, noting the
         dispatching task (see ``guard``)."""

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..agent import AgentLoop, Tool, as_tool
-from ..hooks import HookManager
+from ..hooks import HookEvent, HookManager
 from ..hooks._prompt import DEFAULT_MODELS
 
 if TYPE_CHECKING:
     from .._redact import Redactor
-    from ..agent import AgentContext, BudgetTracker
+    from ..agent import AgentContext, BudgetTracker, UsageMeter
     from ..agent._loop import Emit
     from ..agent._observer import Observer
     from ..models import Model
@@ -94,6 +94,8 @@ def agent_loop(
     redactor: Redactor,
     observer: Observer | None,
     open_mode_tools: Callable[[], list[Tool]],
+    meter: UsageMeter | None = None,
+    listens: Callable[[HookEvent], bool] | None = None,
 ) -> AgentLoop:
     """The agent loop of a started process, with the built-in tools its configuration asks
     for: ``update_state`` (context.state_tool) and, in open mode, ``open_mode_tools()``."""
@@ -111,6 +113,8 @@ def agent_loop(
         max_turns=config.max_turns,
         tool_timeout=config.tool_timeout,
         observer=observer,
+        meter=meter,
+        listens=listens,
     )
     if config.context.state_tool:
 

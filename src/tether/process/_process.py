@@ -273,6 +273,7 @@ class AgentProcess:
             budget=lambda: self._changes.budget,
             emit=self._emit,
             emit_worker=self._emit_worker,
+            meter=self._changes.meter,
             enqueue=self._intake.enqueue,
         )
         #: The last runs' transcripts, and the model.for_run answer of each (see EventRunner).
@@ -498,7 +499,12 @@ class AgentProcess:
         """session_end (to await), fired at a stop and when a crash is supervised: its
         documented keys only (a crash's error is in status()["last_error"])."""
         return self._emit(
-            HookEvent.SESSION_END, {"reason": reason, "invocation_count": self.invocation_count}
+            HookEvent.SESSION_END,
+            {
+                "reason": reason,
+                "invocation_count": self.invocation_count,
+                "process_usage": self._changes.meter.to_dict(),
+            },
         )
 
     def _on_compact(self, phase: str, data: dict[str, Any]) -> Awaitable[Any]:
@@ -534,6 +540,8 @@ class AgentProcess:
                 redactor=self.redactor,
                 observer=self.observer,
                 open_mode_tools=self._open_mode_tools,
+                meter=self._changes.meter,
+                listens=self._emitter.listens,
             )
             if self._journal is not None and not self._journal.claim():
                 raise ProcessStateError(
@@ -807,6 +815,8 @@ class AgentProcess:
             },
             # Each declared MCP server's connection (state, tools, last error).
             "mcp_servers": self._changes.mcp_status(),
+            # Model tokens and cost so far (by the pricing), and today's cost.
+            "usage": self._changes.meter.to_dict(),
         }
 
 

@@ -34,6 +34,7 @@ METRIC_NAMES: Final = {
     "tether_model_calls_total": ("counter", ("model", "outcome")),
     "tether_model_call_duration_seconds": ("histogram", ("model",)),
     "tether_model_tokens_total": ("counter", ("model", "type")),
+    "tether_model_cost_total": ("counter", ("model",)),
     "tether_tool_calls_total": ("counter", ("tool", "outcome")),
     "tether_tool_call_duration_seconds": ("histogram", ("tool",)),
     "tether_process_up": ("gauge", ("process", "state")),
@@ -130,8 +131,14 @@ class Metrics:
         )
         self.model_tokens = Counter(
             "tether_model_tokens",
-            "Tokens of model calls (type: input or output)",
+            "Tokens of model calls (type: input, output or cached)",
             ["model", "type"],
+            registry=r,
+        )
+        self.model_cost = Counter(
+            "tether_model_cost",
+            "Cost of model calls by the process's pricing (unpriced calls add nothing)",
+            ["model"],
             registry=r,
         )
         self.tool_calls = Counter(

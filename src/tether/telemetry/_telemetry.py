@@ -206,6 +206,8 @@ class Telemetry:
                     m.model_latency.labels(name).observe(time.perf_counter() - started)
                     for kind, count in note.usage.items():
                         m.model_tokens.labels(name, kind).inc(count)
+                    if note.cost:
+                        m.model_cost.labels(name).inc(note.cost)
 
     @contextmanager
     def tool_call(self, process: str, tool: str, call_id: str) -> Iterator[Note]:

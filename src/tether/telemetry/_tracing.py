@@ -149,5 +149,9 @@ def _finish(span: Span, note: Note) -> None:
         span.set_attribute("gen_ai.usage.input_tokens", note.usage["input"])
     if "output" in note.usage:
         span.set_attribute("gen_ai.usage.output_tokens", note.usage["output"])
+    if "cached" in note.usage:
+        span.set_attribute("gen_ai.usage.cache_read.input_tokens", note.usage["cached"])
+    if note.cost is not None:
+        span.set_attribute("tether.cost", note.cost)
     for key, value in note.attributes.items():
         span.set_attribute(f"tether.{key}", value)

@@ -54,6 +54,9 @@ class FakeLLM:
     ``errors`` is a queue of HTTP statuses to answer with (OpenAI-style error bodies, plus a
     ``retry-after-ms`` header when ``retry_after`` is set), ``malformed`` counts requests to
     answer with a 200 whose body is not JSON; ``latency`` seconds pass before every answer.
+    Every answer reports its ``usage``: a token is a word (of the messages sent, of the answer),
+    and ``cached_tokens`` of the prompt's (at most all of them) are reported as served from
+    the provider's cache.
     All of these are read per request, so a test may change them at any time; ``tool_calls``,
     ``replies``, ``latency`` and ``errors`` may also be given to the constructor (lists are
     copied).
@@ -83,6 +86,7 @@ class FakeLLM:
         self._errors: list[int] = []
         self.errors = list(errors or ())
         self.malformed: int = 0
+        self.cached_tokens: int = 0
         self.retry_after: float | None = None
         self.prompts: list[str] = []
         self.requests: list[dict[str, Any]] = []
@@ -227,6 +231,7 @@ class FakeLLM:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": min(self.cached_tokens, prompt_tokens)},
             },
         }
 

@@ -69,6 +69,15 @@ function taskLink(process, eventId) {
 
 let processNames = [];
 
+// Tokens and cost of a process's model calls ("-" before any): "12.4k tok · $0.0312".
+function usageText(usage) {
+  if (!usage || !usage.model_calls) return "-";
+  const tokens = usage.total_tokens >= 1000
+    ? (usage.total_tokens / 1000).toFixed(1) + "k" : String(usage.total_tokens);
+  const unpriced = usage.unpriced_calls ? " (" + usage.unpriced_calls + " unpriced)" : "";
+  return tokens + " tok · $" + usage.cost.toFixed(4) + unpriced;
+}
+
 async function refresh() {
   try {
     const health = await api("/health");
@@ -78,7 +87,7 @@ async function refresh() {
     processNames = processes.map((p) => p.name);
     fill("processes", processes.map((p) => {
       const tr = row([p.name, p.state, p.queue_size, p.in_flight, p.invocation_count,
-        p.dead_letter_count, p.restart_count, hookCount(p)]);
+        p.dead_letter_count, p.restart_count, hookCount(p), usageText(p.usage)]);
       tr.dataset.process = p.name;
       tr.children[1].className = "state-" + p.state;
       return tr;
