@@ -205,6 +205,7 @@ _NUMBERS: Final = (
     "model_timeout",
     "model_max_retries",
     "max_turns",
+    "max_continuations",
     "tool_timeout",
     "concurrency",
     "max_queue_size",
@@ -259,6 +260,7 @@ class ProcessSpec(BaseModel):
         "entry points)",
     )
     max_turns: int = _same("max_turns")
+    max_continuations: int = _same("max_continuations")
     tool_timeout: float = _same("tool_timeout")
     concurrency: int = _same("concurrency")
     max_queue_size: int = _same("max_queue_size")

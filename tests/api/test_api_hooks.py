@@ -103,9 +103,10 @@ async def test_the_events_endpoint_filters_by_blockable(client: httpx.AsyncClien
         "file_changed",
         "config_change",
         "task_created",
+        "agent_stop",
     }
     assert all(not e["blockable"] for e in others["events"])
-    assert len(blockable["events"]) + len(others["events"]) == 15
+    assert len(blockable["events"]) + len(others["events"]) == 16
 
 
 @pytest.mark.parametrize(

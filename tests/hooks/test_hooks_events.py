@@ -26,6 +26,7 @@ EXPECTED_VALUES = {
     "TASK_COMPLETED": "task_completed",
     "PRE_TOOL_USE": "pre_tool_use",
     "POST_TOOL_USE": "post_tool_use",
+    "AGENT_STOP": "agent_stop",
 }
 
 BLOCKABLE = {
@@ -36,10 +37,11 @@ BLOCKABLE = {
     HookEvent.CONFIG_CHANGE,
     HookEvent.TASK_CREATED,
     HookEvent.PRE_TOOL_USE,
+    HookEvent.AGENT_STOP,
 }
 
 
-def test_there_are_exactly_fifteen_events_with_lowercase_values() -> None:
+def test_there_are_exactly_sixteen_events_with_lowercase_values() -> None:
     assert {e.name: e.value for e in HookEvent} == EXPECTED_VALUES
 
 
@@ -49,7 +51,7 @@ def test_an_event_member_equals_its_value(name: str, value: str) -> None:
     assert HookEvent(value) is HookEvent[name]
 
 
-def test_blockable_events_are_exactly_the_seven() -> None:
+def test_blockable_events_are_exactly_the_eight() -> None:
     assert isinstance(BLOCKABLE_EVENTS, frozenset)
     assert BLOCKABLE_EVENTS == BLOCKABLE
 

@@ -105,6 +105,7 @@ async def test_one_event_fires_the_documented_events_in_order() -> None:
         "session_start",
         "task_created",
         "user_prompt_submit",
+        "agent_stop",
         "task_completed",
         "session_end",
     ]

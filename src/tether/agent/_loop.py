@@ -53,6 +53,8 @@ class RunResult:
     tool_calls: int
     messages: list[dict[str, Any]] = field(default_factory=list)
     denials: int = 0
+    #: Times an agent_stop hook sent the run back to the model.
+    continuations: int = 0
 
 
 def _assistant_message(content: str | None, calls: list[ToolCall]) -> dict[str, Any]:
@@ -93,6 +95,7 @@ class AgentLoop:
         redactor: Redactor | None = None,
         process_id: str = "",
         max_turns: int = 10,
+        max_continuations: int = 3,
         tool_timeout: float = 120.0,
         observer: Observer | None = None,
     ) -> None:
@@ -107,6 +110,7 @@ class AgentLoop:
         self.redactor = redactor if redactor is not None else Redactor()
         self.process_id = process_id
         self.max_turns = max_turns
+        self.max_continuations = max_continuations
         self.tool_timeout = tool_timeout
         #: Tools already logged for holding the event loop (once each).
         self._held_logged: set[str] = set()
@@ -145,6 +149,9 @@ class AgentLoop:
 
         ``model`` overrides the loop's model for this run; ``transcript`` (a list the caller
         owns) receives every message of the run as it happens, even when the run fails.
+        Before the run ends with an answer, agent_stop fires: a block sends its reason to the
+        model as the next user message and the run goes on, with one more turn allowed for
+        it, at most ``max_continuations`` times.
         """
         model = model if model is not None else self.model
         tools = dict(self.tools)
@@ -154,9 +161,11 @@ class AgentLoop:
         user = {"role": "user", "content": prompt}
         messages = transcript if transcript is not None else []
         messages += [self.system_message(), *self.context.conversation.recent(), user]
-        calls_made = 0
-        denials = 0
-        for turn in range(1, self.max_turns + 1):
+        calls_made = denials = continuations = turn = 0
+        usage: dict[str, int] = {}
+        limit = self.max_turns
+        while turn < limit:
+            turn += 1
             try:
                 reply = await self._complete(model, messages, specs)
             except Exception as exc:
@@ -166,13 +175,22 @@ class AgentLoop:
                     f"model {getattr(model, 'name', model)!s} answered a "
                     f"{type(reply).__name__}, not a ModelReply"
                 )
+            for key, count in _usage(reply).items():
+                usage[key] = usage.get(key, 0) + count
             if not reply.tool_calls:
                 answer = reply.content or ""
                 messages.append({"role": "assistant", "content": answer})
+                stop = {"answer": answer, "turns": turn, "continuations": continuations}
+                reason = await self._keep_going(stop, usage, event_id)
+                if reason is not None:
+                    continuations += 1
+                    limit += 1  # the turn that answers the hook's message
+                    messages.append({"role": "user", "content": reason})
+                    continue
                 await self.context.conversation.extend(
                     [user, {"role": "assistant", "content": answer}]
                 )
-                return RunResult(answer, turn, calls_made, messages, denials)
+                return RunResult(answer, turn, calls_made, messages, denials, continuations)
             messages.append(_assistant_message(reply.content, reply.tool_calls))
             for call in reply.tool_calls:
                 text, counted, denied = await self._observed_call(call, tools, calls_made, event_id)
@@ -180,6 +198,29 @@ class AgentLoop:
                 denials += denied
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         raise RunError(f"run reached its turn limit (max_turns={self.max_turns}) without an answer")
+
+    async def _keep_going(
+        self, stop: dict[str, Any], usage: dict[str, int], event_id: str | None
+    ) -> str | None:
+        """Fire agent_stop before a run ends with its answer; return the reason a hook blocked
+        it with (the model's next message), or None when the run ends. A block past
+        ``max_continuations`` is recorded (the hook's run is) and ignored, with a warning."""
+        result = await self.emit(
+            HookEvent.AGENT_STOP, {**stop, "usage": dict(usage), "event_id": event_id}
+        )
+        if not result.blocked:
+            return None
+        if stop["continuations"] >= self.max_continuations:
+            logger.warning(
+                "process %s: agent_stop blocked by %s past max_continuations=%d; ignored, the "
+                "run ends",
+                self.process_id,
+                result.blocked_by,
+                self.max_continuations,
+            )
+            return None
+        # A hook's words: no declared secrets reach the model through them.
+        return self.redactor.declared.text(result.reason or "Keep going.")
 
     async def converse(
         self,

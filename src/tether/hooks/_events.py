@@ -35,6 +35,7 @@ class HookEvent(StrEnum):
     TASK_COMPLETED = "task_completed"
     PRE_TOOL_USE = "pre_tool_use"
     POST_TOOL_USE = "post_tool_use"
+    AGENT_STOP = "agent_stop"
 
 
 HookEvent.__module__ = "tether"
@@ -345,6 +346,29 @@ _SPECS: Final = (
             "result", _S, "A changed result replaces what the model sees; nothing else is used."
         ),
         shown=("tool_name", "server", "duration_ms", "error"),
+    ),
+    EventSpec(
+        HookEvent.AGENT_STOP,
+        "task",
+        "The run goes on: the reason is sent to the model as the next user message, at most "
+        "max_continuations times a run (a further block is recorded and ignored).",
+        _obj(
+            {
+                "answer": _S,
+                "turns": _I,
+                "continuations": _I,
+                "usage": {"type": "object", "additionalProperties": _I},
+                "event_id": _SN,
+            }
+        ),
+        {
+            "answer": "The printer on floor 3 is fixed.",
+            "turns": 2,
+            "continuations": 0,
+            "usage": {"input": 412, "output": 38},
+            "event_id": _EVENT_ID,
+        },
+        shown=("turns", "continuations", "answer"),
     ),
 )
 

@@ -109,6 +109,7 @@ def agent_loop(
         redactor=redactor,
         process_id=name,
         max_turns=config.max_turns,
+        max_continuations=config.max_continuations,
         tool_timeout=config.tool_timeout,
         observer=observer,
     )
