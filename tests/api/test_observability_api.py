@@ -175,7 +175,6 @@ async def test_a_space_separated_since_without_an_offset_is_still_utc(
 
 
 AFTER_THE_FACT = {
-    "session_start",
     "session_end",
     "permission_denied",
     "subagent_stop",

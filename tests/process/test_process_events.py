@@ -122,7 +122,11 @@ async def test_hook_context_names_the_process_and_its_uuid() -> None:
     async with process:
         pass
     assert seen[0].process_id == "triage"
-    assert seen[0].metadata == {"process_name": "triage", "process_id": process.process_id}
+    assert seen[0].metadata == {
+        "process_name": "triage",
+        "process_id": process.process_id,
+        "model": "scripted",
+    }
 
 
 # -- task_created ---------------------------------------------------------------------------

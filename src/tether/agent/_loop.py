@@ -22,7 +22,13 @@ from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
 from ._observer import Note, Observer
-from ._tool_hooks import permission_denied, post_tool_use, pre_tool_use
+from ._tool_hooks import (
+    InvalidArgumentsRewrite,
+    check_arguments,
+    permission_denied,
+    post_tool_use,
+    pre_tool_use,
+)
 from ._tools import Tool, ToolArgumentsError, as_tool
 
 if TYPE_CHECKING:
@@ -55,6 +61,8 @@ class RunResult:
     denials: int = 0
     #: Times an agent_stop hook sent the run back to the model.
     continuations: int = 0
+    #: Why a tool hook ended the run before the model answered (the operator's to read).
+    stopped: str | None = None
 
 
 def _assistant_message(content: str | None, calls: list[ToolCall]) -> dict[str, Any]:
@@ -116,6 +124,8 @@ class AgentLoop:
         self._held_logged: set[str] = set()
         #: Told of each model call and tool call (telemetry); None: nothing is called.
         self.observer = observer
+        #: Context the session_start hooks gave the model, after the instructions.
+        self.session_context: str | None = None
 
     def add_tool(self, fn: Tool | Callable[..., Awaitable[Any]]) -> Tool:
         t = as_tool(fn)
@@ -128,6 +138,8 @@ class AgentLoop:
     def system_message(self) -> dict[str, Any]:
         """The instructions, then the mission (a standing goal) and the saved state, if any."""
         text = self.instructions
+        if self.session_context:
+            text = f"{text}\n\n{self.session_context}" if text else self.session_context
         if self.mission:
             mission = f"Your standing mission: {self.mission}"
             text = f"{text}\n\n{mission}" if text else mission
@@ -192,11 +204,18 @@ class AgentLoop:
                 )
                 return RunResult(answer, turn, calls_made, messages, denials, continuations)
             messages.append(_assistant_message(reply.content, reply.tool_calls))
+            stops: list[str] = []
             for call in reply.tool_calls:
-                text, counted, denied = await self._observed_call(call, tools, calls_made, event_id)
+                text, counted, denied = await self._observed_call(
+                    call, tools, calls_made, event_id, stops
+                )
                 calls_made += counted
                 denials += denied
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+                if stops:  # a hook ended the run: no further call, no further turn
+                    return RunResult(
+                        "", turn, calls_made, messages, denials, continuations, stops[0]
+                    )
         raise RunError(f"run reached its turn limit (max_turns={self.max_turns}) without an answer")
 
     async def _keep_going(
@@ -270,13 +289,18 @@ class AgentLoop:
             return reply
 
     async def _observed_call(
-        self, call: ToolCall, tools: dict[str, Tool], calls_made: int, event_id: str | None
+        self,
+        call: ToolCall,
+        tools: dict[str, Tool],
+        calls_made: int,
+        event_id: str | None,
+        stops: list[str],
     ) -> tuple[str, int, int]:
         observer = self.observer
         if observer is None:
-            return await self._call_tool(call, tools, calls_made, event_id)
+            return await self._call_tool(call, tools, calls_made, event_id, stops)
         with observer.tool_call(self.process_id, call.name, call.id) as note:
-            return await self._call_tool(call, tools, calls_made, event_id, note)
+            return await self._call_tool(call, tools, calls_made, event_id, stops, note)
 
     async def _call_tool(
         self,
@@ -284,9 +308,11 @@ class AgentLoop:
         tools: dict[str, Tool],
         calls_made: int,
         event_id: str | None,
+        stops: list[str],
         note: Note | None = None,
     ) -> tuple[str, int, int]:
-        """Run one tool call; return (text for the model, calls counted, denials).
+        """Run one tool call; return (text for the model, calls counted, denials); a tool
+        hook's request to end the run is appended to ``stops``.
 
         Order: parse the arguments, pre_tool_use (may refuse or rewrite), budget, approval,
         the call, post_tool_use (may replace the result). A call refused before it runs is
@@ -306,6 +332,8 @@ class AgentLoop:
             return f"error: invalid arguments for {call.name}: {exc}", 0, 0
         shown = self.redactor.declared.value
         pre = await pre_tool_use(self.emit, shown, t, args, call.id, event_id)
+        if pre.stop_run is not None:
+            stops.append(self.redactor.declared.text(pre.stop_run))
         if pre.refusal is not None:
             reason = self.redactor.declared.text(pre.refusal)  # a hook's words: no secrets
             await permission_denied(
@@ -337,7 +365,7 @@ class AgentLoop:
                 return f"refused: {denial.reason}", 0, 1
         approval = self.approval
         if pre.require_approval or (approval is not None and approval.needs_approval(call.name)):
-            refusal = await self._approve(call.name, args, event_id)
+            refusal, args = await self._approve(t, args, event_id, pre.approval_reason)
             if refusal is not None:
                 note.outcome, note.error = "refused", self.redactor.text(refusal)
                 return f"refused: {refusal}", 1, 1
@@ -348,9 +376,11 @@ class AgentLoop:
             note.outcome = "timed_out" if timed_out else "error"
             note.error = self.redactor.text(error)
         duration_ms = (time.perf_counter() - started) * 1e3
-        text = await post_tool_use(
+        text, stop = await post_tool_use(
             self.emit, shown, t, args, call.id, event_id, text, error, duration_ms
         )
+        if stop is not None:
+            stops.append(self.redactor.declared.text(stop))
         if pre.additional_context is not None:
             text = f"{text}\n\n{pre.additional_context}"
         return text, 1, 0
@@ -397,26 +427,47 @@ class AgentLoop:
         return f"error: {error}", error
 
     async def _approve(
-        self, tool_name: str, args: dict[str, Any], event_id: str | None
-    ) -> str | None:
-        """Ask hooks, then the handler; return the refusal reason or None when approved.
+        self, tool: Tool, args: dict[str, Any], event_id: str | None, reason: str | None
+    ) -> tuple[str | None, dict[str, Any]]:
+        """Ask hooks, then the handler; return the refusal reason (None when approved) and
+        the arguments the call runs with. ``reason`` is why a hook asked (the handler's
+        ``ApprovalRequest.reason``).
 
-        With no approval policy (a pre_tool_use hook asked for approval) there is no handler:
-        the call is denied, the safe answer to "ask" when nobody can be asked.
+        A permission_request hook may approve (``approved: True``: the handler is not asked)
+        and rewrite the arguments (validated against the tool's schema). With no approval
+        policy (a pre_tool_use hook asked for approval) there is no handler: the call is
+        denied, the safe answer to "ask" when nobody can be asked.
         """
+        tool_name = tool.name
         policy = self.approval if self.approval is not None else ApprovalPolicy()
         redacted = self.redactor.value(args)
-        request = ApprovalRequest(tool_name, redacted, self.process_id, event_id=event_id)
+        request = ApprovalRequest(
+            tool_name, redacted, self.process_id, event_id=event_id, reason=reason
+        )
         gate = await self.emit(
             HookEvent.PERMISSION_REQUEST,
             {"tool_name": tool_name, "arguments": redacted, "request_id": request.request_id},
         )
         if gate.blocked:
-            reason = gate.reason or "refused by a permission_request hook"
+            refusal = gate.reason or "refused by a permission_request hook"
             await permission_denied(
-                self.emit, "approval", tool_name, reason, "hook", request_id=request.request_id
+                self.emit, "approval", tool_name, refusal, "hook", request_id=request.request_id
             )
-            return reason
+            return refusal, args
+        rewritten = gate.data.get("arguments", redacted)
+        if rewritten != redacted:
+            try:
+                args = check_arguments(tool, rewritten)
+            except InvalidArgumentsRewrite as exc:
+                logger.warning("permission_request of %s: %s", tool_name, exc)
+        if gate.data.get("approved") is True:
+            return None, args
+        return await self._decide(policy, request, tool_name), args
+
+    async def _decide(
+        self, policy: ApprovalPolicy, request: ApprovalRequest, tool_name: str
+    ) -> str | None:
+        """The approval handler's decision on ``request``: the refusal reason, or None."""
         handler = policy.handler
         decision: ApprovalDecision
         if handler is None:

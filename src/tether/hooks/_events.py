@@ -147,6 +147,11 @@ _SPECS: Final = (
         None,
         _obj({"restart": _B, "recovered": {"type": ["object", "null"]}}),
         {"restart": False, "recovered": None},
+        patch=_patch(
+            "additional_context",
+            _S,
+            "Text added after the instructions the model reads, for every run of the session.",
+        ),
         shown=("restart", "recovered"),
     ),
     EventSpec(

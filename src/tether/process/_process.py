@@ -111,11 +111,18 @@ class AgentProcess:
         self._abandoned = self._pool.abandoned
         #: The loop the process runs in, from start() to the end of its stop.
         self._running_loop: asyncio.AbstractEventLoop | None = None
+        # What every hook's context says of the process (a spawned child names its parent;
+        # Claude Code hooks read the model and the parent from it).
+        metadata = {"process_name": self.name, "process_id": self.process_id}
+        model = config.model if isinstance(config.model, str) else getattr(config.model, "name", "")
+        metadata["model"] = str(model)
+        if parent is not None:
+            metadata["parent"] = parent.name
         self._emitter = Emitter(
             self.name,
             self.hooks,
             self.redactor,
-            {"process_name": self.name, "process_id": self.process_id},
+            metadata,
             busy=self._busy,
             loop=lambda: self._running_loop,
         )
@@ -223,6 +230,7 @@ class AgentProcess:
         )
         self.hooks.recorder = self.history
         self.hooks.redact = self.redactor.text
+        self.hooks.redact_declared = self.redactor.declared.text
         self._inspector = HookInspector(
             self.name,
             self.process_id,
@@ -548,7 +556,9 @@ class AgentProcess:
         self.state = ProcessState.RUNNING
         self._started_at = time.monotonic()
         try:
-            await self._emit(HookEvent.SESSION_START, {"restart": _restart, "recovered": recovered})
+            started = await self._emit(
+                HookEvent.SESSION_START, {"restart": _restart, "recovered": recovered}
+            )
         except BaseException:
             if self.state == ProcessState.RUNNING:  # no worker will run: say so, not "running"
                 self.state = ProcessState.FAILED
@@ -556,6 +566,9 @@ class AgentProcess:
             raise
         if self.state != ProcessState.RUNNING:  # a session_start hook scheduled a stop
             return
+        context = started.data.get("additional_context")
+        if self._loop is not None:  # context for the model, for every run of this session
+            self._loop.session_context = context if isinstance(context, str) and context else None
         # Runs see the MCP servers' tools from the first: each has connected, or failed once
         # (and is retried in the background), before a worker starts.
         await self._changes.sync_mcp()
