@@ -359,7 +359,7 @@ def _if_matcher(
             f"{at}: {rule!r} beside the group's matcher {out['tool_name']!r}: tether matches "
             "one tool_name per hook; name the tool in one of them"
         )
-    if tool != "*":
+    if tool != "*" and "tool_name" not in out:
         out["tool_name"] = tool
     if pattern is None or pattern.strip() in ("", "*"):
         return out

@@ -1,0 +1,439 @@
+"""Claude Code hook packs as they are written in the wild: real settings files, programs in
+the styles public packs use (bash with jq inline or in a script, Python, node), run by a
+process on FakeLLM; each behaves as Claude Code's hooks reference prescribes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import stat
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _process_support import completions, run_task
+from tether import AgentProcess, HookEvent, ProcessConfig, claude_code_hooks
+from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from tether.hooks import HookConfig
+from tether.testing import FakeLLM
+
+pytestmark = pytest.mark.llm(openai_env=True)
+
+
+def script(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def settings(project: Path, hooks: dict[str, Any], name: str = "settings.json") -> Path:
+    file = project / ".claude" / name
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(json.dumps({"hooks": hooks}))
+    return file
+
+
+def group(command: str, matcher: str | None = None, **extra: Any) -> dict[str, Any]:
+    found: dict[str, Any] = {"hooks": [{"type": "command", "command": command, **extra}]}
+    if matcher is not None:
+        found["matcher"] = matcher
+    return found
+
+
+def shell_agent(hooks: list[HookConfig], **config: Any) -> tuple[AgentProcess, list[str]]:
+    """An agent with a ``Bash`` tool (as Claude Code's), whose commands are kept in a list."""
+    ran: list[str] = []
+
+    async def Bash(command: str) -> str:  # Claude Code's tool name
+        """Run a shell command."""
+        ran.append(command)
+        return f"ran: {command}"
+
+    process = AgentProcess(
+        "dev", ProcessConfig(model="openai:gpt-5-mini", tools=[Bash], hooks=hooks, **config)
+    )
+    return process, ran
+
+
+async def one_run(process: AgentProcess, text: str = "Tidy the repo") -> str:
+    rec = completions(process)
+    async with process:
+        await run_task(process, rec, text)
+    [done] = rec.of(HookEvent.TASK_COMPLETED)
+    assert done["outcome"] == "success", done
+    return str(done["event_id"])
+
+
+def tool_results(llm: FakeLLM) -> list[str]:
+    return [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
+
+
+# -- commands as Claude Code runs them ----------------------------------------------------------
+
+
+async def test_an_inline_jq_pipeline_blocks_a_dangerous_command(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    guard = (
+        "jq -r '.tool_input.command' | grep -qE 'rm -rf' "
+        "&& { echo 'rm -rf is blocked by policy' >&2; exit 2; } || exit 0"
+    )
+    file = settings(tmp_path, {"PreToolUse": [group(guard, "Bash")]})
+    llm.tool_calls = [("Bash", {"command": "rm -rf /"}), ("Bash", {"command": "ls"})]
+    process, ran = shell_agent(claude_code_hooks(file))
+    await one_run(process)
+    assert ran == ["ls"]
+    assert "refused: rm -rf is blocked by policy" in llm.requests[1]["messages"][-1]["content"]
+
+
+async def test_the_input_is_compact_json_as_claude_code_writes_it(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen.txt"
+    grep = f'grep -o \'"hook_event_name":"PreToolUse"\' > {seen}; exit 0'
+    file = settings(tmp_path, {"PreToolUse": [group(grep)]})
+    llm.tool_calls = [("Bash", {"command": "ls"})]
+    process, _ = shell_agent(claude_code_hooks(file))
+    await one_run(process)
+    assert seen.read_text().strip() == '"hook_event_name":"PreToolUse"'
+
+
+async def test_an_if_rule_spawns_the_program_only_for_the_commands_it_names(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    spawns = tmp_path / "spawns"
+    counter = f"jq -r .tool_input.command >> {spawns}"
+    file = settings(tmp_path, {"PreToolUse": [group(counter, "Bash", **{"if": "Bash(git push*)"})]})
+    llm.tool_calls = [
+        ("Bash", {"command": "git status"}),
+        ("Bash", {"command": "git push origin main"}),
+        ("Bash", {"command": "make test"}),
+    ]
+    [hook] = claude_code_hooks(file)
+    assert hook.matcher == {"tool_name": ["Bash"], "arguments.command": "git push*"}
+    process, ran = shell_agent([hook])
+    await one_run(process)
+    assert len(ran) == 3
+    assert spawns.read_text().splitlines() == ["git push origin main"]
+
+
+# -- the environment ----------------------------------------------------------------------------
+
+
+def env_dump(tmp_path: Path) -> tuple[Path, str]:
+    out = tmp_path / "env.json"
+    program = script(
+        tmp_path / "hooks" / "env.py",
+        f"""
+        #!{sys.executable}
+        import json, os, sys
+        sys.stdin.read()
+        json.dump(dict(os.environ), open({str(out)!r}, "w"))
+        """,
+    )
+    return out, str(program)
+
+
+async def test_hooks_get_the_host_environment_less_declared_secrets_and_withheld_names(
+    llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAFETY_PARANOID", "1")  # a pack configured by an exported variable
+    monkeypatch.setenv("CRM_TOKEN", "tok-7a9c1e55")
+    monkeypatch.setenv("DEPLOY_KEY", "dk-0042")
+    out, program = env_dump(tmp_path)
+    file = settings(tmp_path, {"PreToolUse": [group(program)]})
+    llm.tool_calls = [("Bash", {"command": "ls"})]
+    hooks = claude_code_hooks(file, withhold_env=["DEPLOY_KEY"])
+    process, _ = shell_agent(hooks, secrets={"crm": "tok-7a9c1e55"})
+    await one_run(process)
+    env = json.loads(out.read_text())
+    assert env["SAFETY_PARANOID"] == "1"
+    assert "CRM_TOKEN" not in env  # its value is a declared secret
+    assert "DEPLOY_KEY" not in env  # withheld by name
+    assert env["CLAUDE_PROJECT_DIR"] == str(tmp_path)
+
+
+async def test_inherit_env_false_gives_tethers_minimal_environment(
+    llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAFETY_PARANOID", "1")
+    out, program = env_dump(tmp_path)
+    file = settings(tmp_path, {"PreToolUse": [group(program)]})
+    llm.tool_calls = [("Bash", {"command": "ls"})]
+    process, _ = shell_agent(claude_code_hooks(file, inherit_env=False))
+    await one_run(process)
+    env = json.loads(out.read_text())
+    assert "SAFETY_PARANOID" not in env
+    assert "PATH" in env
+    assert "CLAUDE_ENV_FILE" in env
+
+
+async def test_exports_written_to_claude_env_file_reach_the_later_hooks(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    seen = tmp_path / "mode.txt"
+    file = settings(
+        tmp_path,
+        {
+            "SessionStart": [
+                group('echo \'export PACK_MODE="strict mode"\' >> "$CLAUDE_ENV_FILE"')
+            ],
+            "PreToolUse": [group(f'cat > /dev/null; printf %s "$PACK_MODE" > {seen}')],
+        },
+    )
+    llm.tool_calls = [("Bash", {"command": "ls"})]
+    process, _ = shell_agent(claude_code_hooks(file))
+    await one_run(process)
+    assert seen.read_text() == "strict mode"
+
+
+# -- answers ------------------------------------------------------------------------------------
+
+
+async def test_session_start_stdout_and_additional_context_reach_the_model(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    context = script(
+        tmp_path / "hooks" / "context.py",
+        f"""
+        #!{sys.executable}
+        import json, sys
+        event = json.load(sys.stdin)
+        print(json.dumps({{"hookSpecificOutput": {{
+            "hookEventName": "SessionStart",
+            "additionalContext": f"Session started by {{event['source']}} on {{event['model']}}",
+        }}}}))
+        """,
+    )
+    file = settings(
+        tmp_path,
+        {
+            "SessionStart": [
+                group("echo 'This repo uses pnpm, never npm.'", "startup|resume"),
+                group(str(context), "startup"),
+                group("echo 'never shown'", "compact"),
+            ]
+        },
+    )
+    process, _ = shell_agent(claude_code_hooks(file))
+    await one_run(process)
+    system = llm.requests[0]["messages"][0]
+    assert system["role"] == "system"
+    assert "This repo uses pnpm, never npm." in system["content"]
+    assert "Session started by startup on openai:gpt-5-mini" in system["content"]
+    assert "never shown" not in system["content"]
+
+
+async def test_a_json_answer_decides_whatever_the_exit_code(llm: FakeLLM, tmp_path: Path) -> None:
+    deny = script(
+        tmp_path / "hooks" / "deny.py",
+        f"""
+        #!{sys.executable}
+        import json, sys
+        json.load(sys.stdin)
+        print(json.dumps({{"hookSpecificOutput": {{"hookEventName": "PreToolUse",
+            "permissionDecision": "deny", "permissionDecisionReason": "use the deploy tool"}}}}))
+        sys.exit(1)
+        """,
+    )
+    file = settings(tmp_path, {"PreToolUse": [group(str(deny), "Bash")]})
+    llm.tool_calls = [("Bash", {"command": "kubectl apply"})]
+    process, ran = shell_agent(claude_code_hooks(file))
+    await one_run(process)
+    assert ran == []
+    assert tool_results(llm) == ["refused: use the deploy tool"]
+
+
+async def test_exit_2_with_json_blocks_with_the_jsons_reason(llm: FakeLLM, tmp_path: Path) -> None:
+    answer = json.dumps({"decision": "block", "reason": "tests must pass first"})
+    file = settings(
+        tmp_path,
+        {"PreToolUse": [group(f"cat >/dev/null; echo '{answer}'; echo noise >&2; exit 2")]},
+    )
+    llm.tool_calls = [("Bash", {"command": "git push"})]
+    process, ran = shell_agent(claude_code_hooks(file))
+    await one_run(process)
+    assert ran == []
+    assert tool_results(llm) == ["refused: tests must pass first"]
+
+
+async def test_an_ask_reason_reaches_the_approval_handler(llm: FakeLLM, tmp_path: Path) -> None:
+    ask = script(
+        tmp_path / "hooks" / "ask.js",
+        """
+        #!/usr/bin/env node
+        let input = "";
+        process.stdin.on("data", (chunk) => (input += chunk));
+        process.stdin.on("end", () => {
+          const event = JSON.parse(input);
+          const command = event.tool_input.command;
+          if (command.startsWith("npm ")) {
+            console.log(JSON.stringify({hookSpecificOutput: {hookEventName: "PreToolUse",
+              permissionDecision: "ask",
+              permissionDecisionReason: `this project uses pnpm, not: ${command}`}}));
+          }
+        });
+        """,
+    )
+    asked: list[ApprovalRequest] = []
+
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(approved=True, reviewer_id="alice")
+
+    file = settings(tmp_path, {"PreToolUse": [group(f"node {ask}", "Bash")]})
+    llm.tool_calls = [("Bash", {"command": "npm install"})]
+    process, ran = shell_agent(claude_code_hooks(file), approval=ApprovalPolicy(handler=reviewer))
+    await one_run(process)
+    assert [r.reason for r in asked] == ["this project uses pnpm, not: npm install"]
+    assert ran == ["npm install"]
+
+
+async def test_permission_request_allow_with_updated_input_skips_the_handler(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    allow = script(
+        tmp_path / "hooks" / "allow.py",
+        f"""
+        #!{sys.executable}
+        import json, sys
+        event = json.load(sys.stdin)
+        command = event["tool_input"]["command"].replace("npm ", "pnpm ")
+        print(json.dumps({{"hookSpecificOutput": {{"hookEventName": "PermissionRequest",
+            "decision": {{"behavior": "allow", "updatedInput": {{"command": command}}}}}}}}))
+        """,
+    )
+    asked: list[ApprovalRequest] = []
+
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(approved=False, reason="nobody is here")
+
+    file = settings(tmp_path, {"PermissionRequest": [group(str(allow), "Bash")]})
+    llm.tool_calls = [("Bash", {"command": "npm test"})]
+    process, ran = shell_agent(
+        claude_code_hooks(file), approval=ApprovalPolicy(tools=["Bash"], handler=reviewer)
+    )
+    await one_run(process)
+    assert asked == []
+    assert ran == ["pnpm test"]
+
+
+async def test_permission_request_deny_refuses_with_its_message(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    deny = json.dumps(
+        {"hookSpecificOutput": {"decision": {"behavior": "deny", "message": "not on Fridays"}}}
+    )
+    file = settings(tmp_path, {"PermissionRequest": [group(f"cat >/dev/null; echo '{deny}'")]})
+    llm.tool_calls = [("Bash", {"command": "deploy"})]
+    process, ran = shell_agent(
+        claude_code_hooks(file), approval=ApprovalPolicy(tools=["Bash"], handler=None)
+    )
+    await one_run(process)
+    assert ran == []
+    assert tool_results(llm) == ["refused: not on Fridays"]
+
+
+def stop_hook(tmp_path: Path, *, respects_active: bool) -> Path:
+    """A Stop hook in the style of the "keep working until the tests are named" packs."""
+    guard = "if event.get('stop_hook_active'): sys.exit(0)" if respects_active else ""
+    return script(
+        tmp_path / "hooks" / "stop.py",
+        f"""
+        #!{sys.executable}
+        import json, sys
+        event = json.load(sys.stdin)
+        {guard}
+        if "tests" not in event["last_assistant_message"]:
+            print(json.dumps({{"decision": "block",
+                               "reason": "Run the tests and say which ones passed."}}))
+        """,
+    )
+
+
+async def test_a_stop_hook_blocking_sends_its_reason_to_the_model_and_the_run_goes_on(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    llm.replies = ["Done.", "Done: tests in tests/unit passed."]
+    file = settings(tmp_path, {"Stop": [group(str(stop_hook(tmp_path, respects_active=False)))]})
+    process, _ = shell_agent(claude_code_hooks(file))
+    await one_run(process)
+    assert len(llm.requests) == 2
+    assert llm.requests[1]["messages"][-1] == {
+        "role": "user",
+        "content": "Run the tests and say which ones passed.",
+    }
+
+
+async def test_a_stop_hook_that_never_lets_go_is_bounded_by_max_continuations(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    file = settings(tmp_path, {"Stop": [group(str(stop_hook(tmp_path, respects_active=False)))]})
+    process, _ = shell_agent(claude_code_hooks(file), max_continuations=2)
+    await one_run(process)
+    assert len(llm.requests) == 3
+
+
+async def test_stop_hook_active_tells_a_program_it_already_sent_the_run_back(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    file = settings(tmp_path, {"Stop": [group(str(stop_hook(tmp_path, respects_active=True)))]})
+    process, _ = shell_agent(claude_code_hooks(file))
+    await one_run(process)
+    assert len(llm.requests) == 2  # it let go once stop_hook_active was true
+
+
+async def test_a_system_message_is_shown_to_the_operator(
+    llm: FakeLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    answer = json.dumps({"systemMessage": "formatter changed 3 files"})
+    file = settings(tmp_path, {"PostToolUse": [group(f"cat >/dev/null; echo '{answer}'")]})
+    llm.tool_calls = [("Bash", {"command": "ls"})]
+    process, _ = shell_agent(claude_code_hooks(file))
+    with caplog.at_level(logging.WARNING, logger="tether.hooks"):
+        await one_run(process)
+    assert "says: formatter changed 3 files" in caplog.text
+
+
+async def test_a_notification_hook_runs_when_an_approval_waits(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes"
+    file = settings(
+        tmp_path,
+        {
+            "Notification": [
+                group(
+                    f"jq -r '.notification_type + \": \" + .message' >> {notes}",
+                    "permission_prompt",
+                )
+            ]
+        },
+    )
+
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision(approved=True, reviewer_id="alice")
+
+    llm.tool_calls = [("Bash", {"command": "deploy"})]
+    process, ran = shell_agent(
+        claude_code_hooks(file), approval=ApprovalPolicy(tools=["Bash"], handler=reviewer)
+    )
+    await one_run(process)
+    assert notes.read_text().splitlines() == [
+        "permission_prompt: Claude needs your permission to use Bash"
+    ]
+    assert ran == ["deploy"]
+
+
+def test_a_command_without_a_timeout_gets_claude_codes_600_seconds(tmp_path: Path) -> None:
+    from tether.hooks._claude_code import ClaudeCodeHook
+
+    file = settings(tmp_path, {"PreToolUse": [group("true")], "Stop": [group("x", timeout=9)]})
+    first, second = claude_code_hooks(file)
+    assert ClaudeCodeHook.from_config(first).timeout == 600.0
+    assert ClaudeCodeHook.from_config(second).timeout == 9.0
