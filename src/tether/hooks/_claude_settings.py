@@ -34,7 +34,7 @@ from ._config import HookConfig
 from ._events import BLOCKABLE_EVENTS, HookEvent
 from ._files import FileRefused, read_small_file
 
-__all__ = ["ClaudeCodeHooks", "ClaudeCodeHooksError", "claude_code_hooks"]
+__all__ = ["ClaudeCodeHooks", "ClaudeCodeHooksError", "claude_code_hooks", "deduplicated"]
 
 logger = logging.getLogger("tether.hooks")
 
@@ -112,6 +112,7 @@ def claude_code_hooks(
     strict: bool = False,
     withhold_env: Sequence[str] = (),
     inherit_env: bool = True,
+    scope: str | None = None,
 ) -> ClaudeCodeHooks:
     """The hooks declared in a Claude Code ``settings.json`` or plugin ``hooks/hooks.json``.
 
@@ -123,13 +124,15 @@ def claude_code_hooks(
     ``~`` in each is expanded. The programs get the host environment less the declared secrets
     and ``withhold_env``; ``inherit_env=False`` gives them tether's minimal environment.
     What cannot be mapped is a warning (``strict``: a ClaudeCodeHooksError); a file that
-    cannot be read or is no JSON object is always an error.
+    cannot be read or is no JSON object is always an error. ``scope`` names the settings
+    scope the file is (``claude_origin["scope"]``; claude_code_settings() sets it, and decides
+    ``disableAllHooks`` over every scope: a file's own is honoured when no scope is named).
     """
     file = Path(path).expanduser()
     document = _read(file)
     where = str(file)
     loaded = ClaudeCodeHooks()
-    if document.get("disableAllHooks") is True:
+    if document.get("disableAllHooks") is True and scope is None:  # a scope's: merged first
         return loaded
     block = document.get("hooks", {})
     if not isinstance(block, dict):
@@ -146,7 +149,9 @@ def claude_code_hooks(
     if plugin_root is not None:
         data = plugin_data or Path("~/.claude/plugins/data") / Path(str(plugin_root)).name
         values["CLAUDE_PLUGIN_DATA"] = _folder(data)
-    options = {"withhold_env": list(withhold_env), "inherit_env": inherit_env}
+    options: dict[str, Any] = {"withhold_env": list(withhold_env), "inherit_env": inherit_env}
+    if scope is not None:
+        options["scope"] = scope
     for claude_event, groups in block.items():
         at = f"{where}: hooks.{claude_event}"
         try:
@@ -166,7 +171,7 @@ def claude_code_hooks(
             _group(loaded, f"{at}[{i}]", claude_event, event, group, values, options, strict)
     if plugin_root is not None and loaded and values["CLAUDE_PLUGIN_DATA"] is not None:
         Path(values["CLAUDE_PLUGIN_DATA"]).mkdir(parents=True, exist_ok=True)
-    return loaded
+    return deduplicated(loaded)
 
 
 def _read(file: Path) -> dict[str, Any]:
@@ -371,3 +376,23 @@ def _if_matcher(
         pattern = pattern[:-2] + "*"
     out[f"arguments.{argument}"] = pattern
     return out
+
+
+def _identity(hook: HookConfig) -> tuple[Any, ...]:
+    origin = hook.claude_origin
+    handler = getattr(hook, "command", None) or getattr(hook, "url", None)
+    handler = handler or getattr(hook, "prompt", None)
+    matcher = json.dumps(hook.matcher, sort_keys=True)
+    return (hook.event, origin.get("event"), origin.get("matcher"), matcher, str(handler))
+
+
+def deduplicated(hooks: ClaudeCodeHooks) -> ClaudeCodeHooks:
+    """``hooks`` with each identical handler once (the first, of the highest scope)."""
+    seen: set[tuple[Any, ...]] = set()
+    kept = ClaudeCodeHooks(warnings=hooks.warnings)
+    for hook in hooks:
+        key = _identity(hook)
+        if key not in seen:
+            seen.add(key)
+            kept.append(hook)
+    return kept
