@@ -437,3 +437,29 @@ def test_a_command_without_a_timeout_gets_claude_codes_600_seconds(tmp_path: Pat
     first, second = claude_code_hooks(file)
     assert ClaudeCodeHook.from_config(first).timeout == 600.0
     assert ClaudeCodeHook.from_config(second).timeout == 9.0
+
+
+async def test_transcript_path_names_a_jsonl_transcript_of_the_session(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    """A Stop hook in the style of the transcript-reading packs: the last assistant text
+    from the JSONL file, and the commands the session ran."""
+    seen = tmp_path / "seen.txt"
+    reader = script(
+        tmp_path / "hooks" / "stop.sh",
+        f"""
+        #!/bin/bash
+        transcript=$(jq -r '.transcript_path')
+        tail -n 1 "$transcript" | jq -r '.message.content[] | select(.type == "text") | .text' > {seen}
+        jq -r 'select(.type == "assistant") | .message.content[]
+               | select(.type == "tool_use") | .input.command' "$transcript" >> {seen}
+        jq -r 'select(.message.content | type == "array") | .message.content[]
+               | select(.type == "tool_result") | .content' "$transcript" >> {seen}
+        """,
+    )
+    file = settings(tmp_path, {"Stop": [group(str(reader))]})
+    llm.tool_calls = [("Bash", {"command": "make test"})]
+    llm.reply = "All green."
+    process, _ = shell_agent(claude_code_hooks(file))
+    await one_run(process)
+    assert seen.read_text().splitlines() == ["All green.", "make test", "ran: make test"]

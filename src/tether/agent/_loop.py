@@ -30,6 +30,7 @@ from ._tool_hooks import (
     pre_tool_use,
 )
 from ._tools import Tool, ToolArgumentsError, as_tool
+from ._transcript import TranscriptFile
 
 if TYPE_CHECKING:
     from ..models import Model, ToolCall
@@ -126,6 +127,8 @@ class AgentLoop:
         self.observer = observer
         #: Context the session_start hooks gave the model, after the instructions.
         self.session_context: str | None = None
+        #: Where every message of every run is appended, Claude Code's way (None: nowhere).
+        self.transcript_file: TranscriptFile | None = None
 
     def add_tool(self, fn: Tool | Callable[..., Awaitable[Any]]) -> Tool:
         t = as_tool(fn)
@@ -172,7 +175,15 @@ class AgentLoop:
         specs = [t.spec() for t in tools.values()] or None
         user = {"role": "user", "content": prompt}
         messages = transcript if transcript is not None else []
-        messages += [self.system_message(), *self.context.conversation.recent(), user]
+        messages += [self.system_message(), *self.context.conversation.recent()]
+        file = self.transcript_file
+
+        def keep(message: dict[str, Any]) -> None:
+            messages.append(message)
+            if file is not None:
+                file.write(message)
+
+        keep(user)
         calls_made = denials = continuations = turn = 0
         usage: dict[str, int] = {}
         limit = self.max_turns
@@ -191,19 +202,19 @@ class AgentLoop:
                 usage[key] = usage.get(key, 0) + count
             if not reply.tool_calls:
                 answer = reply.content or ""
-                messages.append({"role": "assistant", "content": answer})
+                keep({"role": "assistant", "content": answer})
                 stop = {"answer": answer, "turns": turn, "continuations": continuations}
                 reason = await self._keep_going(stop, usage, event_id)
                 if reason is not None:
                     continuations += 1
                     limit += 1  # the turn that answers the hook's message
-                    messages.append({"role": "user", "content": reason})
+                    keep({"role": "user", "content": reason})
                     continue
                 await self.context.conversation.extend(
                     [user, {"role": "assistant", "content": answer}]
                 )
                 return RunResult(answer, turn, calls_made, messages, denials, continuations)
-            messages.append(_assistant_message(reply.content, reply.tool_calls))
+            keep(_assistant_message(reply.content, reply.tool_calls))
             stops: list[str] = []
             for call in reply.tool_calls:
                 text, counted, denied = await self._observed_call(
@@ -211,7 +222,7 @@ class AgentLoop:
                 )
                 calls_made += counted
                 denials += denied
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+                keep({"role": "tool", "tool_call_id": call.id, "content": text})
                 if stops:  # a hook ended the run: no further call, no further turn
                     return RunResult(
                         "", turn, calls_made, messages, denials, continuations, stops[0]

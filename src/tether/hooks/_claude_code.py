@@ -38,6 +38,7 @@ __all__ = [
     "TETHER_TO_CLAUDE",
     "ClaudeCodeHook",
     "claude_input",
+    "session_folder",
 ]
 
 logger = logging.getLogger("tether.hooks")
@@ -217,10 +218,14 @@ def _fields(ctx: HookContext, name: str, data: dict[str, Any]) -> dict[str, Any]
 
 
 def session_dir(ctx: HookContext) -> str:
-    """The folder of this session's Claude Code files (the env file, the transcript): one per
-    process of this tether process, under the temporary directory, private to its user."""
-    name = str(ctx.metadata.get("process_id") or ctx.process_id or "session")
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    """The folder of this session's Claude Code files (the env file, the transcript)."""
+    return session_folder(str(ctx.metadata.get("process_id") or ctx.process_id or "session"))
+
+
+def session_folder(process_id: str) -> str:
+    """The folder of a process's Claude Code files: one per process of this tether process,
+    under the temporary directory, private to its user (made when first asked for)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", process_id)
     folder = os.path.join(tempfile.gettempdir(), f"tether-claude-{os.getuid()}-{os.getpid()}", safe)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     return folder

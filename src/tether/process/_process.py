@@ -46,7 +46,7 @@ from ._intake import Intake
 from ._journaling import JournalWrites
 from ._mcp import McpServerConfig, check_entries
 from ._observe import HookInspector
-from ._parts import agent_loop, hooks_of, model_of, tools_of
+from ._parts import agent_loop, hook_metadata, hooks_of, model_of, tools_of, transcript_file
 from ._queue import MemoryQueue
 from ._rewind import REWIND_WAIT, Rewinder
 from ._state import ProcessState, validate_name
@@ -111,18 +111,14 @@ class AgentProcess:
         self._abandoned = self._pool.abandoned
         #: The loop the process runs in, from start() to the end of its stop.
         self._running_loop: asyncio.AbstractEventLoop | None = None
-        # What every hook's context says of the process (a spawned child names its parent;
-        # Claude Code hooks read the model and the parent from it).
-        metadata = {"process_name": self.name, "process_id": self.process_id}
-        model = config.model if isinstance(config.model, str) else getattr(config.model, "name", "")
-        metadata["model"] = str(model)
-        if parent is not None:
-            metadata["parent"] = parent.name
+        self._hook_metadata: dict[str, str] = hook_metadata(
+            self.name, self.process_id, config, None if parent is None else parent._hook_metadata
+        )
         self._emitter = Emitter(
             self.name,
             self.hooks,
             self.redactor,
-            metadata,
+            self._hook_metadata,
             busy=self._busy,
             loop=lambda: self._running_loop,
         )
@@ -542,6 +538,9 @@ class AgentProcess:
                 redactor=self.redactor,
                 observer=self.observer,
                 open_mode_tools=self._open_mode_tools,
+            )
+            self._loop.transcript_file = transcript_file(
+                self._hook_metadata, self.process_id, self.redactor
             )
             if self._journal is not None and not self._journal.claim():
                 raise ProcessStateError(
