@@ -450,7 +450,8 @@ async def test_transcript_path_names_a_jsonl_transcript_of_the_session(
         f"""
         #!/bin/bash
         transcript=$(jq -r '.transcript_path')
-        tail -n 1 "$transcript" | jq -r '.message.content[] | select(.type == "text") | .text' > {seen}
+        tail -n 1 "$transcript" \
+          | jq -r '.message.content[] | select(.type == "text") | .text' > {seen}
         jq -r 'select(.type == "assistant") | .message.content[]
                | select(.type == "tool_use") | .input.command' "$transcript" >> {seen}
         jq -r 'select(.message.content | type == "array") | .message.content[]
