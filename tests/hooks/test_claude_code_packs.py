@@ -464,3 +464,84 @@ async def test_transcript_path_names_a_jsonl_transcript_of_the_session(
     process, _ = shell_agent(claude_code_hooks(file))
     await one_run(process)
     assert seen.read_text().splitlines() == ["All green.", "make test", "ran: make test"]
+
+
+# -- the handlers of one group run in parallel -----------------------------------------------------
+
+
+def rendezvous(tmp_path: Path, me: str, other: str) -> str:
+    """A handler that marks itself there and waits (bounded) for the other's mark: both end
+    well only when they run at the same time."""
+    marks = tmp_path / "marks"
+    return (
+        f"mkdir -p {marks}; touch {marks}/{me}; "
+        f"for i in $(seq 1 200); do [ -f {marks}/{other} ] && echo {me} >> {marks}/met && exit 0;"
+        " sleep 0.05; done; exit 1"
+    )
+
+
+async def test_the_handlers_of_one_group_run_at_the_same_time(llm: FakeLLM, tmp_path: Path) -> None:
+    file = settings(
+        tmp_path,
+        {
+            "PreToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [
+                        {"type": "command", "command": rendezvous(tmp_path, "a", "b")},
+                        {"type": "command", "command": rendezvous(tmp_path, "b", "a")},
+                    ],
+                }
+            ]
+        },
+    )
+    [hook] = claude_code_hooks(file)  # one tether hook for the group
+    assert [p["command"] for p in hook.claude_origin["parallel"]] == [
+        rendezvous(tmp_path, "b", "a")
+    ]
+    llm.tool_calls = [("Bash", {"command": "ls"})]
+    process, ran = shell_agent([hook])
+    await one_run(process)
+    assert sorted((tmp_path / "marks" / "met").read_text().split()) == ["a", "b"]
+    assert [r.outcome for r in process.hook_runs()].count("failed") == 0
+    assert ran == ["ls"]
+
+
+async def test_answers_of_a_group_combine_in_declaration_order_and_any_deny_wins(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    slow_context = script(
+        tmp_path / "hooks" / "slow.py",
+        f"""
+        #!{sys.executable}
+        import json, sys, time
+        json.load(sys.stdin)
+        time.sleep(0.3)  # finishes last, answers first
+        print(json.dumps({{"hookSpecificOutput": {{"additionalContext": "first"}}}}))
+        """,
+    )
+    quick = json.dumps({"hookSpecificOutput": {"additionalContext": "second"}})
+    deny_force = (
+        "jq -r .tool_input.command | grep -q -- --force "
+        "&& { echo 'no force pushes' >&2; exit 2; } || exit 0"
+    )
+    file = settings(
+        tmp_path,
+        {
+            "PreToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [
+                        {"type": "command", "command": str(slow_context)},
+                        {"type": "command", "command": f"cat >/dev/null; echo '{quick}'"},
+                        {"type": "command", "command": deny_force},
+                    ],
+                }
+            ]
+        },
+    )
+    llm.tool_calls = [("Bash", {"command": "git push"}), ("Bash", {"command": "git push --force"})]
+    process, ran = shell_agent(claude_code_hooks(file))
+    await one_run(process)
+    assert ran == ["git push"]
+    assert tool_results(llm) == ["ran: git push\n\nfirst\n\nsecond", "refused: no force pushes"]

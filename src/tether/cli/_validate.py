@@ -118,6 +118,8 @@ def _loaded(manifest: Any) -> tuple[list[str], list[Any], list[str]]:
             claude = hook.claude_event or TETHER_TO_CLAUDE[HookEvent(hook.event)]
             matcher = f" matcher {hook.matcher}" if hook.matcher else ""
             command = " ".join(hook.command) if isinstance(hook.command, list) else hook.command
+            for other in hook.claude_origin.get("parallel", ()):  # a group run in parallel
+                command = f"{command} & {other['command']}"
             lines.append(f"claude_code_hooks[{i}]: {claude} -> {hook.event}{matcher}: {command}")
     return lines, problems, skipped
 

@@ -15,6 +15,7 @@ does to tether is written down in docs/tool-hooks.md.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -31,6 +32,7 @@ from ._shell import STDERR_IN_MESSAGE, ShellHook
 
 if TYPE_CHECKING:
     from ._command import CommandHookConfig
+    from ._spawn import Completed
 
 __all__ = [
     "CLAUDE_EVENTS",
@@ -279,7 +281,19 @@ class ClaudeCodeHook(ShellHook):
         if loaded:  # loaded from a Claude Code file: run as Claude Code runs it
             options.setdefault("shell", isinstance(command, str))
             options["inherit_env"] = bool(claude.get("inherit_env", True))
-        super().__init__(command, **options)
+        parallel = claude.pop("parallel", [])
+        group = options.pop("timeout", CLAUDE_DEFAULT_TIMEOUT["command"])
+        super().__init__(command, timeout=claude.pop("own_timeout", None) or group, **options)
+        #: The other command handlers of its matcher group, run at the same time as this one.
+        self.siblings = [
+            ClaudeCodeHook(
+                other["command"],
+                claude=claude,
+                timeout=other.get("timeout") or CLAUDE_DEFAULT_TIMEOUT["command"],
+                **options,
+            )
+            for other in parallel
+        ]
         #: The Claude Code event the hook was declared for, when loaded from a settings file.
         self.claude_event = claude_event or claude.get("event")
         #: The plugin's folder (CLAUDE_PLUGIN_ROOT), for a hook a plugin's hooks.json declares.
@@ -306,6 +320,12 @@ class ClaudeCodeHook(ShellHook):
             env_passthrough=config.env_passthrough,
             max_output_bytes=config.max_output_bytes,
         )
+
+    @property
+    def display_name(self) -> str:
+        """The command, or a parallel group's commands joined with `` & ``."""
+        own = self.command if isinstance(self.command, str) else shlex.join(self.command)
+        return " & ".join([own, *(s.display_name for s in getattr(self, "siblings", ()))])
 
     def build_env(self, ctx: HookContext) -> dict[str, str]:
         env = super().build_env(ctx)
@@ -377,8 +397,37 @@ class ClaudeCodeHook(ShellHook):
         if not self._matches(claude):
             return
         stdin = json.dumps(claude, default=str, separators=(",", ":"), ensure_ascii=False)
-        done = await self.spawn(ctx, stdin)
-        shown = self.display_name
+        if not self.siblings:
+            self._apply(ctx, name, await self.spawn(ctx, stdin))
+            return
+        await self._in_parallel(ctx, name, stdin)
+
+    async def _in_parallel(self, ctx: HookContext, name: str, stdin: str) -> None:
+        """Run the group's handlers at the same time; apply their answers in declaration
+        order, whatever order they finished in: the first block (any deny) ends it, the
+        rewrites and context of those before it are kept; a handler's error is raised once
+        every answer is applied."""
+        hooks = (self, *self.siblings)
+        for sibling in self.siblings:
+            sibling.declared, sibling.redact = self.declared, self.redact
+        runs = await asyncio.gather(*(h.spawn(ctx, stdin) for h in hooks), return_exceptions=True)
+        errors: list[Exception] = []
+        for hook, done in zip(hooks, runs, strict=True):
+            if isinstance(done, BaseException):
+                if not isinstance(done, Exception):
+                    raise done  # a cancellation: the dispatch's, not a handler's error
+                errors.append(done)
+                continue
+            try:
+                hook._apply(ctx, name, done)
+            except CommandHookError as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    def _apply(self, ctx: HookContext, name: str, done: Completed) -> None:
+        """Apply one program's answer by Claude Code's rules."""
+        shown = self.command if isinstance(self.command, str) else shlex.join(self.command)
         stderr = done.stderr.decode(self.encoding, errors="replace").strip()
         raw = done.stdout.decode(self.encoding, errors="replace")
         answer = _json_object(raw)

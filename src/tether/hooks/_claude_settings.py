@@ -34,7 +34,13 @@ from ._config import HookConfig
 from ._events import BLOCKABLE_EVENTS, HookEvent
 from ._files import FileRefused, read_small_file
 
-__all__ = ["ClaudeCodeHooks", "ClaudeCodeHooksError", "claude_code_hooks", "deduplicated"]
+__all__ = [
+    "ClaudeCodeHooks",
+    "ClaudeCodeHooksError",
+    "claude_code_hooks",
+    "deduplicated",
+    "grouped",
+]
 
 logger = logging.getLogger("tether.hooks")
 
@@ -171,7 +177,7 @@ def claude_code_hooks(
             _group(loaded, f"{at}[{i}]", claude_event, event, group, values, options, strict)
     if plugin_root is not None and loaded and values["CLAUDE_PLUGIN_DATA"] is not None:
         Path(values["CLAUDE_PLUGIN_DATA"]).mkdir(parents=True, exist_ok=True)
-    return deduplicated(loaded)
+    return grouped(deduplicated(loaded))
 
 
 def _read(file: Path) -> dict[str, Any]:
@@ -236,6 +242,7 @@ def _group(
         config._claude = {
             "event": claude_event,
             "matcher": claude_matcher,
+            "file": at.split(": ", 1)[0],
             "group": at.split(": ", 1)[-1],
             **{k: v for k, v in values.items() if v is not None},
             **options,
@@ -395,4 +402,39 @@ def deduplicated(hooks: ClaudeCodeHooks) -> ClaudeCodeHooks:
         if key not in seen:
             seen.add(key)
             kept.append(hook)
+    return kept
+
+
+def grouped(hooks: ClaudeCodeHooks) -> ClaudeCodeHooks:
+    """``hooks`` with the command handlers of each matcher group that would run together (same
+    matcher, mode, ``once`` and ``onFailure``) made one hook running them in parallel, as
+    Claude Code does (``claude_origin["parallel"]``: the others' commands and timeouts; see
+    ClaudeCodeHook). Hooks of other kinds, and the groups' order, stay as they are."""
+    kept = ClaudeCodeHooks(warnings=hooks.warnings)
+    leaders: dict[tuple[Any, ...], HookConfig] = {}
+    for hook in hooks:
+        command = getattr(hook, "command", None)
+        if not isinstance(command, str):
+            kept.append(hook)
+            continue
+        origin = hook._claude
+        key = (
+            origin.get("file"),
+            origin.get("group"),
+            json.dumps(hook.matcher, sort_keys=True),
+            hook.mode,
+            hook.once,
+            hook.fail_closed,
+        )
+        leader = leaders.get(key)
+        if leader is None:
+            leaders[key] = hook
+            kept.append(hook)
+            continue
+        leader._claude.setdefault("parallel", []).append(
+            {"command": command, "timeout": hook.timeout}
+        )
+        leader._claude.setdefault("own_timeout", leader.timeout)
+        if hook.timeout is not None and (leader.timeout or 0) < hook.timeout:
+            leader.timeout = hook.timeout  # the group's: its slowest handler's
     return kept
