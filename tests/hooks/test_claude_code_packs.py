@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from _mcp_support import stdio_entry
 from _process_support import completions, run_task
 from tether import AgentProcess, HookEvent, ProcessConfig, claude_code_hooks
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
@@ -545,3 +546,57 @@ async def test_answers_of_a_group_combine_in_declaration_order_and_any_deny_wins
     await one_run(process)
     assert ran == ["git push"]
     assert tool_results(llm) == ["ran: git push\n\nfirst\n\nsecond", "refused: no force pushes"]
+
+
+# -- an MCP tool ----------------------------------------------------------------------------------
+
+
+async def test_updated_input_and_updated_mcp_tool_output_on_a_real_mcp_servers_tool(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    upper = script(
+        tmp_path / "hooks" / "upper.js",
+        """
+        #!/usr/bin/env node
+        const chunks = [];
+        process.stdin.on("data", (c) => chunks.push(c));
+        process.stdin.on("end", () => {
+          const event = JSON.parse(Buffer.concat(chunks).toString());
+          const id = event.tool_input.order_id.toUpperCase();
+          console.log(JSON.stringify({hookSpecificOutput: {hookEventName: "PreToolUse",
+            permissionDecision: "allow", updatedInput: {order_id: id}}}));
+        });
+        """,
+    )
+    trim = script(
+        tmp_path / "hooks" / "trim.py",
+        f"""
+        #!{sys.executable}
+        import json, sys
+        event = json.load(sys.stdin)
+        response = event["tool_response"]
+        kept = {{"order_id": response["order_id"], "status": response["status"]}}
+        print(json.dumps({{"hookSpecificOutput": {{"hookEventName": "PostToolUse",
+            "updatedMCPToolOutput": kept}}}}))
+        """,
+    )
+    file = settings(
+        tmp_path,
+        {
+            "PreToolUse": [group(f"node {upper}", "mcp__shop__order")],
+            "PostToolUse": [group(str(trim), "mcp__shop__.*")],
+        },
+    )
+    llm.tool_calls = [("mcp__shop__order", {"order_id": "a-1182"})]
+    process = AgentProcess(
+        "desk",
+        ProcessConfig(
+            model="openai:gpt-5-mini",
+            mcp_servers=[stdio_entry("shop")],
+            hooks=list(claude_code_hooks(file)),
+            stop_timeout=2.0,
+        ),
+    )
+    await one_run(process)
+    [result] = tool_results(llm)
+    assert json.loads(result) == {"order_id": "A-1182", "status": "shipped"}  # the server's
