@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from _executor_support import PolicyServer
 from _mcp_support import stdio_entry
 from _process_support import completions, run_task
 from tether import AgentProcess, HookEvent, ProcessConfig, claude_code_hooks
@@ -600,3 +601,45 @@ async def test_updated_input_and_updated_mcp_tool_output_on_a_real_mcp_servers_t
     await one_run(process)
     [result] = tool_results(llm)
     assert json.loads(result) == {"order_id": "A-1182", "status": "shipped"}  # the server's
+
+
+# -- http and prompt handlers ----------------------------------------------------------------------
+
+
+async def test_an_http_handler_posts_claude_codes_input_with_its_allowed_variables(
+    llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("POLICY_TOKEN", "tok-5a0c")
+    monkeypatch.setenv("OTHER_TOKEN", "never-sent")
+    async with PolicyServer() as service:
+        handler = {
+            "type": "http",
+            "url": f"{service.url}/claude",
+            "headers": {"Authorization": "Bearer $POLICY_TOKEN", "X-Other": "$OTHER_TOKEN"},
+            "allowedEnvVars": ["POLICY_TOKEN"],
+        }
+        file = settings(tmp_path, {"UserPromptSubmit": [{"hooks": [handler]}]})
+        [hook] = claude_code_hooks(file)
+        assert hook.timeout == 600.0
+        process, _ = shell_agent([hook])
+        await one_run(process, "Summarise the ticket")
+        [got] = service.requests
+    assert got.json()["hook_event_name"] == "UserPromptSubmit"
+    assert got.headers["authorization"] == "Bearer tok-5a0c"
+    assert got.headers["x-other"] == "$OTHER_TOKEN"  # not allowed: left as written
+    assert llm.prompts[0].endswith("Remember: answer briefly.")
+
+
+async def test_a_prompt_handler_is_answered_by_the_process_model(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    llm.replies = [json.dumps({"decision": "deny", "reason": "destructive command"}), "Done."]
+    handler = {"type": "prompt", "prompt": "Deny destructive commands: $ARGUMENTS", "timeout": 20}
+    file = settings(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [handler]}]})
+    [hook] = claude_code_hooks(file)
+    assert (hook.event, hook.timeout) == ("pre_tool_use", 20.0)
+    llm.tool_calls = [("Bash", {"command": "rm -rf build"})]
+    process, ran = shell_agent([hook])
+    await one_run(process)
+    assert ran == []
+    assert "destructive command" in tool_results(llm)[0]
