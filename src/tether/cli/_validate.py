@@ -103,16 +103,16 @@ def _loaded(manifest: Any) -> tuple[list[str], list[Any], list[str]]:
     """What the manifest's tools and Claude Code hook files load: a line per Claude Code
     hook, a problem per tool that cannot be imported, and the loader's warnings (what the
     Claude Code files hold that tether skipped)."""
+    from .._manifest_claude import load_claude_code
     from ..hooks import HookEvent
     from ..hooks._claude_code import TETHER_TO_CLAUDE
-    from ..hooks._claude_settings import claude_code_hooks
     from ..manifest import manifest_tool_issues
 
     problems = manifest_tool_issues(manifest)
     lines: list[str] = []
     skipped: list[str] = []
     for i, path in enumerate(manifest.claude_code_hooks):
-        found = claude_code_hooks(path)  # (load_manifest has read each file already)
+        found = load_claude_code(path)  # (load_manifest has read each file already)
         skipped += [f"claude_code_hooks[{i}]: {w}" for w in found.warnings]
         for hook in found:
             claude = hook.claude_event or TETHER_TO_CLAUDE[HookEvent(hook.event)]
