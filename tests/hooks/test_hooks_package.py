@@ -30,6 +30,7 @@ LAYERS: list[set[str]] = [
         "_manifest_errors",
         "_manifest_programs",
         "_manifest_tools",
+        "_manifest_claude",
         "runtime",
         "cluster",
     },
