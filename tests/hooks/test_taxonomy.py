@@ -195,6 +195,10 @@ def test_only_the_changes_the_process_reads_back_are_in_a_patch_schema() -> None
         },
         "post_tool_use": {"result": {"type": "string"}},
         "session_start": {"additional_context": {"type": "string"}},
+        "permission_request": {
+            "approved": {"type": "boolean"},
+            "updated_arguments": {"type": "object"},
+        },
     }
     for name, entry in by_event().items():
         assert entry["patch_schema"]["properties"] == used.get(name, {}), name

@@ -444,8 +444,9 @@ class AgentLoop:
         the arguments the call runs with. ``reason`` is why a hook asked (the handler's
         ``ApprovalRequest.reason``).
 
-        A permission_request hook may approve (``approved: True``: the handler is not asked)
-        and rewrite the arguments (validated against the tool's schema). With no approval
+        A permission_request hook may approve (``approved: True``: the handler is not asked),
+        with the arguments to run with (``updated_arguments``, validated against the tool's
+        schema); any other change of its data is not read back. With no approval
         policy (a pre_tool_use hook asked for approval) there is no handler: the call is
         denied, the safe answer to "ask" when nobody can be asked.
         """
@@ -465,13 +466,13 @@ class AgentLoop:
                 self.emit, "approval", tool_name, refusal, "hook", request_id=request.request_id
             )
             return refusal, args
-        rewritten = gate.data.get("arguments", redacted)
-        if rewritten != redacted:
-            try:
-                args = check_arguments(tool, rewritten)
-            except InvalidArgumentsRewrite as exc:
-                logger.warning("permission_request of %s: %s", tool_name, exc)
-        if gate.data.get("approved") is True:
+        if gate.data.get("approved") is True:  # a hook approved, maybe with new arguments
+            rewritten = gate.data.get("updated_arguments")
+            if rewritten is not None:
+                try:
+                    args = check_arguments(tool, rewritten)
+                except InvalidArgumentsRewrite as exc:
+                    logger.warning("permission_request of %s: %s", tool_name, exc)
             return None, args
         return await self._decide(policy, request, tool_name), args
 

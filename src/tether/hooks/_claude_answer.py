@@ -33,6 +33,7 @@ REQUIRE_APPROVAL: Final = "require_approval"
 APPROVAL_REASON: Final = "approval_reason"
 ADDITIONAL_CONTEXT: Final = "additional_context"
 APPROVED: Final = "approved"
+UPDATED_ARGUMENTS: Final = "updated_arguments"
 STOP_RUN: Final = "stop_run"
 
 #: Where text for the model goes, per event (the data key the process reads back).
@@ -155,7 +156,7 @@ def _permission_request(ctx: HookContext, specific: dict[str, Any]) -> None:
         if updated is not None:
             if not isinstance(updated, dict):
                 raise CommandHookError(f"updatedInput must be an object, got {updated!r}")
-            ctx.set("arguments", updated)
+            ctx.set(UPDATED_ARGUMENTS, updated)
         ctx.set(APPROVED, True)
     elif behavior is not None:
         raise CommandHookError(f"decision.behavior {behavior!r} is not one of 'allow', 'deny'")

@@ -190,6 +190,14 @@ _SPECS: Final = (
             "request_id": _REQUEST_ID,
         },
         matchable=("tool_name",),
+        patch={
+            "type": "object",
+            "properties": {"approved": _B, "updated_arguments": _OBJECT},
+            "additionalProperties": True,
+            "description": "approved true approves the call without asking the approval "
+            "handler, with updated_arguments (validated against the tool's schema, else the "
+            "original arguments stand) when given; nothing else is used.",
+        },
         shown=("tool_name", "arguments"),
     ),
     EventSpec(
