@@ -192,8 +192,10 @@ def test_only_the_changes_the_process_reads_back_are_in_a_patch_schema() -> None
             "arguments": {"type": "object"},
             "require_approval": {"type": "boolean"},
             "additional_context": {"type": "string"},
+            "approval_reason": {"type": "string"},
+            "stop_run": {"type": "string"},
         },
-        "post_tool_use": {"result": {"type": "string"}},
+        "post_tool_use": {"result": {"type": "string"}, "stop_run": {"type": "string"}},
         "session_start": {"additional_context": {"type": "string"}},
         "permission_request": {
             "approved": {"type": "boolean"},

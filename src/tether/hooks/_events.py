@@ -338,13 +338,16 @@ _SPECS: Final = (
                 "arguments": _OBJECT,
                 "require_approval": {"type": "boolean"},
                 "additional_context": _S,
+                "approval_reason": _S,
+                "stop_run": _S,
             },
             "additionalProperties": True,
             "description": "Changed arguments replace the call's, validated again against the "
             "tool's schema (an invalid rewrite is the hook's error; the original arguments "
             "stand); require_approval true sends the call to the approval gate even when the "
-            "policy does not list the tool (denied when no handler is configured); "
-            "additional_context is added after the result the model reads.",
+            "policy does not list the tool (denied when no handler is configured), with "
+            "approval_reason for the handler; additional_context is added after the result "
+            "the model reads; stop_run ends the run after this call (its reason is logged).",
         },
         shown=("tool_name", "server", "arguments"),
     ),
@@ -355,9 +358,13 @@ _SPECS: Final = (
         _obj({**_TOOL_CALL, "result": _S, "error": _SN, "duration_ms": {"type": "number"}}),
         {**_TOOL_SAMPLE, "result": '{"status": "shipped"}', "error": None, "duration_ms": 3.2},
         matchable=_MATCH_TOOL,
-        patch=_patch(
-            "result", _S, "A changed result replaces what the model sees; nothing else is used."
-        ),
+        patch={
+            "type": "object",
+            "properties": {"result": _S, "stop_run": _S},
+            "additionalProperties": True,
+            "description": "A changed result replaces what the model sees; stop_run ends the "
+            "run after this call (its reason is logged); nothing else is used.",
+        },
         shown=("tool_name", "server", "duration_ms", "error"),
     ),
     EventSpec(
