@@ -439,6 +439,8 @@ def test_a_command_without_a_timeout_gets_claude_codes_600_seconds(tmp_path: Pat
     first, second = claude_code_hooks(file)
     assert ClaudeCodeHook.from_config(first).timeout == 600.0
     assert ClaudeCodeHook.from_config(second).timeout == 9.0
+    by_hand = HookConfig(event="pre_tool_use", command=["guard"], protocol="claude-code")
+    assert ClaudeCodeHook.from_config(by_hand).timeout == 600.0
 
 
 async def test_transcript_path_names_a_jsonl_transcript_of_the_session(

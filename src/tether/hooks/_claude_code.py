@@ -310,7 +310,7 @@ class ClaudeCodeHook(ShellHook):
     def from_config(cls, config: CommandHookConfig) -> ClaudeCodeHook:
         """The ClaudeCodeHook a HookConfig with ``protocol="claude-code"`` describes."""
         origin = config.claude_origin
-        default = CLAUDE_DEFAULT_TIMEOUT["command"] if origin else 60.0
+        default = CLAUDE_DEFAULT_TIMEOUT["command"]
         return cls(
             config.command,
             claude=origin,
