@@ -645,3 +645,14 @@ async def test_a_prompt_handler_is_answered_by_the_process_model(
     await one_run(process)
     assert ran == []
     assert "destructive command" in tool_results(llm)[0]
+
+
+async def test_the_transcript_exists_from_the_start_of_the_session(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    backup = tmp_path / "backup.jsonl"
+    file = settings(tmp_path, {"SessionStart": [group(f'cp "$(jq -r .transcript_path)" {backup}')]})
+    process, _ = shell_agent(claude_code_hooks(file))
+    async with process:
+        pass
+    assert backup.read_text() == ""

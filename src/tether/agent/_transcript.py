@@ -28,6 +28,10 @@ class TranscriptFile:
         self.session_id = session_id
         self.cwd = cwd
         self.redact = redact
+        try:  # there from the session's start, as Claude Code's (a PreCompact backup copies it)
+            open(path, "a", encoding="utf-8").close()
+        except OSError as exc:
+            logger.warning("transcript %s: cannot create: %s", path, exc)
 
     def write(self, message: dict[str, Any]) -> None:
         """Append ``message`` (an OpenAI-style chat message); a write that fails is logged
