@@ -656,3 +656,25 @@ async def test_the_transcript_exists_from_the_start_of_the_session(
     async with process:
         pass
     assert backup.read_text() == ""
+
+
+async def test_an_export_overrides_the_host_value_but_never_brings_back_what_is_withheld(
+    llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PACK_LEVEL", "low")
+    seen = tmp_path / "seen.txt"
+    exports = "export PACK_LEVEL=high; export DEPLOY_KEY=dk-1; export CRM=tok-7a9c1e55"
+    file = settings(
+        tmp_path,
+        {
+            "SessionStart": [group(f"echo '{exports}' >> \"$CLAUDE_ENV_FILE\"")],
+            "PreToolUse": [
+                group(f'cat >/dev/null; echo "$PACK_LEVEL ${{DEPLOY_KEY:--}} ${{CRM:--}}" > {seen}')
+            ],
+        },
+    )
+    llm.tool_calls = [("Bash", {"command": "ls"})]
+    hooks = claude_code_hooks(file, withhold_env=["DEPLOY_KEY"])
+    process, _ = shell_agent(hooks, secrets={"crm": "tok-7a9c1e55"})
+    await one_run(process)
+    assert seen.read_text().split() == ["high", "-", "-"]

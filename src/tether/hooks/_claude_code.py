@@ -240,8 +240,8 @@ def _transcript_of(ctx: HookContext) -> str:
 
 
 def read_env_file(path: str) -> dict[str, str]:
-    """The variables ``export NAME=value`` (or ``NAME=value``) lines of ``path`` set, quoted
-    as a shell would read them; a line that is not one is passed over."""
+    """The variables the ``export NAME=value`` (or ``NAME=value``) statements of ``path`` set,
+    quoted as a shell would read them; anything else is passed over."""
     found: dict[str, str] = {}
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -249,13 +249,14 @@ def read_env_file(path: str) -> dict[str, str]:
     except OSError:
         return found
     for line in lines:
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
         try:
-            words = shlex.split(line, comments=True)
+            words = list(lexer)
         except ValueError:
             continue
-        if words[:1] == ["export"]:
-            words = words[1:]
-        for word in words:
+        for word in words:  # "export A=1; export B=2" as well as one a line
             name, eq, value = word.partition("=")
             if eq and name.isidentifier():
                 found[name] = value
@@ -329,24 +330,21 @@ class ClaudeCodeHook(ShellHook):
 
     def build_env(self, ctx: HookContext) -> dict[str, str]:
         env = super().build_env(ctx)
-        if self.inherit_env:
+        if self.loaded:  # what earlier hooks of the session exported, then what is withheld
+            env_file = os.path.join(session_dir(ctx), "env.sh")
+            env.update(read_env_file(env_file))
             self._withhold(env)
+            env["CLAUDE_ENV_FILE"] = env_file
         env.setdefault("CLAUDE_PROJECT_DIR", self.project_dir())
         if self.plugin_root is not None:
             env.setdefault("CLAUDE_PLUGIN_ROOT", self.plugin_root)
         if self.plugin_data is not None:
             env.setdefault("CLAUDE_PLUGIN_DATA", self.plugin_data)
-        if self.loaded:
-            env_file = os.path.join(session_dir(ctx), "env.sh")
-            for name, value in read_env_file(env_file).items():
-                if name not in self.withhold_env:
-                    env.setdefault(name, value)
-            env["CLAUDE_ENV_FILE"] = env_file
         return env
 
     def _withhold(self, env: dict[str, str]) -> None:
-        """Take out of an inherited environment the variables the operator withholds and
-        every one whose value holds a declared secret."""
+        """Take out of a loaded hook's environment the variables the operator withholds and
+        every one whose value holds a declared secret (inherited, or exported by a hook)."""
         for name in self.withhold_env:
             env.pop(name, None)
         declared = self.declared
