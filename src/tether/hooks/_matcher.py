@@ -87,7 +87,9 @@ class Matcher:
             if len(path) > 1:
                 value = _at(value, path[1:])
                 if value is not None and not isinstance(value, str):
-                    value = json.dumps(value, separators=(",", ":"), default=str)
+                    value = json.dumps(
+                        value, separators=(",", ":"), ensure_ascii=False, default=str
+                    )
             if value is None:
                 return False
             text = str(value)
