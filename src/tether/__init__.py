@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from .approval import ApprovalRequest as ApprovalRequest
     from .cluster import ClusterError as ClusterError
     from .cluster import ClusterNode as ClusterNode
+    from .hooks._claude_scopes import claude_code_settings as claude_code_settings
+    from .hooks._claude_settings import ClaudeCodeHooks as ClaudeCodeHooks
     from .hooks._claude_settings import ClaudeCodeHooksError as ClaudeCodeHooksError
     from .hooks._claude_settings import claude_code_hooks as claude_code_hooks
     from .hooks._config import HookConfig as HookConfig
@@ -89,7 +91,9 @@ _LAZY: dict[str, str] = {
     "HttpHook": "tether.hooks._http_hook",
     "PersistentHook": "tether.hooks._persistent",
     "PromptHook": "tether.agent",
+    "ClaudeCodeHooks": "tether.hooks._claude_settings",
     "ClaudeCodeHooksError": "tether.hooks._claude_settings",
+    "claude_code_settings": "tether.hooks._claude_scopes",
     "claude_code_hooks": "tether.hooks._claude_settings",
     "AgentRuntime": "tether.runtime",
     "ClusterError": "tether.cluster",
@@ -141,6 +145,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRequest",
     "BudgetConfig",
+    "ClaudeCodeHooks",
     "ClaudeCodeHooksError",
     "ClusterError",
     "ClusterNode",
@@ -196,6 +201,7 @@ __all__ = [
     "WebhookTrigger",
     "available_plugins",
     "claude_code_hooks",
+    "claude_code_settings",
     "hook_options",
     "implements",
     "load_manifest",

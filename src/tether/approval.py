@@ -22,6 +22,8 @@ class ApprovalRequest:
     process_id: str
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     event_id: str | None = None
+    #: Why approval is asked, when a hook asked (a Claude Code hook's "ask" reason).
+    reason: str | None = None
 
 
 @dataclass(slots=True)

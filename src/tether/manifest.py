@@ -45,6 +45,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError, core_schema
 
+from ._manifest_claude import ClaudeCodeSource, load_claude_code, rebased
 from ._manifest_errors import MAX_ISSUE_CHARS as MAX_ISSUE_CHARS
 from ._manifest_errors import ManifestError as ManifestError
 from ._manifest_errors import ManifestIssue as ManifestIssue
@@ -205,6 +206,7 @@ _NUMBERS: Final = (
     "model_timeout",
     "model_max_retries",
     "max_turns",
+    "max_continuations",
     "tool_timeout",
     "concurrency",
     "max_queue_size",
@@ -245,10 +247,11 @@ class ProcessSpec(BaseModel):
         description="Python tools by import path, 'package.module:function' (an async function "
         "or a Tool), imported when the process is created",
     )
-    claude_code_hooks: list[str] = Field(
+    claude_code_hooks: list[str | ClaudeCodeSource] = Field(
         default_factory=list,
         description="Claude Code settings.json or plugin hooks/hooks.json files whose hooks "
-        "this process runs (relative paths: from the manifest's folder)",
+        "this process runs, or {project: <folder>, ...} for a project's settings scopes "
+        "(relative paths: from the manifest's folder)",
     )
     secrets: dict[str, SecretText] = Field(
         default_factory=dict,
@@ -260,6 +263,7 @@ class ProcessSpec(BaseModel):
         "entry points)",
     )
     max_turns: int = _same("max_turns")
+    max_continuations: int = _same("max_continuations")
     tool_timeout: float = _same("tool_timeout")
     concurrency: int = _same("concurrency")
     max_queue_size: int = _same("max_queue_size")
@@ -515,16 +519,18 @@ def _issues(
     return [ManifestIssue(path_of(loc), line_of(lines, loc), text) for loc, text in problems]
 
 
-def claude_code_problems(paths: list[str]) -> list[tuple[tuple[str | int, ...], str]]:
+def claude_code_problems(
+    paths: list[str | ClaudeCodeSource],
+) -> list[tuple[tuple[str | int, ...], str]]:
     """The Claude Code hook files that cannot be read or mapped, each with its problem."""
     if not paths:
         return []
-    from .hooks._claude_settings import ClaudeCodeHooksError, claude_code_hooks
+    from .hooks._claude_settings import ClaudeCodeHooksError
 
     problems: list[tuple[tuple[str | int, ...], str]] = []
     for i, path in enumerate(paths):
         try:
-            claude_code_hooks(path)
+            load_claude_code(path)
         except ClaudeCodeHooksError as exc:
             problems.append((("claude_code_hooks", i), str(exc)))
     return problems
@@ -575,11 +581,8 @@ def spec_to_process_config(
         )
         hook._source = hook_source
         hooks.append(hook)
-    if spec.claude_code_hooks:
-        from .hooks._claude_settings import claude_code_hooks
-
-        for path in spec.claude_code_hooks:  # ClaudeCodeHooksError (a ValueError) names it
-            hooks += claude_code_hooks(path)
+    for entry in spec.claude_code_hooks:  # ClaudeCodeHooksError (a ValueError) names it
+        hooks += load_claude_code(entry)
     values["hooks"] = hooks
     values["plugins"] = list(spec.plugins)
     if tools is not None:  # imported already (a manifest's, from its folder)
@@ -748,7 +751,7 @@ def _rebase(manifest: AgentManifest, base: Path) -> AgentManifest:
             h.model_copy(update={"cwd": absolute(h.cwd)}) if getattr(h, "cwd", None) else h
             for h in manifest.hooks
         ],
-        "claude_code_hooks": [absolute(p) or p for p in manifest.claude_code_hooks],
+        "claude_code_hooks": [rebased(p, absolute) for p in manifest.claude_code_hooks],
         "triggers": [
             t.model_copy(update={"watch_path": absolute(t.watch_path)})
             if isinstance(t, FileWatchTrigger)

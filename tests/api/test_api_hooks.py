@@ -105,9 +105,10 @@ async def test_the_events_endpoint_filters_by_blockable(client: httpx.AsyncClien
         "task_created",
         "pre_model_call",
         "post_model_call",
+        "agent_stop",
     }
     assert all(not e["blockable"] for e in others["events"])
-    assert len(blockable["events"]) + len(others["events"]) == 17
+    assert len(blockable["events"]) + len(others["events"]) == 18
 
 
 @pytest.mark.parametrize(

@@ -103,6 +103,7 @@ async def test_the_events_endpoint_filters_by_family(client: httpx.AsyncClient) 
     assert [(e["event"], e["family"]) for e in r.json()["events"]] == [
         ("task_created", "task"),
         ("task_completed", "task"),
+        ("agent_stop", "task"),
     ]
     r = await client.get("/hooks/events", params={"family": "task", "blockable": "false"})
     assert [e["event"] for e in r.json()["events"]] == ["task_completed"]

@@ -175,7 +175,6 @@ async def test_a_space_separated_since_without_an_offset_is_still_utc(
 
 
 AFTER_THE_FACT = {
-    "session_start",
     "session_end",
     "permission_denied",
     "subagent_stop",
@@ -191,7 +190,7 @@ async def test_sync_only_narrows_to_the_events_whose_hooks_can_change_something(
     """Regression: every event said sync_eligible: true, so sync_only=true narrowed nothing;
     the events that report what happened (no block, nothing read back) are async-only."""
     everything = (await client.get("/hooks/events")).json()["events"]
-    assert len(everything) == 17
+    assert len(everything) == 18
     async_only = {e["event"] for e in everything if not e["sync_eligible"]}
     assert async_only == AFTER_THE_FACT
     for e in everything:

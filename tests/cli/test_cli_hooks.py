@@ -108,7 +108,7 @@ async def test_hooks_events_prints_the_taxonomy_as_a_table(cli: Any, api: Orches
     assert done.returncode == 0, done.stderr
     table = rows(done.stdout)
     assert table[0] == ["EVENT", "FAMILY", "BLOCKABLE", "MATCHERS", "WHAT A BLOCK DOES"]
-    assert len(table) == 18
+    assert len(table) == 19
     assert table[1][:4] == ["session_start", "session", "no", "-"]
     task_created = next(r for r in table if r[0] == "task_created")
     assert task_created[:4] == ["task_created", "task", "yes", "trigger_type, trigger_id"]
@@ -119,7 +119,7 @@ async def test_hooks_events_filters_blockable_and_prints_schemas_as_json(
 ) -> None:
     blockable = await cli("hooks", "events", "--blockable", *at(api))
     others = await cli("hooks", "events", "--not-blockable", "--json", *at(api))
-    assert len(rows(blockable.stdout)) == 10
+    assert len(rows(blockable.stdout)) == 11
     assert all(r[2] == "yes" for r in rows(blockable.stdout)[1:])
     events = json.loads(others.stdout)
     assert len(events) == 8
@@ -134,6 +134,7 @@ async def test_hooks_events_filters_by_family_and_reports_an_unknown_one(
     assert [r[:2] for r in rows(tasks.stdout)[1:]] == [
         ["task_created", "task"],
         ["task_completed", "task"],
+        ["agent_stop", "task"],
     ]
     assert bad.returncode == 2
     assert bad.stderr.startswith(

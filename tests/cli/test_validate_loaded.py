@@ -45,7 +45,29 @@ def test_validate_lists_the_claude_code_hooks_it_loaded(
         "claude_code_hooks[0]: PreToolUse -> pre_tool_use matcher "
         "{'tool_name': ['Edit', 'Write']}: g"
     )
-    assert lines[2] == "claude_code_hooks[0]: Stop -> task_completed: notify done"
+    assert lines[2] == "claude_code_hooks[0]: Stop -> agent_stop: notify done"
+
+
+def test_validate_warns_of_what_a_claude_code_file_holds_that_tether_skips(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "400")
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    hooks = {
+        "Setup": [{"hooks": [{"type": "command", "command": "init"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify done"}]}],
+    }
+    settings.write_text(json.dumps({"hooks": hooks}))
+    path = manifest(
+        tmp_path, "name: shop\nmodel: scripted\nclaude_code_hooks: [.claude/settings.json]\n"
+    )
+    done = run_cli(capsys, "validate", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "1 Claude Code hook)" in done.stdout
+    warning = " ".join(done.stderr.split())
+    assert "warning: claude_code_hooks[0]: " in warning
+    assert "hooks.Setup: Claude Code event 'Setup' has no tether counterpart (skipped)" in warning
 
 
 def test_validate_reports_a_tool_that_cannot_be_imported(

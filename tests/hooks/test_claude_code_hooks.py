@@ -99,8 +99,8 @@ async def test_a_python_hook_from_settings_json_that_exits_2_refuses_the_call(
         },
     )
     hooks = claude_code_hooks(file)
-    [guard, *_] = hooks[0].command or []
-    assert guard.endswith("/.claude/hooks/guard.py")  # $CLAUDE_PROJECT_DIR resolved
+    guard = hooks[0].command
+    assert guard == "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.py"  # sh -c resolves it
     ran: list[Any] = []
     process, model = shop([("lookup_order", {"order_id": 13})], ran, hooks)
     rec = await run(process, HookEvent.PERMISSION_DENIED)
@@ -236,7 +236,7 @@ async def test_a_plugins_program_gets_claude_plugin_root_in_its_environment(
     [hook] = claude_code_hooks(hooks_json)
     process, _ = shop([("lookup_order", {"order_id": 1})], [], [hook])
     await run(process)
-    assert seen.read_text() == hook.command[0].removesuffix("/scripts/root.py")
+    assert seen.read_text() == str(plugin.resolve())
 
 
 # -- what a program's answer does ----------------------------------------------------------------
@@ -318,13 +318,17 @@ async def test_a_legacy_decision_block_refuses_the_call(tmp_path: Path) -> None:
     assert "legacy says no" in tool_results(model)[0]
 
 
-async def test_continue_false_refuses_the_call_with_the_stop_reason(tmp_path: Path) -> None:
+async def test_continue_false_refuses_the_call_and_ends_the_run_telling_the_operator(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     hook = answering(tmp_path, {"continue": False, "stopReason": "maintenance window"})
     ran: list[Any] = []
-    process, model = shop([("lookup_order", {"order_id": 5})], ran, [hook])
-    await run(process)
+    process, model = shop([("lookup_order", {"order_id": 5}), ("lookup_order", {})], ran, [hook])
+    with caplog.at_level("WARNING", logger="tether.hooks"):
+        await run(process)
     assert ran == []
-    assert "maintenance window" in tool_results(model)[0]
+    assert len(model.requests) == 1  # the model is not asked again
+    assert "stopped the run: maintenance window" in caplog.text
 
 
 async def test_additional_context_after_a_call_is_added_to_what_the_model_reads(
@@ -465,7 +469,7 @@ def test_events_matchers_timeouts_and_variables_are_mapped(tmp_path: Path) -> No
                 {"matcher": "mcp__.*", "hooks": [command("audit", timeout=7)]},
             ],
             "UserPromptSubmit": [{"hooks": [command("prompt-guard", **{"async": True})]}],
-            "Stop": [{"matcher": "", "hooks": [command("notify")]}],
+            "Stop": [{"matcher": "", "hooks": [command("notify", onFailure="block")]}],
         },
     )
     edit, mcp, prompt, stop = claude_code_hooks(file)
@@ -473,26 +477,34 @@ def test_events_matchers_timeouts_and_variables_are_mapped(tmp_path: Path) -> No
     assert (edit.event, edit.matcher, edit.command) == (
         "pre_tool_use",
         {"tool_name": ["Edit", "Write"]},
-        ["check", f"{project}/x"],
+        "check $CLAUDE_PROJECT_DIR/x",  # kept as written: sh -c expands it
     )
     assert edit.protocol == "claude-code"
     assert edit.cwd == project
-    assert edit.timeout == 60.0  # Claude Code's default
+    assert edit.timeout == 600.0  # Claude Code's default
     assert (mcp.matcher, mcp.timeout) == ({"tool_name": "re:mcp__.*"}, 7.0)
     assert (prompt.event, prompt.mode, prompt.matcher) == ("user_prompt_submit", "async", None)
-    assert stop.event == "task_completed"
+    assert (stop.event, stop.fail_closed) == ("agent_stop", True)
 
 
-def test_a_resolved_folder_holding_a_space_stays_one_argument(tmp_path: Path) -> None:
-    """Regression: the variables were resolved before the command was split, so a project
-    folder named with a space became two arguments."""
+async def test_a_quoted_project_folder_holding_a_space_runs_as_one_path(tmp_path: Path) -> None:
+    """As Claude Code's reference advises: "$CLAUDE_PROJECT_DIR" quoted in the command."""
     project = tmp_path / "My Projects" / "shop"
+    seen = tmp_path / "ran.txt"
+    python_hook(
+        project / ".claude" / "g.py",
+        f"""
+        import sys
+        open({str(seen)!r}, "w").write(" ".join(sys.argv[1:]))
+        """,
+    )
     file = settings(
         project,
-        {"PreToolUse": [{"hooks": [command("$CLAUDE_PROJECT_DIR/.claude/g.py --strict")]}]},
+        {"PreToolUse": [{"hooks": [command('"$CLAUDE_PROJECT_DIR"/.claude/g.py --strict')]}]},
     )
-    [hook] = claude_code_hooks(file)
-    assert hook.command == [f"{project.resolve()}/.claude/g.py", "--strict"]
+    process, _ = shop([("lookup_order", {"order_id": 1})], [], claude_code_hooks(file))
+    await run(process)
+    assert seen.read_text() == "--strict"
 
 
 def test_a_regex_matcher_selects_tools_as_claude_code_does() -> None:
@@ -509,24 +521,16 @@ def test_a_regex_matcher_selects_tools_as_claude_code_does() -> None:
     ("hooks", "message"),
     [
         (
-            {"Notification": [{"hooks": [command("x")]}]},
-            "hooks.Notification: Claude Code event 'Notification' has no tether counterpart",
+            {"Setup": [{"hooks": [command("x")]}]},
+            "hooks.Setup: Claude Code event 'Setup' has no tether counterpart (skipped)",
         ),
         (
-            {"PreToolUse": [{"hooks": [{"type": "prompt", "prompt": "Is it safe?"}]}]},
-            "hooks.PreToolUse[0].hooks[0].type: 'prompt' cannot be mapped",
+            {"PreToolUse": [{"hooks": [{"type": "agent", "prompt": "Is it safe?"}]}]},
+            "hooks.PreToolUse[0].hooks[0].type: 'agent' is not supported by tether (skipped)",
         ),
         (
-            {"PreToolUse": [{"hooks": [command("jq .tool_name | grep Bash")]}]},
-            "hooks.PreToolUse[0].hooks[0].command: 'jq .tool_name | grep Bash' uses shell syntax",
-        ),
-        (
-            {"PreToolUse": [{"hooks": [command("echo $HOME")]}]},
-            "hooks.PreToolUse[0].hooks[0].command: 'echo $HOME' uses shell expansion",
-        ),
-        (
-            {"SessionStart": [{"matcher": "startup", "hooks": [command("x")]}]},
-            "hooks.SessionStart[0].matcher: 'startup' cannot be mapped",
+            {"PreToolUse": [{"hooks": [{"type": "mcp_tool", "server": "x", "tool": "y"}]}]},
+            "hooks.PreToolUse[0].hooks[0].type: 'mcp_tool' is not supported by tether",
         ),
         (
             {"PreToolUse": [{}, {"hooks": [command("x", timeout=0)]}]},
@@ -536,26 +540,14 @@ def test_a_regex_matcher_selects_tools_as_claude_code_does() -> None:
             {"PostToolUse": [{"hooks": [command("x", timeout=7200)]}]},
             "hooks.PostToolUse[0].hooks[0].timeout: 7200 is not a number of seconds",
         ),
-        (
-            {"PreToolUse": [{"hooks": [command("${CLAUDE_PLUGIN_ROOT}/x.sh")]}]},
-            "uses $CLAUDE_PLUGIN_ROOT, and no plugin root was given",
-        ),
         ({"PreToolUse": {"matcher": "x"}}, "hooks.PreToolUse: expected a list of matcher groups"),
         ({"PreToolUse": ["Bash"]}, "hooks.PreToolUse[0]: expected an object with 'matcher'"),
-        (
-            {"PreToolUse": [{"matcher": "x", "hooks": [], "when": 1}]},
-            "hooks.PreToolUse[0]: unknown key 'when'",
-        ),
         ({"PreToolUse": [{"matcher": 3, "hooks": []}]}, "hooks.PreToolUse[0].matcher: expected"),
         (
             {"PreToolUse": [{"matcher": "Bash(", "hooks": []}]},
             "hooks.PreToolUse[0].matcher: 'Bash(' is not a valid regular expression",
         ),
         ({"PreToolUse": [{"hooks": ["x"]}]}, "hooks.PreToolUse[0].hooks[0]: expected an object"),
-        (
-            {"PreToolUse": [{"hooks": [command("x", shell="bash")]}]},
-            "hooks.PreToolUse[0].hooks[0]: key 'shell' cannot be mapped",
-        ),
         (
             {"PreToolUse": [{"hooks": [command("  ")]}]},
             "hooks.PreToolUse[0].hooks[0].command: expected a non-empty string",
@@ -568,16 +560,63 @@ def test_a_regex_matcher_selects_tools_as_claude_code_does() -> None:
             {"PreToolUse": [{"hooks": [command("x 'unclosed")]}]},
             'hooks.PreToolUse[0].hooks[0].command: "x \'unclosed" cannot be split',
         ),
+        (
+            {"PreToolUse": [{"hooks": [command("x", **{"if": "Bash(git *)"})]}]},
+            "",  # a rule on a tool event maps (no warning): the next case is the one refused
+        ),
+        (
+            {"SessionStart": [{"hooks": [command("x", **{"if": "Bash(git *)"})]}]},
+            "hooks.SessionStart[0].hooks[0].if: 'Bash(git *)' cannot be mapped",
+        ),
     ],
 )
-def test_what_cannot_be_mapped_is_refused_naming_the_entry(
+def test_what_cannot_be_mapped_is_skipped_with_a_warning_and_refused_when_strict(
     tmp_path: Path, hooks: dict[str, Any], message: str
 ) -> None:
     file = settings(tmp_path, hooks)
+    loaded = claude_code_hooks(file)
+    if not message:
+        assert loaded.warnings == []
+        return
+    assert [w for w in loaded.warnings if message in w], loaded.warnings
+    assert all(w.startswith(f"{file}: hooks.") for w in loaded.warnings)
     with pytest.raises(ClaudeCodeHooksError) as caught:
-        claude_code_hooks(file)
+        claude_code_hooks(file, strict=True)
     assert str(caught.value).startswith(f"{file}: hooks.")
-    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("hooks", "message"),
+    [
+        ({"PreToolUse": [{"matcher": "x", "hooks": [], "when": 1}]}, "[0]: key 'when' ignored"),
+        ({"PreToolUse": [{"hooks": [command("x", shell="bash")]}]}, "key 'shell' ignored"),
+    ],
+)
+def test_an_unknown_key_is_a_warning_and_the_rest_loads(
+    tmp_path: Path, hooks: dict[str, Any], message: str
+) -> None:
+    loaded = claude_code_hooks(settings(tmp_path, hooks))
+    assert [w for w in loaded.warnings if message in w], loaded.warnings
+
+
+def test_a_file_mixing_what_maps_and_what_does_not_loads_what_maps(tmp_path: Path) -> None:
+    file = settings(
+        tmp_path,
+        {
+            "Setup": [{"hooks": [command("init.sh")]}],
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "agent", "prompt": "check"}]},
+                {"matcher": "Bash", "hooks": [command("jq -r .tool_input.command | grep -q rm")]},
+            ],
+            "Notification": [{"matcher": "permission_prompt", "hooks": [command("notify")]}],
+        },
+    )
+    loaded = claude_code_hooks(file)
+    assert [(h.claude_event, h.command) for h in loaded] == [
+        ("PreToolUse", "jq -r .tool_input.command | grep -q rm"),
+        ("Notification", "notify"),
+    ]
+    assert len(loaded.warnings) == 2
 
 
 def test_an_unreadable_file_is_refused_naming_it(tmp_path: Path) -> None:
@@ -605,9 +644,13 @@ def test_the_plugin_root_and_project_dir_may_be_given(tmp_path: Path) -> None:
         "SessionStart": [{"hooks": [command("${CLAUDE_PLUGIN_ROOT}/start $CLAUDE_PROJECT_DIR")]}]
     }
     file.write_text(json.dumps({"hooks": hooks}))
-    [hook] = claude_code_hooks(file, tmp_path / "plugin", project_dir=tmp_path / "project")
-    assert hook.command == [f"{tmp_path}/plugin/start", f"{tmp_path}/project"]
+    [hook] = claude_code_hooks(
+        file, tmp_path / "plugin", project_dir=tmp_path / "project", plugin_data=tmp_path / "d"
+    )
     assert hook.cwd == f"{tmp_path}/project"
+    assert hook.claude_origin["CLAUDE_PLUGIN_ROOT"] == f"{tmp_path}/plugin"
+    assert hook.claude_origin["CLAUDE_PLUGIN_DATA"] == f"{tmp_path}/d"
+    assert (tmp_path / "d").is_dir()  # made when loaded, as Claude Code does
 
 
 def test_a_settings_file_without_hooks_declares_none(tmp_path: Path) -> None:

@@ -63,4 +63,4 @@ def test_a_file_of_exactly_the_limit_is_read(tmp_path: Path) -> None:
     text = json.dumps(HOOKS)
     path.write_text(text + " " * (MAX_FILE_BYTES - len(text)))
     assert path.stat().st_size == MAX_FILE_BYTES
-    assert [hook.event for hook in claude_code_hooks(path)] == ["task_completed"]
+    assert [hook.event for hook in claude_code_hooks(path)] == ["agent_stop"]

@@ -57,11 +57,12 @@ def ctx(event: HookEvent, **data: Any) -> HookContext:
             {"agent_id": "helper", "agent_type": "process", "stop_hook_active": False},
         ),
         (HookEvent.PRE_COMPACT, {}, "PreCompact", {"trigger": "auto", "custom_instructions": ""}),
+        (HookEvent.TASK_COMPLETED, {"event_id": "e-1"}, "TaskCompleted", {"task_id": "e-1"}),
         (
-            HookEvent.TASK_COMPLETED,
-            {"event_id": "e-1"},
+            HookEvent.AGENT_STOP,
+            {"answer": "Fixed.", "continuations": 1},
             "Stop",
-            {"stop_hook_active": False, "task_id": "e-1"},
+            {"stop_hook_active": True, "last_assistant_message": "Fixed."},
         ),
         (HookEvent.TASK_CREATED, {"event_id": "e-2"}, "TaskCreated", {"task_id": "e-2"}),
         (HookEvent.FILE_CHANGED, {"path": "/x/a.txt"}, "FileChanged", {"file_path": "/x/a.txt"}),
@@ -114,9 +115,15 @@ def test_additional_context_is_added_to_the_prompt_of_user_prompt_submit() -> No
 
 
 def test_additional_context_where_no_model_reads_it_changes_nothing() -> None:
+    context = ctx(HookEvent.SESSION_END, reason="stop")
+    apply_answer(context, {"hookSpecificOutput": {"additionalContext": "hello"}})
+    assert context.data == {"reason": "stop"}
+
+
+def test_additional_context_of_session_start_is_kept_for_the_model() -> None:
     context = ctx(HookEvent.SESSION_START, restart=False)
     apply_answer(context, {"hookSpecificOutput": {"additionalContext": "hello"}})
-    assert context.data == {"restart": False}
+    assert context.data == {"restart": False, "additional_context": "hello"}
 
 
 def test_a_non_string_mcp_tool_output_replaces_the_result_as_json() -> None:
@@ -125,15 +132,21 @@ def test_a_non_string_mcp_tool_output_replaces_the_result_as_json() -> None:
     assert context.data["result"] == '{"rows": []}'
 
 
-def test_continue_false_after_a_call_is_feedback_for_the_model() -> None:
+def test_continue_false_after_a_call_asks_to_end_the_run_and_leaves_the_result() -> None:
     context = ctx(HookEvent.POST_TOOL_USE, result="done")
-    apply_answer(context, {"continue": False})
-    assert context.data["result"] == "done\n\nstopped by a Claude Code hook"
+    apply_answer(context, {"continue": False, "stopReason": "quota"})
+    assert context.data == {"result": "done", "stop_run": "quota"}
 
 
-def test_decision_block_on_stop_asks_for_a_block_the_engine_ignores() -> None:
-    with pytest.raises(HookBlocked, match="keep going"):  # task_completed is not blockable
-        apply_answer(ctx(HookEvent.TASK_COMPLETED), {"decision": "block", "reason": "keep going"})
+def test_continue_false_on_stop_lets_the_run_end() -> None:
+    context = ctx(HookEvent.AGENT_STOP, answer="x")
+    apply_answer(context, {"continue": False, "decision": "block", "reason": "more"})
+    assert context.data == {"answer": "x"}
+
+
+def test_decision_block_on_stop_is_a_block_of_agent_stop() -> None:
+    with pytest.raises(HookBlocked, match="keep going"):
+        apply_answer(ctx(HookEvent.AGENT_STOP), {"decision": "block", "reason": "keep going"})
 
 
 @pytest.mark.parametrize(
@@ -162,3 +175,22 @@ def test_the_json_schema_check_of_schema_only_tools(
     value: Any, schema: Any, problems: list[str]
 ) -> None:
     assert schema_problems(value, schema) == problems
+
+
+def test_agent_stop_is_stop_in_a_process_and_subagent_stop_in_a_spawned_child() -> None:
+    from tether.hooks._claude_code import ClaudeCodeHook, _event_name
+
+    top = ctx(HookEvent.AGENT_STOP, answer="x", continuations=0)
+    child = HookContext(
+        HookEvent.AGENT_STOP,
+        "helper",
+        {"answer": "y", "continuations": 0},
+        {"process_name": "helper", "process_id": "p-2", "parent": "shop"},
+    )
+    assert (_event_name(top, None), _event_name(child, None)) == ("Stop", "SubagentStop")
+    stop = ClaudeCodeHook("true", claude={"event": "Stop"})
+    sub = ClaudeCodeHook("true", claude={"event": "SubagentStop"})
+    assert (stop.applies(top), stop.applies(child)) == (True, False)
+    assert (sub.applies(top), sub.applies(child)) == (False, True)
+    got = claude_input(child, "SubagentStop", "/proj")
+    assert (got["agent_id"], got["last_assistant_message"]) == ("helper", "y")

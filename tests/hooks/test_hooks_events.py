@@ -28,6 +28,7 @@ EXPECTED_VALUES = {
     "POST_TOOL_USE": "post_tool_use",
     "PRE_MODEL_CALL": "pre_model_call",
     "POST_MODEL_CALL": "post_model_call",
+    "AGENT_STOP": "agent_stop",
 }
 
 BLOCKABLE = {
@@ -40,10 +41,11 @@ BLOCKABLE = {
     HookEvent.PRE_TOOL_USE,
     HookEvent.PRE_MODEL_CALL,
     HookEvent.POST_MODEL_CALL,
+    HookEvent.AGENT_STOP,
 }
 
 
-def test_there_are_exactly_seventeen_events_with_lowercase_values() -> None:
+def test_there_are_exactly_eighteen_events_with_lowercase_values() -> None:
     assert {e.name: e.value for e in HookEvent} == EXPECTED_VALUES
 
 
@@ -53,7 +55,7 @@ def test_an_event_member_equals_its_value(name: str, value: str) -> None:
     assert HookEvent(value) is HookEvent[name]
 
 
-def test_blockable_events_are_exactly_the_nine() -> None:
+def test_blockable_events_are_exactly_the_ten() -> None:
     assert isinstance(BLOCKABLE_EVENTS, frozenset)
     assert BLOCKABLE_EVENTS == BLOCKABLE
 

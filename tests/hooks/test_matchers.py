@@ -370,3 +370,14 @@ async def test_an_async_hook_whose_matcher_does_not_match_is_recorded_skipped() 
     assert seen.data == []
     [run] = history.runs()
     assert (run.mode, run.outcome) == ("async", "skipped")
+
+
+def test_an_argument_path_matches_a_list_on_its_compact_json_text_as_written() -> None:
+    from tether.hooks._matcher import Matcher
+
+    matcher = Matcher.build(HookEvent.PRE_TOOL_USE, {"arguments.paths": '["/tmp/é",*'})
+    assert matcher.matches({"arguments": {"paths": ["/tmp/é", "/etc/x"]}})
+    assert not matcher.matches({"arguments": {"paths": ["/etc/x"]}})
+    number = Matcher.build(HookEvent.PERMISSION_REQUEST, {"arguments.amount": "re:^[0-9]{4,}$"})
+    assert number.matches({"arguments": {"amount": 12000}})
+    assert not number.matches({"arguments": {"amount": 120}})

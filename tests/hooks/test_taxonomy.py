@@ -1,4 +1,4 @@
-"""The event taxonomy: 17 events with family, blocking, matcher fields and JSON Schemas, checked
+"""The event taxonomy: 18 events with family, blocking, matcher fields and JSON Schemas, checked
 against the data a running process really dispatches for each event."""
 
 from __future__ import annotations
@@ -143,9 +143,9 @@ def by_event() -> dict[str, dict[str, Any]]:
     return {entry["event"]: entry for entry in describe_events()}
 
 
-def test_the_taxonomy_lists_the_17_events_once_each_in_their_order() -> None:
+def test_the_taxonomy_lists_the_18_events_once_each_in_their_order() -> None:
     assert [entry["event"] for entry in describe_events()] == [e.value for e in HookEvent]
-    assert len(describe_events()) == 17
+    assert len(describe_events()) == 18
 
 
 def test_blockable_events_are_exactly_the_blockable_set_and_say_what_a_block_does() -> None:
@@ -164,7 +164,7 @@ def test_the_events_filter_by_blockable(blockable: bool) -> None:
     names = {entry["event"] for entry in describe_events(blockable=blockable)}
     expected = {e.value for e in HookEvent if (e in BLOCKABLE_EVENTS) is blockable}
     assert names == expected
-    assert len(names) == (9 if blockable else 8)
+    assert len(names) == (10 if blockable else 8)
 
 
 def test_every_event_belongs_to_a_known_family() -> None:
@@ -194,8 +194,15 @@ def test_only_the_changes_the_process_reads_back_are_in_a_patch_schema() -> None
             "arguments": {"type": "object"},
             "require_approval": {"type": "boolean"},
             "additional_context": {"type": "string"},
+            "approval_reason": {"type": "string"},
+            "stop_run": {"type": "string"},
         },
-        "post_tool_use": {"result": {"type": "string"}},
+        "post_tool_use": {"result": {"type": "string"}, "stop_run": {"type": "string"}},
+        "session_start": {"additional_context": {"type": "string"}},
+        "permission_request": {
+            "approved": {"type": "boolean"},
+            "updated_arguments": {"type": "object"},
+        },
         "pre_model_call": {
             "messages": {"type": "array", "items": {"type": "object"}},
             "tools": {"type": "array", "items": {"type": "object"}},

@@ -185,17 +185,15 @@ async def test_claude_code_hooks_named_by_a_manifest_run_for_its_process(tmp_pat
     assert rec.of(HookEvent.PERMISSION_DENIED)[0]["reason"] == "not today"
 
 
-def test_a_claude_code_hooks_file_that_cannot_be_mapped_is_a_manifest_problem(
+def test_a_claude_code_hooks_file_that_cannot_be_read_is_a_manifest_problem(
     tmp_path: Path,
 ) -> None:
-    claude_settings(tmp_path, {"Notification": [{"hooks": []}]})
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text("{not json")
     found = problems(tmp_path, "name: shop\nclaude_code_hooks:\n  - .claude/settings.json\n")
     assert len(found) == 1
     assert found[0].startswith("3: claude_code_hooks[0]: ")
-    assert (
-        "hooks.Notification: Claude Code event 'Notification' has no tether counterpart"
-        in (found[0])
-    )
+    assert "not a JSON document" in found[0]
 
 
 def test_a_manifest_hook_may_speak_the_claude_code_protocol(tmp_path: Path) -> None:

@@ -122,6 +122,7 @@ async def test_one_event_fires_the_documented_events_in_order() -> None:
         "user_prompt_submit",
         "pre_model_call",
         "post_model_call",
+        "agent_stop",
         "task_completed",
         "session_end",
     ]
@@ -138,7 +139,11 @@ async def test_hook_context_names_the_process_and_its_uuid() -> None:
     async with process:
         pass
     assert seen[0].process_id == "triage"
-    assert seen[0].metadata == {"process_name": "triage", "process_id": process.process_id}
+    assert seen[0].metadata == {
+        "process_name": "triage",
+        "process_id": process.process_id,
+        "model": "scripted",
+    }
 
 
 # -- task_created ---------------------------------------------------------------------------

@@ -25,8 +25,15 @@ from ._budget import BudgetTracker
 from ._context import AgentContext
 from ._model_hooks import ModelRequest, PreModelCall, post_model_call, pre_model_call
 from ._observer import Note, Observer
-from ._tool_hooks import permission_denied, post_tool_use, pre_tool_use
+from ._tool_hooks import (
+    InvalidArgumentsRewrite,
+    check_arguments,
+    permission_denied,
+    post_tool_use,
+    pre_tool_use,
+)
 from ._tools import Tool, ToolArgumentsError, as_tool
+from ._transcript import TranscriptFile
 from ._usage import Tokens, Usage, UsageMeter, model_identity, tokens_of
 
 if TYPE_CHECKING:
@@ -70,6 +77,10 @@ class RunResult:
     messages: list[dict[str, Any]] = field(default_factory=list)
     denials: int = 0
     usage: Usage = field(default_factory=Usage)
+    #: Times an agent_stop hook sent the run back to the model.
+    continuations: int = 0
+    #: Why a tool hook ended the run before the model answered (the operator's to read).
+    stopped: str | None = None
 
 
 @dataclass(slots=True)
@@ -123,6 +134,7 @@ class AgentLoop:
         redactor: Redactor | None = None,
         process_id: str = "",
         max_turns: int = 10,
+        max_continuations: int = 3,
         tool_timeout: float = 120.0,
         observer: Observer | None = None,
         meter: UsageMeter | None = None,
@@ -139,6 +151,7 @@ class AgentLoop:
         self.redactor = redactor if redactor is not None else Redactor()
         self.process_id = process_id
         self.max_turns = max_turns
+        self.max_continuations = max_continuations
         self.tool_timeout = tool_timeout
         #: Tools already logged for holding the event loop (once each).
         self._held_logged: set[str] = set()
@@ -149,6 +162,10 @@ class AgentLoop:
         #: Whether an event would reach a hook: the model-call events are not dispatched when
         #: none would (their data copies the whole request). None: always dispatched.
         self.listens = listens
+        #: Context the session_start hooks gave the model, after the instructions.
+        self.session_context: str | None = None
+        #: Where every message of every run is appended, Claude Code's way (None: nowhere).
+        self.transcript_file: TranscriptFile | None = None
 
     def add_tool(self, fn: Tool | Callable[..., Awaitable[Any]]) -> Tool:
         t = as_tool(fn)
@@ -161,6 +178,8 @@ class AgentLoop:
     def system_message(self) -> dict[str, Any]:
         """The instructions, then the mission (a standing goal) and the saved state, if any."""
         text = self.instructions
+        if self.session_context:
+            text = f"{text}\n\n{self.session_context}" if text else self.session_context
         if self.mission:
             mission = f"Your standing mission: {self.mission}"
             text = f"{text}\n\n{mission}" if text else mission
@@ -184,7 +203,9 @@ class AgentLoop:
 
         ``model`` overrides the loop's model for this run; ``transcript`` and ``usage`` (the
         caller's) receive every message of the run and its model calls' running totals as
-        they happen, even when the run fails.
+        they happen, even when the run fails. Before the run ends with an answer, agent_stop
+        fires: a block sends its reason to the model as the next user message and the run
+        goes on, with one more turn allowed for it, at most ``max_continuations`` times.
         """
         usage = usage if usage is not None else Usage()
         model = model if model is not None else self.model
@@ -194,27 +215,71 @@ class AgentLoop:
         specs = [t.spec() for t in tools.values()] or None
         user = {"role": "user", "content": prompt}
         messages = transcript if transcript is not None else []
-        messages += [self.system_message(), *self.context.conversation.recent(), user]
-        calls_made = 0
-        denials = 0
-        for turn in range(1, self.max_turns + 1):
+        messages += [self.system_message(), *self.context.conversation.recent()]
+        file = self.transcript_file
+
+        def keep(message: dict[str, Any]) -> None:
+            messages.append(message)
+            if file is not None:
+                file.write(message)
+
+        keep(user)
+        calls_made = denials = continuations = turn = 0
+        limit = self.max_turns
+        while turn < limit:
+            turn += 1
             reply = await self._model_turn(model, messages, specs, turn, event_id, usage)
             if not reply.tool_calls:
                 answer = reply.content or ""
-                messages.append({"role": "assistant", "content": answer})
+                keep({"role": "assistant", "content": answer})
+                stop = {"answer": answer, "turns": turn, "continuations": continuations}
+                reason = await self._keep_going(stop, usage, event_id)
+                if reason is not None:
+                    continuations += 1
+                    limit += 1  # the turn that answers the hook's message
+                    keep({"role": "user", "content": reason})
+                    continue
                 await self.context.conversation.extend(
                     [user, {"role": "assistant", "content": answer}]
                 )
-                return RunResult(answer, turn, calls_made, messages, denials, usage)
-            messages.append(_assistant_message(reply.content, reply.tool_calls))
+                return RunResult(answer, turn, calls_made, messages, denials, usage, continuations)
+            keep(_assistant_message(reply.content, reply.tool_calls))
+            stops: list[str] = []
             for call in reply.tool_calls:
                 text, counted, denied = await self._observed_call(
-                    call, tools, calls_made, event_id, usage
+                    call, tools, calls_made, event_id, usage, stops
                 )
                 calls_made += counted
                 denials += denied
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+                keep({"role": "tool", "tool_call_id": call.id, "content": text})
+                if stops:  # a hook ended the run: no further call, no further turn
+                    return RunResult(
+                        "", turn, calls_made, messages, denials, usage, continuations, stops[0]
+                    )
         raise RunError(f"run reached its turn limit (max_turns={self.max_turns}) without an answer")
+
+    async def _keep_going(
+        self, stop: dict[str, Any], usage: Usage, event_id: str | None
+    ) -> str | None:
+        """Fire agent_stop before a run ends with its answer; return the reason a hook blocked
+        it with (the model's next message), or None when the run ends. A block past
+        ``max_continuations`` is recorded (the hook's run is) and ignored, with a warning."""
+        result = await self.emit(
+            HookEvent.AGENT_STOP, {**stop, "usage": usage.to_dict(), "event_id": event_id}
+        )
+        if not result.blocked:
+            return None
+        if stop["continuations"] >= self.max_continuations:
+            logger.warning(
+                "process %s: agent_stop blocked by %s past max_continuations=%d; ignored, the "
+                "run ends",
+                self.process_id,
+                result.blocked_by,
+                self.max_continuations,
+            )
+            return None
+        # A hook's words: no declared secrets reach the model through them.
+        return self.redactor.declared.text(result.reason or "Keep going.")
 
     async def converse(
         self,
@@ -417,12 +482,13 @@ class AgentLoop:
         calls_made: int,
         event_id: str | None,
         usage: Usage,
+        stops: list[str],
     ) -> tuple[str, int, int]:
         observer = self.observer
         if observer is None:
-            return await self._call_tool(call, tools, calls_made, event_id, usage)
+            return await self._call_tool(call, tools, calls_made, event_id, usage, stops)
         with observer.tool_call(self.process_id, call.name, call.id) as note:
-            return await self._call_tool(call, tools, calls_made, event_id, usage, note)
+            return await self._call_tool(call, tools, calls_made, event_id, usage, stops, note)
 
     async def _call_tool(
         self,
@@ -431,9 +497,11 @@ class AgentLoop:
         calls_made: int,
         event_id: str | None,
         usage: Usage,
+        stops: list[str],
         note: Note | None = None,
     ) -> tuple[str, int, int]:
-        """Run one tool call; return (text for the model, calls counted, denials).
+        """Run one tool call; return (text for the model, calls counted, denials); a tool
+        hook's request to end the run is appended to ``stops``.
 
         Order: parse the arguments, pre_tool_use (may refuse or rewrite), budget, approval,
         the call, post_tool_use (may replace the result). A call refused before it runs is
@@ -453,6 +521,8 @@ class AgentLoop:
             return f"error: invalid arguments for {call.name}: {exc}", 0, 0
         shown = self.redactor.declared.value
         pre = await pre_tool_use(self.emit, shown, t, args, call.id, event_id)
+        if pre.stop_run is not None:
+            stops.append(self.redactor.declared.text(pre.stop_run))
         if pre.refusal is not None:
             reason = self.redactor.declared.text(pre.refusal)  # a hook's words: no secrets
             await permission_denied(
@@ -484,7 +554,7 @@ class AgentLoop:
                 return f"refused: {denial.reason}", 0, 1
         approval = self.approval
         if pre.require_approval or (approval is not None and approval.needs_approval(call.name)):
-            refusal = await self._approve(call.name, args, event_id)
+            refusal, args = await self._approve(t, args, event_id, pre.approval_reason)
             if refusal is not None:
                 note.outcome, note.error = "refused", self.redactor.text(refusal)
                 return f"refused: {refusal}", 1, 1
@@ -496,9 +566,11 @@ class AgentLoop:
             note.error = self.redactor.text(error)
         duration_ms = (time.perf_counter() - started) * 1e3
         totals = {"run_usage": usage.to_dict(), "process_usage": self.meter.to_dict()}
-        text = await post_tool_use(
+        text, stop = await post_tool_use(
             self.emit, shown, t, args, call.id, event_id, text, error, duration_ms, totals
         )
+        if stop is not None:
+            stops.append(self.redactor.declared.text(stop))
         if pre.additional_context is not None:
             text = f"{text}\n\n{pre.additional_context}"
         return text, 1, 0
@@ -545,26 +617,48 @@ class AgentLoop:
         return f"error: {error}", error
 
     async def _approve(
-        self, tool_name: str, args: dict[str, Any], event_id: str | None
-    ) -> str | None:
-        """Ask hooks, then the handler; return the refusal reason or None when approved.
+        self, tool: Tool, args: dict[str, Any], event_id: str | None, reason: str | None
+    ) -> tuple[str | None, dict[str, Any]]:
+        """Ask hooks, then the handler; return the refusal reason (None when approved) and
+        the arguments the call runs with. ``reason`` is why a hook asked (the handler's
+        ``ApprovalRequest.reason``).
 
-        With no approval policy (a pre_tool_use hook asked for approval) there is no handler:
-        the call is denied, the safe answer to "ask" when nobody can be asked.
+        A permission_request hook may approve (``approved: True``: the handler is not asked),
+        with the arguments to run with (``updated_arguments``, validated against the tool's
+        schema); any other change of its data is not read back. With no approval
+        policy (a pre_tool_use hook asked for approval) there is no handler: the call is
+        denied, the safe answer to "ask" when nobody can be asked.
         """
+        tool_name = tool.name
         policy = self.approval if self.approval is not None else ApprovalPolicy()
         redacted = self.redactor.value(args)
-        request = ApprovalRequest(tool_name, redacted, self.process_id, event_id=event_id)
+        request = ApprovalRequest(
+            tool_name, redacted, self.process_id, event_id=event_id, reason=reason
+        )
         gate = await self.emit(
             HookEvent.PERMISSION_REQUEST,
             {"tool_name": tool_name, "arguments": redacted, "request_id": request.request_id},
         )
         if gate.blocked:
-            reason = gate.reason or "refused by a permission_request hook"
+            refusal = gate.reason or "refused by a permission_request hook"
             await permission_denied(
-                self.emit, "approval", tool_name, reason, "hook", request_id=request.request_id
+                self.emit, "approval", tool_name, refusal, "hook", request_id=request.request_id
             )
-            return reason
+            return refusal, args
+        if gate.data.get("approved") is True:  # a hook approved, maybe with new arguments
+            rewritten = gate.data.get("updated_arguments")
+            if rewritten is not None:
+                try:
+                    args = check_arguments(tool, rewritten)
+                except InvalidArgumentsRewrite as exc:
+                    logger.warning("permission_request of %s: %s", tool_name, exc)
+            return None, args
+        return await self._decide(policy, request, tool_name), args
+
+    async def _decide(
+        self, policy: ApprovalPolicy, request: ApprovalRequest, tool_name: str
+    ) -> str | None:
+        """The approval handler's decision on ``request``: the refusal reason, or None."""
         handler = policy.handler
         decision: ApprovalDecision
         if handler is None:

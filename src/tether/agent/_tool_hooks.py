@@ -41,6 +41,12 @@ REQUIRE_APPROVAL = "require_approval"
 #: The key a pre_tool_use hook sets to text added to the result the model reads (a Claude
 #: Code hook's "additionalContext").
 ADDITIONAL_CONTEXT = "additional_context"
+#: The key a pre_tool_use hook sets to the reason the approval handler is given with the call
+#: (a Claude Code hook's "ask" reason, ApprovalRequest.reason).
+APPROVAL_REASON = "approval_reason"
+#: The key a tool hook sets to end the run (a Claude Code hook's "continue": false): its value
+#: is the reason, for the operator.
+STOP_RUN = "stop_run"
 
 
 class InvalidArgumentsRewrite(HookError):
@@ -133,6 +139,9 @@ class PreToolUse:
     decided_by: str | None = None
     require_approval: bool = False
     additional_context: str | None = None
+    approval_reason: str | None = None
+    #: A hook asked to end the run, for this reason (the operator's to read).
+    stop_run: str | None = None
 
 
 async def pre_tool_use(
@@ -165,10 +174,11 @@ async def pre_tool_use(
         },
         context_factory=context,
     )
+    stop = _text_at(gate.data, STOP_RUN)
     if gate.blocked:
         reason = gate.reason or "refused by a pre_tool_use hook"
-        return PreToolUse(arguments, reason, gate.blocked_by or "hook")
-    decided = PreToolUse(arguments)
+        return PreToolUse(arguments, reason, gate.blocked_by or "hook", stop_run=stop)
+    decided = PreToolUse(arguments, stop_run=stop)
     rewritten = gate.data.get("arguments", seen)
     if rewritten != seen:
         try:  # checked by the context already, unless written around it (ctx.data[...] = ...)
@@ -176,10 +186,14 @@ async def pre_tool_use(
         except InvalidArgumentsRewrite as exc:
             logger.warning("pre_tool_use of %s: %s", tool.name, exc)
     decided.require_approval = gate.data.get(REQUIRE_APPROVAL) is True
-    extra = gate.data.get(ADDITIONAL_CONTEXT)
-    if isinstance(extra, str) and extra:
-        decided.additional_context = extra
+    decided.additional_context = _text_at(gate.data, ADDITIONAL_CONTEXT)
+    decided.approval_reason = _text_at(gate.data, APPROVAL_REASON)
     return decided
+
+
+def _text_at(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) and value else None
 
 
 async def post_tool_use(
@@ -193,10 +207,11 @@ async def post_tool_use(
     error: str | None,
     duration_ms: float,
     totals: dict[str, Any],
-) -> str:
+) -> tuple[str, str | None]:
     """Dispatch ``post_tool_use`` for a call that ran; return the text the model reads (the
-    result, unless a hook replaced it: the hooks see it with declared secrets redacted).
-    ``totals``: the run's and the process's usage so far (``run_usage``, ``process_usage``)."""
+    result, unless a hook replaced it: the hooks see it with declared secrets redacted), and
+    the reason a hook asked to end the run with, if one did. ``totals``: the run's and the
+    process's usage so far (``run_usage``, ``process_usage``)."""
     seen = shown(result)
     gate = await emit(
         HookEvent.POST_TOOL_USE,
@@ -212,12 +227,13 @@ async def post_tool_use(
             **totals,
         },
     )
+    stop = _text_at(gate.data, STOP_RUN)
     changed = gate.data.get("result", seen)
     if changed == seen:
-        return result
+        return result, stop
     if changed is None:
-        return "ok"
-    return changed if isinstance(changed, str) else _text(changed)
+        return "ok", stop
+    return (changed if isinstance(changed, str) else _text(changed)), stop
 
 
 def _text(value: Any) -> str:

@@ -54,7 +54,9 @@ def validate_files(
             finally:
                 for warning in caught:
                     err.print(f"[yellow]warning[/]: {escape(str(warning.message))}")
-        loaded, problems = _loaded(manifest)
+        loaded, problems, skipped = _loaded(manifest)
+        for skip in skipped:
+            err.print(f"[yellow]warning[/]: {escape(skip)}")
         if problems:
             bad += 1
             for problem in problems:
@@ -97,23 +99,29 @@ def _more(items: list[Any], what: str) -> str:
     return f", {len(items)} {what}{'s' * (len(items) != 1)}" if items else ""
 
 
-def _loaded(manifest: Any) -> tuple[list[str], list[Any]]:
+def _loaded(manifest: Any) -> tuple[list[str], list[Any], list[str]]:
     """What the manifest's tools and Claude Code hook files load: a line per Claude Code
-    hook, and a problem per tool that cannot be imported."""
+    hook, a problem per tool that cannot be imported, and the loader's warnings (what the
+    Claude Code files hold that tether skipped)."""
+    from .._manifest_claude import load_claude_code
     from ..hooks import HookEvent
     from ..hooks._claude_code import TETHER_TO_CLAUDE
-    from ..hooks._claude_settings import claude_code_hooks
     from ..manifest import manifest_tool_issues
 
     problems = manifest_tool_issues(manifest)
     lines: list[str] = []
+    skipped: list[str] = []
     for i, path in enumerate(manifest.claude_code_hooks):
-        for hook in claude_code_hooks(path):  # (load_manifest has read each file already)
+        found = load_claude_code(path)  # (load_manifest has read each file already)
+        skipped += [f"claude_code_hooks[{i}]: {w}" for w in found.warnings]
+        for hook in found:
             claude = hook.claude_event or TETHER_TO_CLAUDE[HookEvent(hook.event)]
             matcher = f" matcher {hook.matcher}" if hook.matcher else ""
             command = " ".join(hook.command) if isinstance(hook.command, list) else hook.command
+            for other in hook.claude_origin.get("parallel", ()):  # a group run in parallel
+                command = f"{command} & {other['command']}"
             lines.append(f"claude_code_hooks[{i}]: {claude} -> {hook.event}{matcher}: {command}")
-    return lines, problems
+    return lines, problems, skipped
 
 
 def _validate_json(files: list[Path], runtime_hooks: Sequence[str], require_env: bool) -> int:
@@ -133,7 +141,8 @@ def _validate_json(files: list[Path], runtime_hooks: Sequence[str], require_env:
                     for issue in exc.errors
                 ]
             else:
-                loaded, problems = _loaded(manifest)
+                loaded, problems, skipped = _loaded(manifest)
+                report["skipped"] = skipped
                 if problems:
                     report["ok"] = False
                     report["errors"] = [

@@ -6,52 +6,108 @@ plugin's ``hooks/hooks.json``, as tether HookConfigs speaking Claude Code's prot
     {"hooks": {"PreToolUse": [{"matcher": "Bash|Write",
                                "hooks": [{"type": "command", "command": "...", "timeout": 30}]}]}}
 
-Event names are mapped (``PreToolUse`` -> ``pre_tool_use``, ``Stop`` -> ``task_completed``,
-see CLAUDE_EVENTS); a tool event's ``matcher`` becomes a ``tool_name`` matcher (exact names,
-``*`` or empty for all, anything else a regular expression searched in the name, as Claude
-Code does); ``${CLAUDE_PLUGIN_ROOT}`` and ``$CLAUDE_PROJECT_DIR`` are resolved in the command,
-which is then split into a program and its arguments: tether runs no shell, so a command
-using shell syntax (pipes, ``&&``, redirections, other variables) is refused with the entry
-named, as is anything else that cannot be mapped.
+The loader is tolerant, as Claude Code is: it loads every hook it can map, and for each thing
+it cannot (an event with no tether counterpart, a handler type it does not run, a malformed
+entry) it records a warning naming the file, the path and why (``ClaudeCodeHooks.warnings``,
+also logged); ``strict=True`` raises ClaudeCodeHooksError instead. Event names are mapped by
+CLAUDE_EVENTS; a tool event's ``matcher`` becomes a ``tool_name`` matcher, another event's is
+checked by the hook on the field Claude Code matches (SessionStart ``source``, ...), before
+anything is spawned; a handler's ``if`` (``Bash(git *)``) becomes an argument matcher. A
+command is kept as written: it runs with ``sh -c`` in the project directory (see
+ClaudeCodeHook). :func:`claude_code_settings` merges a project's settings scopes.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from ..errors import TetherError
-from ._claude_code import CLAUDE_DEFAULT_TIMEOUT, CLAUDE_EVENTS
+from ._claude_code import CLAUDE_DEFAULT_TIMEOUT, CLAUDE_EVENTS, CLAUDE_MATCHED
 from ._command import CommandHookConfig
 from ._config import HookConfig
-from ._events import HookEvent
+from ._events import BLOCKABLE_EVENTS, HookEvent
 from ._files import FileRefused, read_small_file
 
-__all__ = ["ClaudeCodeHooksError", "claude_code_hooks"]
+__all__ = [
+    "ClaudeCodeHooks",
+    "ClaudeCodeHooksError",
+    "claude_code_hooks",
+    "deduplicated",
+    "grouped",
+]
+
+logger = logging.getLogger("tether.hooks")
 
 #: The Claude Code events whose matcher is on the tool's name.
 _TOOL_EVENTS: Final = frozenset(
     {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"}
 )
-#: Keys of one hook entry tether reads (``statusMessage`` is shown by Claude Code's UI only).
-_ENTRY_KEYS: Final = frozenset({"type", "command", "timeout", "async", "once", "statusMessage"})
+#: Keys of a handler tether reads or knowingly passes over (shown by Claude Code's UI only).
+_ENTRY_KEYS: Final = frozenset(
+    {
+        "type",
+        "command",
+        "timeout",
+        "async",
+        "once",
+        "statusMessage",
+        "if",
+        "onFailure",
+        "url",
+        "headers",
+        "allowedEnvVars",
+        "prompt",
+        "model",
+        "description",
+    }
+)
 _EXACT: Final = re.compile(r"[A-Za-z0-9_-]+(\|[A-Za-z0-9_-]+)*")
-_VARIABLES: Final = {
-    "CLAUDE_PLUGIN_ROOT": re.compile(r"\$\{CLAUDE_PLUGIN_ROOT\}|\$CLAUDE_PLUGIN_ROOT\b"),
-    "CLAUDE_PROJECT_DIR": re.compile(r"\$\{CLAUDE_PROJECT_DIR\}|\$CLAUDE_PROJECT_DIR\b"),
+#: Handler types tether runs with one of its own executors.
+_TYPES: Final = ("command", "http", "prompt")
+#: The argument a Claude Code permission rule (``Tool(pattern)``) tests, per tool.
+_RULE_ARGUMENT: Final = {
+    "Bash": "command",
+    "Read": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "Write": "file_path",
+    "NotebookEdit": "notebook_path",
+    "Glob": "pattern",
+    "Grep": "pattern",
+    "WebFetch": "url",
+    "WebSearch": "query",
 }
-_SHELL_OPERATORS: Final = frozenset("|&;<>()")
+_RULE: Final = re.compile(r"\s*([A-Za-z0-9_.*-]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
 
 
 class ClaudeCodeHooksError(TetherError, ValueError):
-    """A Claude Code hooks file cannot be read or holds an entry tether cannot map."""
+    """A Claude Code hooks file cannot be read, or (strict) holds an entry tether cannot map."""
 
 
 ClaudeCodeHooksError.__module__ = "tether"
+
+
+class ClaudeCodeHooks(list[HookConfig]):
+    """The hooks loaded from Claude Code files, and ``warnings``: one line per thing that
+    could not be mapped (each names the file, the path in it and why)."""
+
+    def __init__(self, hooks: Sequence[HookConfig] = (), warnings: Sequence[str] = ()) -> None:
+        super().__init__(hooks)
+        self.warnings: list[str] = list(warnings)
+
+
+ClaudeCodeHooks.__module__ = "tether"
+
+
+class _Skip(Exception):
+    """One entry cannot be mapped: skipped with a warning (raised when strict)."""
 
 
 def claude_code_hooks(
@@ -59,16 +115,73 @@ def claude_code_hooks(
     plugin_root: str | os.PathLike[str] | None = None,
     *,
     project_dir: str | os.PathLike[str] | None = None,
-) -> list[HookConfig]:
+    plugin_data: str | os.PathLike[str] | None = None,
+    strict: bool = False,
+    withhold_env: Sequence[str] = (),
+    inherit_env: bool = True,
+    scope: str | None = None,
+) -> ClaudeCodeHooks:
     """The hooks declared in a Claude Code ``settings.json`` or plugin ``hooks/hooks.json``.
 
-    ``plugin_root`` is what ``${CLAUDE_PLUGIN_ROOT}`` stands for (default: for a file at
-    ``<plugin>/hooks/hooks.json``, ``<plugin>``); ``project_dir`` is ``$CLAUDE_PROJECT_DIR``
-    and every hook's working directory (default: for ``<project>/.claude/settings.json``,
-    ``<project>``; otherwise the current directory). Raises ClaudeCodeHooksError naming the
-    file and the entry for anything that cannot be mapped.
+    ``plugin_root`` is ``CLAUDE_PLUGIN_ROOT`` (default: for ``<plugin>/hooks/hooks.json``,
+    ``<plugin>``), ``plugin_data`` ``CLAUDE_PLUGIN_DATA`` (default
+    ``~/.claude/plugins/data/<plugin folder name>``, made when first loaded); ``project_dir``
+    is ``CLAUDE_PROJECT_DIR`` and every hook's working directory (default: for
+    ``<project>/.claude/settings*.json``, ``<project>``; else the current directory). A leading
+    ``~`` in each is expanded. The programs get the host environment less the declared secrets
+    and ``withhold_env``; ``inherit_env=False`` gives them tether's minimal environment.
+    What cannot be mapped is a warning (``strict``: a ClaudeCodeHooksError); a file that
+    cannot be read or is no JSON object is always an error. ``scope`` names the settings
+    scope the file is (``claude_origin["scope"]``; claude_code_settings() sets it, and decides
+    ``disableAllHooks`` over every scope: a file's own is honoured when no scope is named).
     """
-    file = Path(path)
+    file = Path(path).expanduser()
+    document = _read(file)
+    where = str(file)
+    loaded = ClaudeCodeHooks()
+    if document.get("disableAllHooks") is True and scope is None:  # a scope's: merged first
+        return loaded
+    block = document.get("hooks", {})
+    if not isinstance(block, dict):
+        raise ClaudeCodeHooksError(f"{where}: hooks: expected an object of event names")
+    if plugin_root is None and file.parent.name == "hooks" and file.name == "hooks.json":
+        plugin_root = file.parent.parent
+    if project_dir is None:
+        project_dir = file.parent.parent if file.parent.name == ".claude" else Path.cwd()
+    values: dict[str, str | None] = {
+        "CLAUDE_PROJECT_DIR": _folder(project_dir),
+        "CLAUDE_PLUGIN_ROOT": None if plugin_root is None else _folder(plugin_root),
+        "CLAUDE_PLUGIN_DATA": None,
+    }
+    if plugin_root is not None:
+        data = plugin_data or Path("~/.claude/plugins/data") / Path(str(plugin_root)).name
+        values["CLAUDE_PLUGIN_DATA"] = _folder(data)
+    options: dict[str, Any] = {"withhold_env": list(withhold_env), "inherit_env": inherit_env}
+    if scope is not None:
+        options["scope"] = scope
+    for claude_event, groups in block.items():
+        at = f"{where}: hooks.{claude_event}"
+        try:
+            event = CLAUDE_EVENTS.get(claude_event)
+            if event is None:
+                known = ", ".join(sorted(CLAUDE_EVENTS))
+                raise _Skip(
+                    f"{at}: Claude Code event {claude_event!r} has no tether counterpart "
+                    f"(skipped); mappable events: {known}"
+                )
+            if not isinstance(groups, list):
+                raise _Skip(f"{at}: expected a list of matcher groups")
+        except _Skip as skip:
+            _warn(loaded, skip, strict)
+            continue
+        for i, group in enumerate(groups):
+            _group(loaded, f"{at}[{i}]", claude_event, event, group, values, options, strict)
+    if plugin_root is not None and loaded and values["CLAUDE_PLUGIN_DATA"] is not None:
+        Path(values["CLAUDE_PLUGIN_DATA"]).mkdir(parents=True, exist_ok=True)
+    return grouped(deduplicated(loaded))
+
+
+def _read(file: Path) -> dict[str, Any]:
     where = str(file)
     try:
         text = read_small_file(file, "a Claude Code hooks file").decode("utf-8")
@@ -81,74 +194,84 @@ def claude_code_hooks(
         raise ClaudeCodeHooksError(f"{where}: not a JSON document: {exc}") from None
     if not isinstance(document, dict):
         raise ClaudeCodeHooksError(f"{where}: expected a JSON object with a 'hooks' block")
-    block = document.get("hooks", {})
-    if not isinstance(block, dict):
-        raise ClaudeCodeHooksError(f"{where}: hooks: expected an object of event names")
-    if plugin_root is None and file.parent.name == "hooks":
-        plugin_root = file.parent.parent
-    if project_dir is None:
-        project_dir = file.parent.parent if file.parent.name == ".claude" else Path.cwd()
-    values = {
-        "CLAUDE_PLUGIN_ROOT": None if plugin_root is None else str(Path(plugin_root).resolve()),
-        "CLAUDE_PROJECT_DIR": str(Path(project_dir).resolve()),
-    }
-    found: list[HookConfig] = []
-    for claude_event, groups in block.items():
-        at = f"{where}: hooks.{claude_event}"
-        event = CLAUDE_EVENTS.get(claude_event)
-        if event is None:
-            known = ", ".join(sorted(CLAUDE_EVENTS))
-            raise ClaudeCodeHooksError(
-                f"{at}: Claude Code event {claude_event!r} has no tether counterpart; "
-                f"mappable events: {known}"
-            )
-        if not isinstance(groups, list):
-            raise ClaudeCodeHooksError(f"{at}: expected a list of matcher groups")
-        for i, group in enumerate(groups):
-            found += _group(f"{at}[{i}]", claude_event, event, group, values)
-    return found
+    return document
+
+
+def _folder(path: str | os.PathLike[str]) -> str:
+    return str(Path(path).expanduser().resolve())
+
+
+def _warn(loaded: ClaudeCodeHooks, skip: _Skip, strict: bool) -> None:
+    if strict:
+        raise ClaudeCodeHooksError(str(skip)) from None
+    loaded.warnings.append(str(skip))
+    logger.warning("%s", skip)
 
 
 def _group(
-    at: str, claude_event: str, event: HookEvent, group: Any, values: dict[str, str | None]
-) -> list[HookConfig]:
-    if not isinstance(group, dict):
-        raise ClaudeCodeHooksError(f"{at}: expected an object with 'matcher' and 'hooks'")
-    unknown = set(group) - {"matcher", "hooks"}
-    if unknown:
-        raise ClaudeCodeHooksError(
-            f"{at}: unknown key {sorted(unknown)[0]!r}; a matcher group has 'matcher' and 'hooks'"
-        )
-    matcher = _matcher(at, claude_event, group.get("matcher"))
-    entries = group.get("hooks")
-    if not isinstance(entries, list):
-        raise ClaudeCodeHooksError(f"{at}.hooks: expected a list of hooks")
-    return [
-        _entry(f"{at}.hooks[{j}]", claude_event, event, entry, matcher, values)
-        for j, entry in enumerate(entries)
-    ]
+    loaded: ClaudeCodeHooks,
+    at: str,
+    claude_event: str,
+    event: HookEvent,
+    group: Any,
+    values: dict[str, str | None],
+    options: dict[str, Any],
+    strict: bool,
+) -> None:
+    try:
+        if not isinstance(group, dict):
+            raise _Skip(f"{at}: expected an object with 'matcher' and 'hooks'")
+        unknown = sorted(set(group) - {"matcher", "hooks", "description"})
+        if unknown:
+            _warn(loaded, _Skip(f"{at}: key {unknown[0]!r} ignored"), strict)
+        tool_matcher, claude_matcher = _matcher(at, claude_event, group.get("matcher"))
+        entries = group.get("hooks")
+        if not isinstance(entries, list):
+            raise _Skip(f"{at}.hooks: expected a list of hooks")
+    except _Skip as skip:
+        _warn(loaded, skip, strict)
+        return
+    for j, entry in enumerate(entries):
+        unknown = sorted(set(entry) - _ENTRY_KEYS) if isinstance(entry, dict) else []
+        if unknown:
+            _warn(loaded, _Skip(f"{at}.hooks[{j}]: key {unknown[0]!r} ignored"), strict)
+        try:
+            config = _entry(f"{at}.hooks[{j}]", claude_event, event, entry, tool_matcher, values)
+        except _Skip as skip:
+            _warn(loaded, skip, strict)
+            continue
+        config._claude = {
+            "event": claude_event,
+            "matcher": claude_matcher,
+            "file": at.split(": ", 1)[0],
+            "group": at.split(": ", 1)[-1],
+            **{k: v for k, v in values.items() if v is not None},
+            **options,
+        }
+        config._source = "claude-code"
+        loaded.append(config)
 
 
-def _matcher(at: str, claude_event: str, raw: Any) -> dict[str, str | list[str]] | None:
+def _matcher(
+    at: str, claude_event: str, raw: Any
+) -> tuple[dict[str, str | list[str]] | None, str | None]:
+    """The tether matcher of a tool event's ``matcher``, or the Claude Code pattern the hook
+    checks itself on the field another event matches (CLAUDE_MATCHED)."""
     if raw is None or raw in ("", "*"):
-        return None
+        return None, None
     if not isinstance(raw, str):
-        raise ClaudeCodeHooksError(f"{at}.matcher: expected a string, got {raw!r}")
-    if claude_event not in _TOOL_EVENTS:
-        raise ClaudeCodeHooksError(
-            f"{at}.matcher: {raw!r} cannot be mapped: tether's "
-            f"{CLAUDE_EVENTS[claude_event].value} has no field a Claude Code {claude_event} "
-            "matcher selects on; use '' or '*' (every event)"
-        )
-    if _EXACT.fullmatch(raw):  # plain names: exact matches
-        return {"tool_name": raw.split("|")}
+        raise _Skip(f"{at}.matcher: expected a string, got {raw!r}")
     try:
         re.compile(raw)
     except re.error as exc:
-        raise ClaudeCodeHooksError(
-            f"{at}.matcher: {raw!r} is not a valid regular expression: {exc}"
-        ) from None
-    return {"tool_name": f"re:{raw}"}
+        raise _Skip(f"{at}.matcher: {raw!r} is not a valid regular expression: {exc}") from None
+    if claude_event in _TOOL_EVENTS:
+        if _EXACT.fullmatch(raw):  # plain names: exact matches
+            return {"tool_name": raw.split("|")}, None
+        return {"tool_name": f"re:{raw}"}, None
+    if claude_event not in CLAUDE_MATCHED:
+        return None, None  # Claude Code ignores a matcher on an event it does not match
+    return None, raw
 
 
 def _entry(
@@ -158,92 +281,161 @@ def _entry(
     entry: Any,
     matcher: dict[str, str | list[str]] | None,
     values: dict[str, str | None],
-) -> CommandHookConfig:
+) -> HookConfig:
     if not isinstance(entry, dict):
-        raise ClaudeCodeHooksError(f"{at}: expected an object with 'type' and 'command'")
-    kind = entry.get("type")
-    if kind != "command":
-        raise ClaudeCodeHooksError(
-            f"{at}.type: {kind!r} cannot be mapped: tether runs Claude Code hooks of type "
-            "'command' only"
+        raise _Skip(f"{at}: expected an object with 'type' and 'command'")
+    kind = entry.get("type", "command")
+    if kind not in _TYPES:
+        raise _Skip(
+            f"{at}.type: {kind!r} is not supported by tether (skipped); it runs Claude Code "
+            f"handlers of type {', '.join(repr(t) for t in _TYPES)}"
         )
-    unknown = sorted(set(entry) - _ENTRY_KEYS)
-    if unknown:
-        raise ClaudeCodeHooksError(
-            f"{at}: key {unknown[0]!r} cannot be mapped; tether reads "
-            f"{', '.join(sorted(_ENTRY_KEYS))}"
-        )
-    command = entry.get("command")
-    if not isinstance(command, str) or not command.strip():
-        raise ClaudeCodeHooksError(f"{at}.command: expected a non-empty string")
-    timeout = entry.get("timeout", CLAUDE_DEFAULT_TIMEOUT)
+    timeout = entry.get("timeout", CLAUDE_DEFAULT_TIMEOUT[kind])
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 3600:
-        raise ClaudeCodeHooksError(
-            f"{at}.timeout: {timeout!r} is not a number of seconds, > 0 and at most 3600"
-        )
+        raise _Skip(f"{at}.timeout: {timeout!r} is not a number of seconds, > 0 and at most 3600")
     is_async = entry.get("async", False)
     once = entry.get("once", False)
     for key, flag in (("async", is_async), ("once", once)):
         if not isinstance(flag, bool):
-            raise ClaudeCodeHooksError(f"{at}.{key}: expected true or false, got {flag!r}")
-    argv = _argv(f"{at}.command", command, values)
+            raise _Skip(f"{at}.{key}: expected true or false, got {flag!r}")
+    fail_closed = entry.get("onFailure") == "block" and not is_async
+    if "if" in entry:
+        matcher = _if_matcher(f"{at}.if", claude_event, entry["if"], matcher)
+    common: dict[str, Any] = {
+        "event": event.value,
+        "timeout": float(timeout),
+        "matcher": matcher,
+        "mode": "async" if is_async else "sync",
+        "once": once,
+        "fail_closed": fail_closed and event in BLOCKABLE_EVENTS,
+    }
     try:
-        config = CommandHookConfig(
-            event=event.value,
-            command=argv,
-            timeout=float(timeout),
-            matcher=matcher,
-            mode="async" if is_async else "sync",
-            once=once,
-            cwd=values["CLAUDE_PROJECT_DIR"],
-            protocol="claude-code",
+        if kind == "http":
+            return _http(at, entry, common)
+        if kind == "prompt":
+            return _prompt(at, entry, common)
+        command = entry.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise _Skip(f"{at}.command: expected a non-empty string")
+        try:
+            shlex.split(command)
+        except ValueError as exc:  # sh would refuse it too
+            raise _Skip(f"{at}.command: {command!r} cannot be split: {exc}") from None
+        return CommandHookConfig(
+            **common, command=command, cwd=values["CLAUDE_PROJECT_DIR"], protocol="claude-code"
         )
     except ValueError as exc:
-        raise ClaudeCodeHooksError(f"{at}: {exc}") from None
-    config._claude_event = claude_event
-    config._plugin_root = values["CLAUDE_PLUGIN_ROOT"]
-    config._source = "claude-code"
-    return config
+        raise _Skip(f"{at}: {exc}") from None
 
 
-def _argv(at: str, command: str, values: dict[str, str | None]) -> list[str]:
-    """The program and arguments of a Claude Code command, its variables resolved.
+def _http(at: str, entry: dict[str, Any], common: dict[str, Any]) -> HookConfig:
+    from ._url import UrlHookConfig
 
-    The command is split first and each word's variables resolved after, so a value holding
-    a space (a project folder named "My Projects") stays one argument.
-    """
-    rest = command
-    for name, pattern in _VARIABLES.items():
-        if pattern.search(command) and values[name] is None:
-            raise ClaudeCodeHooksError(
-                f"{at}: {command!r} uses ${name}, and no plugin root was given (pass plugin_root=)"
-            )
-        rest = pattern.sub("", rest)
-    if "$" in rest or "`" in rest:
-        raise ClaudeCodeHooksError(
-            f"{at}: {command!r} uses shell expansion; tether runs no shell: put it in a script "
-            "and name the script"
+    url = entry.get("url")
+    if not isinstance(url, str) or not url:
+        raise _Skip(f"{at}.url: expected a URL")
+    allowed = entry.get("allowedEnvVars") or []
+    headers: dict[str, str] = {}
+    for name, value in (entry.get("headers") or {}).items():
+        # $VAR / ${VAR} of an allowed variable becomes tether's ${VAR}, resolved at each call;
+        # any other reference is left as text, as Claude Code leaves it.
+        headers[name] = re.sub(
+            r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?",
+            lambda m: f"${{{m.group(1)}}}" if m.group(1) in allowed else m.group(0),
+            str(value),
         )
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError as exc:
-        raise ClaudeCodeHooksError(f"{at}: {command!r} cannot be split: {exc}") from None
-    for token in tokens:
-        if token and set(token) <= _SHELL_OPERATORS:
-            raise ClaudeCodeHooksError(
-                f"{at}: {command!r} uses shell syntax ({token!r}); tether runs no shell: put it "
-                "in a script and name the script"
-            )
-    if not tokens:
-        raise ClaudeCodeHooksError(f"{at}: {command!r} names no program")
-    return [_resolved(token, values) for token in tokens]
+    return UrlHookConfig(**common, url=url, headers=headers, protocol="claude-code")
 
 
-def _resolved(word: str, values: dict[str, str | None]) -> str:
-    for name, pattern in _VARIABLES.items():
-        value = values[name]
-        if value is not None:
-            word = pattern.sub(lambda _: value, word)  # noqa: B023 (used at once)
-    return word
+def _prompt(at: str, entry: dict[str, Any], common: dict[str, Any]) -> HookConfig:
+    from ._prompt import PromptHookConfig
+
+    prompt = entry.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise _Skip(f"{at}.prompt: expected a non-empty text")
+    # A Claude model name means nothing to tether's providers: the process's model answers.
+    return PromptHookConfig(**common, prompt=prompt.replace("$ARGUMENTS", "the event below"))
+
+
+def _if_matcher(
+    at: str, claude_event: str, rule: Any, matcher: dict[str, str | list[str]] | None
+) -> dict[str, str | list[str]] | None:
+    """A handler's ``if`` (a permission rule, ``Bash(git *)``) as tether matcher fields: the
+    tool's name and, in parentheses, a glob on the argument that tool's rules test."""
+    found = _RULE.fullmatch(rule) if isinstance(rule, str) else None
+    if claude_event not in _TOOL_EVENTS or found is None:
+        raise _Skip(f"{at}: {rule!r} cannot be mapped (a 'Tool(pattern)' rule on a tool event)")
+    tool, pattern = found.group(1), found.group(2)
+    out: dict[str, str | list[str]] = dict(matcher or {})
+    if out.get("tool_name") not in (None, [tool], tool) and tool != "*":
+        raise _Skip(
+            f"{at}: {rule!r} beside the group's matcher {out['tool_name']!r}: tether matches "
+            "one tool_name per hook; name the tool in one of them"
+        )
+    if tool != "*" and "tool_name" not in out:
+        out["tool_name"] = tool
+    if pattern is None or pattern.strip() in ("", "*"):
+        return out
+    argument = _RULE_ARGUMENT.get(tool)
+    if argument is None:
+        raise _Skip(f"{at}: {rule!r}: tether knows no argument {tool!r} rules test")
+    pattern = pattern.strip()
+    if pattern.endswith(":*"):  # Claude Code's older prefix form, "npm run test:*"
+        pattern = pattern[:-2] + "*"
+    out[f"arguments.{argument}"] = pattern
+    return out
+
+
+def _identity(hook: HookConfig) -> tuple[Any, ...]:
+    origin = hook.claude_origin
+    handler = getattr(hook, "command", None) or getattr(hook, "url", None)
+    handler = handler or getattr(hook, "prompt", None)
+    matcher = json.dumps(hook.matcher, sort_keys=True)
+    return (hook.event, origin.get("event"), origin.get("matcher"), matcher, str(handler))
+
+
+def deduplicated(hooks: ClaudeCodeHooks) -> ClaudeCodeHooks:
+    """``hooks`` with each identical handler once (the first, of the highest scope)."""
+    seen: set[tuple[Any, ...]] = set()
+    kept = ClaudeCodeHooks(warnings=hooks.warnings)
+    for hook in hooks:
+        key = _identity(hook)
+        if key not in seen:
+            seen.add(key)
+            kept.append(hook)
+    return kept
+
+
+def grouped(hooks: ClaudeCodeHooks) -> ClaudeCodeHooks:
+    """``hooks`` with the command handlers of each matcher group that would run together (same
+    matcher, mode, ``once`` and ``onFailure``) made one hook running them in parallel, as
+    Claude Code does (``claude_origin["parallel"]``: the others' commands and timeouts; see
+    ClaudeCodeHook). Hooks of other kinds, and the groups' order, stay as they are."""
+    kept = ClaudeCodeHooks(warnings=hooks.warnings)
+    leaders: dict[tuple[Any, ...], HookConfig] = {}
+    for hook in hooks:
+        command = getattr(hook, "command", None)
+        if not isinstance(command, str):
+            kept.append(hook)
+            continue
+        origin = hook._claude
+        key = (
+            origin.get("file"),
+            origin.get("group"),
+            json.dumps(hook.matcher, sort_keys=True),
+            hook.mode,
+            hook.once,
+            hook.fail_closed,
+        )
+        leader = leaders.get(key)
+        if leader is None:
+            leaders[key] = hook
+            kept.append(hook)
+            continue
+        leader._claude.setdefault("parallel", []).append(
+            {"command": command, "timeout": hook.timeout}
+        )
+        leader._claude.setdefault("own_timeout", leader.timeout)
+        if hook.timeout is not None and (leader.timeout or 0) < hook.timeout:
+            leader.timeout = hook.timeout  # the group's: its slowest handler's
+    return kept

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from ._config import MAX_OUTPUT_LIMIT, HookConfig, SecretText, not_a_bool
 from ._executor import CommandExecutor
@@ -42,17 +42,6 @@ class CommandHookConfig(HookConfig):
         description="What the program reads and answers: tether's envelope, or Claude Code's "
         "hook input and answer rules (see docs/tool-hooks.md)",
     )
-    #: The Claude Code event a hook loaded from a Claude Code settings file was declared for
-    #: (its ``hook_event_name``), when several map onto one tether event; set by the loader.
-    _claude_event: str | None = PrivateAttr(default=None)
-    #: The plugin folder of a hook loaded from a plugin's hooks.json (CLAUDE_PLUGIN_ROOT).
-    _plugin_root: str | None = PrivateAttr(default=None)
-
-    @property
-    def claude_event(self) -> str | None:
-        """The Claude Code event a hook loaded from a Claude Code settings file was declared
-        for (its ``hook_event_name``); ``None`` for a hook not loaded from one."""
-        return self._claude_event
 
     @field_validator("max_output_bytes", mode="before")
     @classmethod
@@ -80,7 +69,11 @@ class CommandHookConfig(HookConfig):
         if self.protocol == "claude-code":
             from ._claude_code import ClaudeCodeHook
 
-            shell = ClaudeCodeHook.from_config(self)
+            claude = ClaudeCodeHook.from_config(self)
+            claude.declared = lambda text: (
+                manager.redact_declared(text) if manager.redact_declared is not None else text
+            )
+            shell = claude
         else:
             shell = ShellHook.from_config(self)
         # The manager's redactor may be set after registration: look it up at log time.

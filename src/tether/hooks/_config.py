@@ -160,6 +160,22 @@ class HookConfig(BaseModel):
     #: Where the declaration came from, for catalogs and history ("manifest" when a manifest
     #: declared it); None means "config". Set by the layer that built it, never serialized.
     _source: str | None = PrivateAttr(default=None)
+    #: What the Claude Code loader knows of a hook it read (its Claude Code event, matcher,
+    #: group, CLAUDE_* folders, environment options); empty for any other hook.
+    _claude: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def claude_origin(self) -> dict[str, Any]:
+        """What the Claude Code loader recorded of this hook (a copy; empty when it was not
+        loaded from a Claude Code file)."""
+        return dict(self._claude)
+
+    @property
+    def claude_event(self) -> str | None:
+        """The Claude Code event a hook loaded from a Claude Code settings file was declared
+        for (its ``hook_event_name``); ``None`` for a hook not loaded from one."""
+        event = self._claude.get("event")
+        return event if isinstance(event, str) else None
 
     def __new__(cls, *args: Any, **data: Any) -> Any:
         # HookConfig(...) builds the class of the kind its fields name (its __init__ then

@@ -37,6 +37,7 @@ class HookEvent(StrEnum):
     POST_TOOL_USE = "post_tool_use"
     PRE_MODEL_CALL = "pre_model_call"
     POST_MODEL_CALL = "post_model_call"
+    AGENT_STOP = "agent_stop"
 
 
 HookEvent.__module__ = "tether"
@@ -189,6 +190,11 @@ _SPECS: Final = (
         None,
         _obj({"restart": _B, "recovered": {"type": ["object", "null"]}}),
         {"restart": False, "recovered": None},
+        patch=_patch(
+            "additional_context",
+            _S,
+            "Text added after the instructions the model reads, for every run of the session.",
+        ),
         shown=("restart", "recovered"),
     ),
     EventSpec(
@@ -234,6 +240,14 @@ _SPECS: Final = (
             "request_id": _REQUEST_ID,
         },
         matchable=("tool_name",),
+        patch={
+            "type": "object",
+            "properties": {"approved": _B, "updated_arguments": _OBJECT},
+            "additionalProperties": True,
+            "description": "approved true approves the call without asking the approval "
+            "handler, with updated_arguments (validated against the tool's schema, else the "
+            "original arguments stand) when given; nothing else is used.",
+        },
         shown=("tool_name", "arguments"),
     ),
     EventSpec(
@@ -381,13 +395,16 @@ _SPECS: Final = (
                 "arguments": _OBJECT,
                 "require_approval": {"type": "boolean"},
                 "additional_context": _S,
+                "approval_reason": _S,
+                "stop_run": _S,
             },
             "additionalProperties": True,
             "description": "Changed arguments replace the call's, validated again against the "
             "tool's schema (an invalid rewrite is the hook's error; the original arguments "
             "stand); require_approval true sends the call to the approval gate even when the "
-            "policy does not list the tool (denied when no handler is configured); "
-            "additional_context is added after the result the model reads.",
+            "policy does not list the tool (denied when no handler is configured), with "
+            "approval_reason for the handler; additional_context is added after the result "
+            "the model reads; stop_run ends the run after this call (its reason is logged).",
         },
         shown=("tool_name", "server", "arguments"),
     ),
@@ -412,9 +429,13 @@ _SPECS: Final = (
             **_TOTALS_SAMPLE,
         },
         matchable=_MATCH_TOOL,
-        patch=_patch(
-            "result", _S, "A changed result replaces what the model sees; nothing else is used."
-        ),
+        patch={
+            "type": "object",
+            "properties": {"result": _S, "stop_run": _S},
+            "additionalProperties": True,
+            "description": "A changed result replaces what the model sees; stop_run ends the "
+            "run after this call (its reason is logged); nothing else is used.",
+        },
         shown=("tool_name", "server", "duration_ms", "error"),
     ),
     EventSpec(
@@ -529,6 +550,29 @@ _SPECS: Final = (
             "as they are made; an invalid one is the hook's error); nothing else is used.",
         ),
         shown=("model", "source", "duration_ms", "cost", "error"),
+    ),
+    EventSpec(
+        HookEvent.AGENT_STOP,
+        "task",
+        "The run goes on: the reason is sent to the model as the next user message, at most "
+        "max_continuations times a run (a further block is recorded and ignored).",
+        _obj(
+            {
+                "answer": _S,
+                "turns": _I,
+                "continuations": _I,
+                "usage": _USAGE,
+                "event_id": _SN,
+            }
+        ),
+        {
+            "answer": "The printer on floor 3 is fixed.",
+            "turns": 2,
+            "continuations": 0,
+            "usage": _USAGE_SAMPLE,
+            "event_id": _EVENT_ID,
+        },
+        shown=("turns", "continuations", "answer"),
     ),
 )
 

@@ -343,6 +343,7 @@ class HttpHook:
         """Claude Code's HTTP hook: its input POSTed; a 2xx body read as a command's stdout
         after exit 0 (a JSON object by its rules, other text as context)."""
         from . import _claude_code as claude
+        from ._claude_answer import add_context, apply_answer
 
         name = claude._event_name(ctx, None)
         raw = await self.exchange(ctx, claude.claude_input(ctx, name, os.getcwd()))
@@ -354,9 +355,9 @@ class HttpHook:
             answer = None
         if not isinstance(answer, dict):
             if ctx.event is HookEvent.USER_PROMPT_SUBMIT:
-                claude._add_context(ctx, raw.strip())
+                add_context(ctx, raw.strip())
             return
-        claude.apply_answer(ctx, answer)
+        apply_answer(ctx, answer, shown=self.display_name)
 
     async def aclose(self) -> None:
         """Close this hook's own connection pool (a shared one is its manager's to close)."""

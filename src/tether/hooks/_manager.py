@@ -122,6 +122,9 @@ class HookManager(ExtensionPoints):
         self.recorder: RunRecorder | None = None
         #: Applied to the text of every logged hook error (the process sets its redactor).
         self.redact: Callable[[str], str] | None = None
+        #: Replaces the declared secrets alone (the process sets it): a Claude Code hook that
+        #: inherits the host environment gets no variable whose value holds one.
+        self.redact_declared: Callable[[str], str] | None = None
 
     # -- chaining --------------------------------------------------------------------------
 

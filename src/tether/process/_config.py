@@ -329,6 +329,13 @@ class ProcessConfig(BaseModel):
     )
     secrets: dict[str, SecretText] = Field(default_factory=dict, description="Redacted everywhere")
     max_turns: int = Field(default=10, ge=1, le=1000, description="Model turns per run")
+    max_continuations: int = Field(
+        default=3,
+        ge=0,
+        le=100,
+        description="Times an agent_stop hook may send a run back to the model (a further "
+        "block is recorded and ignored)",
+    )
     tool_timeout: float = Field(
         default=120.0, gt=0, le=3600, description="Seconds one tool call may run"
     )

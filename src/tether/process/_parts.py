@@ -8,6 +8,7 @@ asks for what cannot be built.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +21,11 @@ if TYPE_CHECKING:
     from ..agent import AgentContext, BudgetTracker, UsageMeter
     from ..agent._loop import Emit
     from ..agent._observer import Observer
+    from ..agent._transcript import TranscriptFile
     from ..models import Model
     from ._config import ProcessConfig
 
-__all__ = ["agent_loop", "hooks_of", "model_of", "tools_of"]
+__all__ = ["agent_loop", "hook_metadata", "hooks_of", "model_of", "tools_of", "transcript_file"]
 
 
 def tools_of(declared: list[Any]) -> list[Tool]:
@@ -111,6 +113,7 @@ def agent_loop(
         redactor=redactor,
         process_id=name,
         max_turns=config.max_turns,
+        max_continuations=config.max_continuations,
         tool_timeout=config.tool_timeout,
         observer=observer,
         meter=meter,
@@ -128,3 +131,33 @@ def agent_loop(
         for tool in open_mode_tools():
             loop.add_tool(tool)
     return loop
+
+
+def hook_metadata(
+    name: str, process_id: str, config: ProcessConfig, parent: dict[str, str] | None
+) -> dict[str, str]:
+    """What every hook's context says of a process: its name, id and model, a spawned
+    child's parent (``parent`` is the parent's metadata), and, when its hooks speak Claude
+    Code's protocol, the transcript of the session they read (``transcript_path``)."""
+    model = config.model if isinstance(config.model, str) else getattr(config.model, "name", "")
+    metadata = {"process_name": name, "process_id": process_id, "model": str(model)}
+    if parent is not None:
+        metadata["parent"] = parent["process_name"]
+    inherited = parent is not None and "transcript_path" in parent
+    if inherited or any(getattr(h, "protocol", None) == "claude-code" for h in config.hooks):
+        from ..hooks._claude_code import session_folder
+
+        metadata["transcript_path"] = os.path.join(session_folder(process_id), "transcript.jsonl")
+    return metadata
+
+
+def transcript_file(
+    metadata: dict[str, str], process_id: str, redactor: Redactor
+) -> TranscriptFile | None:
+    """The Claude Code transcript a process's loop writes, if its hooks read one."""
+    path = metadata.get("transcript_path")
+    if path is None:
+        return None
+    from ..agent._transcript import TranscriptFile
+
+    return TranscriptFile(path, process_id, os.getcwd(), redactor.declared.value)

@@ -46,7 +46,7 @@ from ._intake import Intake
 from ._journaling import JournalWrites
 from ._mcp import McpServerConfig, check_entries
 from ._observe import HookInspector
-from ._parts import agent_loop, hooks_of, model_of, tools_of
+from ._parts import agent_loop, hook_metadata, hooks_of, model_of, tools_of, transcript_file
 from ._queue import MemoryQueue
 from ._rewind import REWIND_WAIT, Rewinder
 from ._state import ProcessState, validate_name
@@ -111,11 +111,14 @@ class AgentProcess:
         self._abandoned = self._pool.abandoned
         #: The loop the process runs in, from start() to the end of its stop.
         self._running_loop: asyncio.AbstractEventLoop | None = None
+        self._hook_metadata: dict[str, str] = hook_metadata(
+            self.name, self.process_id, config, None if parent is None else parent._hook_metadata
+        )
         self._emitter = Emitter(
             self.name,
             self.hooks,
             self.redactor,
-            {"process_name": self.name, "process_id": self.process_id},
+            self._hook_metadata,
             busy=self._busy,
             loop=lambda: self._running_loop,
         )
@@ -223,6 +226,7 @@ class AgentProcess:
         )
         self.hooks.recorder = self.history
         self.hooks.redact = self.redactor.text
+        self.hooks.redact_declared = self.redactor.declared.text
         self._inspector = HookInspector(
             self.name,
             self.process_id,
@@ -543,6 +547,9 @@ class AgentProcess:
                 meter=self._changes.meter,
                 listens=self._emitter.listens,
             )
+            self._loop.transcript_file = transcript_file(
+                self._hook_metadata, self.process_id, self.redactor
+            )
             if self._journal is not None and not self._journal.claim():
                 raise ProcessStateError(
                     f"journal {self._journal.path} is in use by another live process named "
@@ -556,7 +563,9 @@ class AgentProcess:
         self.state = ProcessState.RUNNING
         self._started_at = time.monotonic()
         try:
-            await self._emit(HookEvent.SESSION_START, {"restart": _restart, "recovered": recovered})
+            started = await self._emit(
+                HookEvent.SESSION_START, {"restart": _restart, "recovered": recovered}
+            )
         except BaseException:
             if self.state == ProcessState.RUNNING:  # no worker will run: say so, not "running"
                 self.state = ProcessState.FAILED
@@ -564,6 +573,9 @@ class AgentProcess:
             raise
         if self.state != ProcessState.RUNNING:  # a session_start hook scheduled a stop
             return
+        context = started.data.get("additional_context")
+        if self._loop is not None:  # context for the model, for every run of this session
+            self._loop.session_context = context if isinstance(context, str) and context else None
         # Runs see the MCP servers' tools from the first: each has connected, or failed once
         # (and is retried in the background), before a worker starts.
         await self._changes.sync_mcp()
