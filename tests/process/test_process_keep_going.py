@@ -70,8 +70,9 @@ async def test_agent_stop_carries_the_usage_of_the_run_so_far(llm: FakeLLM) -> N
 
     await one_run(process_with(HookConfig(event="agent_stop", callback=look)))
     usage = seen[0]["usage"]
-    assert usage["output"] == 3  # FakeLLM counts words
-    assert usage["input"] > 0
+    assert usage["output_tokens"] == 3  # FakeLLM counts words
+    assert usage["input_tokens"] > 0
+    assert usage["model_calls"] == 1
     assert seen[0]["event_id"]
 
 
