@@ -667,3 +667,35 @@ def test_protocol_claude_code_needs_a_command() -> None:
         HookConfig(event="pre_tool_use", callback=hook, protocol="claude-code")  # a command's
     with pytest.raises(ValueError, match="protocol"):
         HookConfig(event="pre_tool_use", command="x", protocol="cursor")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("group", "rule", "expected"),
+    [
+        ("Bash", "Bash(npm run test:*)", {"arguments.command": "npm run test*"}),
+        ("Edit|Write", "Edit(*.ts)", {"arguments.file_path": "*.ts"}),
+        ("", "Write(secrets.env)", {"arguments.file_path": "*/secrets.env"}),
+        ("", "Edit(/src/**)", {"arguments.file_path": "{project}/src/**"}),
+        ("", "Edit(docs/*.md)", {"arguments.file_path": "{project}/docs/*.md"}),
+        ("", "Read(//etc/*)", {"arguments.file_path": "/etc/*"}),
+        ("mcp__.*", "mcp__fs__write", {}),
+    ],
+)
+def test_an_if_rule_becomes_the_tool_name_and_an_argument_matcher(
+    tmp_path: Path, group: str, rule: str, expected: dict[str, str]
+) -> None:
+    entry = command("guard", **{"if": rule})
+    file = settings(tmp_path, {"PreToolUse": [{"matcher": group, "hooks": [entry]}]})
+    [hook] = claude_code_hooks(file, strict=True)
+    project = str(tmp_path.resolve())
+    tool = rule.split("(")[0]
+    wanted = {k: v.replace("{project}", project) for k, v in expected.items()}
+    assert hook.matcher == {"tool_name": [tool], **wanted}
+
+
+def test_an_if_rule_naming_a_tool_its_group_does_not_is_skipped(tmp_path: Path) -> None:
+    entry = command("guard", **{"if": "Read(*.env)"})
+    file = settings(tmp_path, {"PreToolUse": [{"matcher": "Edit|Write", "hooks": [entry]}]})
+    loaded = claude_code_hooks(file)
+    assert list(loaded) == []
+    assert "'Read(*.env)' names a tool the group's matcher" in loaded.warnings[0]

@@ -678,3 +678,33 @@ async def test_an_export_overrides_the_host_value_but_never_brings_back_what_is_
     process, _ = shell_agent(hooks, secrets={"crm": "tok-7a9c1e55"})
     await one_run(process)
     assert seen.read_text().split() == ["high", "-", "-"]
+
+
+async def test_a_strict_bash_program_reading_one_line_gets_the_whole_input(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    """The style of many public guards: set -euo pipefail, read -r input, jq -n answer."""
+    guard = script(
+        tmp_path / "hooks" / "guard.sh",
+        """
+        #!/bin/bash
+        set -euo pipefail
+        read -r input
+        command=$(echo "$input" | jq -r '.tool_input.command // ""')
+        if echo "$command" | grep -qE '(--no-verify|--force|--hard)'; then
+          jq -n '{hookSpecificOutput: {hookEventName: "PreToolUse", permissionDecision: "deny",
+                  permissionDecisionReason: "Blocked: this command bypasses safety checks"}}'
+          exit 0
+        fi
+        jq -n '{hookSpecificOutput: {hookEventName: "PreToolUse", permissionDecision: "allow"}}'
+        """,
+    )
+    file = settings(tmp_path, {"PreToolUse": [group(str(guard), "Bash")]})
+    llm.tool_calls = [
+        ("Bash", {"command": "git reset --hard"}),
+        ("Bash", {"command": "git status"}),
+    ]
+    process, ran = shell_agent(claude_code_hooks(file))
+    await one_run(process)
+    assert ran == ["git status"]
+    assert "refused: Blocked: this command bypasses safety checks" in str(llm.requests[1])

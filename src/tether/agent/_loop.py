@@ -246,16 +246,19 @@ class AgentLoop:
             keep(_assistant_message(reply.content, reply.tool_calls))
             stops: list[str] = []
             for call in reply.tool_calls:
+                if stops:  # a hook ended the run: no further call (each still answered)
+                    keep({"role": "tool", "tool_call_id": call.id, "content": "not run: stopped"})
+                    continue
                 text, counted, denied = await self._observed_call(
                     call, tools, calls_made, event_id, usage, stops
                 )
                 calls_made += counted
                 denials += denied
                 keep({"role": "tool", "tool_call_id": call.id, "content": text})
-                if stops:  # a hook ended the run: no further call, no further turn
-                    return RunResult(
-                        "", turn, calls_made, messages, denials, usage, continuations, stops[0]
-                    )
+            if stops:  # and no further turn
+                return RunResult(
+                    "", turn, calls_made, messages, denials, usage, continuations, stops[0]
+                )
         raise RunError(f"run reached its turn limit (max_turns={self.max_turns}) without an answer")
 
     async def _keep_going(

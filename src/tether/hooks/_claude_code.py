@@ -394,7 +394,8 @@ class ClaudeCodeHook(ShellHook):
         claude = claude_input(ctx, name, self.project_dir())
         if not self._matches(claude):
             return
-        stdin = json.dumps(claude, default=str, separators=(",", ":"), ensure_ascii=False)
+        # One line, ended: a pack's `set -e; read -r input` reads it whole and goes on.
+        stdin = json.dumps(claude, default=str, separators=(",", ":"), ensure_ascii=False) + "\n"
         if not self.siblings:
             self._apply(ctx, name, await self.spawn(ctx, stdin))
             return

@@ -300,7 +300,8 @@ def _entry(
             raise _Skip(f"{at}.{key}: expected true or false, got {flag!r}")
     fail_closed = entry.get("onFailure") == "block" and not is_async
     if "if" in entry:
-        matcher = _if_matcher(f"{at}.if", claude_event, entry["if"], matcher)
+        project = values["CLAUDE_PROJECT_DIR"] or "."
+        matcher = _if_matcher(f"{at}.if", claude_event, entry["if"], matcher, project)
     common: dict[str, Any] = {
         "event": event.value,
         "timeout": float(timeout),
@@ -358,22 +359,26 @@ def _prompt(at: str, entry: dict[str, Any], common: dict[str, Any]) -> HookConfi
 
 
 def _if_matcher(
-    at: str, claude_event: str, rule: Any, matcher: dict[str, str | list[str]] | None
+    at: str,
+    claude_event: str,
+    rule: Any,
+    matcher: dict[str, str | list[str]] | None,
+    project: str,
 ) -> dict[str, str | list[str]] | None:
     """A handler's ``if`` (a permission rule, ``Bash(git *)``) as tether matcher fields: the
-    tool's name and, in parentheses, a glob on the argument that tool's rules test."""
+    tool's name and, in parentheses, a glob on the argument that tool's rules test (a file
+    path's as Claude Code reads it: ``//`` absolute, ``/`` from the project, ``~/`` from the
+    home folder, a bare name anywhere)."""
     found = _RULE.fullmatch(rule) if isinstance(rule, str) else None
     if claude_event not in _TOOL_EVENTS or found is None:
         raise _Skip(f"{at}: {rule!r} cannot be mapped (a 'Tool(pattern)' rule on a tool event)")
     tool, pattern = found.group(1), found.group(2)
     out: dict[str, str | list[str]] = dict(matcher or {})
-    if out.get("tool_name") not in (None, [tool], tool) and tool != "*":
-        raise _Skip(
-            f"{at}: {rule!r} beside the group's matcher {out['tool_name']!r}: tether matches "
-            "one tool_name per hook; name the tool in one of them"
-        )
-    if tool != "*" and "tool_name" not in out:
-        out["tool_name"] = tool
+    if tool != "*":
+        group = out.get("tool_name")
+        if group is not None and not _selects(group, tool):
+            raise _Skip(f"{at}: {rule!r} names a tool the group's matcher {group!r} does not")
+        out["tool_name"] = [tool]
     if pattern is None or pattern.strip() in ("", "*"):
         return out
     argument = _RULE_ARGUMENT.get(tool)
@@ -382,8 +387,33 @@ def _if_matcher(
     pattern = pattern.strip()
     if pattern.endswith(":*"):  # Claude Code's older prefix form, "npm run test:*"
         pattern = pattern[:-2] + "*"
+    if argument.endswith("_path"):
+        pattern = _path_pattern(pattern, project)
     out[f"arguments.{argument}"] = pattern
     return out
+
+
+def _selects(group: str | list[str], tool: str) -> bool:
+    """Whether a group's ``tool_name`` patterns take ``tool`` in."""
+    for pattern in [group] if isinstance(group, str) else group:
+        if pattern.startswith("re:"):
+            if re.search(pattern[3:], tool):
+                return True
+        elif pattern == tool:
+            return True
+    return False
+
+
+def _path_pattern(pattern: str, project: str) -> str:
+    if pattern.startswith("//"):
+        return pattern[1:]
+    if pattern.startswith("~/"):
+        return os.path.expanduser(pattern)
+    if pattern.startswith("/"):
+        return project.rstrip("/") + pattern
+    if "/" not in pattern.rstrip("/") or pattern.startswith("*"):
+        return pattern if pattern.startswith("*") else f"*/{pattern}"
+    return f"{project.rstrip('/')}/{pattern}"
 
 
 def _identity(hook: HookConfig) -> tuple[Any, ...]:
