@@ -164,9 +164,7 @@ class Server:
 
 
 def _environment(work: Path, model_url: str) -> dict[str, str]:
-    venv_bin = ROOT / ".venv" / "bin"
-    if not venv_bin.is_dir():
-        venv_bin = Path(sys.executable).parent
+    venv_bin = Path(sys.prefix) / "bin"  # the venv this runs in, as `make` makes it
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TETHER_"))}
     return {
         **env,
@@ -392,7 +390,7 @@ def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
 def prepare(work: Path) -> None:
     """The folder of a fresh clone, as far as the docs use it: examples/ and the venv."""
     shutil.copytree(ROOT / "examples", work / "examples", ignore=shutil.ignore_patterns("out"))
-    (work / ".venv").symlink_to(ROOT / ".venv")
+    (work / ".venv").symlink_to(sys.prefix)
     (work / "home").mkdir()
     (work / ".docs-logs").mkdir()
 
