@@ -24,6 +24,7 @@ block, and on a failure the command, its exit status and its output, and exits 1
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import selectors
@@ -158,6 +159,8 @@ class Failed(Exception):
 
 @dataclass
 class Server:
+    """A command that serves until Ctrl-C, in a process group of its own, and its output."""
+
     command: str
     process: subprocess.Popen[bytes]
     log: Path
@@ -216,6 +219,8 @@ def _stop(server: Server) -> None:
         os.killpg(server.process.pid, signal.SIGKILL)
         server.process.wait()
         raise Failed(f"{server.command}\ndid not stop at Ctrl-C:\n{_output(server.log)}") from None
+    with contextlib.suppress(ProcessLookupError):  # whatever of its group is left
+        os.killpg(server.process.pid, signal.SIGKILL)
     if status != 0:
         raise Failed(f"{server.command}\nexited {status} at Ctrl-C:\n{_output(server.log)}")
 
