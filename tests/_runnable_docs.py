@@ -24,6 +24,7 @@ block, and on a failure the command, its exit status and its output, and exits 1
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import selectors
@@ -158,15 +159,15 @@ class Failed(Exception):
 
 @dataclass
 class Server:
+    """A command that serves until Ctrl-C, in a process group of its own, and its output."""
+
     command: str
     process: subprocess.Popen[bytes]
     log: Path
 
 
 def _environment(work: Path, model_url: str) -> dict[str, str]:
-    venv_bin = ROOT / ".venv" / "bin"
-    if not venv_bin.is_dir():
-        venv_bin = Path(sys.executable).parent
+    venv_bin = Path(sys.prefix) / "bin"  # the venv this runs in, as `make` makes it
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TETHER_"))}
     return {
         **env,
@@ -218,11 +219,14 @@ def _stop(server: Server) -> None:
         os.killpg(server.process.pid, signal.SIGKILL)
         server.process.wait()
         raise Failed(f"{server.command}\ndid not stop at Ctrl-C:\n{_output(server.log)}") from None
+    with contextlib.suppress(ProcessLookupError):  # whatever of its group is left
+        os.killpg(server.process.pid, signal.SIGKILL)
     if status != 0:
         raise Failed(f"{server.command}\nexited {status} at Ctrl-C:\n{_output(server.log)}")
 
 
-def _run(argv: list[str], block: Block, what: str, work: Path, env: dict[str, str]) -> None:
+def _run(argv: list[str], block: Block, what: str, work: Path, env: dict[str, str]) -> str:
+    """Run a program; its stdout (Failed if it exits otherwise than the block says)."""
     try:
         done = subprocess.run(
             argv, cwd=work, env=env, capture_output=True, timeout=BOUND, check=False
@@ -232,6 +236,7 @@ def _run(argv: list[str], block: Block, what: str, work: Path, env: dict[str, st
     if done.returncode != block.exit:
         output = (done.stdout + done.stderr).decode(errors="replace")
         raise Failed(f"{what}\nexited {done.returncode}, not {block.exit}:\n{output}")
+    return done.stdout.decode(errors="replace")
 
 
 class Shell:
@@ -330,7 +335,37 @@ def _run_python(block: Block, work: Path, env: dict[str, str]) -> None:
     except SyntaxError:
         # A top-level await: the block runs as it would in `python -m asyncio`.
         argv = [sys.executable, "-c", _TOP_LEVEL_AWAIT, str(script)]
-    _run(argv, block, f"the Python block of {block.where}", work, env)
+    printed = _run(argv, block, f"the Python block of {block.where}", work, env)
+    stated = stated_output(block.text)
+    if stated and not _matches(printed.splitlines(), stated):
+        raise Failed(
+            f"the Python block of {block.where}\nprinted:\n{printed}\nwhere its comments say:\n"
+            + "\n".join(stated)
+        )
+
+
+def stated_output(text: str) -> list[str]:
+    """What a Python block says it prints: the comment after a ``print(...)`` call, on its line
+    or on the line after it."""
+    stated = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not line.lstrip().startswith("print("):
+            continue
+        after = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if "  # " in line:
+            stated.append(line.split("  # ", 1)[1].strip())
+        elif after.startswith("# "):
+            stated.append(after[2:])
+    return stated
+
+
+def _matches(printed: list[str], stated: list[str]) -> bool:
+    """Line for line; a ``<placeholder>`` in a stated line stands for any word."""
+    patterns = [re.sub(r"<\w+>", r"\\S+", re.escape(line)) for line in stated]
+    return len(printed) == len(patterns) and all(
+        re.fullmatch(pattern, line) for pattern, line in zip(patterns, printed, strict=True)
+    )
 
 
 _TOP_LEVEL_AWAIT = """\
@@ -360,7 +395,7 @@ def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
 def prepare(work: Path) -> None:
     """The folder of a fresh clone, as far as the docs use it: examples/ and the venv."""
     shutil.copytree(ROOT / "examples", work / "examples", ignore=shutil.ignore_patterns("out"))
-    (work / ".venv").symlink_to(ROOT / ".venv")
+    (work / ".venv").symlink_to(sys.prefix)
     (work / "home").mkdir()
     (work / ".docs-logs").mkdir()
 

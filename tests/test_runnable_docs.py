@@ -154,3 +154,11 @@ def test_the_runner_fails_on_a_command_that_does_not_exit_as_marked(tmp_path: Pa
     assert done.returncode == 1
     assert done.stdout.startswith("page.md:2: FAILED\ntether ps --nonsense\nexited 2, not 1:")
     assert "No such option: --nonsense" in done.stdout
+
+
+def test_a_python_block_must_print_what_its_comments_say(tmp_path: Path) -> None:
+    """A comment after a print() states its output (a <placeholder> stands for any word)."""
+    page = '<!-- runnable -->\n```python\nprint("id-1 ok")  # <id> ok\nprint(2)  # 3\n```\n'
+    done = _run_page(tmp_path, page)
+    assert done.returncode == 1
+    assert done.stdout.endswith("printed:\nid-1 ok\n2\n\nwhere its comments say:\n<id> ok\n3\n")

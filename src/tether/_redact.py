@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol
 
@@ -25,8 +26,25 @@ def _ordered(pairs: Pairs) -> Pairs:
 def _replace(value: str, pairs: Pairs) -> str:
     for secret, mark in pairs:
         if secret in value:
-            value = value.replace(secret, mark)
+            if _MARK_START in value:
+                value = _replace_outside_marks(value, secret, mark, pairs)
+            else:
+                value = value.replace(secret, mark)
     return value
+
+
+_MARK_START: Final = "[REDACTED:"
+
+
+def _replace_outside_marks(value: str, secret: str, mark: str, pairs: Pairs) -> str:
+    """Replace ``secret`` everywhere but in the markers of ``pairs`` already in ``value``: a
+    secret that is part of a secret's name (``secret`` in ``[REDACTED:webhook_secret]``) would
+    rewrite the marker, and again at each later redaction of the same text (a record, then its
+    log line). Only these exact markers are kept: text that merely looks like one is not."""
+    marks = sorted({m for _, m in pairs}, key=len, reverse=True)
+    parts = re.split("(" + "|".join(map(re.escape, marks)) + ")", value)
+    # With the markers captured, every odd part is a marker.
+    return "".join(part if i % 2 else part.replace(secret, mark) for i, part in enumerate(parts))
 
 
 class _Counter(Protocol):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shlex
 import shutil
 import sys
 from collections.abc import AsyncIterator
@@ -59,21 +60,40 @@ async def served(request: pytest.FixtureRequest) -> AsyncIterator[OrchestrationA
         await runtime.stop_all()
 
 
-async def schemathesis(api: OrchestrationAPI, *extra: str) -> tuple[int, str]:
-    if st is None:
-        pytest.fail("CI is set but schemathesis's `st` is not installed beside this Python")
-    proc = await asyncio.create_subprocess_exec(
+def documented_command(st: str, config: str, url: str) -> list[str]:
+    """The command docs/reliability.md gives for a run by hand (this test adds the options that
+    keep its output plain and its runs independent)."""
+    return [
         st,
         "--config-file",
-        str(HERE / "schemathesis.toml"),
+        config,
         "run",
-        f"{api.url}/api/v1/openapi.json",
+        f"{url}/api/v1/openapi.json",
         "--checks",
         "all",
         "--max-examples",
         str(MAX_EXAMPLES),
         "--seed",
         str(SEED),
+    ]
+
+
+def test_the_command_of_the_docs_is_the_one_this_test_runs() -> None:
+    """Regression: docs/reliability.md's command put --config-file after `run` (it belongs to
+    `st`), then ran 100 examples per operation instead of the test's 4 (many minutes)."""
+    text = (HERE.parents[1] / "docs" / "reliability.md").read_text()
+    block = re.search(r"```sh\n(\.venv/bin/st .*?)```", text, re.DOTALL)
+    assert block is not None
+    documented = shlex.split(block.group(1).replace("\\\n", " "))
+    config = "tests/api/schemathesis.toml"
+    assert documented == documented_command(".venv/bin/st", config, "http://127.0.0.1:9781")
+
+
+async def schemathesis(api: OrchestrationAPI, *extra: str) -> tuple[int, str]:
+    if st is None:
+        pytest.fail("CI is set but schemathesis's `st` is not installed beside this Python")
+    proc = await asyncio.create_subprocess_exec(
+        *documented_command(st, str(HERE / "schemathesis.toml"), api.url),
         "--workers",
         "1",
         "--no-color",

@@ -33,6 +33,7 @@ from tether.testing import FakeLLM
 pytestmark = pytest.mark.slow
 
 ENV = {**os.environ, "NO_COLOR": "1"}
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def tether(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -224,6 +225,38 @@ async def test_the_try_line_fake_llm_prints_works_as_printed_without_an_api_key(
         await llm.stop(signal.SIGINT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "hello from fake" in done.stdout
+
+
+async def test_a_tool_call_scripted_from_the_shell_runs_the_examples_mcp_tool_through_its_hook(
+    tmp_path: Path,
+) -> None:
+    """`tether fake-llm --tool-call` drives a real `tether run` of the shipped example: the call
+    passes the example's pre_tool_use guard, the MCP server's tool answers it (docs/cli.md's
+    command; its arguments once did not fit the example's tool), then the scripted reply."""
+    env = {**ENV, "TRIAGE_WEBHOOK_SECRET": "s3cret-for-the-test", "TRIAGE_AUDIT_LOG": "/dev/null"}
+    env["TRIAGE_WEBHOOK_PORT"] = str(free_port())
+    call = 'mcp__orders__lookup_order={"order_id": "1182"}'
+    fake = (*CLI, "fake-llm", "--port", "0", "--tool-call", call, "--reply", "Delivered.")
+    async with running(*fake, env=env) as llm:
+        await llm.read_until("try:", what="the fake LLM")
+        url = next(line for line in llm.seen if " at " in line).split(" at ")[1].strip()
+        argv = [*CLI, "run", str(EXAMPLES / "triage.agent"), "--model", "openai:fake"]
+        argv += ["--base-url", url, "--inject", '{"ticket": "Where is 1182?"}', "--until-idle"]
+        done = await asyncio.to_thread(
+            subprocess.run, argv, capture_output=True, text=True, timeout=60, env=env
+        )
+        await llm.stop(signal.SIGINT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if " pre_tool_use " in line)
+    assert (
+        'tool_name=mcp__orders__lookup_order server=orders arguments={"order_id": "1182"}'
+        in (lines[at])
+    )
+    assert lines[at + 1].strip().endswith("guard_tools.py: passed")
+    assert " post_tool_use " in lines[at + 2]
+    assert "error=" not in lines[at + 2], lines[at + 2 :]
+    assert any(line.split()[-2:] == ["answer", "Delivered."] for line in lines), lines
 
 
 # -- run: model, base URL, exit status, live lines, logs -------------------------------------

@@ -235,3 +235,29 @@ def test_a_secret_declared_from_a_generator_is_redacted_from_event_data_too() ->
     redactor.declare(pair for pair in [("B", "second-secret")])
     assert redactor.text("second-secret") == "[REDACTED:B]"
     assert redactor.declared.value({"note": "second-secret"}) == {"note": "[REDACTED:B]"}
+
+
+def test_a_secret_inside_a_secrets_name_leaves_its_markers_whole_when_redacted_again() -> None:
+    """Regression: with TRIAGE_WEBHOOK_SECRET=secret (or s), each redaction of the same text (a
+    record, then its log line, then the CLI's view) rewrote the markers themselves:
+    ``[REDACTED:webhook_[REDACTED:webhook_secret]]``."""
+    from tether._redact import Redactor
+
+    redactor = Redactor([("webhook_secret", "secret")])
+    once = redactor.text("the secret is set")
+    assert once == "the [REDACTED:webhook_secret] is set"
+    assert redactor.text(once) == once
+    assert redactor.value({once: [once]}) == {once: [once]}
+    short = Redactor([("webhook_secret", "s")])
+    assert short.text(short.text("is")) == "i[REDACTED:webhook_secret]"
+
+
+def test_text_that_only_looks_like_a_marker_keeps_no_secret() -> None:
+    """Only the redactor's own markers are kept whole: a secret wrapped in a marker of a name
+    it does not know is still redacted."""
+    from tether._redact import Redactor
+
+    redactor = Redactor([("api_key", "sk-canary-123")])
+    assert redactor.text("[REDACTED:sk-canary-123] [REDACTED:api_key]") == (
+        "[REDACTED:[REDACTED:api_key]] [REDACTED:api_key]"
+    )
