@@ -27,6 +27,8 @@ from _runnable_docs import (
 )
 from _tutorial_support import isolating_prefix
 
+pytestmark = pytest.mark.slow
+
 RUNNER = Path(__file__).resolve().parent / "_runnable_docs.py"
 MARKED = [doc for doc in documents() if marked_blocks(doc)]
 
