@@ -53,18 +53,20 @@ class HistoryStore:
 
     def __init__(self, path: str | Path) -> None:
         self._file = Lease(path)
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS hook_runs (recorded_at REAL NOT NULL, hook_id TEXT, "
-            "hook_name TEXT, event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, "
-            "outcome TEXT, duration_ms REAL, error TEXT, patch_applied INTEGER, "
-            "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT, "
-            "required INTEGER, duration_shared INTEGER, changes TEXT)"
-        )
-        for name, columns in _INDEXES.items():
-            self._db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON hook_runs ({columns})")
-        _add_column(self._db, "required INTEGER")
-        _add_column(self._db, "duration_shared INTEGER")
-        _add_column(self._db, "changes TEXT")
+        with self._file.write_lock:  # not inside the writer thread's transaction
+            db = self._db
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS hook_runs (recorded_at REAL NOT NULL, hook_id TEXT, "
+                "hook_name TEXT, event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, "
+                "outcome TEXT, duration_ms REAL, error TEXT, patch_applied INTEGER, "
+                "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT, "
+                "required INTEGER, duration_shared INTEGER, changes TEXT)"
+            )
+            for name, columns in _INDEXES.items():
+                db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON hook_runs ({columns})")
+            _add_column(db, "required INTEGER")
+            _add_column(db, "duration_shared INTEGER")
+            _add_column(db, "changes TEXT")
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -99,26 +101,15 @@ class HistoryStore:
                     None if r.changes is None else json.dumps(r.changes, default=str),
                 )
             )
-        # One transaction per batch: the connection autocommits (the journal's writes rely on
-        # it), so without BEGIN each run was a transaction of its own and a failed or killed
-        # batch left a part of itself. IMMEDIATE: a busy file fails here, with nothing open.
-        # Written on a process's journal writer thread while it runs (see HistoryRecorder's
-        # offload); the file's write lock keeps other threads' writes out of the transaction.
-        self._file.check()  # a deleted or replaced file: refused, kept for a later write
-        db = self._db
-        with self._file.write_lock:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.executemany(
-                    f"INSERT INTO hook_runs ({', '.join(_COLUMNS)}) VALUES "
-                    f"({', '.join('?' * len(_COLUMNS))})",
-                    rows,
-                )
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:  # never leave the shared connection inside a transaction
-                    db.execute("ROLLBACK")
-                raise
+        # One transaction per batch (a savepoint of the writer's batch when written there,
+        # see Lease.writing): a failed or killed batch leaves no part of itself.
+        # A deleted or replaced file is refused (see Lease.check): kept for a later write.
+        with self._file.writing(many=True) as db:
+            db.executemany(
+                f"INSERT INTO hook_runs ({', '.join(_COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(_COLUMNS))})",
+                rows,
+            )
 
     def query(
         self,

@@ -13,14 +13,11 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
-try:
-    import fcntl
-except ImportError:  # Windows: no lease (see Journal.claim)
-    fcntl = None  # type: ignore[assignment]
+from . import _leases
 
 __all__ = ["Journal", "JournalFileGone", "JournalWriteAbandoned", "Lease", "connect"]
 
@@ -45,9 +42,10 @@ BUSY_TIMEOUT: Final = 5.0
 
 _connections: dict[str, sqlite3.Connection] = {}
 #: One lock per file, held by each write on its shared connection: the connection is used
-#: from several threads (each process's journal writer, the loop), and a write of one must not
-#: land inside another's transaction (a history batch's BEGIN ... COMMIT).
-_write_locks: dict[str, threading.Lock] = {}
+#: from several threads (the file's writer thread, the loop), and a write of one must not land
+#: inside another's transaction. Reentrant: a write made inside the writer's batch (see
+#: Lease.writing) takes it again on the same thread.
+_write_locks: dict[str, threading.RLock] = {}
 #: How many holders each shared connection has (``connect`` and every Lease holding it).
 _holders: dict[str, int] = {}
 #: A second connection per file for the reads made on the event loop (see Lease.reader).
@@ -118,7 +116,7 @@ class Lease:
         self._conn: sqlite3.Connection | None = _acquire(self.key)
         with _lock:
             #: Held by every write on the file's shared connection (see _write_locks).
-            self.write_lock = _write_locks.setdefault(self.key, threading.Lock())
+            self.write_lock = _write_locks.setdefault(self.key, threading.RLock())
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -131,6 +129,40 @@ class Lease:
         if self._conn is not None:
             self._conn = None
             _release(self.key)
+
+    @contextlib.contextmanager
+    def writing(
+        self, shown: str | None = None, *, many: bool = False
+    ) -> Iterator[sqlite3.Connection]:
+        """The file's shared connection inside a write transaction of this thread's, the
+        write lock held: committed when the block ends, rolled back if it raises.
+
+        Outside a transaction, a new one: the file checked first (see ``check``; ``shown``
+        names it), then ``BEGIN IMMEDIATE`` (a file another program holds locked fails here,
+        up to the busy timeout, with nothing written). Inside one this thread opened (the
+        writer's batch, see ``_writer``), that one, which checked the file and commits: a
+        single statement that fails is undone alone by SQLite, and ``many`` (several
+        statements, or ``executemany``) gets a savepoint, so a write that fails undoes all
+        of itself and nothing else."""
+        with self.write_lock:
+            db = self.db
+            # Transactions are opened only under the write lock, which this thread holds:
+            # one open now is this thread's own.
+            if db.in_transaction:
+                if many:
+                    yield from _savepoint(db)
+                else:
+                    yield db
+                return
+            self.check(shown)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:  # never leave the shared connection inside one
+                    db.execute("ROLLBACK")
+                raise
 
     @property
     def reader(self) -> sqlite3.Connection:
@@ -171,6 +203,18 @@ class Lease:
                 f"refused (they would reach a file no later process reads): stop the "
                 f"processes over it and start them again to open the file now at that path"
             )
+
+
+def _savepoint(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    db.execute("SAVEPOINT write")
+    try:
+        yield db
+        db.execute("RELEASE write")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK TO write")
+            db.execute("RELEASE write")
+        raise
 
 
 def _open(path: str) -> sqlite3.Connection:
@@ -234,7 +278,7 @@ class Journal:
         self.process = process
         self._file = Lease(path)
         self._key: Callable[[str], str] = redact if redact is not None else str
-        self._lease: weakref.finalize[[int], Journal] | None = None
+        self._lease: weakref.finalize[[str, str], Journal] | None = None
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -246,22 +290,18 @@ class Journal:
         self._file.release()
 
     def claim(self) -> bool:
-        """Take this name's lease on the file: an exclusive lock on ``<file>.<name>.lock``,
-        which the OS drops when the host dies (a SIGKILL too). False while another live
+        """Take this name's lease on the file: a lock the OS drops when the host dies (a
+        SIGKILL too), one byte of ``<file>.lock`` (see _leases). False while another live
         process (another host, or another object here) holds it; True if this one does.
 
         Recovery takes every unfinished row of the name: only the lease holder may recover.
         """
-        if self._lease is not None or fcntl is None:
+        if self._lease is not None:
             return True
-        lock = f"{Path(self.path).resolve()}.{self.process}.lock"
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        if not _leases.claim(self.path, self.process):
             return False
-        self._lease = weakref.finalize(self, os.close, fd)
+        # Given back by release(), or when this object is collected without one.
+        self._lease = weakref.finalize(self, _leases.release, self.path, self.process)
         return True
 
     def release(self) -> None:
@@ -381,38 +421,25 @@ class Journal:
     def _write(
         self, sql: str, args: tuple[Any, ...], proceed: Callable[[], bool] | None = None
     ) -> None:
-        """Run one write, committed before it returns. With ``proceed``, the write takes the
-        file's lock first (the wait for another program's lock happens there) and then
-        asks ``proceed()``: False, and nothing is written (JournalWriteAbandoned)."""
-        self._file.check(self.path)
+        """Run one write, committed before it returns (or by the writer's batch it is made
+        in: see Lease.writing). With ``proceed``, the write takes the file's lock first (the
+        wait for another program's lock happens there) and then asks ``proceed()``: False,
+        and nothing is written (JournalWriteAbandoned)."""
         try:
-            with self._file.write_lock:
-                if proceed is None:
-                    self._db.execute(sql, args)
-                else:
-                    self._guarded(sql, args, proceed)
-        except JournalWriteAbandoned:
+            with self._file.writing(self.path) as db:
+                if proceed is not None and not proceed():
+                    raise JournalWriteAbandoned(f"SQLite file {self.path}: write given up")
+                db.execute(sql, args)
+        except (JournalWriteAbandoned, JournalFileGone):
             raise
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
 
-    def _guarded(self, sql: str, args: tuple[Any, ...], proceed: Callable[[], bool]) -> None:
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            if not proceed():
-                raise JournalWriteAbandoned(f"SQLite file {self.path}: write given up")
-            db.execute(sql, args)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # never leave the shared connection inside a transaction
-                db.execute("ROLLBACK")
-            raise
-
     def _write_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        self._file.check(self.path)
         try:
-            with self._file.write_lock:
-                self._db.executemany(sql, rows)
+            with self._file.writing(self.path, many=True) as db:
+                db.executemany(sql, rows)
+        except JournalFileGone:
+            raise
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
