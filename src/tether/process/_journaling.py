@@ -152,7 +152,8 @@ class JournalWriter:
             waits = {done for done in (left, ended) if done is not None}
             _, pending = await asyncio.wait(waits, timeout=max(0.0, deadline - loop.time()))
             if not pending:
-                place.join(max(0.0, deadline - loop.time()))  # ended: a matter of microseconds
+                if ended is not None:  # the file's last seat: its thread ended, or all but
+                    place.join(max(0.0, deadline - loop.time()))
                 return True
         else:
             drained.cancel()  # skipped by the thread if it has not begun
