@@ -53,20 +53,7 @@ class HistoryStore:
 
     def __init__(self, path: str | Path) -> None:
         self._file = Lease(path)
-        with self._file.write_lock:  # not inside the writer thread's transaction
-            db = self._db
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS hook_runs (recorded_at REAL NOT NULL, hook_id TEXT, "
-                "hook_name TEXT, event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, "
-                "outcome TEXT, duration_ms REAL, error TEXT, patch_applied INTEGER, "
-                "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT, "
-                "required INTEGER, duration_shared INTEGER, changes TEXT)"
-            )
-            for name, columns in _INDEXES.items():
-                db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON hook_runs ({columns})")
-            _add_column(db, "required INTEGER")
-            _add_column(db, "duration_shared INTEGER")
-            _add_column(db, "changes TEXT")
+        self._file.prepare("hook_runs", _create)
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -193,6 +180,22 @@ def _run(row: tuple[Any, ...]) -> HookRun:
     values[16] = bool(values[16])  # NULL in a row stored before runs said so
     values[17] = _json(values[17])
     return HookRun(*values)
+
+
+def _create(db: sqlite3.Connection) -> None:
+    """The table of hook runs and its indexes (a table made before a column existed gets it)."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS hook_runs (recorded_at REAL NOT NULL, hook_id TEXT, "
+        "hook_name TEXT, event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, "
+        "outcome TEXT, duration_ms REAL, error TEXT, patch_applied INTEGER, "
+        "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT, "
+        "required INTEGER, duration_shared INTEGER, changes TEXT)"
+    )
+    for name, columns in _INDEXES.items():
+        db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON hook_runs ({columns})")
+    _add_column(db, "required INTEGER")
+    _add_column(db, "duration_shared INTEGER")
+    _add_column(db, "changes TEXT")
 
 
 def _add_column(db: sqlite3.Connection, column: str) -> None:

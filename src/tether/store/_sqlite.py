@@ -52,6 +52,8 @@ _holders: dict[str, int] = {}
 _readers: dict[str, sqlite3.Connection] = {}
 #: (st_dev, st_ino) of each file when its shared connection opened it (see Lease.check).
 _identities: dict[str, tuple[int, int]] = {}
+#: The tables each open connection has made sure of (see Lease.prepare).
+_prepared: dict[str, set[str]] = {}
 _lock = threading.Lock()
 
 
@@ -96,6 +98,7 @@ def _release(key: str) -> None:
             return
         _holders.pop(key, None)
         _identities.pop(key, None)
+        _prepared.pop(key, None)
         conn = _connections.pop(key, None)
         reader = _readers.pop(key, None)
     if reader is not None:
@@ -129,6 +132,17 @@ class Lease:
         if self._conn is not None:
             self._conn = None
             _release(self.key)
+
+    def prepare(self, name: str, setup: Callable[[sqlite3.Connection], None]) -> None:
+        """Run ``setup`` (a store's ``CREATE TABLE IF NOT EXISTS`` ...) on the file's
+        connection once while it is open, under the write lock: the stores made after it over
+        the same file (one per process: thousands) find ``name`` ready."""
+        with self.write_lock:
+            db = self.db
+            done = _prepared.setdefault(self.key, set())
+            if name not in done:
+                setup(db)
+                done.add(name)
 
     @contextlib.contextmanager
     def writing(
@@ -302,10 +316,11 @@ class Journal:
         """
         if self._lease is not None:
             return True
-        if not _leases.claim(self.path, self.process):
+        key = self._file.key  # the file's resolved path
+        if not _leases.claim(key, self.process):
             return False
         # Given back by release(), or when this object is collected without one.
-        self._lease = weakref.finalize(self, _leases.release, self.path, self.process)
+        self._lease = weakref.finalize(self, _leases.release, key, self.process)
         return True
 
     def release(self) -> None:
