@@ -54,6 +54,9 @@ _readers: dict[str, sqlite3.Connection] = {}
 _identities: dict[str, tuple[int, int]] = {}
 #: The tables each open connection has made sure of (see Lease.prepare).
 _prepared: dict[str, set[str]] = {}
+#: The resolved path of each absolute path given for a file whose connection is open (see
+#: _key_of).
+_keys: dict[str, str] = {}
 _lock = threading.Lock()
 
 
@@ -90,6 +93,17 @@ def _acquire(key: str) -> sqlite3.Connection:
         return conn
 
 
+def _key_of(path: str | Path) -> str:
+    """The resolved path of ``path``. An absolute path given for a file whose connection is
+    open names that file while it stays open (as the connection does: see Lease.gone), so
+    the stores of thousands of processes over one file resolve it once, not each (a
+    ``resolve`` reads every folder of the path)."""
+    key = _keys.get(os.fspath(path))
+    if key is not None and key in _connections:
+        return key
+    return str(Path(path).resolve())
+
+
 def _release(key: str) -> None:
     with _lock:
         left = _holders.get(key, 0) - 1
@@ -99,6 +113,8 @@ def _release(key: str) -> None:
         _holders.pop(key, None)
         _identities.pop(key, None)
         _prepared.pop(key, None)
+        for given in [given for given, resolved in _keys.items() if resolved == key]:
+            del _keys[given]
         conn = _connections.pop(key, None)
         reader = _readers.pop(key, None)
     if reader is not None:
@@ -115,9 +131,11 @@ class Lease:
     __slots__ = ("_conn", "key", "write_lock")
 
     def __init__(self, path: str | Path) -> None:
-        self.key = str(Path(path).resolve())
+        self.key = _key_of(path)
         self._conn: sqlite3.Connection | None = _acquire(self.key)
         with _lock:
+            if os.path.isabs(path):
+                _keys[os.fspath(path)] = self.key
             #: Held by every write on the file's shared connection (see _write_locks).
             self.write_lock = _write_locks.setdefault(self.key, threading.RLock())
 
@@ -275,6 +293,8 @@ def close_all() -> None:
         _connections.clear()
         _holders.clear()
         _identities.clear()
+        _prepared.clear()
+        _keys.clear()
 
 
 class Journal:
