@@ -5,6 +5,7 @@ counted and logged."""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import sqlite3
 import threading
@@ -23,11 +24,12 @@ async def audit(ctx: HookContext) -> None:
 
 
 @pytest.fixture
-def writer() -> Iterator[Callable[[Callable[[], None]], concurrent.futures.Future[None]]]:
-    """An offload: one thread that runs the writes in the order they were handed over."""
+def writer() -> Iterator[Callable[[Callable[[], None]], asyncio.Future[None]]]:
+    """An offload: one thread that runs the writes in the order they were handed over, each
+    settling a future of the loop."""
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="writer")
     try:
-        yield pool.submit
+        yield lambda write: asyncio.wrap_future(pool.submit(write))
     finally:
         pool.shutdown(wait=True)
 

@@ -145,3 +145,30 @@ async def test_two_live_processes_of_one_name_in_one_host_do_not_share_a_journal
             await second.start()
     async with second:  # the first stopped: its lease is free
         pass
+
+
+async def test_the_lock_file_stays_while_another_host_holds_a_name_in_it(tmp_path: Path) -> None:
+    """This host's last name given back leaves the shared lock file to the live host still
+    holding one there: its lease holds on."""
+    journal = tmp_path / "tether.db"
+    child, _ = await start_child(tmp_path, journal)
+    try:
+        other = AgentProcess(
+            "other", ProcessConfig(model=ScriptedModel(), journal_path=str(journal))
+        )
+        async with other:
+            pass
+        assert (tmp_path / "tether.db.lock").exists()
+        second = AgentProcess(
+            "journaled", ProcessConfig(model=ScriptedModel(), journal_path=str(journal))
+        )
+        with pytest.raises(ProcessStateError, match="journaled"):
+            await second.start()
+    finally:
+        await kill(child)
+    third = AgentProcess(
+        "journaled", ProcessConfig(model=ScriptedModel(), journal_path=str(journal))
+    )
+    async with third:  # the killed host's lease went with it
+        pass
+    assert not (tmp_path / "tether.db.lock").exists()

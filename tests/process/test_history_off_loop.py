@@ -147,7 +147,7 @@ async def test_stop_waits_for_the_batch_under_way_and_leaves_no_writer_thread(
         for n in range(3):
             await hook_run(process, n)
         await asyncio.sleep(2 * FLUSH_INTERVAL)  # handed over, waiting for the lock
-        assert writer_threads() == ["tether-journal-p"]
+        assert writer_threads() == ["tether-journal-tether.db"]
         asyncio.get_running_loop().call_later(0.5, free, other)
         await process.stop()
     except BaseException:

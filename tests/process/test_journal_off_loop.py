@@ -86,7 +86,7 @@ async def test_inject_on_a_locked_journal_waits_off_the_loop_and_is_accepted_whe
 async def test_a_stopped_process_leaves_no_journal_writer_thread(tmp_path: Path) -> None:
     path = tmp_path / "tether.db"
     process = await started_and_run(path, 5)
-    assert journal_threads() == ["tether-journal-p"]
+    assert journal_threads() == ["tether-journal-tether.db"]  # its file's writer
     await process.stop()
     assert journal_threads() == []
     assert Journal(path, "p").unfinished() == []

@@ -244,8 +244,10 @@ async def test_a_run_whose_running_write_waits_past_its_bound_runs_and_is_report
     assert rows(path) == [event.event_id]  # its done was given up: run again after a restart
 
 
-def test_the_writer_thread_survives_a_failing_write_and_skips_a_cancelled_one() -> None:
-    writer = _journaling.JournalWriter("survivor")
+async def test_the_writer_thread_survives_a_failing_write_and_skips_a_cancelled_one(
+    tmp_path: Path,
+) -> None:
+    writer = _journaling.JournalWriter("survivor", str(tmp_path / "tether.db"))
     gate = threading.Event()
     ran: list[str] = []
 
@@ -254,20 +256,21 @@ def test_the_writer_thread_survives_a_failing_write_and_skips_a_cancelled_one() 
 
     try:
         held = writer.submit(gate.wait)  # holds the thread while the next ones queue
+        await asyncio.sleep(0.05)  # the thread took it
         failed = writer.submit(failing)
         skipped = writer.submit(lambda: ran.append("skipped"))
         assert skipped.cancel()  # its waiter gave it up before it began
         landed = writer.submit(lambda: ran.append("landed"))
         gate.set()
-        assert landed.result(timeout=10) is None
-        assert held.result(timeout=10) is None
+        assert await asyncio.wait_for(landed, 10) is None
+        assert await asyncio.wait_for(held, 10) is None
         with pytest.raises(RuntimeError, match="not a sqlite error"):
-            failed.result(timeout=10)
+            await asyncio.wait_for(failed, 10)
         assert ran == ["landed"]
         assert [t.is_alive() for t in journal_threads()] == [True]
     finally:
         gate.set()
-        asyncio.run(writer.close())
+        await writer.close()
     assert journal_threads() == []
 
 

@@ -13,8 +13,6 @@ in the order they were recorded; one that fails goes back ahead of those recorde
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextlib
 import functools
 import logging
 import time
@@ -46,9 +44,9 @@ FLUSH_INTERVAL: Final = 0.5
 #: FLUSH_INTERVAL with each failure in a row).
 RETRY_MAX: Final = 30.0
 
-#: Runs a write elsewhere (a writer thread) and returns its future; None when it cannot now,
-#: and the write is then made at once, where the flush is.
-Offload = Callable[[Callable[[], None]], "concurrent.futures.Future[None] | None"]
+#: Runs a write elsewhere (a writer thread) and returns its future, settled on the loop; None
+#: when it cannot now, and the write is then made at once, where the flush is.
+Offload = Callable[[Callable[[], None]], "asyncio.Future[None] | None"]
 
 
 def _source(manager: HookManager, hook: _Hook) -> str:
@@ -315,15 +313,10 @@ class HistoryRecorder:
             return False
         self._batch = (entries, runs)
         self._written = loop.create_future()
-
-        def landed(future: concurrent.futures.Future[None]) -> None:  # the writer's thread
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(self._landed, future)
-
-        done.add_done_callback(landed)
+        done.add_done_callback(self._landed)
         return True
 
-    def _landed(self, future: concurrent.futures.Future[None]) -> None:
+    def _landed(self, future: asyncio.Future[None]) -> None:
         """The batch under way settled (on the loop): keep it if it failed, else go on."""
         assert self._batch is not None
         entries, _ = self._batch

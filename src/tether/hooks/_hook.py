@@ -11,7 +11,7 @@ import asyncio
 import contextvars
 import inspect
 import itertools
-import uuid
+import os
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -32,7 +32,7 @@ DEFAULT_CALLBACK_TIMEOUT: Final = 30.0
 _ids = itertools.count(1)
 _dispatch_ids = itertools.count(1)
 #: Dispatch ids are unique across interpreters too (history outlives a process).
-_RUN_PREFIX: Final = uuid.uuid4().hex[:8]
+_RUN_PREFIX: Final = os.urandom(4).hex()  # eight random hex digits
 #: How deep the running code is nested in dispatches: a dispatch runs its hooks one deeper, so
 #: a dispatch made by a hook (or a background hook of a dispatch) records its depth. A context
 #: variable: each task sees its own, so a hook suspended in one task lends nothing to another.

@@ -12,7 +12,6 @@ the model, and the host keeps no warning and writes no artifact.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import inspect
 import json
 import re
@@ -440,6 +439,8 @@ def _check_method_names(plugin: Plugin) -> None:
         if not callable(fn) or hasattr(fn, "__tether_extension__"):
             continue  # data, or an extension-point handler (@implements)
         known = _LIFECYCLE_METHODS + RUN_POINTS
+        import difflib  # only for this mistake
+
         close = difflib.get_close_matches(attr, known, n=1, cutoff=0.6)
         hint = (
             f"did you mean {close[0]}?" if close else f"lifecycle methods are: {', '.join(known)}"

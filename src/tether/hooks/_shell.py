@@ -11,7 +11,6 @@ import logging
 import os
 import re
 import shlex
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -255,6 +254,8 @@ class ShellHook:
             if not os.access(path, os.X_OK):
                 raise CommandHookError(f"hook command is not executable: {program!r}")
             return program if self.cwd is None else os.path.abspath(path)
+        import shutil  # here: shutil imports bz2 and lzma, which importing tether need not
+
         found = shutil.which(program, path=env.get("PATH", os.environ.get("PATH")))
         if found is None:
             raise CommandHookError(f"hook command not found: {program!r} (looked up on PATH)")

@@ -1,18 +1,21 @@
 """Journal writes of an accepted event's progress: off the event loop, bounded, and a failed
 one never stops the process.
 
-While a process runs (``start()`` to the end of its teardown), every journal write goes to a
-writer thread of its own, in order: a file another program holds locked makes that thread
-wait (up to the journal's busy timeout per write), never the event loop, so one locked journal
-cannot stall every process on the loop. A write made while the process is not running (an
-event dead-lettered by a stopped process, say) runs at once, as before.
+While a process runs (``start()`` to the end of its teardown), every journal write goes to its
+file's writer thread (one per file, shared by every process over it: see ``store._writer``),
+in order, those waiting together committed in one transaction: a file another program holds
+locked makes that thread wait (up to the journal's busy timeout), never the event loop, so
+one locked journal cannot stall every process on the loop. A write made while the process is
+not running (an event dead-lettered by a stopped process, say) runs at once, as before. A
+process takes its seat at the writer with its first write, so one that never received an
+event holds none.
 
 ``inject`` journals an event ``queued`` before it queues it, and waits for that write (off the
-loop), ``JOURNAL_ACCEPT`` seconds at most: when it raises, or does not land in time (the file
-locked, a stalled disk), the event is refused (the caller gets the ``sqlite3`` error), and
-nothing of it is left queued. A write given up on that has not taken the file's lock yet never
-lands (see ``_Waiter``). Every later write of the event's progress (``done``, a retry's
-``queued``, ``dead``, an amended or redelivered dead letter) goes through
+loop) to be committed, ``JOURNAL_ACCEPT`` seconds at most: when it raises, or does not land in
+time (the file locked, a stalled disk), the event is refused (the caller gets the ``sqlite3``
+error), and nothing of it is left queued. A write given up on that has not taken the file's
+lock yet never lands (see ``_Waiter``). Every later write of the event's progress (``done``, a
+retry's ``queued``, ``dead``, an amended or redelivered dead letter) goes through
 ``JournalWrites.write`` and is not waited for (``running``, which counts the attempt, is
 waited for by its worker, off the loop, within the same bound): when it fails (the file locked
 past its busy timeout, a full disk, the file deleted or replaced) a warning is logged,
@@ -21,9 +24,9 @@ redacted, it is counted in ``status()`` (``journal_errors``, and the last error 
 
 The writer thread survives every write: one that fails settles its own future only, and one
 whose waiter gave up before it began is skipped (that is no error). A stop waits for the
-writes still queued ``JOURNAL_DRAIN`` seconds at most, whatever the file does; a thread still
-inside a write then (a stalled disk) is left to end on its own, and gives the process's
-shares of the file back when it does.
+process's writes still queued ``JOURNAL_DRAIN`` seconds at most, whatever the file does; a
+thread still inside a write then (a stalled disk) fails the process's writes left once it
+returns, and gives the process's shares of the file back.
 
 Delivery stays at-least-once: a row whose write failed (or was still waiting when a crash came,
 or was given up at a stop, see ``JOURNAL_DRAIN``) still holds the event as queued or running,
@@ -33,10 +36,8 @@ so the next process over the file (see ``_recovery``) runs it again; none is los
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextlib
+import functools
 import logging
-import queue
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -46,6 +47,7 @@ from ._supervise import describe
 
 if TYPE_CHECKING:
     from .._redact import Redactor
+    from ..store._writer import Seat
 
 __all__ = ["JOURNAL_ACCEPT", "JOURNAL_DRAIN", "JournalWriter", "JournalWrites"]
 
@@ -53,16 +55,14 @@ logger = logging.getLogger("tether.process")
 
 _P = ParamSpec("_P")
 
-#: Seconds a stop waits for the writes still queued for its writer thread; those left then
-#: are given up (their rows still say queued or running: run again after a restart).
+#: Seconds a stop waits for its process's writes still queued for the writer thread; those
+#: left then are given up (their rows still say queued or running: run again after a restart).
 JOURNAL_DRAIN: Final = 10.0
 #: Seconds ``inject()`` waits for its event's ``queued`` write (and a run for its
 #: ``running`` write) before it gives up: the event is refused, the caller gets
 #: ``sqlite3.OperationalError``. Twice the busy timeout: a write behind another on a locked
 #: file still gets its own wait.
 JOURNAL_ACCEPT: Final = 10.0
-
-_Job = tuple[Callable[[], None], "concurrent.futures.Future[None]"]
 
 
 class _Waiter:
@@ -96,121 +96,77 @@ class _Waiter:
                 self._state = "abandoned"
 
 
-class _Worker:
-    """One writer thread and the jobs handed to it, run in order.
-
-    Each thread has a queue of its own: one left inside a write at a stop (see
-    ``JournalWriter.close``) never takes a later process run's writes. ``then`` runs on the
-    thread once its queue has ended.
-    """
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self.given_up = threading.Event()
-        self.then: Callable[[], None] | None = None
-        self.thread = threading.Thread(target=self._run, name=f"tether-journal-{name}", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while (job := self.jobs.get()) is not None:
-            self._do(*job)
-        if self.then is not None:
-            try:
-                self.then()
-            except Exception:
-                logger.exception(
-                    "journal writer of process %s: closing its files failed", self.name
-                )
-
-    def _do(self, write: Callable[[], None], done: concurrent.futures.Future[None]) -> None:
-        # A future its waiter cancelled before the write began is skipped (not an error);
-        # once running, it can no longer be cancelled, so settling it below cannot fail.
-        if not done.set_running_or_notify_cancel():
-            return
-        outcome: BaseException | None = None
-        try:
-            if self.given_up.is_set():
-                raise sqlite3.OperationalError(
-                    "given up at the process's stop (the file was still busy)"
-                )
-            write()
-        except BaseException as exc:
-            outcome = exc
-        try:
-            if outcome is None:
-                done.set_result(None)
-            else:
-                done.set_exception(outcome)
-        except Exception:  # never let one write's bookkeeping end the thread
-            logger.exception("journal writer of process %s: a write's outcome was lost", self.name)
-
-
 class JournalWriter:
-    """One thread that runs a process's journal writes in the order they were submitted.
+    """A process's writes to its journal file, run in the order submitted by the file's writer
+    thread (one for every process over the file: see ``store._writer``).
 
-    Started by the first ``submit``; ``close`` lets it finish what was submitted (within a
-    deadline) and ends it, so a stopped process leaves no thread behind (but one still inside
-    a write at the deadline, which ends when that write returns).
+    Its seat at that writer is taken by the first ``submit``; ``close`` lets the writes
+    submitted finish (within a deadline) and gives the seat back, the last seat given back
+    ending the thread.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, path: str | None) -> None:
         self.name = name
-        self._worker: _Worker | None = None
+        self.path = path
+        self._seat: Seat | None = None
 
     @property
     def running(self) -> bool:
-        return self._worker is not None
+        """Whether this process holds a seat at its file's writer."""
+        return self._seat is not None
 
-    def submit(self, write: Callable[[], None]) -> concurrent.futures.Future[None]:
-        """Queue ``write()``; its future holds its outcome (an exception if it failed).
-        Cancelling the future before the write began skips it."""
-        if self._worker is None:
-            self._worker = _Worker(self.name)
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._worker.jobs.put((write, done))
-        return done
+    def submit(self, write: Callable[[], None]) -> asyncio.Future[None]:
+        """Queue ``write()``; its future holds its outcome (an exception if it failed), once
+        committed. Cancelling the future before the write began skips it. Raises the
+        ``sqlite3`` error of a file the writer cannot open."""
+        if self._seat is None:
+            from ..store._writer import seat
+
+            assert self.path is not None, "a process without a journal writes nothing"
+            self._seat = seat(self.path, self.name)
+        return self._seat.submit(write)
 
     async def close(
         self, within: float = JOURNAL_DRAIN, then: Callable[[], None] | None = None
     ) -> bool:
-        """Finish the submitted writes and end the thread, returning within ``within``
-        seconds whatever the file does; True if the thread ended. Writes submitted meanwhile
-        still run, in order, before it ends.
+        """Finish the submitted writes and give the seat back, returning within ``within``
+        seconds whatever the file does; True if everything was done in time.
 
-        ``then`` (giving the files back) runs on the thread once it is done with the file:
-        past the deadline, what is still queued fails at once (given up) and the thread, still
-        inside a write (a locked file: until its busy timeout; a stalled disk: until the disk
-        answers), is left to end on its own, running ``then`` when it does.
+        ``then`` (giving the files back) runs on the writer's thread after this process's
+        writes: past the deadline, those still queued fail at once (given up) and the thread,
+        still inside a write (a locked file: until its busy timeout; a stalled disk: until the
+        disk answers), runs ``then`` when that write returns.
         """
-        worker = self._worker
-        if worker is None:
+        place, self._seat = self._seat, None
+        if place is None:
             if then is not None:
                 then()
             return True
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
-        drained = asyncio.wrap_future(self.submit(lambda: None))
+        drained = place.submit(lambda: None)
         finished, _ = await asyncio.wait({drained}, timeout=within)
-        if not finished:
+        if finished:
+            drained.exception()  # failed with its batch (a gone file, say) is drained all the same
+            left, ended = place.leave(then)
+            waits = {done for done in (left, ended) if done is not None}
+            _, pending = await asyncio.wait(waits, timeout=max(0.0, deadline - loop.time()))
+            if not pending:
+                if ended is not None:  # the file's last seat: its thread ended, or all but
+                    place.join(max(0.0, deadline - loop.time()))
+                return True
+        else:
             drained.cancel()  # skipped by the thread if it has not begun
-        worker.then = then  # before the end of its queue: the thread sees it
-        worker.jobs.put(None)  # after what was submitted while draining
-        if self._worker is worker:
-            self._worker = None
-        while worker.thread.is_alive() and loop.time() < deadline:
-            await asyncio.sleep(0.001)
-        if worker.thread.is_alive():
-            worker.given_up.set()
-            logger.error(
-                "process %s: its journal writer was still inside a write when the wait for it "
-                "ended (%g s at most); the writes left are given up (run again after a "
-                "restart) and the thread ends when that write returns",
-                self.name,
-                JOURNAL_DRAIN,
-            )
-            return False
-        return True
+            place.given_up = True  # before leaving: what is still queued fails at once
+            place.leave(then)
+        logger.error(
+            "process %s: its journal writer was still inside a write when the wait for it "
+            "ended (%g s at most); the writes left are given up (run again after a "
+            "restart) and its files are given back when that write returns",
+            self.name,
+            within,
+        )
+        return False
 
 
 class JournalWrites:
@@ -232,7 +188,7 @@ class JournalWrites:
         #: Writes that failed since the process was created, and the last one's error.
         self.errors = 0
         self.error: str | None = None
-        self._writer = JournalWriter(name)
+        self._writer = JournalWriter(name, path)
         self._pending = 0  # on the loop's thread only
         self._gone_told = False
 
@@ -263,26 +219,29 @@ class JournalWrites:
                 self._failed(about, write.__name__, exc)
             return
         name = write.__name__
+        try:
+            done = self._writer.submit(lambda: write(*args, **kwargs))
+        except sqlite3.Error as exc:  # the writer could not open the file
+            self._failed(about, name, exc)
+            return
         self._pending += 1
-        done = self._writer.submit(lambda: write(*args, **kwargs))
 
-        def settled(exc: BaseException | None) -> None:
+        def settled(done: asyncio.Future[None]) -> None:
             self._pending -= 1
-            if exc is not None:
+            if not done.cancelled() and (exc := done.exception()) is not None:
                 self._failed(about, name, exc)
 
-        def finished(future: concurrent.futures.Future[None]) -> None:  # the writer's thread
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(settled, future.exception())
+        done.add_done_callback(settled)
 
-        done.add_done_callback(finished)
-
-    def history_offload(self, write: Callable[[], None]) -> concurrent.futures.Future[None] | None:
+    def history_offload(self, write: Callable[[], None]) -> asyncio.Future[None] | None:
         """Run a hook-run history write (same file) on the writer thread while the process
         runs, in order with its journal writes; None when it does not (written at once)."""
         if self._inline():
             return None
-        return self._writer.submit(write)
+        try:
+            return self._writer.submit(write)
+        except sqlite3.Error:
+            return None  # written at once: it fails there, and is kept for a later flush
 
     async def accept(
         self, about: str, write: Callable[..., None], *args: Any, **kwargs: Any
@@ -295,10 +254,13 @@ class JournalWrites:
             write(*args, **kwargs)  # not running: nothing else waits on this loop for it
             return
         waiter = _Waiter()
+        done = self._writer.submit(
+            functools.partial(write, *args, proceed=waiter.proceed, **kwargs)
+        )
 
-        def guarded() -> None:  # the writer's thread
-            write(*args, proceed=waiter.proceed, **kwargs)
-            if waiter.late:
+        def landed_late(done: asyncio.Future[None]) -> None:
+            error = done.exception()  # (retrieved: one given up may fail unseen)
+            if waiter.late and error is None:
                 logger.error(
                     "%s",
                     self.redactor.text(
@@ -308,9 +270,10 @@ class JournalWrites:
                     ),
                 )
 
+        done.add_done_callback(landed_late)
         try:
             async with asyncio.timeout(JOURNAL_ACCEPT):
-                await asyncio.wrap_future(self._writer.submit(guarded))
+                await asyncio.shield(done)  # its waiter gives it up, not cancels it
         except TimeoutError:
             waiter.give_up()
             raise sqlite3.OperationalError(

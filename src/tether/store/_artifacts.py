@@ -170,18 +170,7 @@ class SqliteArtifacts:
     def __init__(self, path: str | Path, process: str) -> None:
         self._file = Lease(path)
         self.process = process
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS artifacts (process TEXT NOT NULL, task_id TEXT NOT NULL, "
-            "name TEXT NOT NULL, payload TEXT NOT NULL, created_at REAL NOT NULL, "
-            "PRIMARY KEY (process, task_id, name))"
-        )
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS plugin_warnings (process TEXT NOT NULL, "
-            "task_id TEXT NOT NULL, text TEXT NOT NULL, created_at REAL NOT NULL)"
-        )
-        self._db.execute(
-            "CREATE INDEX IF NOT EXISTS plugin_warnings_task ON plugin_warnings (process, task_id)"
-        )
+        self._file.prepare("artifacts", _create)
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -221,6 +210,21 @@ class SqliteArtifacts:
             (self.process, task_id),
         ).fetchall()
         return [{"name": n, "payload": json.loads(p), "created_at": t} for n, p, t in rows]
+
+
+def _create(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS artifacts (process TEXT NOT NULL, task_id TEXT NOT NULL, "
+        "name TEXT NOT NULL, payload TEXT NOT NULL, created_at REAL NOT NULL, "
+        "PRIMARY KEY (process, task_id, name))"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS plugin_warnings (process TEXT NOT NULL, "
+        "task_id TEXT NOT NULL, text TEXT NOT NULL, created_at REAL NOT NULL)"
+    )
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS plugin_warnings_task ON plugin_warnings (process, task_id)"
+    )
 
 
 def open_artifacts(folder: str | None, db_path: str | None, process: str) -> ArtifactStore:

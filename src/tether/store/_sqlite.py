@@ -13,16 +13,12 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
 from ..errors import TetherError
-
-try:
-    import fcntl
-except ImportError:  # Windows: no lease (see Journal.claim)
-    fcntl = None  # type: ignore[assignment]
+from . import _leases
 
 __all__ = ["Journal", "JournalFileGone", "JournalWriteAbandoned", "Lease", "connect"]
 
@@ -47,15 +43,21 @@ BUSY_TIMEOUT: Final = 5.0
 
 _connections: dict[str, sqlite3.Connection] = {}
 #: One lock per file, held by each write on its shared connection: the connection is used
-#: from several threads (each process's journal writer, the loop), and a write of one must not
-#: land inside another's transaction (a history batch's BEGIN ... COMMIT).
-_write_locks: dict[str, threading.Lock] = {}
+#: from several threads (the file's writer thread, the loop), and a write of one must not land
+#: inside another's transaction. Reentrant: a write made inside the writer's batch (see
+#: Lease.writing) takes it again on the same thread.
+_write_locks: dict[str, threading.RLock] = {}
 #: How many holders each shared connection has (``connect`` and every Lease holding it).
 _holders: dict[str, int] = {}
 #: A second connection per file for the reads made on the event loop (see Lease.reader).
 _readers: dict[str, sqlite3.Connection] = {}
 #: (st_dev, st_ino) of each file when its shared connection opened it (see Lease.check).
 _identities: dict[str, tuple[int, int]] = {}
+#: The tables each open connection has made sure of (see Lease.prepare).
+_prepared: dict[str, set[str]] = {}
+#: The resolved path of each absolute path given for a file whose connection is open (see
+#: _key_of).
+_keys: dict[str, str] = {}
 _lock = threading.Lock()
 
 
@@ -92,6 +94,17 @@ def _acquire(key: str) -> sqlite3.Connection:
         return conn
 
 
+def _key_of(path: str | Path) -> str:
+    """The resolved path of ``path``. An absolute path given for a file whose connection is
+    open names that file while it stays open (as the connection does: see Lease.gone), so
+    the stores of thousands of processes over one file resolve it once, not each (a
+    ``resolve`` reads every folder of the path)."""
+    key = _keys.get(os.fspath(path))
+    if key is not None and key in _connections:
+        return key
+    return str(Path(path).resolve())
+
+
 def _release(key: str) -> None:
     with _lock:
         left = _holders.get(key, 0) - 1
@@ -100,6 +113,9 @@ def _release(key: str) -> None:
             return
         _holders.pop(key, None)
         _identities.pop(key, None)
+        _prepared.pop(key, None)
+        for given in [given for given, resolved in _keys.items() if resolved == key]:
+            del _keys[given]
         conn = _connections.pop(key, None)
         reader = _readers.pop(key, None)
     if reader is not None:
@@ -116,11 +132,13 @@ class Lease:
     __slots__ = ("_conn", "key", "write_lock")
 
     def __init__(self, path: str | Path) -> None:
-        self.key = str(Path(path).resolve())
+        self.key = _key_of(path)
         self._conn: sqlite3.Connection | None = _acquire(self.key)
         with _lock:
+            if os.path.isabs(path):
+                _keys[os.fspath(path)] = self.key
             #: Held by every write on the file's shared connection (see _write_locks).
-            self.write_lock = _write_locks.setdefault(self.key, threading.Lock())
+            self.write_lock = _write_locks.setdefault(self.key, threading.RLock())
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -133,6 +151,51 @@ class Lease:
         if self._conn is not None:
             self._conn = None
             _release(self.key)
+
+    def prepare(self, name: str, setup: Callable[[sqlite3.Connection], None]) -> None:
+        """Run ``setup`` (a store's ``CREATE TABLE IF NOT EXISTS`` ...) on the file's
+        connection once while it is open, under the write lock: the stores made after it over
+        the same file (one per process: thousands) find ``name`` ready."""
+        with self.write_lock:
+            db = self.db
+            done = _prepared.setdefault(self.key, set())
+            if name not in done:
+                setup(db)
+                done.add(name)
+
+    @contextlib.contextmanager
+    def writing(
+        self, shown: str | None = None, *, many: bool = False
+    ) -> Iterator[sqlite3.Connection]:
+        """The file's shared connection inside a write transaction of this thread's, the
+        write lock held: committed when the block ends, rolled back if it raises.
+
+        Outside a transaction, a new one: the file checked first (see ``check``; ``shown``
+        names it), then ``BEGIN IMMEDIATE`` (a file another program holds locked fails here,
+        up to the busy timeout, with nothing written). Inside one this thread opened (the
+        writer's batch, see ``_writer``), that one, which checked the file and commits: a
+        single statement that fails is undone alone by SQLite, and ``many`` (several
+        statements, or ``executemany``) gets a savepoint, so a write that fails undoes all
+        of itself and nothing else."""
+        with self.write_lock:
+            db = self.db
+            # Transactions are opened only under the write lock, which this thread holds:
+            # one open now is this thread's own.
+            if db.in_transaction:
+                if many:
+                    yield from _savepoint(db)
+                else:
+                    yield db
+                return
+            self.check(shown)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:  # never leave the shared connection inside one
+                    db.execute("ROLLBACK")
+                raise
 
     @property
     def reader(self) -> sqlite3.Connection:
@@ -175,6 +238,18 @@ class Lease:
             )
 
 
+def _savepoint(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    db.execute("SAVEPOINT write")
+    try:
+        yield db
+        db.execute("RELEASE write")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK TO write")
+            db.execute("RELEASE write")
+        raise
+
+
 def _open(path: str) -> sqlite3.Connection:
     # Created for this user only: the file holds event payloads and hook runs (secrets are
     # redacted, the rest of what the agent was sent is not). SQLite gives its -wal and -shm
@@ -202,6 +277,10 @@ def _open_reader(path: str) -> sqlite3.Connection:
             path, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None
         )
         conn.execute("PRAGMA query_only=1")
+        # 8 MiB of pages at most, taken as reads need them (SQLite's default: 2 MiB): the
+        # runs a history filter answers lie one to a page (1,000 blocked runs among 100,000
+        # read 1,000 pages), re-read through the OS at each query past the default.
+        conn.execute("PRAGMA cache_size=-8192")
     except sqlite3.Error as exc:
         raise type(exc)(f"SQLite file {path}: {exc}") from exc
     return conn
@@ -215,6 +294,8 @@ def close_all() -> None:
         _connections.clear()
         _holders.clear()
         _identities.clear()
+        _prepared.clear()
+        _keys.clear()
 
 
 class Journal:
@@ -236,7 +317,7 @@ class Journal:
         self.process = process
         self._file = Lease(path)
         self._key: Callable[[str], str] = redact if redact is not None else str
-        self._lease: weakref.finalize[[int], Journal] | None = None
+        self._lease: weakref.finalize[[str, str], Journal] | None = None
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -248,22 +329,19 @@ class Journal:
         self._file.release()
 
     def claim(self) -> bool:
-        """Take this name's lease on the file: an exclusive lock on ``<file>.<name>.lock``,
-        which the OS drops when the host dies (a SIGKILL too). False while another live
+        """Take this name's lease on the file: a lock the OS drops when the host dies (a
+        SIGKILL too), one byte of ``<file>.lock`` (see _leases). False while another live
         process (another host, or another object here) holds it; True if this one does.
 
         Recovery takes every unfinished row of the name: only the lease holder may recover.
         """
-        if self._lease is not None or fcntl is None:
+        if self._lease is not None:
             return True
-        lock = f"{Path(self.path).resolve()}.{self.process}.lock"
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        key = self._file.key  # the file's resolved path
+        if not _leases.claim(key, self.process):
             return False
-        self._lease = weakref.finalize(self, os.close, fd)
+        # Given back by release(), or when this object is collected without one.
+        self._lease = weakref.finalize(self, _leases.release, key, self.process)
         return True
 
     def release(self) -> None:
@@ -383,38 +461,25 @@ class Journal:
     def _write(
         self, sql: str, args: tuple[Any, ...], proceed: Callable[[], bool] | None = None
     ) -> None:
-        """Run one write, committed before it returns. With ``proceed``, the write takes the
-        file's lock first (the wait for another program's lock happens there) and then
-        asks ``proceed()``: False, and nothing is written (JournalWriteAbandoned)."""
-        self._file.check(self.path)
+        """Run one write, committed before it returns (or by the writer's batch it is made
+        in: see Lease.writing). With ``proceed``, the write takes the file's lock first (the
+        wait for another program's lock happens there) and then asks ``proceed()``: False,
+        and nothing is written (JournalWriteAbandoned)."""
         try:
-            with self._file.write_lock:
-                if proceed is None:
-                    self._db.execute(sql, args)
-                else:
-                    self._guarded(sql, args, proceed)
-        except JournalWriteAbandoned:
+            with self._file.writing(self.path) as db:
+                if proceed is not None and not proceed():
+                    raise JournalWriteAbandoned(f"SQLite file {self.path}: write given up")
+                db.execute(sql, args)
+        except (JournalWriteAbandoned, JournalFileGone):
             raise
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
 
-    def _guarded(self, sql: str, args: tuple[Any, ...], proceed: Callable[[], bool]) -> None:
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            if not proceed():
-                raise JournalWriteAbandoned(f"SQLite file {self.path}: write given up")
-            db.execute(sql, args)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # never leave the shared connection inside a transaction
-                db.execute("ROLLBACK")
-            raise
-
     def _write_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        self._file.check(self.path)
         try:
-            with self._file.write_lock:
-                self._db.executemany(sql, rows)
+            with self._file.writing(self.path, many=True) as db:
+                db.executemany(sql, rows)
+        except JournalFileGone:
+            raise
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc

@@ -1,0 +1,289 @@
+"""One writer thread per SQLite file: the writes of every process over the file, in the order
+they were submitted, those waiting together committed in one transaction (group commit).
+
+A process hands its writes to its file's writer through a ``Seat`` (see ``seat``): the first
+seat taken on a file starts its thread, and the last one given back ends it, so a file's
+processes share one thread however many they are, and a process that never wrote holds
+none.
+
+The thread takes every write waiting in its queue (up to ``BATCH``) and runs them in one
+transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``), the file checked once before (see
+Lease.check). Each write makes its changes through ``Lease.writing``: one that fails undoes
+itself alone and fails its own future. A transaction that cannot begin (the file locked past
+the busy timeout, deleted or replaced) or commit (a full disk) fails every write in it. A
+write's future (an asyncio future of the loop that submitted it) is settled once its
+transaction committed: a write waited for is in the file (WAL, synchronous=NORMAL: it
+survives a crash of the host process) when its waiter wakes. The futures a transaction
+settles are handed to their loop in one call: the thread wakes the loop once per batch, and
+every wake of a thread or loop costs a switch of the GIL.
+
+The thread survives every write: a write whose future was cancelled before it began is
+skipped (no error), and the writes still queued of a seat given up (its process's stop
+waited long enough, see ``Seat.given_up``) fail at once. What a seat runs as it is given back
+(``then``: its process gives its shares of the file back) runs on the thread after the
+seat's writes, whatever became of them, outside any transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+from ._sqlite import JournalFileGone, Lease
+
+__all__ = ["BATCH", "Seat", "seat"]
+
+logger = logging.getLogger("tether.store")
+
+#: The most writes one transaction takes.
+BATCH: Final = 256
+
+_Done = asyncio.Future[None]
+
+
+class _Job:
+    """A write and its future; ``alone``: run outside any transaction, even once its seat
+    is given up (what a seat runs as it is given back)."""
+
+    __slots__ = ("alone", "done", "seat", "write")
+
+    def __init__(self, write: Callable[[], None], seat: Seat, *, alone: bool = False) -> None:
+        self.write = write
+        self.done: _Done = asyncio.get_running_loop().create_future()
+        self.seat = seat
+        self.alone = alone
+
+
+class _Lost(Exception):
+    """A write after which the batch's transaction was gone (SQLite rolls a whole transaction
+    back on some errors: a full disk, an I/O error)."""
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+
+class Seat:
+    """One process's place at its file's writer: its writes run in the order submitted.
+    Used from the event loop's thread."""
+
+    __slots__ = ("_writer", "given_up", "name")
+
+    def __init__(self, writer: _FileWriter, name: str) -> None:
+        self._writer = writer
+        self.name = name
+        #: Set when its process stops waiting for it: its writes still queued fail at once.
+        self.given_up = False
+
+    def submit(self, write: Callable[[], None]) -> _Done:
+        """Queue ``write()``; its future (of the running loop) holds its outcome (an
+        exception if it failed) once committed. Cancelling the future before the write
+        began skips it."""
+        job = _Job(write, self)
+        self._writer.hand(job)
+        return job.done
+
+    def leave(self, then: Callable[[], None] | None = None) -> tuple[_Done, _Done | None]:
+        """Give the seat back: ``then()`` runs on the thread after the seat's writes. The
+        futures of ``then`` and, when this was the file's last seat, of the thread's end
+        (set as its last step: ``join`` then returns at once)."""
+        job = _Job(then or _nothing, self, alone=True)
+        writer = self._writer
+        writer.hand(job)
+        # Sent now: once the last seat is given back, nothing is left in a loop's hands.
+        writer.send(asyncio.get_running_loop())
+        with _lock:
+            writer.seats -= 1
+            last = writer.seats == 0
+            if last:  # no seat is taken on it any more: the next one starts a thread anew
+                if _writers.get(writer.key) is writer:
+                    del _writers[writer.key]
+                writer.ended = asyncio.get_running_loop().create_future()
+                writer.jobs.put([None])
+        return job.done, writer.ended if last else None
+
+    def join(self, timeout: float) -> None:
+        """Wait for the writer's thread to end, ``timeout`` seconds at most."""
+        self._writer.thread.join(timeout)
+
+
+_writers: dict[str, _FileWriter] = {}
+_lock = threading.Lock()
+
+
+def seat(path: str | Path, name: str) -> Seat:
+    """A seat at the writer of the file ``path`` (started if it has none) for the process
+    ``name``. Raises the ``sqlite3`` error of a file that cannot be opened."""
+    key = str(Path(path).resolve())
+    with _lock:
+        writer = _writers.get(key)
+        if writer is None:
+            writer = _writers[key] = _FileWriter(key, str(path))
+        writer.seats += 1
+    return Seat(writer, name)
+
+
+def _nothing() -> None:
+    return None
+
+
+class _FileWriter:
+    """The thread writing one file, and the queue of its writes (None: the end)."""
+
+    def __init__(self, key: str, shown: str) -> None:
+        self.key = key
+        self._shown = shown  # the path as the first process over it names it, for errors
+        self._file = Lease(key)  # the writer's share: the connection outlives every seat
+        self.seats = 0
+        self.jobs: queue.SimpleQueue[list[_Job | None]] = queue.SimpleQueue()
+        #: The jobs each loop has queued in its current turn, not sent to the thread yet.
+        self._held: dict[asyncio.AbstractEventLoop, list[_Job | None]] = {}
+        self.ended: _Done | None = None
+        self.thread = threading.Thread(
+            target=self._run, name=f"tether-journal-{Path(key).name}", daemon=True
+        )
+        self.thread.start()
+
+    def hand(self, job: _Job) -> None:
+        """Queue ``job`` (on its loop's thread). The jobs a loop queues in one turn go to the
+        thread together, from its next turn: the thread is woken once for them all (each
+        wake of a thread costs a switch of the GIL, and on a busy host a wait for a CPU)."""
+        loop = job.done.get_loop()
+        with _lock:
+            held = self._held.get(loop)
+            if held is None:
+                held = self._held[loop] = []
+                loop.call_soon(self.send, loop)
+            held.append(job)
+
+    def send(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand the thread what ``loop`` holds."""
+        with _lock:
+            held = self._held.pop(loop, None)
+        if held:
+            self.jobs.put(held)
+
+    def _run(self) -> None:
+        try:
+            while self._take_turn():
+                pass
+        finally:
+            self._file.release()
+            if self.ended is not None:
+                ended: list[tuple[_Done, BaseException | None]] = [(self.ended, None)]
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    self.ended.get_loop().call_soon_threadsafe(_settle, ended)
+
+    def _take_turn(self) -> bool:
+        """Run the writes waiting now (at least one); False once the queue has ended."""
+        jobs = self.jobs.get()
+        while jobs[-1] is not None and len(jobs) < BATCH:
+            try:
+                jobs += self.jobs.get_nowait()
+            except queue.Empty:
+                break
+        batch: list[_Job] = []
+        for job in jobs:  # None, the queue's end, comes last of all
+            if job is None or job.alone:
+                self._commit(batch)
+                batch = []
+            if job is None:
+                return False
+            if job.alone:
+                self._alone(job)
+            elif self._begins(job):
+                batch.append(job)
+        self._commit(batch)
+        return True
+
+    def _alone(self, job: _Job) -> None:
+        outcome = _outcome(job.write)  # run even if its waiter gave it up
+        if outcome is not None:
+            logger.error(
+                "journal writer of %s: what process %s runs at its end failed",
+                self._shown,
+                job.seat.name,
+                exc_info=outcome,
+            )
+        _post([job], [None])  # it ran (its failure logged above)
+
+    def _begins(self, job: _Job) -> bool:
+        if job.done.cancelled():
+            return False  # its waiter gave it up before it began: skipped, not an error
+        if job.seat.given_up:
+            error = sqlite3.OperationalError(
+                f"SQLite file {self._shown}: given up at the process's stop (the file was "
+                f"still busy)"
+            )
+            _post([job], [error])
+            return False
+        return True
+
+    def _commit(self, jobs: list[_Job]) -> None:
+        while jobs:
+            jobs = self._transaction(jobs)
+
+    def _transaction(self, jobs: list[_Job]) -> list[_Job]:
+        """Run ``jobs`` in one transaction and settle them; hand back those not run because
+        a write lost the transaction (they run in another)."""
+        outcomes: list[BaseException | None] = []
+        try:
+            with self._file.writing(self._shown) as db:
+                for job in jobs:
+                    outcomes.append(_outcome(job.write))
+                    if not db.in_transaction:
+                        raise _Lost(outcomes[-1])
+        except _Lost as lost:
+            error = lost.error or sqlite3.OperationalError(
+                f"SQLite file {self._shown}: the transaction was rolled back"
+            )
+            ran = len(outcomes)
+            _post(jobs[:ran], [outcome or error for outcome in outcomes])
+            return jobs[ran:]
+        except sqlite3.Error as exc:  # no BEGIN (a locked or gone file) or no COMMIT
+            error = exc if isinstance(exc, JournalFileGone) else _naming(exc, self._shown)
+            outcomes += [None] * (len(jobs) - len(outcomes))  # not run: nothing landed
+            _post(jobs, [outcome or error for outcome in outcomes])
+            return []
+        _post(jobs, outcomes)
+        return []
+
+
+def _naming(exc: sqlite3.Error, shown: str) -> sqlite3.Error:
+    return type(exc)(f"SQLite file {shown}: {exc}")
+
+
+def _outcome(write: Callable[[], None]) -> BaseException | None:
+    try:
+        write()
+    except BaseException as exc:
+        return exc
+    return None
+
+
+def _post(jobs: list[_Job], outcomes: list[BaseException | None]) -> None:
+    """Hand each job's outcome to its future's loop, one call per loop (the writer's
+    thread)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Done, BaseException | None]]] = {}
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        by_loop.setdefault(job.done.get_loop(), []).append((job.done, outcome))
+    for loop, settled in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(_settle, settled)
+
+
+def _settle(outcomes: list[tuple[_Done, BaseException | None]]) -> None:
+    """Settle each future (on its loop's thread); one its waiter cancelled stays so."""
+    for done, outcome in outcomes:
+        if done.done():
+            continue
+        if outcome is None:
+            done.set_result(None)
+        else:
+            done.set_exception(outcome)
