@@ -11,6 +11,14 @@ from __future__ import annotations
 
 #: Module (relative to src/tether) -> test files (relative to tests/) that exercise it.
 TESTED_BY: dict[str, tuple[str, ...]] = {
+    "agent/_model_hooks.py": ("agent/test_model_call_hooks.py",),
+    "agent/_transcript.py": ("hooks/test_claude_code_packs.py",),
+    "hooks/_claude_answer.py": (
+        "hooks/test_claude_code_packs.py",
+        "hooks/test_claude_code_hooks.py",
+    ),
+    "hooks/_claude_scopes.py": ("hooks/test_claude_code_scopes.py",),
+    "store/_leases.py": ("process/test_journal_shared.py", "process/test_durability_owners.py"),
     "__init__.py": ("hooks/test_hooks_package.py",),
     "_json.py": ("api/test_operator_api.py", "cli/test_operator_cli.py"),
     "_manifest_errors.py": ("cli/test_validate_bad_files.py", "manifest/test_manifest.py"),

@@ -17,22 +17,27 @@ Exception tree::
     │   ├── HttpHookError               hooks      [RuntimeError] an HTTP hook failed
     │   │   └── HttpHookTimeoutError    hooks      (also a HookTimeoutError)
     │   ├── PromptHookError             hooks      [RuntimeError] a prompt hook gave no decision
-    │   └── InvalidArgumentsRewrite     agent      a rewrite of tool arguments the schema refuses
+    │   ├── InvalidArgumentsRewrite     agent      a rewrite of tool arguments the schema refuses
+    │   └── InvalidModelCallRewrite     agent      a model-call rewrite that cannot be sent or read
     ├── PluginError                     hooks      [ValueError] a plugin is malformed or misused
     │   └── PluginHandlerError          hooks      [TypeError] a handler is not callable
     ├── OrderError                      hooks      [ValueError] before/after form a cycle
     ├── DeclarationError                hooks      [ValueError] before/after names a missing hook
     ├── ClaudeCodeHooksError            hooks      [ValueError] an unusable Claude Code hooks file
+    ├── _Skip                           hooks      a Claude Code entry that cannot be mapped
     ├── FileRefused                     hooks      a path that cannot be such a file (a FIFO, ...)
     ├── Expired                         hooks      [TimeoutError] awaited code ran past its timeout
     ├── Block                           hookserver a co-process handler refused the event
     ├── JournalWriteAbandoned           store      [sqlite3.OperationalError] a write given up
     ├── JournalFileGone                 store      [sqlite3.OperationalError] the file was replaced
+    ├── _Lost                           store      a batch's transaction rolled back under it
     ├── ModelError                      models     a model call failed
     │   ├── ModelConfigError            models     the model is misconfigured
     │   ├── ModelUnavailableError       models     unreachable, timed out or kept failing
     │   └── ModelResponseError          models     the answer is not a chat completion
     ├── RunError                        agent      a run could not finish (turns, model failure)
+    │   ├── RunBlocked                  agent      a model-call hook refused the call
+    │   └── RunRefused                  agent      a budget refused the next model call
     ├── ToolArgumentsError              agent      [ValueError] arguments that do not fit the tool
     ├── ProcessError                    process    an AgentProcess refused or failed a call
     │   ├── ProcessStateError           process    not allowed in the current state

@@ -106,7 +106,7 @@ class ClaudeCodeHooks(list[HookConfig]):
 ClaudeCodeHooks.__module__ = "tether"
 
 
-class _Skip(Exception):
+class _Skip(TetherError):
     """One entry cannot be mapped: skipped with a warning (raised when strict)."""
 
 

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
+from ..errors import TetherError
 from ._sqlite import JournalFileGone, Lease
 
 __all__ = ["BATCH", "Seat", "seat"]
@@ -61,7 +62,7 @@ class _Job:
         self.alone = alone
 
 
-class _Lost(Exception):
+class _Lost(TetherError):
     """A write after which the batch's transaction was gone (SQLite rolls a whole transaction
     back on some errors: a full disk, an I/O error)."""
 
