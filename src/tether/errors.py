@@ -30,6 +30,7 @@ Exception tree::
     ├── Block                           hookserver a co-process handler refused the event
     ├── JournalWriteAbandoned           store      [sqlite3.OperationalError] a write given up
     ├── JournalFileGone                 store      [sqlite3.OperationalError] the file was replaced
+    ├── FileInUse                       store      [sqlite3.OperationalError] another program has it
     ├── _Lost                           store      a batch's transaction rolled back under it
     ├── ModelError                      models     a model call failed
     │   ├── ModelConfigError            models     the model is misconfigured

@@ -86,9 +86,10 @@ async def test_a_second_host_over_a_live_hosts_journal_and_name_is_refused_at_st
             await second.start()
         assert str(journal) in str(caught.value)
         assert model.prompts == []
-        assert [e["event_id"] for e, _ in Journal(journal, "journaled").unfinished()] == ids
     finally:
         await kill(child)
+    # Nothing of the live host's was taken: its events are all still there.
+    assert [e["event_id"] for e, _ in Journal(journal, "journaled").unfinished()] == ids
 
 
 async def test_the_lease_goes_with_a_killed_host_and_the_next_one_recovers_everything(
@@ -106,9 +107,12 @@ async def test_the_lease_goes_with_a_killed_host_and_the_next_one_recovers_every
     assert rec.of(HookEvent.SESSION_START)[0]["recovered"]["event_ids"] == ids
 
 
-async def test_another_name_on_a_live_hosts_journal_starts_and_recovers_nothing(
+async def test_another_host_over_a_live_hosts_journal_is_refused_at_start_whatever_its_name(
     tmp_path: Path,
 ) -> None:
+    """A journal file is one runtime's while it runs (SQLite's unix-excl: no shared-memory
+    WAL index another program could truncate under the runtime): a second host is refused
+    at start, at once, naming the file, and takes nothing of the first's."""
     journal = tmp_path / "tether.db"
     child, ids = await start_child(tmp_path, journal)
     try:
@@ -116,12 +120,13 @@ async def test_another_name_on_a_live_hosts_journal_starts_and_recovers_nothing(
             "other", ProcessConfig(model=ScriptedModel(), journal_path=str(journal))
         )
         rec = Recorder().attach(other.hooks, HookEvent.SESSION_START)
-        async with other:
-            pass
-        assert rec.of(HookEvent.SESSION_START) == [{"restart": False, "recovered": None}]
-        assert [e["event_id"] for e, _ in Journal(journal, "journaled").unfinished()] == ids
+        with pytest.raises(ProcessStateError, match="in use by another program") as caught:
+            await other.start()
+        assert str(journal) in str(caught.value)
+        assert rec.of(HookEvent.SESSION_START) == []
     finally:
         await kill(child)
+    assert [e["event_id"] for e, _ in Journal(journal, "journaled").unfinished()] == ids
 
 
 async def test_a_stopped_process_lets_the_next_one_of_its_name_start(tmp_path: Path) -> None:
@@ -156,8 +161,8 @@ async def test_the_lock_file_stays_while_another_host_holds_a_name_in_it(tmp_pat
         other = AgentProcess(
             "other", ProcessConfig(model=ScriptedModel(), journal_path=str(journal))
         )
-        async with other:
-            pass
+        with pytest.raises(ProcessStateError, match="in use by another program"):
+            await other.start()  # its name was taken, then given back
         assert (tmp_path / "tether.db.lock").exists()
         second = AgentProcess(
             "journaled", ProcessConfig(model=ScriptedModel(), journal_path=str(journal))

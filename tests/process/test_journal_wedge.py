@@ -1,11 +1,13 @@
 """A journal that cannot wedge: a locked file, a cancelled inject and a stop during a locked
 write each end within their documented bound, and the writer thread survives them all.
 
-The lock is real: a second program (a Python subprocess) holds the file with ``BEGIN
-EXCLUSIVE``. The busy timeout is raised to 60 s, so a write on the locked file waits longer
-than any bound here: only the bounds can end the waits. JOURNAL_ACCEPT and JOURNAL_DRAIN are
-cut to fractions of a second to keep the tests short; each test checks a bound with a wide
-margin ("< 5 s" where the write alone would wait 60 s), never a timing.
+The lock is real: another connection holds the file with ``BEGIN EXCLUSIVE``, as a write
+stuck on a stalled disk would. (It is this process's: a journal file is one runtime's while
+it runs, so no other program can lock it.) The busy timeout is raised to 60 s, so a write on
+the locked file waits longer than any bound here: only the bounds can end the waits.
+JOURNAL_ACCEPT and JOURNAL_DRAIN are cut to fractions of a second to keep the tests short;
+each test checks a bound with a wide margin ("< 5 s" where the write alone would wait 60 s),
+never a timing.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import asyncio
 import logging
 import sqlite3
 import sys
-import textwrap
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -32,19 +33,6 @@ from tether.store import _sqlite
 ACCEPT = 0.3
 DRAIN = 0.5
 
-LOCKER = textwrap.dedent(
-    """
-    import sqlite3, sys
-
-    db = sqlite3.connect(sys.argv[1], isolation_level=None)
-    db.execute("BEGIN EXCLUSIVE")
-    print("locked", flush=True)
-    sys.stdin.readline()
-    db.execute("ROLLBACK")
-    db.close()
-    """
-)
-
 
 @pytest.fixture(autouse=True)
 def short_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,29 +45,30 @@ def short_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @asynccontextmanager
 async def locked_by_another_program(path: Path) -> AsyncIterator[None]:
-    """A second program holding ``path`` with BEGIN EXCLUSIVE until the block ends."""
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        LOCKER,
-        str(path),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    assert child.stdin is not None
-    assert child.stdout is not None
+    """Another connection holding ``path`` with BEGIN EXCLUSIVE, on a thread of its own,
+    until the block ends."""
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        db = sqlite3.connect(
+            f"{path.resolve().as_uri()}?vfs=unix-excl", uri=True, isolation_level=None
+        )
+        try:
+            db.execute("BEGIN EXCLUSIVE")
+            held.set()
+            done.wait()
+            db.execute("ROLLBACK")
+        finally:
+            db.close()
+
+    locker = threading.Thread(target=hold, name="test-locker")
+    locker.start()
     try:
-        assert await asyncio.wait_for(child.stdout.readline(), 30) == b"locked\n"
+        assert await asyncio.to_thread(held.wait, 30)
         yield
     finally:
-        child.stdin.write(b"\n")
-        await child.stdin.drain()
-        try:
-            await asyncio.wait_for(child.wait(), 30)
-        finally:
-            if child.returncode is None:
-                child.kill()
-                await child.wait()
+        done.set()
+        await asyncio.to_thread(locker.join, 30)
 
 
 def journaled(path: Path) -> AgentProcess:
@@ -122,7 +111,7 @@ async def test_inject_on_a_journal_another_program_holds_locked_fails_after_its_
             assert time.monotonic() - began < 5  # the write alone would wait 60 s
             assert str(raised.value) == (
                 f"SQLite file {path}: the journal did not take the write of "
-                f"{refused.event_id} within {ACCEPT:g} s (another program holds the file "
+                f"{refused.event_id} within {ACCEPT:g} s (the file is held "
                 f"locked, or the disk does not answer); it was given up"
             )
             status = process.status()
@@ -301,3 +290,44 @@ async def test_a_journal_file_deleted_or_replaced_while_running_is_shown_and_ref
         assert process.status()["queue_size"] == 0
     finally:
         await process.stop()
+
+
+SHM_TRUNCATER = """
+import asyncio, sys
+from pathlib import Path
+
+from tether import AgentProcess, ProcessConfig, TriggerEvent
+from tether.models import ScriptedModel
+
+
+async def main() -> None:
+    path = Path(sys.argv[1])
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel(), journal_path=str(path)))
+    await process.start()
+    for i in range(20):
+        await process.inject(TriggerEvent("t", "manual", {"ticket": f"before {i}"}))
+        # What another program (a cleanup script, a backup tool) may do to a WAL file's
+        # shared-memory index: truncate it under the runtime.
+        Path(f"{path}-shm").write_bytes(b"")
+    for i in range(20):
+        await process.outcome(
+            await process.inject(TriggerEvent("t", "manual", {"ticket": f"after {i}"})), timeout=30
+        )
+    await process.stop()
+    print("alive", process.status()["invocation_count"], flush=True)
+
+
+asyncio.run(main())
+"""
+
+
+async def test_a_truncated_wal_index_does_not_kill_the_runtime(tmp_path: Path) -> None:
+    """Regression: a ``-shm`` file truncated (or left unwritable) under SQLite's memory map
+    killed the whole runtime with SIGBUS. The WAL index now lives in the runtime's memory."""
+    path = tmp_path / "tether.db"
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", SHM_TRUNCATER, str(path), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(child.communicate(), 120)
+    assert child.returncode == 0, child.returncode  # -7 (SIGBUS) before
+    assert out.decode().split() == ["alive", "40"]

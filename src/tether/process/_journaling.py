@@ -278,7 +278,7 @@ class JournalWrites:
             waiter.give_up()
             raise sqlite3.OperationalError(
                 f"SQLite file {self.path}: the journal did not take the write of {about} "
-                f"within {JOURNAL_ACCEPT:g} s (another program holds the file locked, or the "
+                f"within {JOURNAL_ACCEPT:g} s (the file is held locked, or the "
                 f"disk does not answer); it was given up"
             ) from None
         except BaseException as exc:

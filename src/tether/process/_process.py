@@ -550,11 +550,10 @@ class AgentProcess:
             self._loop.transcript_file = transcript_file(
                 self._hook_metadata, self.process_id, self.redactor
             )
-            if self._journal is not None and not self._journal.claim():
-                raise ProcessStateError(
-                    f"journal {self._journal.path} is in use by another live process named "
-                    f"{self.name!r} (another host, or one not stopped); stop it first"
-                )
+            if self._journal is not None:
+                from ._recovery import claim
+
+                claim(self._journal, self.name)
             recovered = self._recover()
         except BaseException:
             self.state = ProcessState.FAILED

@@ -8,16 +8,34 @@ counts. One whose attempts are used up (the event may be what killed the host) i
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ._errors import ProcessStateError
 from ._event import TriggerEvent
 
 if TYPE_CHECKING:
     from ..store import Journal
 
-__all__ = ["recover"]
+__all__ = ["claim", "recover"]
+
+
+def claim(journal: Journal, name: str) -> None:
+    """Take ``name``'s lease on the journal and open its file, or raise ProcessStateError
+    saying who holds what: another live process of the name (another object here, or
+    another host), or another program holding the file (one runtime has it at a time)."""
+    if not journal.claim():
+        raise ProcessStateError(
+            f"journal {journal.path} is in use by another live process named {name!r} "
+            f"(another host, or one not stopped); stop it first"
+        )
+    try:
+        journal.open()
+    except sqlite3.OperationalError as exc:
+        journal.release()
+        raise ProcessStateError(f"journal {journal.path} cannot be opened: {exc}") from exc
 
 
 def recover(

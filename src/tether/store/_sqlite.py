@@ -40,6 +40,8 @@ CREATE INDEX IF NOT EXISTS events_state ON events (process, state);
 #: Seconds a write waits for a file another connection has locked before it raises
 #: ``sqlite3.OperationalError`` ("database is locked").
 BUSY_TIMEOUT: Final = 5.0
+#: Seconds a first open waits for a file another program holds (see _take).
+OPEN_WAIT: Final = 0.5
 
 _connections: dict[str, sqlite3.Connection] = {}
 #: One lock per file, held by each write on its shared connection: the connection is used
@@ -64,6 +66,10 @@ _lock = threading.Lock()
 class JournalWriteAbandoned(TetherError, sqlite3.OperationalError):
     """A guarded write whose waiter gave up on it before it took the file's lock: nothing
     was written (see Journal._write)."""
+
+
+class FileInUse(TetherError, sqlite3.OperationalError):
+    """The file is held by another program (a second runtime over the same journal)."""
 
 
 class JournalFileGone(TetherError, sqlite3.OperationalError):
@@ -129,11 +135,17 @@ class Lease:
     ``release`` (the last share given back closes the file, its descriptors with it). Used
     again after that, it takes a share anew."""
 
-    __slots__ = ("_conn", "key", "write_lock")
+    __slots__ = ("_conn", "_setups", "key", "write_lock")
 
     def __init__(self, path: str | Path) -> None:
         self.key = _key_of(path)
-        self._conn: sqlite3.Connection | None = _acquire(self.key)
+        # Opened now, so that a path SQLite cannot use is refused where it is declared; a file
+        # another program holds is opened again at the first use (db), a start, which says so.
+        self._conn: sqlite3.Connection | None = None
+        with contextlib.suppress(FileInUse):
+            self._conn = _acquire(self.key)
+        #: What prepare asked to be run on the file's connection once it is open.
+        self._setups: dict[str, Callable[[sqlite3.Connection], None]] = {}
         with _lock:
             if os.path.isabs(path):
                 _keys[os.fspath(path)] = self.key
@@ -145,6 +157,7 @@ class Lease:
         conn = self._conn
         if conn is None:
             conn = self._conn = _acquire(self.key)
+            self._set_up(conn)
         return conn
 
     def release(self) -> None:
@@ -153,15 +166,21 @@ class Lease:
             _release(self.key)
 
     def prepare(self, name: str, setup: Callable[[sqlite3.Connection], None]) -> None:
-        """Run ``setup`` (a store's ``CREATE TABLE IF NOT EXISTS`` ...) on the file's
+        """Have ``setup`` (a store's ``CREATE TABLE IF NOT EXISTS`` ...) run on the file's
         connection once while it is open, under the write lock: the stores made after it over
-        the same file (one per process: thousands) find ``name`` ready."""
+        the same file (one per process: thousands) find ``name`` ready. Run when this share
+        is first used (at once if it is open): a store made opens nothing."""
+        self._setups[name] = setup
+        if self._conn is not None:
+            self._set_up(self._conn)
+
+    def _set_up(self, conn: sqlite3.Connection) -> None:
         with self.write_lock:
-            db = self.db
             done = _prepared.setdefault(self.key, set())
-            if name not in done:
-                setup(db)
-                done.add(name)
+            for name, setup in self._setups.items():
+                if name not in done:
+                    setup(conn)
+                    done.add(name)
 
     @contextlib.contextmanager
     def writing(
@@ -250,6 +269,41 @@ def _savepoint(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
+def _connect(path: str) -> sqlite3.Connection:
+    """A connection through SQLite's ``unix-excl`` VFS.
+
+    The file is this host's alone while it has it open (another program finds it locked):
+    the WAL index then lives in this process's memory, shared by its connections, instead of
+    a memory-mapped ``<file>-shm``. A ``-shm`` file that another program truncates, or that
+    cannot be written, under such a map kills the whole process with SIGBUS; with no map
+    there is nothing to fault on, and a truncated file is only a file.
+    """
+    return sqlite3.connect(
+        f"{Path(path).as_uri()}?vfs=unix-excl",
+        uri=True,
+        timeout=BUSY_TIMEOUT,
+        check_same_thread=False,
+        isolation_level=None,
+    )
+
+
+def _take(conn: sqlite3.Connection, path: str) -> None:
+    """Take the file for this host (its first read does), waiting OPEN_WAIT at most: a file
+    another program holds is refused at once, naming the file, instead of waiting out the
+    busy timeout wherever it is first opened (the event loop, at a start)."""
+    conn.execute(f"PRAGMA busy_timeout={int(OPEN_WAIT * 1000)}")
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        raise FileInUse(
+            "in use by another program: a journal file is one runtime's while it runs (give "
+            "each host a file of its own)"
+        ) from exc
+    conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+
+
 def _open(path: str) -> sqlite3.Connection:
     # Created for this user only: the file holds event payloads and hook runs (secrets are
     # redacted, the rest of what the agent was sent is not). SQLite gives its -wal and -shm
@@ -258,9 +312,8 @@ def _open(path: str) -> sqlite3.Connection:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     conn: sqlite3.Connection | None = None
     try:
-        conn = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None
-        )
+        conn = _connect(path)
+        _take(conn, path)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(_SCHEMA)
@@ -273,9 +326,7 @@ def _open(path: str) -> sqlite3.Connection:
 
 def _open_reader(path: str) -> sqlite3.Connection:
     try:
-        conn = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None
-        )
+        conn = _connect(path)
         conn.execute("PRAGMA query_only=1")
         # 8 MiB of pages at most, taken as reads need them (SQLite's default: 2 MiB): the
         # runs a history filter answers lie one to a page (1,000 blocked runs among 100,000
@@ -327,6 +378,11 @@ class Journal:
         """Give back this journal's share of the file's connection (see Lease); a later call
         takes one anew."""
         self._file.release()
+
+    def open(self) -> None:
+        """Open the file now if it is not (a share of its connection): the ``sqlite3`` error,
+        naming the file, when it cannot be (another program holds it, say)."""
+        self._file.db  # noqa: B018 - opening is the point
 
     def claim(self) -> bool:
         """Take this name's lease on the file: a lock the OS drops when the host dies (a
