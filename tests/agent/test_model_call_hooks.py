@@ -561,3 +561,23 @@ async def test_params_for_a_model_that_takes_none_are_the_hooks_error() -> None:
     assert len(Plain.calls) == 1
     [error] = errors
     assert "model 'plain' takes no params" in str(error)
+
+
+async def test_a_command_hooks_malformed_messages_are_its_error_and_the_original_is_sent(
+    llm: FakeLLM, make_script: Any
+) -> None:
+    from tether.hooks import HookConfig
+
+    script = make_script(
+        "import json, sys\n"
+        "data = json.load(sys.stdin)['data']\n"
+        "data['messages'] = [{'role': 'user'}, 'not a message']\n"
+        "print(json.dumps({'data': data}))\n"
+    )
+    process = process_on(llm, hooks=[HookConfig(event="pre_model_call", command=script)])
+    errors = errors_of(process)
+    rec, _ = await run_one(process, "Login is down")
+    assert rec.outcomes() == ["success"]
+    assert "Login is down" in sent_messages(llm)[-1]["content"]
+    [error] = errors
+    assert "messages[1] is a str, not an object" in str(error)

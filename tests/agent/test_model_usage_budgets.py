@@ -198,3 +198,20 @@ def test_a_negative_price_is_refused_naming_the_field(tmp_path: Path) -> None:
     assert len(found) == 1
     assert "pricing.gpt-4o.input" in found[0]
     assert "greater than or equal to 0" in found[0]
+
+
+async def test_a_scripted_model_reports_usage_as_fakellm_does(llm: FakeLLM) -> None:
+    from tether.models import ScriptedModel
+
+    llm.reply = scripted_reply = "P2, web team."
+    scripted = ScriptedModel(reply=scripted_reply)
+    totals = []
+    for model in (scripted, "openai:gpt-4o"):
+        process = AgentProcess(
+            "triage", ProcessConfig(model=model, base_url=llm.base_url, instructions="Triage.")
+        )
+        rec = record(process)
+        async with process:
+            await run_task(process, rec)
+        totals.append(process.status()["usage"]["total_tokens"])
+    assert totals[0] == totals[1] > 0

@@ -12,7 +12,7 @@ import pytest
 from tether import AgentRuntime, HookContext, HookEvent, ShellHook
 
 SCRIPTED: dict[str, Any] = {"model": "scripted", "instructions": "You triage support tickets."}
-FAMILIES = "session, prompt, permission, subagent, context, trigger, config, task, tool"
+FAMILIES = "session, prompt, permission, subagent, context, trigger, config, task, tool, model"
 
 
 async def create(client: httpx.AsyncClient, name: str, **config: Any) -> None:

@@ -120,7 +120,8 @@ async def test_the_dashboard_shows_a_process_and_a_hook_run_appears_live_after_a
     await row.wait_for(timeout=10_000)
     assert "running" in await row.inner_text()
     # Its hooks as the catalog lists them: two of its own and the runtime's shared one.
-    assert (await row.locator("td").last.inner_text()).strip() == "3 (1 shared)"
+    assert (await row.locator("td").nth(7).inner_text()).strip() == "3 (1 shared)"
+    assert (await row.locator("td").last.inner_text()).strip() == "-"  # no model call yet
     async with httpx.AsyncClient(base_url=f"{api.url}/api/v1") as client:
         await client.post("/processes/support-desk/inject", json={"payload": {"ticket": 42}})
         await client.post(

@@ -56,3 +56,21 @@ async def test_ps_shows_the_tokens_and_cost_of_each_process(
     assert "COST" in header
     assert str(usage["total_tokens"]) in cells
     assert f"{usage['cost']:.4f}" in cells
+
+
+async def test_a_cost_budget_patched_through_the_api_refuses_the_next_model_call(
+    runtime: AgentRuntime, client: httpx.AsyncClient, llm: FakeLLM
+) -> None:
+    await ran_one_priced_task(runtime, llm)  # the process has spent something today
+    r = await client.patch(
+        "/processes/triage/config", json={"budget": {"max_cost_per_day": 0.000001}}
+    )
+    assert r.status_code == 200
+    process = runtime.get("triage")
+    assert process is not None
+    await process.inject(TriggerEvent("cli", "manual", {"ticket": "Printer jammed"}))
+    await eventually(lambda: len(process.dead_letters) == 1)
+    [letter] = process.dead_letters
+    assert letter["reason"] == "budget exceeded"
+    assert letter["error"].startswith("budget limit max_cost_per_day=1e-06 reached")
+    assert len(llm.requests) == 1

@@ -291,3 +291,24 @@ def test_the_manager_repr_names_the_public_class() -> None:
 
     assert re.fullmatch(r"HookManager\(hooks=1, default_timeout=30\)", repr(manager))
     assert type(manager).__module__ == "tether"
+
+
+def test_listens_says_whether_a_dispatch_would_find_own_inherited_or_shared_hooks() -> None:
+    from tether import HookEvent, HookManager
+
+    async def noop(ctx: HookContext) -> None:
+        return None
+
+    own, parent, shared = HookManager(), HookManager(), HookManager()
+    own.inherit(parent)
+    own.share(shared)
+    assert not own.listens(HookEvent.PRE_MODEL_CALL)
+    parent.register(HookEvent.PRE_MODEL_CALL, noop)
+    shared.register(HookEvent.POST_MODEL_CALL, noop)
+    own.register(HookEvent.TASK_CREATED, noop)
+    assert own.listens(HookEvent.PRE_MODEL_CALL)
+    assert own.listens("post_model_call")
+    assert own.listens(HookEvent.TASK_CREATED)
+    assert not own.listens(HookEvent.PRE_TOOL_USE)
+    parent.clear(HookEvent.PRE_MODEL_CALL)
+    assert not own.listens(HookEvent.PRE_MODEL_CALL)

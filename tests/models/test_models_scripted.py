@@ -18,7 +18,22 @@ TOOLS: list[dict[str, Any]] = [
 
 async def test_it_answers_with_the_reply() -> None:
     reply = await ScriptedModel(reply="Done.").complete(USER)
-    assert reply == ModelReply(content="Done.", tool_calls=[], raw=None)
+    assert (reply.content, reply.tool_calls) == ("Done.", [])
+    assert isinstance(reply, ModelReply)
+
+
+async def test_it_reports_usage_a_word_a_token_as_fakellm_does() -> None:
+    reply = await ScriptedModel(reply="Done, routed.").complete(
+        [{"role": "user", "content": "Login page is down"}]
+    )
+    assert reply.raw == {
+        "usage": {
+            "prompt_tokens": 4,
+            "completion_tokens": 2,
+            "total_tokens": 6,
+            "prompt_tokens_details": {"cached_tokens": 0},
+        }
+    }
 
 
 async def test_the_default_reply_triages_the_ticket() -> None:

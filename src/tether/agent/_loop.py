@@ -62,10 +62,6 @@ class RunBlocked(RunError):
 class RunRefused(RunError):
     """A budget refused the run's next model call (the reason is the message); not retried."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
 
 @dataclass(slots=True)
 class RunResult:
@@ -443,7 +439,8 @@ class AgentLoop:
         return _Call(reply, "model", tokens, cost)
 
     async def _complete(self, model: Model, request: ModelRequest, name: str) -> ModelReply:
-        """The model's answer to ``request`` (a ModelReply, or RunError)."""
+        """The model's answer to ``request``; raises what the model raises, or TypeError when
+        it answers something other than a ModelReply."""
         params = request.params
         if request.model != name:
             params = {**params, "model": request.model}

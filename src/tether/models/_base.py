@@ -6,7 +6,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Model", "ModelReply", "ToolCall", "arguments_text", "last_user_text"]
+__all__ = [
+    "Model",
+    "ModelReply",
+    "ToolCall",
+    "arguments_text",
+    "last_user_text",
+    "scripted_usage",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +90,27 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
                 )
             return ""
     return ""
+
+
+def _words(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content.split())
+    if isinstance(content, list):
+        return sum(_words(part.get("text")) for part in content if isinstance(part, dict))
+    return 0
+
+
+def scripted_usage(messages: list[dict[str, Any]], answer: str, cached: int = 0) -> dict[str, Any]:
+    """The OpenAI ``usage`` a scripted model reports: a token is a word (of the messages'
+    text, of the answer); ``cached`` of the prompt's (at most all) come from a cache."""
+    prompt = sum(_words(m.get("content")) for m in messages if isinstance(m, dict))
+    completion = _words(answer)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": min(cached, prompt)},
+    }
 
 
 for _cls in (ToolCall, ModelReply, Model):

@@ -6,7 +6,7 @@ import asyncio
 from types import TracebackType
 from typing import Any, Final
 
-from ._base import ModelReply, ToolCall, arguments_text, last_user_text
+from ._base import ModelReply, ToolCall, arguments_text, last_user_text, scripted_usage
 
 __all__ = ["ScriptedModel"]
 
@@ -24,7 +24,8 @@ class ScriptedModel:
     a ``str`` of arguments is sent verbatim, anything else as JSON text); otherwise the
     answer is ``reply``. Both are read at call time, so tests may change them between calls.
     ``latency`` seconds are awaited before each answer; with 0 the call never suspends, which
-    keeps it cheap enough for benchmarks.
+    keeps it cheap enough for benchmarks. Each reply's ``raw`` holds the ``usage`` FakeLLM
+    would report (a token is a word).
     """
 
     __slots__ = ("_calls", "latency", "name", "prompts", "reply", "requests", "tool_calls")
@@ -70,9 +71,12 @@ class ScriptedModel:
             self._calls += 1
             text = arguments_text(arguments)
             call = ToolCall(id=f"call_{self._calls}", name=name, arguments=text)
-            reply = ModelReply(content=None, tool_calls=[call])
+            reply = ModelReply(
+                content=None, tool_calls=[call], raw={"usage": scripted_usage(messages, text)}
+            )
         else:
-            reply = ModelReply(content=self.reply, tool_calls=[])
+            usage = scripted_usage(messages, self.reply)
+            reply = ModelReply(content=self.reply, tool_calls=[], raw={"usage": usage})
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         return reply

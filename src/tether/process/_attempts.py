@@ -320,7 +320,7 @@ class EventRunner:
             await self.complete(event, "blocked", duration, str(exc), worker=True)
             return
         except RunRefused as exc:  # a budget refused a model call: as a refused run
-            await self._refuse(event, attempt, started, "budget exceeded", exc.reason)
+            await self._refuse(event, attempt, started, "budget exceeded", str(exc))
             return
         except Exception as exc:
             await self._failed(event, attempt, started, exc)

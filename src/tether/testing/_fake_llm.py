@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Final
 
@@ -21,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tether.api._server import AppServer
-from tether.models._base import arguments_text, last_user_text
+from tether.models._base import arguments_text, last_user_text, scripted_usage
 
 __all__ = ["FakeLLM"]
 
@@ -215,10 +214,6 @@ class FakeLLM:
             text = self.replies.pop(0) if self.replies else self.reply
             message = {"role": "assistant", "content": text}
             finish = "stop"
-        prompt_tokens = sum(
-            _words(m.get("content")) for m in body["messages"] if isinstance(m, dict)
-        )
-        completion_tokens = _words(text)
         return {
             "id": f"chatcmpl-fake-{len(self.requests)}",
             "object": "chat.completion",
@@ -227,12 +222,7 @@ class FakeLLM:
             "choices": [
                 {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": min(self.cached_tokens, prompt_tokens)},
-            },
+            "usage": scripted_usage(body["messages"], text, self.cached_tokens),
         }
 
     async def _models(self, request: Request) -> Response:
@@ -272,14 +262,6 @@ def _status_text(status: int) -> str:
     except ValueError:
         phrase = "Error"
     return f"FakeLLM was told to fail this request with HTTP {status} ({phrase})."
-
-
-def _words(content: Any) -> int:
-    if isinstance(content, str):
-        return len(content.split())
-    if isinstance(content, Sequence):
-        return sum(_words(part.get("text")) for part in content if isinstance(part, dict))
-    return 0
 
 
 FakeLLM.__module__ = "tether.testing"
