@@ -221,7 +221,7 @@ async def test_a_stream_deleted_under_a_reading_holder_is_made_again_with_its_gr
         await redis.aclose()
 
 
-async def test_an_inject_while_redis_is_away_answers_503_with_retry_after(
+async def test_an_inject_and_the_cluster_list_while_redis_is_away_answer_503_with_retry_after(
     private_redis: PrivateRedis, llm: FakeLLM
 ) -> None:
     runtime = AgentRuntime()
@@ -237,10 +237,14 @@ async def test_an_inject_while_redis_is_away_answers_503_with_retry_after(
         private_redis.kill()
         async with httpx.AsyncClient(base_url=f"{api.url}/api/v1", timeout=30) as http:
             answer = await http.post("/processes/solo/inject", json={"payload": {"n": 1}})
+            listed = await http.get("/processes")
         assert answer.status_code == 503, answer.text
         assert answer.headers["retry-after"] == "1"
         assert answer.json()["error"]["code"] == "QUEUE_UNAVAILABLE"
         assert "retry later" in answer.json()["error"]["message"]
+        assert listed.status_code == 503, listed.text  # the cluster's list needs Redis too
+        assert listed.headers["retry-after"] == "1"
+        assert listed.json()["error"]["code"] == "CLUSTER_UNAVAILABLE"
         with pytest.raises(QueueUnavailableError, match=r"'solo'.*retry later"):
             await process.inject(TriggerEvent("t", "manual", {"n": 2}))
         assert process.dead_letters == []  # refused, not dead-lettered: the caller retries
