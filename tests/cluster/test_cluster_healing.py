@@ -94,7 +94,7 @@ async def test_an_empty_redis_restart_in_the_middle_of_a_load_leaves_no_later_ev
                     n += 1
                     await asyncio.sleep(0.01)
             after = {m for m, sent in accepted.items() if sent >= restarted_at}
-            assert len(after) > 100, f"few events accepted after the restart: {len(after)}"
+            assert len(after) >= 60, f"few events accepted after the restart: {len(after)}"
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not after <= {seq(p) for p in llm.prompts}:
                 await asyncio.sleep(0.05)
