@@ -223,7 +223,9 @@ class ClusterNode:
         self._stopped = True
         if self._steward is not None:  # (no lease taken from now on)
             self._steward.halt()
-            await asyncio.to_thread(self._steward.join)
+            # Its round ends soon, or within its calls' timeouts while Redis does not answer;
+            # not waited for longer (a lease it takes meanwhile expires after the TTL).
+            await asyncio.to_thread(self._steward.join, self.ttl)
         await _cancel_and_wait(self._tasks)
         await asyncio.gather(*list(self._changes), return_exceptions=True)
         await asyncio.gather(
