@@ -194,6 +194,48 @@ async def test_the_events_a_holder_held_when_redis_lost_its_data_are_added_again
         await redis.aclose()
 
 
+async def test_the_events_a_holder_held_run_when_redis_comes_back_empty_after_a_long_outage(
+    private_redis: PrivateRedis, llm: FakeLLM
+) -> None:
+    """Redis stays away past TTL/2: the holder stops its copy without knowing whether Redis
+    will come back with its data. It keeps what it left (the run it cut off, the event read
+    ahead) until Redis answers: empty (a new epoch), it adds them again, and they run."""
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def held_up(ctx: Any) -> None:
+        started.set()
+        await gate.wait()
+
+    hooks = [HookConfig(event="user_prompt_submit", callback=held_up, timeout=60)]
+    model = OpenAIModel("fake", base_url=llm.base_url, api_key="k")
+    runtime = AgentRuntime()
+    await runtime.add_process(
+        "solo", cluster_config(ProcessConfig(model=model, hooks=hooks, concurrency=1), TTL)
+    )
+    node = ClusterNode(runtime, private_redis.url, host="h1", prefix="heal", lease_ttl=TTL)
+    await node.start()
+    try:
+        process = runtime.get("solo")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_END)
+        await eventually(lambda: process.state == ProcessState.RUNNING, timeout=10)
+        for n in range(2):
+            await process.inject(TriggerEvent("t", "manual", {"n": n}))
+        await asyncio.wait_for(started.wait(), 10)
+        await eventually(lambda: node.queue("solo").qsize() == 1, timeout=10, what="read ahead")
+        private_redis.kill()
+        await eventually(lambda: bool(rec.of(HookEvent.SESSION_END)), timeout=10)
+        await eventually(lambda: "solo" not in node.leases.leaving, timeout=10)
+        gate.set()
+        private_redis.start()  # empty
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 2, timeout=20)
+        assert rec.outcomes() == ["success", "success"]
+        assert sorted({seq(p) for p in llm.prompts}) == [0, 1]
+    finally:
+        gate.set()
+        await node.stop()
+
+
 async def test_a_stream_deleted_under_a_reading_holder_is_made_again_with_its_group(
     private_redis: PrivateRedis, llm: FakeLLM, caplog: Any
 ) -> None:
