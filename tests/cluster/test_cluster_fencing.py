@@ -241,7 +241,7 @@ async def test_a_host_whose_loop_is_busy_takes_a_dead_hosts_process_over_within_
             burn(1.0)
             await asyncio.sleep(0)
         assert taken, "the lease was not taken while the loop was busy"
-        assert taken[0] - expires <= TTL / 5 + 1.0
+        assert taken[0] - expires <= TTL / 5 + 1.6  # a round later, with room for a loaded machine
         await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 3, timeout=20)
         assert sorted(seq(p) for p in llm.prompts) == [0, 1, 2]  # none lost
     finally:

@@ -94,7 +94,7 @@ async def test_an_empty_redis_restart_in_the_middle_of_a_load_leaves_no_later_ev
                     n += 1
                     await asyncio.sleep(0.01)
             after = {m for m, sent in accepted.items() if sent >= restarted_at}
-            assert len(after) > 100, f"few events accepted after the restart: {len(after)}"
+            assert len(after) >= 60, f"few events accepted after the restart: {len(after)}"
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not after <= {seq(p) for p in llm.prompts}:
                 await asyncio.sleep(0.05)
@@ -194,6 +194,48 @@ async def test_the_events_a_holder_held_when_redis_lost_its_data_are_added_again
         await redis.aclose()
 
 
+async def test_the_events_a_holder_held_run_when_redis_comes_back_empty_after_a_long_outage(
+    private_redis: PrivateRedis, llm: FakeLLM
+) -> None:
+    """Redis stays away past TTL/2: the holder stops its copy without knowing whether Redis
+    will come back with its data. It keeps what it left (the run it cut off, the event read
+    ahead) until Redis answers: empty (a new epoch), it adds them again, and they run."""
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def held_up(ctx: Any) -> None:
+        started.set()
+        await gate.wait()
+
+    hooks = [HookConfig(event="user_prompt_submit", callback=held_up, timeout=60)]
+    model = OpenAIModel("fake", base_url=llm.base_url, api_key="k")
+    runtime = AgentRuntime()
+    await runtime.add_process(
+        "solo", cluster_config(ProcessConfig(model=model, hooks=hooks, concurrency=1), TTL)
+    )
+    node = ClusterNode(runtime, private_redis.url, host="h1", prefix="heal", lease_ttl=TTL)
+    await node.start()
+    try:
+        process = runtime.get("solo")
+        assert process is not None
+        rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED, HookEvent.SESSION_END)
+        await eventually(lambda: process.state == ProcessState.RUNNING, timeout=10)
+        for n in range(2):
+            await process.inject(TriggerEvent("t", "manual", {"n": n}))
+        await asyncio.wait_for(started.wait(), 10)
+        await eventually(lambda: node.queue("solo").qsize() == 1, timeout=10, what="read ahead")
+        private_redis.kill()
+        await eventually(lambda: bool(rec.of(HookEvent.SESSION_END)), timeout=10)
+        await eventually(lambda: "solo" not in node.leases.leaving, timeout=10)
+        gate.set()
+        private_redis.start()  # empty
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 2, timeout=20)
+        assert rec.outcomes() == ["success", "success"]
+        assert sorted({seq(p) for p in llm.prompts}) == [0, 1]
+    finally:
+        gate.set()
+        await node.stop()
+
+
 async def test_a_stream_deleted_under_a_reading_holder_is_made_again_with_its_group(
     private_redis: PrivateRedis, llm: FakeLLM, caplog: Any
 ) -> None:
@@ -221,7 +263,7 @@ async def test_a_stream_deleted_under_a_reading_holder_is_made_again_with_its_gr
         await redis.aclose()
 
 
-async def test_an_inject_while_redis_is_away_answers_503_with_retry_after(
+async def test_an_inject_and_the_cluster_list_while_redis_is_away_answer_503_with_retry_after(
     private_redis: PrivateRedis, llm: FakeLLM
 ) -> None:
     runtime = AgentRuntime()
@@ -237,10 +279,14 @@ async def test_an_inject_while_redis_is_away_answers_503_with_retry_after(
         private_redis.kill()
         async with httpx.AsyncClient(base_url=f"{api.url}/api/v1", timeout=30) as http:
             answer = await http.post("/processes/solo/inject", json={"payload": {"n": 1}})
+            listed = await http.get("/processes")
         assert answer.status_code == 503, answer.text
         assert answer.headers["retry-after"] == "1"
         assert answer.json()["error"]["code"] == "QUEUE_UNAVAILABLE"
         assert "retry later" in answer.json()["error"]["message"]
+        assert listed.status_code == 503, listed.text  # the cluster's list needs Redis too
+        assert listed.headers["retry-after"] == "1"
+        assert listed.json()["error"]["code"] == "CLUSTER_UNAVAILABLE"
         with pytest.raises(QueueUnavailableError, match=r"'solo'.*retry later"):
             await process.inject(TriggerEvent("t", "manual", {"n": 2}))
         assert process.dead_letters == []  # refused, not dead-lettered: the caller retries

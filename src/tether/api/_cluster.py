@@ -11,7 +11,9 @@ In front of the routes when the runtime is in a cluster (``runtime.cluster``):
 * any other request about a process another host holds is forwarded to that host through
   Redis (not host-to-host HTTP) and served there by its own API, with its own rules;
 * a request about a process no host holds now (stopped, or being taken over) that would change
-  it is refused with 409 ``PROCESS_NOT_PLACED``; reads answer from this host's idle copy.
+  it is refused with 409 ``PROCESS_NOT_PLACED``; reads answer from this host's idle copy;
+* while Redis does not answer, what needs it is refused with 503 ``CLUSTER_UNAVAILABLE`` and
+  Retry-After (an inject: 503 ``QUEUE_UNAVAILABLE``), never a 500.
 
 A forwarded request is never forwarded again (``x-tether-forwarded``): the host it reached
 serves it, so a lease changing hands meanwhile cannot bounce it between hosts.
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._errors import APIError
+from ._errors import APIError, error_response
 
 if TYPE_CHECKING:
     from ..cluster import ClusterNode
@@ -55,6 +57,17 @@ class ClusterRouter:
             response = await self._route(node, scope, receive)
         except APIError as exc:
             response = exc.response()
+        except Exception as exc:
+            from redis.exceptions import RedisError
+
+            if not isinstance(exc, RedisError | OSError):
+                raise
+            response = error_response(
+                503,
+                "CLUSTER_UNAVAILABLE",
+                f"the cluster's Redis does not answer ({type(exc).__name__}); retry later",
+                headers={"Retry-After": "1"},
+            )
         if response is None:
             await self.app(scope, receive, send)
         else:

@@ -224,7 +224,9 @@ class ClusterNode:
         self._stopped = True
         if self._steward is not None:  # (no lease taken from now on)
             self._steward.halt()
-            await asyncio.to_thread(self._steward.join)
+            # Its round ends soon, or within its calls' timeouts while Redis does not answer;
+            # not waited for longer (a lease it takes meanwhile expires after the TTL).
+            await asyncio.to_thread(self._steward.join, self.ttl)
         await _cancel_and_wait(self._tasks)
         await asyncio.gather(*list(self._changes), return_exceptions=True)
         await asyncio.gather(
@@ -267,6 +269,9 @@ class ClusterNode:
             name = process.name
             if name not in self._queues or name in leases.leaving or name in leases.taking:
                 continue
+            if self._queues[name].unsure is not None:  # a lease lost while Redis was away
+                self._queues[name].resolve(await self.client.get(self.keys.epoch))
+                continue  # (the steward may have taken the lease meanwhile: next round)
             held = self.held.get(name)
             if held is None:  # whether inject() adds events: the cluster runs the process
                 stopped = await self.client.get(self.keys.desired(name)) == "stopped"
@@ -301,6 +306,8 @@ class ClusterNode:
         queue = self._queues[process.name]
         name = process.name
         try:  # (taking: its state says nothing of an operator until it started)
+            if queue.unsure is not None:  # what the last lease left, first
+                queue.resolve(await self.client.get(self.keys.epoch))
             # Redis's dead letters first: claim() may add one (an entry out of attempts).
             process.dead_letters[:] = await queue.dead_letters()
             recovered = await queue.claim(token, process.config.max_retries)
@@ -339,8 +346,11 @@ class ClusterNode:
         try:
             if lost:
                 queue.fence()
-                if await self._lost_with_data(held):
+                lost_data = await self._lost_with_data(held)
+                if lost_data:
                     queue.orphan()  # what it leaves is added to the stream again
+                elif lost_data is None:  # told once Redis answers again (see _round)
+                    queue.unsure = held.epoch
             await queue.leave()
             if process.state not in (ProcessState.STOPPED, ProcessState.CREATED):
                 try:
@@ -364,13 +374,13 @@ class ClusterNode:
             with self.leases.lock:
                 self.leases.leaving.discard(name)
 
-    async def _lost_with_data(self, held: Held) -> bool:
+    async def _lost_with_data(self, held: Held) -> bool | None:
         """Whether Redis lost its data since ``held`` was taken (its epoch changed or went):
-        then so did the stream's entries this host holds."""
+        then so did the stream's entries this host holds. None: Redis does not answer."""
         try:
             epoch = await self.client.get(self.keys.epoch)
-        except Exception:  # unreachable: nothing to tell (a partition keeps the data)
-            return False
+        except Exception:
+            return None
         if epoch != held.epoch:
             logger.error("cluster host %s: Redis lost its data (a new epoch)", self.host)
             return True

@@ -128,7 +128,10 @@ class Steward(threading.Thread):
         renew, acquire = client.register_script(RENEW), client.register_script(ACQUIRE)
         try:
             while not self._halt.is_set():
-                self._round(client, renew, acquire)
+                try:
+                    self._round(client, renew, acquire)
+                except Exception:  # a bug must not end the thread: leases would lapse
+                    logger.exception("cluster host %s: a placement round failed", self.host)
                 self._halt.wait(self.tick)
         finally:
             client.close()

@@ -15,7 +15,9 @@ Two kinds, one interface (``asyncio.Queue``'s, which the workers use, plus the f
   - after task_completed of a success the entry is acknowledged and deleted (``settled``); a
     dead letter is written to Redis and its entry acknowledged in one step (``dead``);
   - every one of those writes checks the lease's fencing token first: a host that lost its
-    lease changes nothing (``on_fenced`` is told, and the cluster stops its copy);
+    lease changes nothing (``on_fenced`` is told, and the cluster stops its copy), starts no
+    further attempt, and runs no task_completed hook of an event it took (``holds``);
+  - a read or claim that finds the stream's group gone (Redis lost its data) makes it again;
   - the next holder claims every entry left pending (``claim``: ``XAUTOCLAIM``), and entries
     another host read after it lost its lease once they are idle ``visibility`` seconds.
 

@@ -87,6 +87,9 @@ class StreamQueue(MemoryQueue):
         #: it is added to the stream again, as it is not there any more.
         self._behind: dict[str, Item] = {}
         self._orphaned = False
+        #: The epoch of a lease lost while Redis did not answer: whether Redis lost its data
+        #: is told once it answers again (``resolve``); what was left is kept until then.
+        self.unsure: str | None = None
         self._leaving = False
         #: Events whose dead letter a leaving stop made: they stay in the stream.
         self.left: set[str] = set()
@@ -147,6 +150,8 @@ class StreamQueue(MemoryQueue):
         """Take the lease's entries over: every entry pending in the group is claimed for this
         host and buffered, oldest first; one whose attempts are used up is dead-lettered
         ("process failed"). Returns what was reclaimed (session_start's ``recovered``)."""
+        if self.unsure is not None:
+            raise RuntimeError("resolve() what the last lease left before claiming again")
         self.token, self._leaving = token, False
         self.left.clear()
         self._behind.clear()
@@ -482,6 +487,17 @@ class StreamQueue(MemoryQueue):
         if self._orphaned:
             self._write(self.add(event, attempts), f"adding {event.event_id} again")
 
+    def resolve(self, epoch: str | None) -> None:
+        """Redis answers again after a lease was lost while it did not (``unsure``): with
+        ``epoch`` another than that lease's, it lost its data meanwhile, and what this host
+        left is added again (see ``orphan``); else it is in the stream still."""
+        if self.unsure is None:
+            return
+        if epoch != self.unsure:
+            self.orphan()
+        self.unsure = None
+        self._behind.clear()
+
     def orphan(self) -> None:
         """Redis lost its data since this host took the lease (an empty restart, a failover to
         an empty replica, FLUSHALL): the entries it leaves for the next holder are gone from
@@ -511,4 +527,5 @@ class StreamQueue(MemoryQueue):
         """After the process stopped here: forget the entries it held (all stay pending)."""
         self._entries.clear()
         self._taken.clear()
-        self._behind.clear()
+        if self.unsure is None:  # (else kept until resolve())
+            self._behind.clear()

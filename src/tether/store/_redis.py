@@ -47,8 +47,14 @@ _PREFIX: Final = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
 def connect(url: str, *, timeout: float) -> Redis:
-    """An asyncio Redis client for ``url`` whose every call gives up after ``timeout`` s."""
+    """An asyncio Redis client for ``url`` whose every call gives up after ``timeout`` s.
+
+    A call whose connection turns out closed is sent once more on a new one (after Redis
+    restarted, every pooled connection is); one that timed out is not (it may have landed)."""
     from redis.asyncio import Redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
 
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(
@@ -60,6 +66,7 @@ def connect(url: str, *, timeout: float) -> Redis:
         socket_timeout=timeout,
         socket_connect_timeout=timeout,
         retry_on_timeout=False,
+        retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
 
 
