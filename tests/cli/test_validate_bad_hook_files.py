@@ -12,6 +12,8 @@ import pytest
 from _cli_support import validate
 from tether.hooks._files import MAX_FILE_BYTES
 
+pytestmark = pytest.mark.slow
+
 
 def naming(tmp_path: Path, hooks_file: str | Path) -> Path:
     manifest = tmp_path / "shop.agent"
@@ -19,7 +21,6 @@ def naming(tmp_path: Path, hooks_file: str | Path) -> Path:
     return manifest
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
 def test_a_manifest_naming_dev_zero_is_refused_at_once(tmp_path: Path) -> None:
     """Regression: validate read /dev/zero until memory ran out."""
@@ -32,7 +33,6 @@ def test_a_manifest_naming_dev_zero_is_refused_at_once(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.slow
 def test_a_manifest_naming_a_named_pipe_is_refused_without_waiting(tmp_path: Path) -> None:
     """Regression: validate hung, waiting for a writer of the FIFO."""
     fifo = tmp_path / "settings.json"
@@ -43,7 +43,6 @@ def test_a_manifest_naming_a_named_pipe_is_refused_without_waiting(tmp_path: Pat
     assert f"claude_code_hooks[0]: {fifo}: not a regular file (a named pipe)" in done.stderr
 
 
-@pytest.mark.slow
 def test_a_manifest_naming_a_file_over_one_mebibyte_is_refused_naming_its_size(
     tmp_path: Path,
 ) -> None:

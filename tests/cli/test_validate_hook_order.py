@@ -13,6 +13,8 @@ import pytest
 from _cli_support import validate
 from _manifest_support import ORDERED
 
+pytestmark = pytest.mark.slow
+
 
 def manifest(tmp_path: Path, target: str, field: str = "after") -> Path:
     """Two hooks: report after redact (declared later), and redact ``field`` ``target``."""
@@ -21,14 +23,12 @@ def manifest(tmp_path: Path, target: str, field: str = "after") -> Path:
     return path
 
 
-@pytest.mark.slow
 def test_a_forward_reference_among_the_manifests_hooks_is_valid(tmp_path: Path) -> None:
     done = validate(manifest(tmp_path, "report", field="before"))
     assert done.returncode == 0, done.stderr
     assert "ok" in done.stdout
 
 
-@pytest.mark.slow
 def test_a_cycle_fails_with_the_path_the_line_and_the_cycle(tmp_path: Path) -> None:
     path = manifest(tmp_path, "report")
     done = validate(path)
@@ -39,14 +39,12 @@ def test_a_cycle_fails_with_the_path_the_line_and_the_cycle(tmp_path: Path) -> N
     ) in done.stderr
 
 
-@pytest.mark.slow
 def test_a_cycle_fails_even_with_runtime_hooks_given(tmp_path: Path) -> None:
     done = validate("--runtime-hook", "report", manifest(tmp_path, "report"))
     assert done.returncode == 1
     assert "make a cycle" in done.stderr
 
 
-@pytest.mark.slow
 def test_an_unknown_name_fails_with_the_path_the_line_and_a_hint(tmp_path: Path) -> None:
     path = manifest(tmp_path, "audit")
     done = validate(path)
@@ -58,7 +56,6 @@ def test_an_unknown_name_fails_with_the_path_the_line_and_a_hint(tmp_path: Path)
     assert "--runtime-hook NAME" in done.stderr
 
 
-@pytest.mark.slow
 def test_a_name_given_as_a_runtime_hook_is_valid(tmp_path: Path) -> None:
     done = validate("--runtime-hook", "audit", manifest(tmp_path, "audit"))
     assert done.returncode == 0, done.stderr

@@ -14,6 +14,8 @@ import pytest
 from _cli_support import validate
 from tether.manifest import ManifestError, load_manifest
 
+pytestmark = pytest.mark.slow
+
 
 def agent(tmp_path: Path, body: str) -> Path:
     path = tmp_path / "a.agent"

@@ -10,6 +10,7 @@ document allows is never refused as malformed.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -190,13 +191,8 @@ class Operation:
         return [PROCESS if name == "name" else described[name] for name in names]
 
 
-def _get(path: str, endpoint: str, summary: str, **more: Any) -> Operation:
-    return Operation("GET", path, endpoint, summary, **more)
-
-
-def _post(path: str, endpoint: str, summary: str, **more: Any) -> Operation:
-    return Operation("POST", path, endpoint, summary, **more)
-
+_get = functools.partial(Operation, "GET")
+_post = functools.partial(Operation, "POST")
 
 _RUNS_OUTCOMES: Final = list(dict.fromkeys((*OUTCOMES, *OUTCOME_ALIASES)))
 _ONLY_PROCESS: Final = Param("process", "Only this process (404 if there is none)", NAME_SCHEMA)
