@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(PY) bench/history.py
 	$(PY) bench/history_queries.py
 	$(PY) bench/process.py
+	$(PY) bench/journal.py
 	$(PY) bench/extension_points.py
 	$(PY) bench/tools.py
 	$(PY) bench/mcp_tools.py
