@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(PY) bench/history.py
 	$(PY) bench/history_queries.py
 	$(PY) bench/process.py
+	$(PY) bench/journal.py
 	$(PY) bench/extension_points.py
 	$(PY) bench/tools.py
 	$(PY) bench/model_hooks.py

@@ -244,8 +244,14 @@ async def test_the_writer_thread_survives_a_failing_write_and_skips_a_cancelled_
         raise RuntimeError("not a sqlite error")
 
     try:
-        held = writer.submit(gate.wait)  # holds the thread while the next ones queue
-        await asyncio.sleep(0.05)  # the thread took it
+        entered = threading.Event()
+
+        def hold() -> None:  # holds the thread while the next ones queue
+            entered.set()
+            gate.wait(30)
+
+        held = writer.submit(hold)
+        await eventually(entered.is_set, what="the thread to take it")
         failed = writer.submit(failing)
         skipped = writer.submit(lambda: ran.append("skipped"))
         assert skipped.cancel()  # its waiter gave it up before it began

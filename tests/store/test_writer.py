@@ -44,10 +44,19 @@ async def give_back(place: Seat) -> None:
 async def held_by(gate: threading.Event, path: Path) -> asyncio.Future[None]:
     """A write holding the writer's thread (inside its transaction) until ``gate`` is set."""
     holding = seat(path, "holder")
-    held = holding.submit(gate.wait)
-    await asyncio.sleep(0.1)  # the thread took it
+    entered = threading.Event()
+
+    def hold() -> None:
+        entered.set()
+        gate.wait(30)
+
+    held = holding.submit(hold)
     holding.leave()
-    return held
+    for _ in range(3000):  # until the thread is inside it
+        if entered.is_set():
+            return held
+        await asyncio.sleep(0.01)
+    raise AssertionError("the writer thread never took the first write")
 
 
 async def test_writes_of_several_processes_waiting_together_are_committed_at_once(

@@ -15,8 +15,7 @@ file meanwhile finds, once it holds the guard, that the path no longer names the
 opened, and opens the path anew.
 
 The kernel keeps a file's record locks in one list, which taking or giving back a lock walks:
-a name costs more the more names the host holds on the file (about 15 µs a claim with 2,000
-held, 0.1-0.2 ms with 10,000), still far less than a process's start.
+a name costs more the more names the host holds on the file (see docs/benchmarks.md).
 
 Two names whose hashes meet (one chance in about 2**62 for a pair) share a byte: across hosts
 the second is refused as if its name were held; within a host both are held, and the byte
