@@ -23,7 +23,7 @@ def run_step(script: str) -> list[str]:
 
 def test_step_1_hooks_tour_prints_the_events_of_one_ticket_in_order() -> None:
     lines = run_step("hooks_tour.py")
-    assert lines[0] == "hooks registered: 17"
+    assert lines[0] == "hooks registered: 18"
     events = [m.group(1) for line in lines[1:] if (m := re.match(r"\s*\d+\.\d\ds  (\w+)", line))]
     assert events == [
         "session_start",
@@ -31,13 +31,14 @@ def test_step_1_hooks_tour_prints_the_events_of_one_ticket_in_order() -> None:
         "user_prompt_submit",
         "pre_model_call",
         "post_model_call",
+        "agent_stop",
         "task_completed",
         "session_end",
     ]
     assert "{'restart': False, 'recovered': None}" in lines[1]
     assert "'prompt': 'ticket: Login page is down\\n\\n(e...'" in lines[3]
-    assert "'outcome': 'success'" in lines[6]
-    assert lines[7].endswith("{'reason': 'stop'}")
+    assert "'outcome': 'success'" in lines[7]
+    assert lines[8].endswith("{'reason': 'stop'}")
 
 
 def test_step_2_policy_hooks_refuses_rewrites_and_fails_closed() -> None:

@@ -1,4 +1,4 @@
-"""Step 1: register one hook for all 13 events and watch which ones a process fires."""
+"""Step 1: register one hook for every event and watch which ones a process fires."""
 import asyncio
 import os
 import time
