@@ -47,6 +47,7 @@ HOOK_RUN_FIELDS = frozenset(
         "required",
         "duration_shared",
         "changes",
+        "notice",
     }
 )
 

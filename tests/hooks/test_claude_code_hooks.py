@@ -331,6 +331,31 @@ async def test_continue_false_refuses_the_call_and_ends_the_run_telling_the_oper
     assert "stopped the run: maintenance window" in caplog.text
 
 
+async def test_a_stop_reason_after_a_call_is_the_hook_run_s_notice_for_the_operator(
+    tmp_path: Path,
+) -> None:
+    hook = answering(tmp_path, {"continue": False, "stopReason": "quota"}, event="post_tool_use")
+    ran: list[Any] = []
+    process, model = shop([("lookup_order", {"order_id": 5}), ("lookup_order", {})], ran, [hook])
+    await run(process)
+    assert ran == [5]  # the call had run; the next one is not made
+    assert len(model.requests) == 1
+    [after] = process.hook_runs(event="post_tool_use")
+    assert after.notice == "stopped the run: quota"
+
+
+async def test_a_system_message_is_the_hook_run_s_notice_and_no_data(tmp_path: Path) -> None:
+    hook = answering(tmp_path, {"systemMessage": "lookups are slow today, bear with them"})
+    ran: list[Any] = []
+    process, _ = shop([("lookup_order", {"order_id": 5})], ran, [hook])
+    await run(process)
+    assert ran == [5]
+    [before] = process.hook_runs(event="pre_tool_use")
+    assert before.notice == "lookups are slow today, bear with them"
+    assert (before.outcome, before.changes) == ("passed", None)
+    assert before.as_dict()["notice"] == before.notice
+
+
 async def test_additional_context_after_a_call_is_added_to_what_the_model_reads(
     tmp_path: Path,
 ) -> None:

@@ -33,6 +33,7 @@ _COLUMNS = (
     "required",
     "duration_shared",
     "changes",
+    "notice",
 )
 
 
@@ -58,13 +59,14 @@ class HistoryStore:
             "hook_name TEXT, event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, "
             "outcome TEXT, duration_ms REAL, error TEXT, patch_applied INTEGER, "
             "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT, "
-            "required INTEGER, duration_shared INTEGER, changes TEXT)"
+            "required INTEGER, duration_shared INTEGER, changes TEXT, notice TEXT)"
         )
         for name, columns in _INDEXES.items():
             self._db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON hook_runs ({columns})")
         _add_column(self._db, "required INTEGER")
         _add_column(self._db, "duration_shared INTEGER")
         _add_column(self._db, "changes TEXT")
+        _add_column(self._db, "notice TEXT")
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -97,6 +99,7 @@ class HistoryStore:
                     None if r.required is None else int(r.required),
                     int(r.duration_shared),
                     None if r.changes is None else json.dumps(r.changes, default=str),
+                    r.notice,
                 )
             )
         # One transaction per batch: the connection autocommits (the journal's writes rely on
