@@ -25,6 +25,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ._claude_answer import add_context, apply_answer, refuse
+from ._claude_notification import notice_fields
 from ._context import HookContext
 from ._errors import CommandHookError
 from ._events import HookEvent
@@ -147,13 +148,10 @@ def claude_input(
         "permission_mode": "default",
         "hook_event_name": hook_event_name,
     }
-    out.update(_fields(ctx, hook_event_name, data))
-    if ev is HookEvent.PERMISSION_REQUEST and hook_event_name == "Notification":
-        for key in ("tool_name", "tool_input", "permission_suggestions"):
-            out.pop(key, None)
-        out["message"] = f"Claude needs your permission to use {data.get('tool_name')}"
-        out["title"] = "Permission needed"
-        out["notification_type"] = "permission_prompt"
+    if hook_event_name == "Notification":  # an approval waiting, or a hook error
+        out.update(notice_fields(ctx))
+    else:
+        out.update(_fields(ctx, hook_event_name, data))
     out["tether"] = {"event": ev.value, "data": data}
     return out
 
@@ -365,7 +363,7 @@ class ClaudeCodeHook(ShellHook):
         that succeeded only, a Stop hook in the process it was declared for, as in Claude
         Code."""
         declared = self.claude_event
-        if declared is None:
+        if declared in (None, "Notification"):  # a notice is for it whatever event it is on
             return True
         if ctx.event is HookEvent.POST_TOOL_USE:
             failed = ctx.data.get("error") is not None
@@ -431,6 +429,7 @@ class ClaudeCodeHook(ShellHook):
         raw = done.stdout.decode(self.encoding, errors="replace")
         answer = _json_object(raw)
         if name == "Notification":  # a notice: nothing in its answer changes the request
+            _notified(ctx, done.returncode or 0, stderr, shown)
             return
         if answer is not None:  # JSON decides, whatever the exit code
             apply_answer(ctx, answer, exit_code=done.returncode or 0, shown=shown)
@@ -443,6 +442,16 @@ class ClaudeCodeHook(ShellHook):
             raise CommandHookError(f"hook command {shown!r} exited {done.returncode}{said}")
         if ctx.event in (HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START):
             add_context(ctx, raw.strip())  # plain text: context where Claude Code adds it
+
+
+def _notified(ctx: HookContext, code: int, stderr: str, shown: str) -> None:
+    """A Notification program's exit: 2 shows its stderr to the operator (as Claude Code
+    shows it to the user), another non-zero exit is its error."""
+    if code == 2:
+        ctx.notify(stderr[:STDERR_IN_MESSAGE])
+    elif code != 0:
+        said = f": {stderr[:STDERR_IN_MESSAGE]}" if stderr else " (nothing on stderr)"
+        raise CommandHookError(f"hook command {shown!r} exited {code}{said}")
 
 
 def _json_object(raw: str) -> dict[str, Any] | None:
