@@ -16,11 +16,13 @@ does to tether is written down in docs/tool-hooks.md.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import re
 import shlex
+import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -41,6 +43,7 @@ __all__ = [
     "TETHER_TO_CLAUDE",
     "ClaudeCodeHook",
     "claude_input",
+    "remove_session",
     "session_folder",
 ]
 
@@ -225,10 +228,24 @@ def session_dir(ctx: HookContext) -> str:
 def session_folder(process_id: str) -> str:
     """The folder of a process's Claude Code files: one per process of this tether process,
     under the temporary directory, private to its user (made when first asked for)."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", process_id)
-    folder = os.path.join(tempfile.gettempdir(), f"tether-claude-{os.getuid()}-{os.getpid()}", safe)
+    folder = _folder_of(process_id)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     return folder
+
+
+def remove_session(process_id: str) -> None:
+    """Remove a process's Claude Code files (its ``CLAUDE_ENV_FILE``, its transcript), and the
+    folder of this tether process's sessions once it holds none; what is not there is fine."""
+    folder = _folder_of(process_id)
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):  # another process's session is still there
+        os.rmdir(os.path.dirname(folder))
+
+
+def _folder_of(process_id: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", process_id)
+    mine = f"tether-claude-{os.getuid()}-{os.getpid()}"
+    return os.path.join(tempfile.gettempdir(), mine, safe)
 
 
 def _transcript_of(ctx: HookContext) -> str:

@@ -25,7 +25,15 @@ if TYPE_CHECKING:
     from ..models import Model
     from ._config import ProcessConfig
 
-__all__ = ["agent_loop", "hook_metadata", "hooks_of", "model_of", "tools_of", "transcript_file"]
+__all__ = [
+    "agent_loop",
+    "forget_session",
+    "hook_metadata",
+    "hooks_of",
+    "model_of",
+    "tools_of",
+    "transcript_file",
+]
 
 
 def tools_of(declared: list[Any]) -> list[Tool]:
@@ -159,5 +167,16 @@ def transcript_file(
     if path is None:
         return None
     from ..agent._transcript import TranscriptFile
+    from ..hooks._claude_code import session_folder
+
+    session_folder(process_id)  # again at each start: a stop removed it
 
     return TranscriptFile(path, process_id, os.getcwd(), redactor.declared.value)
+
+
+def forget_session(process_id: str) -> None:
+    """Remove the files of the process's Claude Code session (its ``CLAUDE_ENV_FILE``, its
+    transcript) at its stop: a later start is a new session."""
+    from ..hooks._claude_code import remove_session
+
+    remove_session(process_id)
