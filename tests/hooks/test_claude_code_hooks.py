@@ -309,6 +309,66 @@ async def test_ask_without_an_approval_handler_denies_the_call(tmp_path: Path) -
     assert rec.of(HookEvent.PERMISSION_DENIED)[0]["reason"] == "no approval handler configured"
 
 
+def asks_when_someone_can_answer(tmp_path: Path) -> HookConfig:
+    """A guard that asks for approval when someone is asked (permission_mode "default"), and
+    denies when nobody is ("dontAsk")."""
+    script = python_hook(
+        tmp_path / "ask-or-deny.py",
+        """
+        import json, sys
+        event = json.load(sys.stdin)
+        mode = event["permission_mode"]
+        if mode == "dontAsk":
+            out = {"permissionDecision": "deny", "permissionDecisionReason": "nobody to ask"}
+        else:
+            out = {"permissionDecision": "ask", "permissionDecisionReason": mode}
+        print(json.dumps({"hookSpecificOutput": out}))
+        """,
+    )
+    file = settings(tmp_path, {"PreToolUse": [{"hooks": [command(script)]}]})
+    [hook] = claude_code_hooks(file)
+    return hook
+
+
+async def test_permission_mode_is_default_when_an_approval_handler_decides(
+    tmp_path: Path,
+) -> None:
+    from tether import ApprovalPolicy
+
+    asked: list[ApprovalRequest] = []
+
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(approved=True, reviewer_id="alice")
+
+    ran: list[Any] = []
+    process, _ = shop(
+        [("lookup_order", {"order_id": 5})],
+        ran,
+        [asks_when_someone_can_answer(tmp_path)],
+        approval=ApprovalPolicy(tools=[], handler=reviewer),
+    )
+    await run(process)
+    assert [r.reason for r in asked] == ["default"]
+    assert ran == [5]
+
+
+async def test_permission_mode_is_dont_ask_without_an_approval_handler(tmp_path: Path) -> None:
+    from tether import ApprovalPolicy
+
+    for approval in (None, ApprovalPolicy(tools=["lookup_order"])):
+        ran: list[Any] = []
+        process, model = shop(
+            [("lookup_order", {"order_id": 5})],
+            ran,
+            [asks_when_someone_can_answer(tmp_path)],
+            approval=approval,
+        )
+        await run(process)
+        assert ran == []
+        assert "nobody to ask" in tool_results(model)[0]
+
+
 async def test_a_legacy_decision_block_refuses_the_call(tmp_path: Path) -> None:
     hook = answering(tmp_path, {"decision": "block", "reason": "legacy says no"})
     ran: list[Any] = []

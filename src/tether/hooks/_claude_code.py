@@ -148,7 +148,7 @@ def claude_input(
         "session_id": str(ctx.metadata.get("process_id") or ctx.process_id),
         "transcript_path": transcript or _transcript_of(ctx),
         "cwd": cwd,
-        "permission_mode": "default",
+        "permission_mode": str(ctx.metadata.get("permission_mode") or "default"),
         "hook_event_name": hook_event_name,
     }
     if hook_event_name == "Notification":  # an approval waiting, or a hook error

@@ -146,7 +146,10 @@ def hook_metadata(
 ) -> dict[str, str]:
     """What every hook's context says of a process: its name, id and model, a spawned
     child's parent (``parent`` is the parent's metadata), and, when its hooks speak Claude
-    Code's protocol, the transcript of the session they read (``transcript_path``)."""
+    Code's protocol, the transcript of the session they read (``transcript_path``) and its
+    ``permission_mode``: "default" when an approval handler decides what needs approval,
+    else "dontAsk" (nobody is asked: what would need approval is denied, as in Claude Code's
+    mode of that name; see docs/tool-hooks.md)."""
     model = config.model if isinstance(config.model, str) else getattr(config.model, "name", "")
     metadata = {"process_name": name, "process_id": process_id, "model": str(model)}
     if parent is not None:
@@ -156,6 +159,8 @@ def hook_metadata(
         from ..hooks._claude_code import session_folder
 
         metadata["transcript_path"] = os.path.join(session_folder(process_id), "transcript.jsonl")
+        asks = config.approval is not None and config.approval.handler is not None
+        metadata["permission_mode"] = "default" if asks else "dontAsk"
     return metadata
 
 
