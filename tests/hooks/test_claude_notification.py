@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from _executor_support import PolicyServer
 from _process_support import run_one_task
 from tether import AgentProcess, ProcessConfig, claude_code_hooks
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
@@ -133,3 +134,32 @@ async def test_a_notification_group_matching_other_types_is_not_told_of_hook_err
     process, _ = shop(file)
     await run_one_task(process)
     assert notices(notes) == []
+
+
+async def test_an_http_notification_handler_gets_both_notices_and_its_answer_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """Regression: an http Notification handler was sent PermissionRequest's input, and its
+    answer was read as one (an allow would have approved the call)."""
+    async with PolicyServer() as service:
+        handler = {"type": "http", "url": f"{service.url}/allow"}
+        file = settings(
+            tmp_path,
+            {"PreToolUse": [group("exit 1")], "Notification": [{"hooks": [handler]}]},
+        )
+        asked: list[ApprovalRequest] = []
+
+        async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+            asked.append(request)
+            return ApprovalDecision(approved=True, reviewer_id="alice")
+
+        approval = ApprovalPolicy(tools=["lookup_order"], handler=reviewer)
+        process, ran = shop(file, approval=approval)
+        await run_one_task(process)
+        sent = [got.json() for got in service.requests]
+    assert sorted((s["hook_event_name"], s["notification_type"]) for s in sent) == [
+        ("Notification", "hook_error"),
+        ("Notification", "permission_prompt"),
+    ]
+    assert len(asked) == 1  # the handler still decided
+    assert ran == [5]

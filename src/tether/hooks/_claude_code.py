@@ -43,6 +43,7 @@ __all__ = [
     "TETHER_TO_CLAUDE",
     "ClaudeCodeHook",
     "claude_input",
+    "claude_matches",
     "remove_session",
     "session_folder",
 ]
@@ -254,6 +255,20 @@ def _transcript_of(ctx: HookContext) -> str:
     return str(path) if path else os.path.join(session_dir(ctx), "transcript.jsonl")
 
 
+def claude_matches(claude_event: str | None, pattern: str | None, claude: dict[str, Any]) -> bool:
+    """Whether a group's matcher ``pattern`` takes the input ``claude`` in, on the field Claude
+    Code matches for ``claude_event`` (CLAUDE_MATCHED): plain names exactly, else a regular
+    expression searched in it. No pattern, or an event matched on no field: True."""
+    if pattern is None or claude_event not in CLAUDE_MATCHED:
+        return True
+    value = claude.get(CLAUDE_MATCHED[claude_event])
+    if not isinstance(value, str):
+        return False
+    if _EXACT.fullmatch(pattern):
+        return value in pattern.split("|")
+    return re.search(pattern, value) is not None
+
+
 def read_env_file(path: str) -> dict[str, str]:
     """The variables the ``export NAME=value`` (or ``NAME=value``) statements of ``path`` set,
     quoted as a shell would read them; anything else is passed over."""
@@ -391,15 +406,7 @@ class ClaudeCodeHook(ShellHook):
 
     def _matches(self, claude: dict[str, Any]) -> bool:
         """The group's matcher on the field Claude Code matches for this event."""
-        pattern = self.claude_matcher
-        if pattern is None or self.claude_event not in CLAUDE_MATCHED:
-            return True
-        value = claude.get(CLAUDE_MATCHED[self.claude_event])
-        if not isinstance(value, str):
-            return False
-        if _EXACT.fullmatch(pattern):
-            return value in pattern.split("|")
-        return re.search(pattern, value) is not None
+        return claude_matches(self.claude_event, self.claude_matcher, claude)
 
     async def callback(self, ctx: HookContext) -> None:
         """Run the program with Claude Code's input; apply its answer by Claude Code's rules."""

@@ -64,15 +64,13 @@ def tell_hook_errors(manager: HookManager) -> None:
 
 
 def _notifiers(manager: HookManager) -> list[_Hook]:
-    from ._claude_code import ClaudeCodeHook
-
-    found = []
-    for hook in manager._resolved(HookEvent.PERMISSION_REQUEST):
-        program = getattr(hook.executor, "hook", None)
-        notifies = isinstance(program, ClaudeCodeHook) and program.claude_event == "Notification"
-        if hook.enabled and notifies:
-            found.append(hook)
-    return found
+    """The enabled Notification hooks of the chain (a command's or an HTTP service's)."""
+    return [
+        hook
+        for hook in manager._resolved(HookEvent.PERMISSION_REQUEST)
+        if hook.enabled
+        and getattr(getattr(hook.executor, "hook", None), "claude_event", None) == "Notification"
+    ]
 
 
 def _hook_error(manager: HookManager, info: HookErrorInfo) -> None:
