@@ -49,6 +49,7 @@ HOOK_RUN_FIELDS = frozenset(
         "required",
         "duration_shared",
         "changes",
+        "notice",
     }
 )
 

@@ -23,6 +23,7 @@ KNOWN_REACHES = {
     "hooks/_background.py: manager._log_failure",
     "hooks/_background.py: manager._report",
     "hooks/_background.py: manager._timeout_of",
+    "hooks/_claude_notification.py: manager._resolved",
     "hooks/_dispatch.py: hook.manager._drop",
     "hooks/_dispatch.py: self.manager._log_failure",
     "hooks/_dispatch.py: self.manager._shown",

@@ -214,3 +214,32 @@ async def test_the_openapi_document_declares_the_observability_endpoints(
         assert path in doc["paths"], path
     assert "PublishEvent" in doc["components"]["schemas"]
     assert "traceparent" in doc["components"]["schemas"]["InjectEvent"]["properties"]
+
+
+async def test_the_feed_and_a_timeline_show_what_a_hook_told_the_operator(tmp_path: Any) -> None:
+    """A Claude Code hook's systemMessage reaches the dashboard's feed and the task's
+    timeline as its run's notice."""
+    from tether.hooks import HookConfig
+
+    program = tmp_path / "notice.sh"
+    program.write_text(
+        '#!/bin/sh\ncat >/dev/null\necho \'{"systemMessage": "routed to the night shift"}\'\n'
+    )
+    program.chmod(0o755)
+    hook = HookConfig(event="user_prompt_submit", command=[str(program)], protocol="claude-code")
+    runtime = AgentRuntime(hooks=HookManager())
+    async with runtime:
+        await runtime.add_process("desk", ProcessConfig(model=ScriptedModel(), hooks=[hook]))
+        async with (
+            OrchestrationAPI(runtime, port=0, webhooks=False, token=TOKEN) as api,
+            authed(api) as client,
+            client.stream("GET", "/hooks/runs/stream", params={"process": "desk"}) as stream,
+        ):
+            reading = asyncio.ensure_future(read_events(stream, 1))
+            r = await client.post("/processes/desk/inject", json={"payload": {"q": 1}})
+            [(_, run)] = await asyncio.wait_for(reading, 10)
+            event_id = r.json()["event_id"]
+            timeline = await client.get(f"/processes/desk/tasks/{event_id}/timeline")
+    assert run["notice"] == "routed to the night shift"
+    [shown] = timeline.json()["hook_runs"]
+    assert shown["notice"] == "routed to the night shift"

@@ -234,3 +234,38 @@ async def test_with_a_token_the_page_asks_for_it_and_then_shows_the_runtime(
             await page.locator("#processes tbody tr[data-process='guarded']").wait_for(
                 timeout=10_000
             )
+
+
+async def test_the_feed_shows_what_a_claude_code_hook_tells_the_operator_under_its_run(
+    browser: Browser, tmp_path: Path
+) -> None:
+    from tether import HookConfig
+
+    program = tmp_path / "notice.sh"
+    program.write_text(
+        '#!/bin/sh\ncat >/dev/null\necho \'{"systemMessage": "routed to the night shift"}\'\n'
+    )
+    program.chmod(0o755)
+    hook = HookConfig(
+        event="user_prompt_submit", command=[str(program)], protocol="claude-code", name="router"
+    )
+    runtime = AgentRuntime(hooks=HookManager())
+    async with runtime:
+        process = await runtime.add_process(
+            "desk", ProcessConfig(model=ScriptedModel(), hooks=[hook])
+        )
+        async with OrchestrationAPI(runtime, port=0, webhooks=False) as api:
+            page = await open_dashboard(browser, api.url)
+            await process.inject(TriggerEvent("cli", "manual", {}))
+            notice = page.locator("#feed tbody td.notice")
+            await notice.wait_for(timeout=10_000)
+            assert await notice.inner_text() == "router: routed to the night shift"
+            # Under its run: the row before it is the hook's.
+            run = page.locator("#feed tbody tr:has(td.notice)").locator(
+                "xpath=preceding-sibling::tr[1]"
+            )
+            assert "router" in await run.inner_text()
+            await run.locator("a.task").click()
+            step = page.locator("#timeline li", has_text="router")
+            await step.wait_for(timeout=10_000)
+            assert (await step.inner_text()).endswith("· routed to the night shift")

@@ -519,3 +519,24 @@ def test_piped_live_lines_keep_each_value_whole(tmp_path: Path) -> None:
     [line] = [line for line in done.stdout.splitlines() if "user_prompt_submit" in line]
     assert "END-OF-TICKET" in line
     assert "..." not in line
+
+
+def test_the_live_view_prints_what_a_claude_code_hook_tells_the_operator(tmp_path: Path) -> None:
+    """A Claude Code hook's systemMessage is shown under its run in `tether run`'s live view."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    answer = '{"systemMessage": "routed to the night shift"}'
+    hook = {"type": "command", "command": f"cat >/dev/null; echo '{answer}'"}
+    settings.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [hook]}]}}))
+    agent = write_manifest(
+        tmp_path / "a.agent",
+        name="a",
+        model="scripted",
+        claude_code_hooks=[".claude/settings.json"],
+    )
+    done = tether("run", str(agent), "--inject", '{"ticket": "printer"}', "--until-idle")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    [at] = [i for i, line in enumerate(lines) if line.strip().startswith("notice")]
+    assert lines[at].split(None, 1)[1] == "routed to the night shift"
+    assert "hook cat >/dev/null; echo" in lines[at - 1]  # under its run

@@ -309,6 +309,66 @@ async def test_ask_without_an_approval_handler_denies_the_call(tmp_path: Path) -
     assert rec.of(HookEvent.PERMISSION_DENIED)[0]["reason"] == "no approval handler configured"
 
 
+def asks_when_someone_can_answer(tmp_path: Path) -> HookConfig:
+    """A guard that asks for approval when someone is asked (permission_mode "default"), and
+    denies when nobody is ("dontAsk")."""
+    script = python_hook(
+        tmp_path / "ask-or-deny.py",
+        """
+        import json, sys
+        event = json.load(sys.stdin)
+        mode = event["permission_mode"]
+        if mode == "dontAsk":
+            out = {"permissionDecision": "deny", "permissionDecisionReason": "nobody to ask"}
+        else:
+            out = {"permissionDecision": "ask", "permissionDecisionReason": mode}
+        print(json.dumps({"hookSpecificOutput": out}))
+        """,
+    )
+    file = settings(tmp_path, {"PreToolUse": [{"hooks": [command(script)]}]})
+    [hook] = claude_code_hooks(file)
+    return hook
+
+
+async def test_permission_mode_is_default_when_an_approval_handler_decides(
+    tmp_path: Path,
+) -> None:
+    from tether import ApprovalPolicy
+
+    asked: list[ApprovalRequest] = []
+
+    async def reviewer(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(approved=True, reviewer_id="alice")
+
+    ran: list[Any] = []
+    process, _ = shop(
+        [("lookup_order", {"order_id": 5})],
+        ran,
+        [asks_when_someone_can_answer(tmp_path)],
+        approval=ApprovalPolicy(tools=[], handler=reviewer),
+    )
+    await run(process)
+    assert [r.reason for r in asked] == ["default"]
+    assert ran == [5]
+
+
+async def test_permission_mode_is_dont_ask_without_an_approval_handler(tmp_path: Path) -> None:
+    from tether import ApprovalPolicy
+
+    for approval in (None, ApprovalPolicy(tools=["lookup_order"])):
+        ran: list[Any] = []
+        process, model = shop(
+            [("lookup_order", {"order_id": 5})],
+            ran,
+            [asks_when_someone_can_answer(tmp_path)],
+            approval=approval,
+        )
+        await run(process)
+        assert ran == []
+        assert "nobody to ask" in tool_results(model)[0]
+
+
 async def test_a_legacy_decision_block_refuses_the_call(tmp_path: Path) -> None:
     hook = answering(tmp_path, {"decision": "block", "reason": "legacy says no"})
     ran: list[Any] = []
@@ -329,6 +389,31 @@ async def test_continue_false_refuses_the_call_and_ends_the_run_telling_the_oper
     assert ran == []
     assert len(model.requests) == 1  # the model is not asked again
     assert "stopped the run: maintenance window" in caplog.text
+
+
+async def test_a_stop_reason_after_a_call_is_the_hook_run_s_notice_for_the_operator(
+    tmp_path: Path,
+) -> None:
+    hook = answering(tmp_path, {"continue": False, "stopReason": "quota"}, event="post_tool_use")
+    ran: list[Any] = []
+    process, model = shop([("lookup_order", {"order_id": 5}), ("lookup_order", {})], ran, [hook])
+    await run(process)
+    assert ran == [5]  # the call had run; the next one is not made
+    assert len(model.requests) == 1
+    [after] = process.hook_runs(event="post_tool_use")
+    assert after.notice == "stopped the run: quota"
+
+
+async def test_a_system_message_is_the_hook_run_s_notice_and_no_data(tmp_path: Path) -> None:
+    hook = answering(tmp_path, {"systemMessage": "lookups are slow today, bear with them"})
+    ran: list[Any] = []
+    process, _ = shop([("lookup_order", {"order_id": 5})], ran, [hook])
+    await run(process)
+    assert ran == [5]
+    [before] = process.hook_runs(event="pre_tool_use")
+    assert before.notice == "lookups are slow today, bear with them"
+    assert (before.outcome, before.changes) == ("passed", None)
+    assert before.as_dict()["notice"] == before.notice
 
 
 async def test_additional_context_after_a_call_is_added_to_what_the_model_reads(

@@ -313,7 +313,8 @@ ROUTES: Final[tuple[Operation, ...]] = (
         "patch_applied, dispatch_id, dispatch_depth, data_before, data_after, "
         "required (the hook's fail_closed; null in runs stored before it was kept), "
         "duration_shared (timed together with the other hooks of a chain found "
-        "fast every time: duration_ms is an even share of their time)",
+        "fast every time: duration_ms is an even share of their time), changes, notice "
+        "(what the hook told the operator, or null)",
         query=(
             Param("event", "Only this event", {"enum": _EVENTS}),
             Param(

@@ -2,9 +2,10 @@
 
 The printer watches each process's dispatches (``AgentProcess.watch``), registering no hook:
 when a dispatch ends, its event is printed with the data as the process's hooks left it (or
-``refused``), then the runs of its hooks, which the process's run recorder (teed) reported
-during the dispatch and the printer held until then. Runs recorded outside a dispatch (async
-hooks, in the background) are printed as they come.
+``refused``), then the runs of its hooks (each followed by what it told the operator, its
+notice), which the process's run recorder (teed) reported during the dispatch and the printer
+held until then. Runs recorded outside a dispatch (async hooks, in the background) are printed
+as they come.
 """
 
 from __future__ import annotations
@@ -216,6 +217,9 @@ class LivePrinter:
                 highlight=False,
                 soft_wrap=True,
             )
+            if run.notice:  # what the hook asked to show the operator (redacted as the run)
+                for text in run.notice.splitlines():
+                    self.line(f"{'':13}{'notice':<19} {text}", "bold yellow")
         self._check_dead_letters_soon()
 
     def _check_dead_letters_soon(self) -> None:

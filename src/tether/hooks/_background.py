@@ -241,7 +241,9 @@ async def _run_one(
         outcome = "timed_out" if timed_out else "failed"
         manager._log_failure(hook, ctx.event.value, exc)
         await manager._report(
-            HookErrorInfo(ctx.event.value, hook.hook_id, hook.name, ctx.process_id, exc),
+            HookErrorInfo(
+                ctx.event.value, hook.hook_id, hook.name, ctx.process_id, exc, ctx, dispatch_id
+            ),
             hook.manager,
         )
     finally:

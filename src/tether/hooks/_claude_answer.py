@@ -11,7 +11,11 @@ block's reason. The keys tether acts on, and where each lands:
 * ``additionalContext`` / SessionStart stdout -> the model's context;
 * ``updatedMCPToolOutput`` / ``updatedToolOutput`` -> the result the model reads;
 * ``continue: false`` -> the run ends (``stopReason`` for the operator, not the model);
-* ``systemMessage`` -> logged for the operator (warning level, the hook named).
+* ``systemMessage`` -> shown to the operator.
+
+What is for the operator (``systemMessage``, ``stopReason``) is logged (warning level, the hook
+named) and kept on the hook's run (``ctx.notify``: HookRun.notice), which the history, the
+CLI's live view and the dashboard's feed show.
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ def apply_answer(
     message = answer.get("systemMessage")
     if isinstance(message, str) and message:
         logger.warning("Claude Code hook %s says: %s", shown, message)
+        ctx.notify(message)
     if answer.get("continue") is False:
         _stop(ctx, str(answer.get("stopReason") or "stopped by a Claude Code hook"), shown)
         return
@@ -116,6 +121,7 @@ def _stop(ctx: HookContext, reason: str, shown: str) -> None:
     """``continue: false``: the run ends; the reason is the operator's, not the model's. On
     agent_stop (Stop) the run was ending anyway: nothing to refuse."""
     logger.warning("Claude Code hook %s stopped the run: %s", shown, reason)
+    ctx.notify(f"stopped the run: {reason}")
     if ctx.event is HookEvent.AGENT_STOP:
         return
     ctx.set(STOP_RUN, reason)

@@ -16,15 +16,18 @@ does to tether is written down in docs/tool-hooks.md.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import re
 import shlex
+import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ._claude_answer import add_context, apply_answer, refuse
+from ._claude_notification import notice_fields
 from ._context import HookContext
 from ._errors import CommandHookError
 from ._events import HookEvent
@@ -40,6 +43,8 @@ __all__ = [
     "TETHER_TO_CLAUDE",
     "ClaudeCodeHook",
     "claude_input",
+    "claude_matches",
+    "remove_session",
     "session_folder",
 ]
 
@@ -144,16 +149,13 @@ def claude_input(
         "session_id": str(ctx.metadata.get("process_id") or ctx.process_id),
         "transcript_path": transcript or _transcript_of(ctx),
         "cwd": cwd,
-        "permission_mode": "default",
+        "permission_mode": str(ctx.metadata.get("permission_mode") or "default"),
         "hook_event_name": hook_event_name,
     }
-    out.update(_fields(ctx, hook_event_name, data))
-    if ev is HookEvent.PERMISSION_REQUEST and hook_event_name == "Notification":
-        for key in ("tool_name", "tool_input", "permission_suggestions"):
-            out.pop(key, None)
-        out["message"] = f"Claude needs your permission to use {data.get('tool_name')}"
-        out["title"] = "Permission needed"
-        out["notification_type"] = "permission_prompt"
+    if hook_event_name == "Notification":  # an approval waiting, or a hook error
+        out.update(notice_fields(ctx))
+    else:
+        out.update(_fields(ctx, hook_event_name, data))
     out["tether"] = {"event": ev.value, "data": data}
     return out
 
@@ -227,16 +229,44 @@ def session_dir(ctx: HookContext) -> str:
 def session_folder(process_id: str) -> str:
     """The folder of a process's Claude Code files: one per process of this tether process,
     under the temporary directory, private to its user (made when first asked for)."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", process_id)
-    folder = os.path.join(tempfile.gettempdir(), f"tether-claude-{os.getuid()}-{os.getpid()}", safe)
+    folder = _folder_of(process_id)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     return folder
+
+
+def remove_session(process_id: str) -> None:
+    """Remove a process's Claude Code files (its ``CLAUDE_ENV_FILE``, its transcript), and the
+    folder of this tether process's sessions once it holds none; what is not there is fine."""
+    folder = _folder_of(process_id)
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):  # another process's session is still there
+        os.rmdir(os.path.dirname(folder))
+
+
+def _folder_of(process_id: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", process_id)
+    mine = f"tether-claude-{os.getuid()}-{os.getpid()}"
+    return os.path.join(tempfile.gettempdir(), mine, safe)
 
 
 def _transcript_of(ctx: HookContext) -> str:
     """The JSONL transcript tether writes of the process's runs (see agent/_transcript.py)."""
     path = ctx.metadata.get("transcript_path")
     return str(path) if path else os.path.join(session_dir(ctx), "transcript.jsonl")
+
+
+def claude_matches(claude_event: str | None, pattern: str | None, claude: dict[str, Any]) -> bool:
+    """Whether a group's matcher ``pattern`` takes the input ``claude`` in, on the field Claude
+    Code matches for ``claude_event`` (CLAUDE_MATCHED): plain names exactly, else a regular
+    expression searched in it. No pattern, or an event matched on no field: True."""
+    if pattern is None or claude_event not in CLAUDE_MATCHED:
+        return True
+    value = claude.get(CLAUDE_MATCHED[claude_event])
+    if not isinstance(value, str):
+        return False
+    if _EXACT.fullmatch(pattern):
+        return value in pattern.split("|")
+    return re.search(pattern, value) is not None
 
 
 def read_env_file(path: str) -> dict[str, str]:
@@ -365,7 +395,7 @@ class ClaudeCodeHook(ShellHook):
         that succeeded only, a Stop hook in the process it was declared for, as in Claude
         Code."""
         declared = self.claude_event
-        if declared is None:
+        if declared in (None, "Notification"):  # a notice is for it whatever event it is on
             return True
         if ctx.event is HookEvent.POST_TOOL_USE:
             failed = ctx.data.get("error") is not None
@@ -376,15 +406,7 @@ class ClaudeCodeHook(ShellHook):
 
     def _matches(self, claude: dict[str, Any]) -> bool:
         """The group's matcher on the field Claude Code matches for this event."""
-        pattern = self.claude_matcher
-        if pattern is None or self.claude_event not in CLAUDE_MATCHED:
-            return True
-        value = claude.get(CLAUDE_MATCHED[self.claude_event])
-        if not isinstance(value, str):
-            return False
-        if _EXACT.fullmatch(pattern):
-            return value in pattern.split("|")
-        return re.search(pattern, value) is not None
+        return claude_matches(self.claude_event, self.claude_matcher, claude)
 
     async def callback(self, ctx: HookContext) -> None:
         """Run the program with Claude Code's input; apply its answer by Claude Code's rules."""
@@ -431,6 +453,7 @@ class ClaudeCodeHook(ShellHook):
         raw = done.stdout.decode(self.encoding, errors="replace")
         answer = _json_object(raw)
         if name == "Notification":  # a notice: nothing in its answer changes the request
+            _notified(ctx, done.returncode or 0, stderr, shown)
             return
         if answer is not None:  # JSON decides, whatever the exit code
             apply_answer(ctx, answer, exit_code=done.returncode or 0, shown=shown)
@@ -443,6 +466,16 @@ class ClaudeCodeHook(ShellHook):
             raise CommandHookError(f"hook command {shown!r} exited {done.returncode}{said}")
         if ctx.event in (HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START):
             add_context(ctx, raw.strip())  # plain text: context where Claude Code adds it
+
+
+def _notified(ctx: HookContext, code: int, stderr: str, shown: str) -> None:
+    """A Notification program's exit: 2 shows its stderr to the operator (as Claude Code
+    shows it to the user), another non-zero exit is its error."""
+    if code == 2:
+        ctx.notify(stderr[:STDERR_IN_MESSAGE])
+    elif code != 0:
+        said = f": {stderr[:STDERR_IN_MESSAGE]}" if stderr else " (nothing on stderr)"
+        raise CommandHookError(f"hook command {shown!r} exited {code}{said}")
 
 
 def _json_object(raw: str) -> dict[str, Any] | None:

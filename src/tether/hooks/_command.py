@@ -70,6 +70,10 @@ class CommandHookConfig(HookConfig):
             from ._claude_code import ClaudeCodeHook
 
             claude = ClaudeCodeHook.from_config(self)
+            if claude.claude_event == "Notification":  # told of hook errors too
+                from ._claude_notification import tell_hook_errors
+
+                tell_hook_errors(manager)
             claude.declared = lambda text: (
                 manager.redact_declared(text) if manager.redact_declared is not None else text
             )

@@ -22,7 +22,16 @@ class HookContext:
     dict, so a later hook sees what an earlier one changed; the caller's dict is never touched.
     """
 
-    __slots__ = ("_dry_run", "_epoch", "_timestamp", "data", "event", "metadata", "process_id")
+    __slots__ = (
+        "_dry_run",
+        "_epoch",
+        "_notices",
+        "_timestamp",
+        "data",
+        "event",
+        "metadata",
+        "process_id",
+    )
 
     def __init__(
         self,
@@ -40,6 +49,7 @@ class HookContext:
         self._timestamp = timestamp
         self._epoch = time.time() if timestamp is None else 0.0
         self._dry_run = False
+        self._notices: list[str] | None = None
 
     @property
     def dry_run(self) -> bool:
@@ -66,6 +76,28 @@ class HookContext:
     def set(self, key: str, value: Any) -> None:
         """Shorthand for ``ctx.data[key] = value``."""
         self.data[key] = value
+
+    def notify(self, text: str) -> None:
+        """Tell the operator ``text``: it is kept on this hook's run (``HookRun.notice``), which
+        the run history, the CLI's live view and the dashboard's feed show. It is not data: no
+        later hook, and not the model, sees it."""
+        if text:
+            if self._notices is None:
+                self._notices = []
+            self._notices.append(str(text))
+
+    @property
+    def notice(self) -> str | None:
+        """What the hook told the operator so far (its ``notify`` texts, one a line)."""
+        return None if self._notices is None else "\n".join(self._notices)
+
+    def told(self) -> str | None:
+        """``notice``, taken (the dispatch loop, after each hook: the next one starts with
+        none)."""
+        if self._notices is None:
+            return None
+        notice, self._notices = self.notice, None
+        return notice
 
     def replace(self, data: dict[str, Any]) -> None:
         """Replace the whole data (what a command hook's ``data`` answer does)."""

@@ -164,7 +164,7 @@ class Chain:
                 self.failed(hook, bad, ctx)
                 if outcome is None:
                     outcome, error = "failed", bad
-            recording.ran(hook, outcome, error, started, perf_counter(), ctx.data)
+            recording.ran(hook, outcome, error, started, perf_counter(), ctx.data, ctx.told())
             if task is not None and task.cancelling() > cancels:
                 # The hook swallowed this task's cancellation (its owner stopping it): it ends
                 # the dispatch all the same, as if the hook had let it through.

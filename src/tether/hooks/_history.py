@@ -173,7 +173,7 @@ class HistoryRecorder:
         changed = changes(before, after) if outcome == "passed" else None
         if changed is not None:
             outcome = "applied"
-        run = RunRecord(hook, outcome, error, time.perf_counter(), duration, changed)
+        run = RunRecord(hook, outcome, error, time.perf_counter(), duration, changed, ctx.notice)
         if self.trace:
             run = TracedRun(run, before, after)
         self._background(manager, ctx.event, depth, dispatch_id, run)
@@ -243,6 +243,7 @@ class HistoryRecorder:
             hook.fail_closed,
             False,
             self._clean(provenance(run.changed)),
+            None if run.notice is None else self._text(run.notice),
         )
 
     def _expand(self, record: Entry) -> list[HookRun]:

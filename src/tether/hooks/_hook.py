@@ -21,6 +21,7 @@ from ._events import _BY_VALUE, VALID_EVENT_VALUES, HookEvent, parse_event
 from ._records import HookRun
 
 if TYPE_CHECKING:
+    from ._context import HookContext
     from ._executor import Executor
     from ._manager import HookManager
     from ._matcher import Matcher
@@ -97,13 +98,20 @@ class DispatchResult:
 
 @dataclass(frozen=True, slots=True)
 class HookErrorInfo:
-    """Delivered to error listeners for every isolated hook error (and extension-point error)."""
+    """Delivered to error listeners for every isolated hook error (and extension-point error).
+
+    ``context`` is the context of the dispatch the hook failed in (its event, the data as the
+    chain left it, its metadata; None for an extension point's error) and ``dispatch_id`` that
+    dispatch's id in the run history ("" when it was not recorded); neither is compared.
+    """
 
     event: str
     hook_id: str
     hook_name: str
     process_id: str
     error: BaseException
+    context: HookContext | None = field(default=None, compare=False, repr=False)
+    dispatch_id: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -180,6 +180,10 @@ class HttpHook:
         #: Applied to the service's ``log`` text before it is logged (set by the manager).
         self.redact: Callable[[str], str] | None = None
         self.display_name = shown_url(self.url)
+        #: For a hook loaded from a Claude Code file: the event it was declared for, and its
+        #: group's matcher (checked by this hook for a Notification, see _claude_notification).
+        self.claude_event: str | None = None
+        self.claude_matcher: str | None = None
         # Every secret value a run has sent (header values, the signing key): name by value.
         self._handed: dict[str, str] = {}
 
@@ -345,9 +349,13 @@ class HttpHook:
         from . import _claude_code as claude
         from ._claude_answer import add_context, apply_answer
 
-        name = claude._event_name(ctx, None)
-        raw = await self.exchange(ctx, claude.claude_input(ctx, name, os.getcwd()))
-        if not raw.strip():
+        notice = self.claude_event == "Notification"
+        name = "Notification" if notice else claude._event_name(ctx, None)
+        sent = claude.claude_input(ctx, name, os.getcwd())
+        if notice and not claude.claude_matches(name, self.claude_matcher, sent):
+            return
+        raw = await self.exchange(ctx, sent)
+        if notice or not raw.strip():  # a notice's answer changes nothing
             return
         try:
             answer = json.loads(raw)

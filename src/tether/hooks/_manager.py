@@ -670,7 +670,15 @@ class HookManager(ExtensionPoints):
             else:
                 submit(self, background, ctx, depth, recorder, run_id, event)
         for hook, error in chain.errors:
-            info = HookErrorInfo(chain.event.value, hook.hook_id, hook.name, ctx.process_id, error)
+            info = HookErrorInfo(
+                chain.event.value,
+                hook.hook_id,
+                hook.name,
+                ctx.process_id,
+                error,
+                ctx,
+                recording.dispatch_id,
+            )
             await self._report(info, hook.manager)
 
     def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None:

@@ -49,10 +49,11 @@ class RunRecord:
     ``outcome`` None means the hook ran without error: "applied" if it changed the data,
     else "passed". ``ended`` is a ``perf_counter`` reading (its record dates it) and
     ``duration`` the run's own seconds. ``changed`` maps each top-level key the hook changed to
-    its value before and after (``ABSENT`` for a key added or removed).
+    its value before and after (``ABSENT`` for a key added or removed); ``notice`` is what the
+    hook told the operator (HookContext.notify).
     """
 
-    __slots__ = ("changed", "duration", "ended", "error", "hook", "outcome")
+    __slots__ = ("changed", "duration", "ended", "error", "hook", "notice", "outcome")
 
     def __init__(
         self,
@@ -62,6 +63,7 @@ class RunRecord:
         ended: float,
         duration: float,
         changed: dict[str, tuple[Any, Any]] | None = None,
+        notice: str | None = None,
     ) -> None:
         self.hook = hook
         self.outcome = outcome
@@ -69,6 +71,7 @@ class RunRecord:
         self.ended = ended
         self.duration = duration
         self.changed = changed
+        self.notice = notice
 
 
 class TracedRun(RunRecord):
@@ -79,7 +82,9 @@ class TracedRun(RunRecord):
     def __init__(
         self, run: RunRecord, before: dict[str, Any] | None, after: dict[str, Any] | None
     ) -> None:
-        super().__init__(run.hook, run.outcome, run.error, run.ended, run.duration, run.changed)
+        super().__init__(
+            run.hook, run.outcome, run.error, run.ended, run.duration, run.changed, run.notice
+        )
         self.before = before
         self.after = after
 
@@ -217,6 +222,7 @@ class DispatchRecord:
         started: float,
         ended: float,
         data: dict[str, Any],
+        notice: str | None = None,
     ) -> None:
         before: Any = self._last
         if not isinstance(data, dict):  # a context_factory's non-dict data (the dispatch's error)
@@ -229,7 +235,7 @@ class DispatchRecord:
         if changed is not None:  # the values after are kept from a copy no hook can reach
             last = self._last = copy_payload(data)
             changed = {k: (old, last.get(k, ABSENT)) for k, (old, _) in changed.items()}
-        run = RunRecord(hook, outcome, error, ended, ended - started, changed)
+        run = RunRecord(hook, outcome, error, ended, ended - started, changed, notice)
         if self.trace:
             run = TracedRun(run, before, self._last)
         self.runs.append(run)

@@ -28,6 +28,8 @@ class HookRun:
     ``changes`` says who rewrote what: each top-level key the hook changed, with its value
     ``before`` and ``after`` (a key it added has no ``before``, one it removed no ``after``),
     redacted as the rest of the record; None when it changed nothing (or was not recorded so).
+    ``notice`` is what the hook told the operator (``HookContext.notify``: a Claude Code hook's
+    ``systemMessage``, the ``stopReason`` of one that ended the run), redacted; None if nothing.
     """
 
     recorded_at: float
@@ -48,6 +50,7 @@ class HookRun:
     required: bool | None = None
     duration_shared: bool = False
     changes: dict[str, dict[str, Any]] | None = None
+    notice: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         from datetime import UTC, datetime

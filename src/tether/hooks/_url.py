@@ -69,4 +69,10 @@ class UrlHookConfig(HookConfig):
     def executor(self, manager: HookManager) -> Executor:
         hook = HttpHook.from_config(self, clients=pool_of(manager))
         hook.redact = redactor_of(manager)
+        hook.claude_event = self.claude_event
+        hook.claude_matcher = self.claude_origin.get("matcher")
+        if hook.claude_event == "Notification":  # told of hook errors too
+            from ._claude_notification import tell_hook_errors
+
+            tell_hook_errors(manager)
         return HttpExecutor(hook)

@@ -25,7 +25,15 @@ if TYPE_CHECKING:
     from ..models import Model
     from ._config import ProcessConfig
 
-__all__ = ["agent_loop", "hook_metadata", "hooks_of", "model_of", "tools_of", "transcript_file"]
+__all__ = [
+    "agent_loop",
+    "forget_session",
+    "hook_metadata",
+    "hooks_of",
+    "model_of",
+    "tools_of",
+    "transcript_file",
+]
 
 
 def tools_of(declared: list[Any]) -> list[Tool]:
@@ -138,7 +146,10 @@ def hook_metadata(
 ) -> dict[str, str]:
     """What every hook's context says of a process: its name, id and model, a spawned
     child's parent (``parent`` is the parent's metadata), and, when its hooks speak Claude
-    Code's protocol, the transcript of the session they read (``transcript_path``)."""
+    Code's protocol, the transcript of the session they read (``transcript_path``) and its
+    ``permission_mode``: "default" when an approval handler decides what needs approval,
+    else "dontAsk" (nobody is asked: what would need approval is denied, as in Claude Code's
+    mode of that name; see docs/tool-hooks.md)."""
     model = config.model if isinstance(config.model, str) else getattr(config.model, "name", "")
     metadata = {"process_name": name, "process_id": process_id, "model": str(model)}
     if parent is not None:
@@ -148,6 +159,8 @@ def hook_metadata(
         from ..hooks._claude_code import session_folder
 
         metadata["transcript_path"] = os.path.join(session_folder(process_id), "transcript.jsonl")
+        asks = config.approval is not None and config.approval.handler is not None
+        metadata["permission_mode"] = "default" if asks else "dontAsk"
     return metadata
 
 
@@ -159,5 +172,16 @@ def transcript_file(
     if path is None:
         return None
     from ..agent._transcript import TranscriptFile
+    from ..hooks._claude_code import session_folder
+
+    session_folder(process_id)  # again at each start: a stop removed it
 
     return TranscriptFile(path, process_id, os.getcwd(), redactor.declared.value)
+
+
+def forget_session(process_id: str) -> None:
+    """Remove the files of the process's Claude Code session (its ``CLAUDE_ENV_FILE``, its
+    transcript) at its stop: a later start is a new session."""
+    from ..hooks._claude_code import remove_session
+
+    remove_session(process_id)

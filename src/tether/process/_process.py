@@ -675,11 +675,16 @@ class AgentProcess:
         self._supervision.cancel()
         was_failed = self.state == ProcessState.FAILED
         self.state = ProcessState.STOPPING
+        restarting = reason == "restart"
         try:
             if not was_failed:
                 await self._session_end(reason)
         finally:  # a session_end hook raising what the engine does not isolate still stops it
-            await self._teardown.run(ProcessState.STOPPED, restarting=reason == "restart")
+            await self._teardown.run(ProcessState.STOPPED, restarting=restarting)
+            if not restarting:  # its session's files, once its hooks (async ones too) are done
+                from ._parts import forget_session
+
+                forget_session(self.process_id)
 
     async def restart(self) -> None:
         """session_end (reason "restart"), teardown, then session_start with restart=True."""

@@ -33,6 +33,7 @@ _COLUMNS = (
     "required",
     "duration_shared",
     "changes",
+    "notice",
 )
 
 
@@ -86,6 +87,7 @@ class HistoryStore:
                     None if r.required is None else int(r.required),
                     int(r.duration_shared),
                     None if r.changes is None else json.dumps(r.changes, default=str),
+                    r.notice,
                 )
             )
         # One transaction per batch (a savepoint of the writer's batch when written there,
@@ -189,13 +191,14 @@ def _create(db: sqlite3.Connection) -> None:
         "hook_name TEXT, event TEXT, process_id TEXT NOT NULL, source TEXT, mode TEXT, "
         "outcome TEXT, duration_ms REAL, error TEXT, patch_applied INTEGER, "
         "dispatch_id TEXT, dispatch_depth INTEGER, data_before TEXT, data_after TEXT, "
-        "required INTEGER, duration_shared INTEGER, changes TEXT)"
+        "required INTEGER, duration_shared INTEGER, changes TEXT, notice TEXT)"
     )
     for name, columns in _INDEXES.items():
         db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON hook_runs ({columns})")
     _add_column(db, "required INTEGER")
     _add_column(db, "duration_shared INTEGER")
     _add_column(db, "changes TEXT")
+    _add_column(db, "notice TEXT")
 
 
 def _add_column(db: sqlite3.Connection, column: str) -> None:

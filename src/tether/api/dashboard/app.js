@@ -259,16 +259,22 @@ function addRun(run) {
   tr.dataset.outcome = run.outcome;
   tr.children[4].className = "outcome-" + run.outcome;
   body.prepend(tr);
+  // What the hook asked to show the operator (a Claude Code systemMessage or stopReason),
+  // under its run.
+  if (run.notice) tr.after(noteRow(run.hook_name + ": " + run.notice, "notice"));
   while (body.children.length > FEED_ROWS) body.lastElementChild.remove();
 }
 
-function addNote(text) {
-  const body = document.querySelector("#feed tbody");
+function noteRow(text, cls) {
   const tr = document.createElement("tr");
-  const td = el("td", text, "muted");
+  const td = el("td", text, cls);
   td.colSpan = 7;
   tr.appendChild(td);
-  body.prepend(tr);
+  return tr;
+}
+
+function addNote(text) {
+  document.querySelector("#feed tbody").prepend(noteRow(text, "muted"));
 }
 
 // -- a task's timeline -----------------------------------------------------------------------
@@ -281,7 +287,8 @@ async function showTimeline(process, eventId) {
       encodeURIComponent(eventId) + "/timeline");
     const items = t.hook_runs.map((r) => el("li",
       new Date(r.recorded_at).toLocaleTimeString() + "  " + r.event + "  " + r.hook_name +
-      " → " + r.outcome + " (" + Number(r.duration_ms).toFixed(2) + " ms)",
+      " → " + r.outcome + " (" + Number(r.duration_ms).toFixed(2) + " ms)" +
+      (r.notice ? " · " + r.notice : ""),
       "outcome-" + r.outcome));
     const turns = t.messages.filter((m) => m.role === "assistant").length;
     const tools = t.messages.reduce((n, m) => n + m.tool_calls, 0);
