@@ -14,8 +14,8 @@ the busy timeout, deleted or replaced) or commit (a full disk) fails every write
 write's future (an asyncio future of the loop that submitted it) is settled once its
 transaction committed: a write waited for is in the file (WAL, synchronous=NORMAL: it
 survives a crash of the host process) when its waiter wakes. The futures a transaction
-settles are handed to their loop in one call: the thread wakes the loop once per batch, and
-every wake of a thread or loop costs a switch of the GIL.
+settles are handed to their loop in one call: the thread wakes the loop once per batch (every
+wake of a thread or loop costs a switch of the GIL, and on a busy host a wait for a CPU).
 
 The thread survives every write: a write whose future was cancelled before it began is
 skipped (no error), and the writes still queued of a seat given up (its process's stop
@@ -87,7 +87,7 @@ class Seat:
         exception if it failed) once committed. Cancelling the future before the write
         began skips it."""
         job = _Job(write, self)
-        self._writer.hand(job)
+        self._writer.jobs.put(job)
         return job.done
 
     def leave(self, then: Callable[[], None] | None = None) -> tuple[_Done, _Done | None]:
@@ -96,9 +96,7 @@ class Seat:
         (set as its last step: ``join`` then returns at once)."""
         job = _Job(then or _nothing, self, alone=True)
         writer = self._writer
-        writer.hand(job)
-        # Sent now: once the last seat is given back, nothing is left in a loop's hands.
-        writer.send(asyncio.get_running_loop())
+        writer.jobs.put(job)
         with _lock:
             writer.seats -= 1
             last = writer.seats == 0
@@ -106,7 +104,7 @@ class Seat:
                 if _writers.get(writer.key) is writer:
                     del _writers[writer.key]
                 writer.ended = asyncio.get_running_loop().create_future()
-                writer.jobs.put([None])
+                writer.jobs.put(None)
         return job.done, writer.ended if last else None
 
     def join(self, timeout: float) -> None:
@@ -142,33 +140,12 @@ class _FileWriter:
         self._shown = shown  # the path as the first process over it names it, for errors
         self._file = Lease(key)  # the writer's share: the connection outlives every seat
         self.seats = 0
-        self.jobs: queue.SimpleQueue[list[_Job | None]] = queue.SimpleQueue()
-        #: The jobs each loop has queued in its current turn, not sent to the thread yet.
-        self._held: dict[asyncio.AbstractEventLoop, list[_Job | None]] = {}
+        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self.ended: _Done | None = None
         self.thread = threading.Thread(
             target=self._run, name=f"tether-journal-{Path(key).name}", daemon=True
         )
         self.thread.start()
-
-    def hand(self, job: _Job) -> None:
-        """Queue ``job`` (on its loop's thread). The jobs a loop queues in one turn go to the
-        thread together, from its next turn: the thread is woken once for them all (each
-        wake of a thread costs a switch of the GIL, and on a busy host a wait for a CPU)."""
-        loop = job.done.get_loop()
-        with _lock:
-            held = self._held.get(loop)
-            if held is None:
-                held = self._held[loop] = []
-                loop.call_soon(self.send, loop)
-            held.append(job)
-
-    def send(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Hand the thread what ``loop`` holds."""
-        with _lock:
-            held = self._held.pop(loop, None)
-        if held:
-            self.jobs.put(held)
 
     def _run(self) -> None:
         try:
@@ -183,10 +160,12 @@ class _FileWriter:
 
     def _take_turn(self) -> bool:
         """Run the writes waiting now (at least one); False once the queue has ended."""
-        jobs = self.jobs.get()
+        # The writes queued while the thread waited for the GIL (the loop's whole turn: it
+        # holds the GIL until it waits) are all here by now: they share the transaction.
+        jobs = [self.jobs.get()]
         while jobs[-1] is not None and len(jobs) < BATCH:
             try:
-                jobs += self.jobs.get_nowait()
+                jobs.append(self.jobs.get_nowait())
             except queue.Empty:
                 break
         batch: list[_Job] = []
