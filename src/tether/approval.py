@@ -22,6 +22,8 @@ class ApprovalRequest:
     process_id: str
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     event_id: str | None = None
+    #: Why it is asked, when not for the policy: "outcome unknown after a crash".
+    reason: str | None = None
 
 
 @dataclass(slots=True)

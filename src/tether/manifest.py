@@ -267,6 +267,7 @@ class ProcessSpec(BaseModel):
     retry_backoff_max: float = _same("retry_backoff_max")
     restart: RestartPolicy = _same("restart")
     journal_path: str | None = _same("journal_path")
+    durable_steps: bool = _same("durable_steps")
     artifacts_dir: str | None = _same("artifacts_dir")
     stop_timeout: float = _same("stop_timeout")
     hook_timeout: float = _same("hook_timeout")

@@ -22,6 +22,7 @@ from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
 from ._observer import Note, Observer
+from ._steps import CallStep, RunSteps, unknown_outcome
 from ._tool_hooks import permission_denied, post_tool_use, pre_tool_use
 from ._tools import Tool, ToolArgumentsError, as_tool
 
@@ -140,12 +141,16 @@ class AgentLoop:
         extra_tools: list[Tool] | None = None,
         model: Model | None = None,
         transcript: list[dict[str, Any]] | None = None,
+        steps: RunSteps | None = None,
     ) -> RunResult:
         """One run: returns the answer, raises RunError when it cannot finish.
 
         ``model`` overrides the loop's model for this run; ``transcript`` (a list the caller
         owns) receives every message of the run as it happens, even when the run fails.
+        ``steps`` journals the run's steps and holds those a recovery found: their answers
+        and outcomes are replayed, not asked or run again, and their hooks do not fire.
         """
+        steps = steps if steps is not None else RunSteps()
         model = model if model is not None else self.model
         tools = dict(self.tools)
         for t in extra_tools or ():
@@ -157,15 +162,8 @@ class AgentLoop:
         calls_made = 0
         denials = 0
         for turn in range(1, self.max_turns + 1):
-            try:
-                reply = await self._complete(model, messages, specs)
-            except Exception as exc:
-                raise RunError(f"model error: {exc}") from exc
-            if not isinstance(reply, ModelReply):  # a model object of the caller's, misbehaving
-                raise RunError(
-                    f"model {getattr(model, 'name', model)!s} answered a "
-                    f"{type(reply).__name__}, not a ModelReply"
-                )
+            reply = steps.answer(turn) or await self._ask(model, messages, specs)
+            steps.answered(turn, reply)
             if not reply.tool_calls:
                 answer = reply.content or ""
                 messages.append({"role": "assistant", "content": answer})
@@ -174,8 +172,13 @@ class AgentLoop:
                 )
                 return RunResult(answer, turn, calls_made, messages, denials)
             messages.append(_assistant_message(reply.content, reply.tool_calls))
-            for call in reply.tool_calls:
-                text, counted, denied = await self._observed_call(call, tools, calls_made, event_id)
+            for index, call in enumerate(reply.tool_calls):
+                done = steps.outcome(turn, index)
+                if done is None:
+                    with steps.calling(turn, index, call, event_id) as step:
+                        done = await self._observed_call(call, tools, calls_made, event_id, step)
+                    steps.finished(turn, index, *done)
+                text, counted, denied = done
                 calls_made += counted
                 denials += denied
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
@@ -212,6 +215,21 @@ class AgentLoop:
         reply = call.result()
         return reply.content or ""
 
+    async def _ask(
+        self, model: Model, messages: list[dict[str, Any]], specs: list[dict[str, Any]] | None
+    ) -> ModelReply:
+        """The model's answer of one turn; RunError when it fails or answers no ModelReply."""
+        try:
+            reply = await self._complete(model, messages, specs)
+        except Exception as exc:
+            raise RunError(f"model error: {exc}") from exc
+        if not isinstance(reply, ModelReply):  # a model object of the caller's, misbehaving
+            raise RunError(
+                f"model {getattr(model, 'name', model)!s} answered a "
+                f"{type(reply).__name__}, not a ModelReply"
+            )
+        return reply
+
     async def _complete(
         self, model: Model, messages: list[dict[str, Any]], specs: list[dict[str, Any]] | None
     ) -> ModelReply:
@@ -229,13 +247,18 @@ class AgentLoop:
             return reply
 
     async def _observed_call(
-        self, call: ToolCall, tools: dict[str, Tool], calls_made: int, event_id: str | None
+        self,
+        call: ToolCall,
+        tools: dict[str, Tool],
+        calls_made: int,
+        event_id: str | None,
+        step: CallStep,
     ) -> tuple[str, int, int]:
         observer = self.observer
         if observer is None:
-            return await self._call_tool(call, tools, calls_made, event_id)
+            return await self._call_tool(call, tools, calls_made, event_id, step)
         with observer.tool_call(self.process_id, call.name, call.id) as note:
-            return await self._call_tool(call, tools, calls_made, event_id, note)
+            return await self._call_tool(call, tools, calls_made, event_id, step, note)
 
     async def _call_tool(
         self,
@@ -243,6 +266,7 @@ class AgentLoop:
         tools: dict[str, Tool],
         calls_made: int,
         event_id: str | None,
+        step: CallStep,
         note: Note | None = None,
     ) -> tuple[str, int, int]:
         """Run one tool call; return (text for the model, calls counted, denials).
@@ -300,6 +324,14 @@ class AgentLoop:
             if refusal is not None:
                 note.outcome, note.error = "refused", self.redactor.text(refusal)
                 return f"refused: {refusal}", 1, 1
+        if step.info.resumed:  # cut off by a crash: its outcome is unknown
+            refusal = await unknown_outcome(
+                self.emit, self.approval, t, self.redactor.value(args), step.info, self.process_id
+            )
+            if refusal is not None:
+                note.outcome, note.error = "refused", "outcome unknown after a crash"
+                return refusal, 1, 1
+        await step.starting()
         started = time.perf_counter()
         text, error = await self._run_tool(t, args, note)
         if error is not None:

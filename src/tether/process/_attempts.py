@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..store import Journal
     from ._config import ProcessConfig
     from ._dead_letters import DeadLetterBox
+    from ._durable import DurableRuns
     from ._journaling import JournalWrites
     from ._rewind import Rewinder
     from ._state import ProcessState
@@ -98,6 +99,7 @@ class EventRunner:
         emit: Emit,
         emit_worker: Callable[..., Coroutine[Any, Any, DispatchResult]],
         enqueue: Callable[[TriggerEvent, int], bool],
+        durable: DurableRuns,
     ) -> None:
         self.name = name
         self.redactor = redactor
@@ -114,6 +116,7 @@ class EventRunner:
         self._emit = emit
         self._emit_worker = emit_worker
         self._enqueue = enqueue
+        self._durable = durable
         # The pool's own (never rebound), read on every event's path.
         self._inflight = pool.inflight
         self._busy = pool.busy
@@ -297,6 +300,7 @@ class EventRunner:
         self._inflight.pop(event.event_id, None)  # finished: a stop() now cuts off no run
         if self._journal is not None:
             self._writes.write(event.event_id, self._journal.done, event.event_id)
+        self._durable.ended(event.event_id)  # its steps go; conversation and state saved
         await self.complete(
             event, "success", (time.perf_counter() - started) * 1e3, None, worker=True
         )
@@ -407,7 +411,12 @@ class EventRunner:
             self.run_models.pop(next(iter(self.transcripts)), None)
             self.transcripts.pop(next(iter(self.transcripts)))
         return loop.run(
-            prompt, event_id=event.event_id, extra_tools=tools, model=model, transcript=transcript
+            prompt,
+            event_id=event.event_id,
+            extra_tools=tools,
+            model=model,
+            transcript=transcript,
+            steps=self._durable.for_run(event.event_id),
         )
 
     # -- failures and retries --------------------------------------------------------------
@@ -421,6 +430,7 @@ class EventRunner:
         duration = (time.perf_counter() - started) * 1e3
         self._supervision.run_failed()
         self._inflight.pop(event.event_id, None)
+        self._durable.ended(event.event_id, saved=False)  # a retry starts afresh
         config = self._live.config()
         misconfigured = is_misconfiguration(exc)  # a retry would meet the same missing key
         # A crash's restart keeps what waits (its supervisor is set): a retry waits for it too.

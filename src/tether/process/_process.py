@@ -39,6 +39,7 @@ from ._config import (
 )
 from ._config_secrets import config_secrets, resolve_secrets
 from ._dead_letters import DeadLetterBox
+from ._durable import durable_runs
 from ._emitter import Emitter, Watcher
 from ._errors import ProcessStateError
 from ._event import TriggerEvent
@@ -202,6 +203,7 @@ class AgentProcess:
             running=lambda: self._running_loop is not None,
             path=config.journal_path,
         )
+        self._durable = durable_runs(self.name, config, self._journal_writes, self.context)
         self._letters = DeadLetterBox(
             self.name,
             self.redactor,
@@ -274,6 +276,7 @@ class AgentProcess:
             emit=self._emit,
             emit_worker=self._emit_worker,
             enqueue=self._intake.enqueue,
+            durable=self._durable,
         )
         #: The last runs' transcripts, and the model.for_run answer of each (see EventRunner).
         self.transcripts = self._runner.transcripts
@@ -296,7 +299,12 @@ class AgentProcess:
                 close_mcp=self._changes.close_mcp,
                 model=lambda: self._model if self.parent is None else None,
                 enter=self._ended,
-                stores=lambda: (self._journal, self._history_store, self.plugins.artifacts),
+                stores=lambda: (
+                    self._journal,
+                    self._history_store,
+                    self.plugins.artifacts,
+                    self._durable.store,
+                ),
                 stopped=None if self.parent is None else self._tell_parent,
             ),
         )
@@ -604,7 +612,7 @@ class AgentProcess:
         if self._journal is None or self._recovered_once:
             return None
         self._recovered_once = True
-        return recover(
+        recovered = recover(
             self._journal,
             self._queue,
             max_retries=self.config.max_retries,
@@ -612,6 +620,7 @@ class AgentProcess:
             dead_letter=self._dead,
             enqueue=self._enqueue,
         )
+        return self._durable.recover(recovered)  # runs resume; conversation and state back
 
     async def stop(self, *, reason: str = "stop") -> None:
         """Fire session_end, stop triggers, let runs finish (up to stop_timeout), then stop.
