@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from .agent import GuardrailConfig as GuardrailConfig
     from .agent import PromptHook as PromptHook
     from .agent import Tool as Tool
+    from .agent import ToolCallInfo as ToolCallInfo
+    from .agent import current_tool_call as current_tool_call
     from .agent import tool as tool
     from .api import OrchestrationAPI as OrchestrationAPI
     from .approval import ApprovalDecision as ApprovalDecision
@@ -119,6 +121,8 @@ _LAZY: dict[str, str] = {
     "BudgetConfig": "tether.agent",
     "GuardrailConfig": "tether.agent",
     "Tool": "tether.agent",
+    "ToolCallInfo": "tether.agent",
+    "current_tool_call": "tether.agent",
     "tool": "tether.agent",
     "ApprovalPolicy": "tether.approval",
     "ApprovalDecision": "tether.approval",
@@ -183,11 +187,13 @@ __all__ = [
     "SpawnRefusedError",
     "Telemetry",
     "Tool",
+    "ToolCallInfo",
     "TriggerEvent",
     "WebhookClashError",
     "WebhookTrigger",
     "available_plugins",
     "claude_code_hooks",
+    "current_tool_call",
     "hook_options",
     "implements",
     "load_manifest",

@@ -14,6 +14,8 @@ from ._loop import AgentLoop as AgentLoop
 from ._loop import RunError as RunError
 from ._loop import RunResult as RunResult
 from ._prompt_hook import PromptHook as PromptHook
+from ._steps import ToolCallInfo as ToolCallInfo
+from ._steps import current_tool_call as current_tool_call
 from ._tool_hooks import InvalidArgumentsRewrite as InvalidArgumentsRewrite
 from ._tool_hooks import ToolCallContext as ToolCallContext
 from ._tool_hooks import permission_denied as permission_denied
@@ -39,7 +41,9 @@ __all__ = [
     "Tool",
     "ToolArgumentsError",
     "ToolCallContext",
+    "ToolCallInfo",
     "as_tool",
+    "current_tool_call",
     "permission_denied",
     "scan",
     "tool",

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from .._redact import Redactor
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
-from ..hooks import DispatchResult, HookEvent
+from ..hooks import DispatchResult
 from ..hooks._bounded import Expired, LoopProbe, within
 from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
 from ._observer import Note, Observer
 from ._steps import CallStep, RunSteps, unknown_outcome
-from ._tool_hooks import permission_denied, post_tool_use, pre_tool_use
+from ._tool_hooks import permission_denied, permission_request, post_tool_use, pre_tool_use
 from ._tools import Tool, ToolArgumentsError, as_tool
 
 if TYPE_CHECKING:
@@ -288,7 +288,8 @@ class AgentLoop:
             note.outcome, note.error = "error", "invalid arguments"
             return f"error: invalid arguments for {call.name}: {exc}", 0, 0
         shown = self.redactor.declared.value
-        pre = await pre_tool_use(self.emit, shown, t, args, call.id, event_id)
+        key = step.info.idempotency_key
+        pre = await pre_tool_use(self.emit, shown, t, args, call.id, event_id, key)
         if pre.refusal is not None:
             reason = self.redactor.declared.text(pre.refusal)  # a hook's words: no secrets
             await permission_denied(
@@ -340,7 +341,7 @@ class AgentLoop:
             note.error = self.redactor.text(error)
         duration_ms = (time.perf_counter() - started) * 1e3
         text = await post_tool_use(
-            self.emit, shown, t, args, call.id, event_id, text, error, duration_ms
+            self.emit, shown, t, args, call.id, event_id, text, error, duration_ms, key
         )
         if pre.additional_context is not None:
             text = f"{text}\n\n{pre.additional_context}"
@@ -398,10 +399,7 @@ class AgentLoop:
         policy = self.approval if self.approval is not None else ApprovalPolicy()
         redacted = self.redactor.value(args)
         request = ApprovalRequest(tool_name, redacted, self.process_id, event_id=event_id)
-        gate = await self.emit(
-            HookEvent.PERMISSION_REQUEST,
-            {"tool_name": tool_name, "arguments": redacted, "request_id": request.request_id},
-        )
+        gate = await permission_request(self.emit, tool_name, redacted, request.request_id)
         if gate.blocked:
             reason = gate.reason or "refused by a permission_request hook"
             await permission_denied(

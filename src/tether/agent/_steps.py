@@ -29,10 +29,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
-from ..hooks import HookEvent
 from ..hooks._bounded import Expired, within
 from ..models import ModelReply, ToolCall
-from ._tool_hooks import permission_denied
+from ._tool_hooks import permission_denied, permission_request
 
 if TYPE_CHECKING:
     from ._tools import Tool
@@ -56,7 +55,8 @@ Land = Callable[[str, str, dict[str, Any]], Awaitable[None]]
 
 @dataclass(frozen=True, slots=True)
 class ToolCallInfo:
-    """The tool call running in this task: ``tether.current_tool_call()``."""
+    """The tool call running in this task: ``tether.current_tool_call()``. A tool (or a
+    hook of the call, in its task) reads ``idempotency_key`` here."""
 
     #: The same on every attempt of this call, before and after a recovery: hand it to an
     #: external system (a payment, an email, a ticket) so it can deduplicate.
@@ -76,6 +76,10 @@ def current_tool_call() -> ToolCallInfo | None:
     """The tool call being run in this task (its idempotency key among the rest); None
     outside a tool call."""
     return _CURRENT_CALL.get()
+
+
+ToolCallInfo.__module__ = "tether"
+current_tool_call.__module__ = "tether"
 
 
 class RunSteps:
@@ -225,15 +229,13 @@ async def unknown_outcome(
     request = ApprovalRequest(
         tool.name, shown, process_id, event_id=info.event_id, reason=UNKNOWN_OUTCOME
     )
-    gate = await emit(
-        HookEvent.PERMISSION_REQUEST,
-        {
-            "tool_name": tool.name,
-            "arguments": shown,
-            "request_id": request.request_id,
-            "reason": UNKNOWN_OUTCOME,
-            "idempotency_key": info.idempotency_key,
-        },
+    gate = await permission_request(
+        emit,
+        tool.name,
+        shown,
+        request.request_id,
+        reason=UNKNOWN_OUTCOME,
+        idempotency_key=info.idempotency_key,
     )
     decision: ApprovalDecision
     handler = approval.handler if approval is not None else None
