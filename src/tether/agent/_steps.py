@@ -123,12 +123,14 @@ class RunSteps:
         return ModelReply(data["content"], calls)
 
     def answered(self, turn: int, reply: ModelReply) -> None:
-        """Journal the answer of ``turn`` (one asking for tools; a replayed one is not)."""
+        """Keep the answer of ``turn`` (one asking for tools) for the journal: it is written
+        with its first call's ``started`` mark (lost before that, it is asked again, which
+        runs nothing twice)."""
         step = f"model:{turn}"
         if self._record is None or not reply.tool_calls or step in self.found:
             return
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
-        self._put(step, "done", {"content": reply.content, "tool_calls": calls})
+        self.found[step] = ("done", {"content": reply.content, "tool_calls": calls})
 
     def outcome(self, turn: int, index: int) -> tuple[str, int, int] | None:
         """(text, calls counted, denials) of a call finished before a crash, else None."""

@@ -21,22 +21,25 @@ Secrets declared to the process are redacted in what is written (as in the event
 
 from __future__ import annotations
 
-import json
-import threading
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, Final
 
 from ..agent._steps import RunSteps, describe_step
+from ._saved_context import SavedContext
 
 if TYPE_CHECKING:
     from .._redact import Redactor
     from ..agent import AgentContext
-    from ..store._steps import StepStore
+    from ..store._steps import Row, StepStore
     from ._config import ProcessConfig
     from ._journaling import JournalWrites
 
 __all__ = ["DurableRuns"]
 
 Found = dict[str, tuple[str, dict[str, Any]]]
+
+#: Runs ended whose steps are forgotten in one write.
+FORGET_BATCH: Final = 32
 
 
 class DurableRuns:
@@ -58,12 +61,22 @@ class DurableRuns:
         self._redactor = redactor
         #: The steps of each run under way or cut off, by event id (with a journal only).
         self._runs: dict[str, Found] = {}
-        self._saver = _ContextSaver(store, writes) if store is not None else None
+        self._saved = SavedContext(store, writes, context, redactor) if store is not None else None
+        #: Runs ended whose steps are not forgotten yet (see ended).
+        self._ended: list[tuple[str, float]] = []
 
     @property
     def store(self) -> StepStore | None:
         """The step store (None: no journal, or ``durable_steps`` off)."""
         return self._store
+
+    def close(self) -> None:
+        """At a stop, once the journal writer is done: write the context left to save, and
+        give the file back."""
+        if self._saved is not None:
+            self._saved.close()
+        if self._store is not None:
+            self._store.close()
 
     def for_run(self, event_id: str) -> RunSteps:
         """The steps of a run of ``event_id``: those of an earlier run of it cut off (by a
@@ -74,43 +87,54 @@ class DurableRuns:
             return RunSteps(scope)
         found = self._runs.setdefault(event_id, {})
         writes, shown = self._writes, self._redactor.declared.value
+        sent: set[str] = set()  # the answers journaled (with a step of theirs)
+
+        def rows(step: str, state: str, data: dict[str, Any]) -> list[Row]:
+            # A call's step never lands without its turn's answer (see RunSteps.answered).
+            turn = f"model:{step.split(':')[1]}"
+            written = [(step, state, shown(data))]
+            if turn not in sent and turn in found:
+                sent.add(turn)
+                answer_state, answer = found[turn]
+                written.insert(0, (turn, answer_state, shown(answer)))
+            return written
 
         def record(step: str, state: str, data: dict[str, Any]) -> None:
-            writes.write(event_id, store.write, event_id, step, state, shown(data))
-            if state == "done" and step.startswith("tool:"):
-                self._state_changed()
+            # A tool may have written the state: it lands with the call's outcome.
+            saved = self._saved.changed_state() if self._saved is not None else None
+            written = rows(step, state, data)
+            writes.write(event_id, store.write, event_id, written, time.time(), state=saved)
 
         async def land(step: str, state: str, data: dict[str, Any]) -> None:
-            await writes.landed(event_id, store.write, event_id, step, state, shown(data))
+            # At once when the file is free (the common case: one commit, no hand-off to the
+            # writer thread and back), else on the writer thread, waited for. With the turn's
+            # answer again: one written before, on the thread, may not have landed yet.
+            sent.discard(f"model:{step.split(':')[1]}")
+            written = rows(step, state, data)
+            if not store.write_now(event_id, written):
+                await writes.landed(event_id, store.write, event_id, written, time.time())
 
         return RunSteps(scope, found, record=record, land=land)
 
     def ended(self, event_id: str, *, saved: bool = True) -> None:
-        """The run of ``event_id`` ended (done or failed): its steps go; ``saved``: the
-        context is saved (the conversation may have grown)."""
+        """The run of ``event_id`` ended (done or failed): its steps go (``FORGET_BATCH`` runs
+        at a time: the steps of an event no longer in the journal are never read again);
+        ``saved``: the context is saved (the conversation may have grown)."""
         store = self._store
         if store is None:
             return
-        found = self._runs.pop(event_id, None)
-        if found:
-            self._writes.write(event_id, store.forget, event_id)
+        if self._runs.pop(event_id, None):
+            self._ended.append((event_id, time.time()))
+            if not saved or len(self._ended) >= FORGET_BATCH:  # a failed run's: at once
+                ended, self._ended = self._ended, []
+                self._writes.write("steps", store.forget, ended)
         if saved:
             self.save()
 
     def save(self) -> None:
-        """Save the conversation and the state (coalesced, off the loop)."""
-        if self._saver is not None:
-            shown = self._redactor.declared.value
-            self._saver.offer(
-                json.dumps(shown(self._context.conversation.messages), default=str),
-                json.dumps(shown(self._context.state), default=str),
-            )
-
-    def _state_changed(self) -> None:
-        if self._saver is not None:
-            state = json.dumps(self._redactor.declared.value(self._context.state), default=str)
-            if state != self._saver.state:
-                self._saver.offer(None, state)
+        """Save what changed in the conversation and the state (off the loop)."""
+        if self._saved is not None:
+            self._saved.save()
 
     def recover(self, recovered: dict[str, Any] | None) -> dict[str, Any] | None:
         """Restore the context and load the steps of the events ``recovered`` (what the event
@@ -119,14 +143,8 @@ class DurableRuns:
         store = self._store
         if store is None:
             return recovered
-        conversation, state = store.context()
-        if conversation is not None:
-            self._context.conversation.messages[:] = conversation
-        if state is not None:
-            self._context.state.clear()
-            self._context.state.update(state)
-        if self._saver is not None:
-            self._saver.state = json.dumps(state, default=str) if state is not None else None
+        if self._saved is not None:
+            self._saved.restore()
         self._writes.write("steps", store.prune)
         if recovered is None:
             return None
@@ -141,41 +159,6 @@ class DurableRuns:
                 {"event_id": event_id, "from_step": describe_step(done[-1]) if done else None}
             )
         return {**recovered, "resumed": resumed} if resumed else recovered
-
-
-class _ContextSaver:
-    """Coalesced saves of the context: at most one waits on the writer thread, and it writes
-    the newest snapshot offered (None parts: unchanged)."""
-
-    def __init__(self, store: StepStore, writes: JournalWrites) -> None:
-        self._store = store
-        self._writes = writes
-        self._lock = threading.Lock()
-        self._next: tuple[str | None, str | None] | None = None
-        #: The last state offered (JSON), to save it only when it changed.
-        self.state: str | None = None
-
-    def offer(self, conversation: str | None, state: str | None) -> None:
-        if state is not None:
-            self.state = state
-        with self._lock:
-            waiting = self._next is not None
-            if waiting:
-                assert self._next is not None
-                old_conversation, _ = self._next
-                conversation = conversation if conversation is not None else old_conversation
-            self._next = (conversation, state if state is not None else self._next_state())
-        if not waiting:
-            self._writes.write("context", self._save)
-
-    def _next_state(self) -> str | None:
-        return self._next[1] if self._next is not None else None
-
-    def _save(self) -> None:  # the writer's thread
-        with self._lock:
-            taken, self._next = self._next, None
-        if taken is not None:
-            self._store.save_context(*taken)
 
 
 def durable_runs(

@@ -303,7 +303,7 @@ class AgentProcess:
                     self._journal,
                     self._history_store,
                     self.plugins.artifacts,
-                    self._durable.store,
+                    self._durable,
                 ),
                 stopped=None if self.parent is None else self._tell_parent,
             ),
