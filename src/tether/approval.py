@@ -53,6 +53,11 @@ class ApprovalPolicy(BaseModel):
         default=None, exclude=True, description="async (ApprovalRequest) -> ApprovalDecision"
     )
     timeout: float = Field(default=300.0, gt=0, le=86400, description="Seconds to wait")
+    operator: bool = Field(
+        default=False,
+        description="Wait for an operator's answer (API, `tether approvals`) too; with a "
+        "handler, the first answer wins",
+    )
 
     @field_validator("handler")
     @classmethod

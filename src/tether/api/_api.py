@@ -42,6 +42,7 @@ from ..process import (
 )
 from ..process._state import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
+from ._approvals import ApprovalEndpoints
 from ._changes import ConfigEndpoints
 from ._cluster import ClusterRouter
 from ._deploy import (
@@ -263,6 +264,7 @@ class OrchestrationAPI:
 
         hooks = HookEndpoints(self)
         changes = ConfigEndpoints(self)
+        approvals = ApprovalEndpoints(self)
         observe = self.observe
 
         def page(path: str, handler: Handler) -> tuple[str, Handler, tuple[str, ...]]:
@@ -281,6 +283,8 @@ class OrchestrationAPI:
             route("/processes/{name}/inject", self._inject, "POST"),
             route("/processes/{name}/config", changes.change, "PATCH"),
             route("/processes/{name}/rewind", changes.rewind, "POST"),
+            route("/processes/{name}/approvals", approvals.pending, "GET"),
+            route("/processes/{name}/approvals/{request_id}", approvals.answer, "POST"),
             route("/processes/{name}/hooks", self._hooks, "GET"),
             route("/processes/{name}/dead-letters", self._dead_letters, "GET"),
             route("/processes/{name}/dead-letters", self._clear, "DELETE"),

@@ -109,6 +109,7 @@ _REQUIRED_BODIES = (
     "DryRunRequest",
     "RewindRequest",
     "PublishEvent",
+    "ApprovalAnswer",
 )
 
 
@@ -153,6 +154,7 @@ def _document() -> dict[str, Any]:
     from ..hooks._records import OUTCOMES
     from ..hooks._taxonomy import FAMILIES
     from ._api import CreateProcess, InjectEvent, Redeliver
+    from ._approvals import ApprovalAnswer
     from ._changes import ConfigChange, RewindRequest
     from ._hooks import MAX_LAST, MODES, OUTCOME_ALIASES, SOURCES, DryRunRequest
     from ._observe import PublishEvent
@@ -165,6 +167,7 @@ def _document() -> dict[str, Any]:
         RewindRequest,
         DryRunRequest,
         PublishEvent,
+        ApprovalAnswer,
     )
     _, defs = models_json_schema(
         [(m, "validation") for m in models], ref_template="#/components/schemas/{model}"
@@ -268,6 +271,19 @@ def _document() -> dict[str, Any]:
                     "waits for the runs in flight, 409 PROCESS_BUSY after timeout",
                     body="RewindRequest",
                     errors=("409",),
+                )
+            },
+            f"{p}/processes/{{name}}/approvals": {
+                "get": _op(
+                    "The tool calls waiting for an approval (journaled: kept over a restart)"
+                )
+            },
+            f"{p}/processes/{{name}}/approvals/{{request_id}}": {
+                "post": _op(
+                    "Answer a pending approval: the run waiting on it goes on (after a restart, "
+                    "when it reaches the call again)",
+                    body="ApprovalAnswer",
+                    path=(_path("request_id", "The request's id (see GET .../approvals)"),),
                 )
             },
             f"{p}/processes/{{name}}/hooks": {"get": _op("The resolved hook chain")},

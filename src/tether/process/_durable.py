@@ -25,6 +25,7 @@ import time
 from typing import TYPE_CHECKING, Any, Final
 
 from ..agent._steps import RunSteps, describe_step
+from ._approvals import ApprovalDesk
 from ._saved_context import SavedContext
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ class DurableRuns:
         #: The steps of each run under way or cut off, by event id (with a journal only).
         self._runs: dict[str, Found] = {}
         self._saved = SavedContext(store, writes, context, redactor) if store is not None else None
+        #: The approvals the runs wait on (journaled with the steps).
+        self.approvals = ApprovalDesk(store, writes)
         #: Runs ended whose steps are not forgotten yet (see ended).
         self._ended: list[tuple[str, float]] = []
 
@@ -145,6 +148,7 @@ class DurableRuns:
             return recovered
         if self._saved is not None:
             self._saved.restore()
+        self.approvals.load()
         self._writes.write("steps", store.prune)
         if recovered is None:
             return None

@@ -398,6 +398,25 @@ class AgentProcess:
         """Journal writes handed to the writer thread whose outcome is not recorded yet."""
         return self._journal_writes.pending
 
+    @property
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """The approvals the runs wait on (journaled: a restart keeps them), oldest first:
+        request_id, tool_name, arguments (redacted), event_id, reason, asked_at."""
+        return self._durable.approvals.pending()
+
+    def answer_approval(
+        self,
+        request_id: str,
+        approved: bool,
+        *,
+        reason: str | None = None,
+        reviewer: str | None = None,
+    ) -> dict[str, Any] | None:
+        """An operator's answer to a pending approval (see pending_approvals): the run waiting
+        on it goes on (or, after a restart, takes it when it gets there). Returns what the
+        request asked; None when no request of that id waits."""
+        return self._durable.approvals.answer(request_id, approved, reason, reviewer)
+
     def _dead(self, event: TriggerEvent, reason: str, error: str | None, attempts: int) -> None:
         self._letters.add(event, reason, error, attempts)
 
@@ -543,6 +562,7 @@ class AgentProcess:
                 observer=self.observer,
                 open_mode_tools=self._open_mode_tools,
             )
+            self._loop.approval = self._durable.approvals.policy(self.config.approval)
             if self._journal is not None and not self._journal.claim():
                 raise ProcessStateError(
                     f"journal {self._journal.path} is in use by another live process named "
@@ -803,6 +823,8 @@ class AgentProcess:
                 else None
             ),
             "last_error": self.last_error,
+            # Tool calls waiting for an approval (answer_approval, the API, the CLI).
+            "awaiting_approval": self.pending_approvals,
             # Journal writes that failed (the process went on: see _journaling), the last error.
             "journal_errors": self.journal_errors,
             "journal_error": self.journal_error,

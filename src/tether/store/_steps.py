@@ -9,6 +9,8 @@ per-file connection and lock, see ``_sqlite.Lease``):
             at recovery.
 ``conversation``  one row per message of each process's conversation buffer, by ``seq``
             (kept as the buffer changes: new messages added, those compacted away deleted).
+``approvals`` one row per approval pending (or answered, not yet acted on), by the tool
+            call's idempotency key: what it asks, and the answer once given (JSON).
 ``context`` one row per process: its state dict (JSON).
 
 Event ids are stored as the event journal stores them (secrets redacted: ``redact``), so a
@@ -52,6 +54,14 @@ CREATE TABLE IF NOT EXISTS conversation (
     seq         INTEGER NOT NULL,
     message     TEXT NOT NULL,
     PRIMARY KEY (process, seq)
+);
+CREATE TABLE IF NOT EXISTS approvals (
+    process     TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    request     TEXT NOT NULL,
+    decision    TEXT,
+    updated_at  REAL NOT NULL,
+    PRIMARY KEY (process, key)
 );
 CREATE TABLE IF NOT EXISTS context (
     process     TEXT PRIMARY KEY,
@@ -238,6 +248,38 @@ class StepStore:
         rows = self._read("SELECT state FROM context WHERE process=?", (self.process,))
         state = json.loads(rows[0][0]) if rows else None
         return [(seq, json.loads(message)) for seq, message in messages], state
+
+    # -- approvals ---------------------------------------------------------------------------
+
+    def save_approval(
+        self, key: str, request: dict[str, Any], decision: dict[str, Any] | None
+    ) -> None:
+        """Journal the approval of the call ``key``: what it asks, its answer once given."""
+        self._run(
+            "INSERT INTO approvals (process, key, request, decision, updated_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (process, key) DO UPDATE SET "
+            "request=excluded.request, decision=excluded.decision, "
+            "updated_at=excluded.updated_at",
+            (
+                self.process,
+                key,
+                json.dumps(request, default=str),
+                None if decision is None else json.dumps(decision),
+                time.time(),
+            ),
+        )
+
+    def forget_approval(self, key: str) -> None:
+        """The call ``key`` acted on its answer (or the wait ended): its approval goes."""
+        self._run("DELETE FROM approvals WHERE process=? AND key=?", (self.process, key))
+
+    def approvals(self) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+        """(key, request, decision or None) of each approval journaled, oldest first."""
+        rows = self._read(
+            "SELECT key, request, decision FROM approvals WHERE process=? ORDER BY rowid",
+            (self.process,),
+        )
+        return [(k, json.loads(r), json.loads(d) if d else None) for k, r, d in rows]
 
     # -- the file ----------------------------------------------------------------------------
 
