@@ -149,7 +149,7 @@ async def test_a_run_killed_after_two_tool_calls_resumes_and_runs_only_the_third
 
 
 async def test_the_idempotency_key_of_a_call_is_stable_across_a_crash(tmp_path: Path) -> None:
-    journal, ledger = await crash(tmp_path, "during", 2, idempotent=True, steps=2)
+    journal, ledger = await crash(tmp_path, "during", 2, idempotent=True, steps=3)
     model = ScriptedModel(reply="Done.")
     process = reopened(journal, ledger, model, idempotent=True)
     async with process:
@@ -164,7 +164,7 @@ async def test_the_idempotency_key_of_a_call_is_stable_across_a_crash(tmp_path: 
 async def test_a_call_in_flight_at_the_crash_is_not_run_again_without_a_handler(
     tmp_path: Path,
 ) -> None:
-    journal, ledger = await crash(tmp_path, "during", 2, steps=2)
+    journal, ledger = await crash(tmp_path, "during", 2, steps=3)
     model = ScriptedModel(reply="Understood.")
     process = reopened(journal, ledger, model)
     rec = Recorder().attach(process.hooks, HookEvent.PERMISSION_REQUEST, HookEvent.TASK_COMPLETED)
@@ -181,7 +181,7 @@ async def test_a_call_in_flight_at_the_crash_is_not_run_again_without_a_handler(
 async def test_a_call_in_flight_at_the_crash_runs_again_when_the_handler_approves(
     tmp_path: Path,
 ) -> None:
-    journal, ledger = await crash(tmp_path, "during", 2, steps=2)
+    journal, ledger = await crash(tmp_path, "during", 2, steps=3)
     asked: list[str | None] = []
 
     async def handler(request: Any) -> ApprovalDecision:

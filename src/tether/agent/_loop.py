@@ -332,7 +332,7 @@ class AgentLoop:
             if refusal is not None:
                 note.outcome, note.error = "refused", "outcome unknown after a crash"
                 return refusal, 1, 1
-        await step.starting()
+        await step.starting(idempotent=t.idempotent)
         started = time.perf_counter()
         text, error = await self._run_tool(t, args, note)
         if error is not None:

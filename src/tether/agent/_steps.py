@@ -173,12 +173,16 @@ class RunSteps:
         finally:
             _CURRENT_CALL.reset(token)
 
-    async def _started(self, step: str, name: str) -> None:
-        if self._land is not None:
+    async def _started(self, step: str, name: str, *, wait: bool) -> None:
+        if self._land is None:
+            return
+        data = {"tool_name": name}
+        if wait:
             self.written = True
-            data = {"tool_name": name}
             self.found[step] = ("started", data)
             await self._land(step, "started", data)
+        else:
+            self._put(step, "started", data)
 
     def last_step(self) -> str | None:
         """The last finished step found ("turn 2, tool call 1", "turn 3 answer"), if any."""
@@ -195,10 +199,12 @@ class CallStep:
     step: str
     steps: RunSteps
 
-    async def starting(self) -> None:
+    async def starting(self, *, idempotent: bool = False) -> None:
         """Journal that the call runs now (its outcome is unknown until it finished),
-        waiting until that landed: a crash from here on never runs it again unasked."""
-        await self.steps._started(self.step, self.info.tool_name)
+        waiting until that landed: a crash from here on never runs it again unasked. For an
+        ``idempotent`` tool the mark is not waited for (run again after a crash, it does no
+        harm)."""
+        await self.steps._started(self.step, self.info.tool_name, wait=not idempotent)
 
 
 def describe_step(step: str) -> str:

@@ -91,6 +91,10 @@ class DurableRuns:
         found = self._runs.setdefault(event_id, {})
         writes, shown = self._writes, self._redactor.declared.value
         sent: set[str] = set()  # the answers journaled (with a step of theirs)
+        # Steps handed to the writer thread that may not have landed yet: a write made at once
+        # carries them too, so that it never lands ahead of them (an outcome behind the next
+        # call's mark). Cleared once the writer has nothing pending.
+        queued: set[str] = set()
 
         def rows(step: str, state: str, data: dict[str, Any]) -> list[Row]:
             # A call's step never lands without its turn's answer (see RunSteps.answered).
@@ -106,15 +110,19 @@ class DurableRuns:
             # A tool may have written the state: it lands with the call's outcome.
             saved = self._saved.changed_state() if self._saved is not None else None
             written = rows(step, state, data)
+            queued.update(s for s, _, _ in written)
             writes.write(event_id, store.write, event_id, written, time.time(), state=saved)
 
         async def land(step: str, state: str, data: dict[str, Any]) -> None:
             # At once when the file is free (the common case: one commit, no hand-off to the
-            # writer thread and back), else on the writer thread, waited for. With the turn's
-            # answer again: one written before, on the thread, may not have landed yet.
+            # writer thread and back), else on the writer thread, waited for (in order). With
+            # the turn's answer again: one written before, on the thread, may not have landed.
             sent.discard(f"model:{step.split(':')[1]}")
             written = rows(step, state, data)
-            if not store.write_now(event_id, written):
+            if not writes.pending:
+                queued.clear()
+            ahead = [(s, found[s][0], shown(found[s][1])) for s in queued if s in found]
+            if not store.write_now(event_id, ahead + written):
                 await writes.landed(event_id, store.write, event_id, written, time.time())
 
         return RunSteps(scope, found, record=record, land=land)
