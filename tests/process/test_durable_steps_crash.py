@@ -86,9 +86,13 @@ def lines(ledger: Path) -> list[tuple[int, str]]:
 
 
 def steps_done(journal: Path) -> list[str]:
+    """The steps journaled done so far (none before the first is written)."""
     with sqlite3.connect(journal) as db:
-        rows = db.execute("SELECT step FROM steps WHERE state='done' ORDER BY rowid").fetchall()
-    return [step for (step,) in rows]
+        try:
+            rows = db.execute("SELECT step FROM steps WHERE state='done' ORDER BY rowid")
+        except sqlite3.OperationalError:  # no such table yet
+            return []
+        return [step for (step,) in rows.fetchall()]
 
 
 async def crash(

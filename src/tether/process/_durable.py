@@ -21,17 +21,20 @@ Secrets declared to the process are redacted in what is written (as in the event
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import time
 from typing import TYPE_CHECKING, Any, Final
 
 from ..agent._steps import RunSteps, describe_step
 from ._approvals import ApprovalDesk
+from ._run_journal import RunJournal
 from ._saved_context import SavedContext
 
 if TYPE_CHECKING:
     from .._redact import Redactor
     from ..agent import AgentContext
-    from ..store._steps import Row, StepStore
+    from ..store._steps import StepStore
     from ._config import ProcessConfig
     from ._journaling import JournalWrites
 
@@ -65,6 +68,8 @@ class DurableRuns:
         self._saved = SavedContext(store, writes, context, redactor) if store is not None else None
         #: The approvals the runs wait on (journaled with the steps).
         self.approvals = ApprovalDesk(store, writes)
+        #: The journal writes of each run under way or cut off, by event id.
+        self._journals: dict[str, RunJournal] = {}
         #: Runs ended whose steps are not forgotten yet (see ended).
         self._ended: list[tuple[str, float]] = []
 
@@ -74,8 +79,13 @@ class DurableRuns:
         return self._store
 
     def close(self) -> None:
-        """At a stop, once the journal writer is done: write the context left to save, and
-        give the file back."""
+        """At a stop, once the journal writer is done: write the steps held and the context
+        left to save, and give the file back."""
+        for journal in list(self._journals.values()):
+            journal.write_held()
+        if self._store is not None:
+            with contextlib.suppress(sqlite3.Error):  # housekeeping: done at a later stop
+                self._store.prune()
         if self._saved is not None:
             self._saved.close()
         if self._store is not None:
@@ -89,43 +99,15 @@ class DurableRuns:
         if store is None:
             return RunSteps(scope)
         found = self._runs.setdefault(event_id, {})
-        writes, shown = self._writes, self._redactor.declared.value
-        sent: set[str] = set()  # the answers journaled (with a step of theirs)
-        # Steps handed to the writer thread that may not have landed yet: a write made at once
-        # carries them too, so that it never lands ahead of them (an outcome behind the next
-        # call's mark). Cleared once the writer has nothing pending.
-        queued: set[str] = set()
-
-        def rows(step: str, state: str, data: dict[str, Any]) -> list[Row]:
-            # A call's step never lands without its turn's answer (see RunSteps.answered).
-            turn = f"model:{step.split(':')[1]}"
-            written = [(step, state, shown(data))]
-            if turn not in sent and turn in found:
-                sent.add(turn)
-                answer_state, answer = found[turn]
-                written.insert(0, (turn, answer_state, shown(answer)))
-            return written
-
-        def record(step: str, state: str, data: dict[str, Any]) -> None:
-            # A tool may have written the state: it lands with the call's outcome.
-            saved = self._saved.changed_state() if self._saved is not None else None
-            written = rows(step, state, data)
-            queued.update(s for s, _, _ in written)
-            writes.write(event_id, store.write, event_id, written, time.time(), state=saved)
-
-        async def land(step: str, state: str, data: dict[str, Any]) -> None:
-            # At once when the file is free (the common case: one commit, no hand-off to the
-            # writer thread and back), else on the writer thread, waited for (in order). With
-            # the turn's answer again: one written before, on the thread, may not have landed.
-            sent.discard(f"model:{step.split(':')[1]}")
-            written = rows(step, state, data)
-            if not writes.pending:
-                queued.clear()
-            ahead = [(s, found[s][0], shown(found[s][1])) for s in queued if s in found]
-            if not store.write_now(event_id, ahead + written):
-                await writes.landed(event_id, store.write, event_id, written, time.time())
-
-        return RunSteps(scope, found, record=record, land=land)
+        journal = self._journals[event_id] = RunJournal(
+            event_id,
+            found,
+            store,
+            self._writes,
+            self._redactor.declared.value,
+            self._saved.changed_state if self._saved is not None else lambda: None,
+        )
+        return RunSteps(scope, found, record=journal.record, land=journal.land)
 
     def ended(self, event_id: str, *, saved: bool = True) -> None:
         """The run of ``event_id`` ended (done or failed): its steps go (``FORGET_BATCH`` runs
@@ -134,6 +116,9 @@ class DurableRuns:
         store = self._store
         if store is None:
             return
+        journal = self._journals.pop(event_id, None)
+        if journal is not None:
+            journal.drop()  # not written: its steps are forgotten
         if self._runs.pop(event_id, None):
             self._ended.append((event_id, time.time()))
             if not saved or len(self._ended) >= FORGET_BATCH:  # a failed run's: at once
@@ -157,7 +142,6 @@ class DurableRuns:
         if self._saved is not None:
             self._saved.restore()
         self.approvals.load()
-        self._writes.write("steps", store.prune)
         if recovered is None:
             return None
         resumed: list[dict[str, Any]] = []

@@ -116,7 +116,9 @@ class StepStore:
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
 
-    def write_now(self, event_id: str, rows: list[Row]) -> bool:
+    def write_now(
+        self, event_id: str, rows: list[Row], state: dict[str, Any] | None = None
+    ) -> bool:
         """``write`` at once, only if that cannot wait: False (nothing written) when another
         thread holds the file's connection or another program holds the file locked (the
         caller then hands the write to its writer thread). Made on the event loop, it never
@@ -131,7 +133,7 @@ class StepStore:
             db.execute("PRAGMA busy_timeout=0")
             db.execute("PRAGMA wal_autocheckpoint=0")
             try:
-                self._transaction(event_id, rows, time.time(), None)
+                self._transaction(event_id, rows, time.time(), None, state)
             finally:
                 db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
                 db.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
