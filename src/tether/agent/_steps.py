@@ -91,7 +91,7 @@ class RunSteps:
     nothing resumes, but the keys are the same.
     """
 
-    __slots__ = ("_land", "_record", "found", "scope", "written")
+    __slots__ = ("_land", "_record", "_scope", "found", "written")
 
     def __init__(
         self,
@@ -101,12 +101,19 @@ class RunSteps:
         record: Record | None = None,
         land: Land | None = None,
     ) -> None:
-        self.scope = scope if scope is not None else uuid.uuid4().hex
+        self._scope = scope  # (None: made at the first key, a run's own)
         self.found = found if found is not None else {}
         self._record = record
         self._land = land
         #: Whether this run wrote a step (its steps are forgotten when it ends).
         self.written = False
+
+    @property
+    def scope(self) -> str:
+        """What the run's idempotency keys are derived from (process and event)."""
+        if self._scope is None:
+            self._scope = uuid.uuid4().hex
+        return self._scope
 
     def key(self, turn: int, index: int) -> str:
         """The idempotency key of call ``index`` of ``turn``."""
@@ -115,6 +122,8 @@ class RunSteps:
 
     def answer(self, turn: int) -> ModelReply | None:
         """The journaled answer of ``turn``, if one was received before a crash."""
+        if not self.found:
+            return None
         found = self.found.get(f"model:{turn}")
         if found is None:
             return None
@@ -126,8 +135,10 @@ class RunSteps:
         """Keep the answer of ``turn`` (one asking for tools) for the journal: it is written
         with its first call's ``started`` mark (lost before that, it is asked again, which
         runs nothing twice)."""
+        if self._record is None or not reply.tool_calls:
+            return
         step = f"model:{turn}"
-        if self._record is None or not reply.tool_calls or step in self.found:
+        if step in self.found:
             return
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
         self.found[step] = ("done", {"content": reply.content, "tool_calls": calls})
