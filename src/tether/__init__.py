@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from .agent import ModelPrice as ModelPrice
     from .agent import PromptHook as PromptHook
     from .agent import Tool as Tool
+    from .agent import ToolCallInfo as ToolCallInfo
+    from .agent import current_tool_call as current_tool_call
     from .agent import tool as tool
     from .api import OrchestrationAPI as OrchestrationAPI
     from .approval import ApprovalDecision as ApprovalDecision
@@ -128,6 +130,8 @@ _LAZY: dict[str, str] = {
     "GuardrailConfig": "tether.agent",
     "ModelPrice": "tether.agent",
     "Tool": "tether.agent",
+    "ToolCallInfo": "tether.agent",
+    "current_tool_call": "tether.agent",
     "tool": "tether.agent",
     "ApprovalPolicy": "tether.approval",
     "ApprovalDecision": "tether.approval",
@@ -196,12 +200,14 @@ __all__ = [
     "Telemetry",
     "TetherError",
     "Tool",
+    "ToolCallInfo",
     "TriggerEvent",
     "WebhookClashError",
     "WebhookTrigger",
     "available_plugins",
     "claude_code_hooks",
     "claude_code_settings",
+    "current_tool_call",
     "hook_options",
     "implements",
     "load_manifest",

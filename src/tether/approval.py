@@ -22,7 +22,8 @@ class ApprovalRequest:
     process_id: str
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     event_id: str | None = None
-    #: Why approval is asked, when a hook asked (a Claude Code hook's "ask" reason).
+    #: Why approval is asked, when not for the policy: a hook asked (a Claude Code hook's
+    #: "ask" reason), or "outcome unknown after a crash".
     reason: str | None = None
 
 
@@ -53,6 +54,11 @@ class ApprovalPolicy(BaseModel):
         default=None, exclude=True, description="async (ApprovalRequest) -> ApprovalDecision"
     )
     timeout: float = Field(default=300.0, gt=0, le=86400, description="Seconds to wait")
+    operator: bool = Field(
+        default=False,
+        description="Wait for an operator's answer (API, `tether approvals`) too; with a "
+        "handler, the first answer wins",
+    )
 
     @field_validator("handler")
     @classmethod

@@ -181,6 +181,11 @@ class ManifestApproval(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tools: list[str] = Field(default_factory=list, description="Tool names or glob patterns")
+    operator: bool = Field(
+        default=False,
+        description="Wait for an operator's answer (API, `tether approvals`); with a handler "
+        "in code, the first answer wins",
+    )
 
 
 class ManifestGuardrails(BaseModel):
@@ -272,6 +277,7 @@ class ProcessSpec(BaseModel):
     retry_backoff_max: float = _same("retry_backoff_max")
     restart: RestartPolicy = _same("restart")
     journal_path: str | None = _same("journal_path")
+    durable_steps: bool = _same("durable_steps")
     artifacts_dir: str | None = _same("artifacts_dir")
     stop_timeout: float = _same("stop_timeout")
     hook_timeout: float = _same("hook_timeout")
@@ -588,7 +594,9 @@ def spec_to_process_config(
     if tools is not None:  # imported already (a manifest's, from its folder)
         values["tools"] = tools
     if spec.approval is not None:
-        values["approval"] = ApprovalPolicy(tools=list(spec.approval.tools))
+        values["approval"] = ApprovalPolicy(
+            tools=list(spec.approval.tools), operator=spec.approval.operator
+        )
     guard = spec.guardrails
     values["guardrails"] = (
         GuardrailConfig(payload_scan=guard.payload_scan, markers=list(guard.markers))

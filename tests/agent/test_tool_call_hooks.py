@@ -16,7 +16,7 @@ from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent
 from tether.models import ScriptedModel
 
-TOOL_KEYS = {"tool_name", "arguments", "call_id", "event_id", "server"}
+TOOL_KEYS = {"tool_name", "arguments", "call_id", "event_id", "server", "idempotency_key"}
 
 
 def lookup_tool(ran: list[dict[str, Any]]) -> Any:

@@ -33,7 +33,7 @@ async def test_the_process_view_shows_each_servers_state_and_tools(
     assert (crm["transport"], crm["state"], crm["tools"], crm["last_error"]) == (
         "stdio",
         "connected",
-        6,
+        7,
         None,
     )
     assert "mcp__crm__add" in crm["tool_names"]

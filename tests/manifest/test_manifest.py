@@ -251,7 +251,7 @@ def test_the_manifest_folder_is_a_built_in_variable(tmp_path: Path) -> None:
             [
                 "5: triggers[1].cron: unknown key 'cron'; allowed keys: id, type, "
                 "cron_expression, payload",
-                "7: approval.handler: unknown key 'handler'; allowed keys: tools",
+                "7: approval.handler: unknown key 'handler'; allowed keys: tools, operator",
                 "8: colour: unknown key 'colour'; allowed keys: "
                 + ", ".join(k for k in AgentManifest.model_fields),
             ],

@@ -62,6 +62,13 @@ async def sleep(seconds: float, mark: str = "") -> str:
 
 
 @server.tool()
+async def meta(key: str, ctx: Context) -> str:
+    """The value the call's ``_meta`` holds under ``key``, or '<unset>'."""
+    found = ctx.request_context.meta or {}
+    return str(found.get(key, "<unset>"))
+
+
+@server.tool()
 async def grow(name: str, ctx: Context) -> str:
     """Add a tool ``name`` (answering its own name) and tell the client the list changed."""
 

@@ -62,7 +62,7 @@ async def test_a_streamable_http_servers_tools_are_offered_and_answer(
     process, model, rec = make({"name": "docs", "url": server.url})
     async with process:
         status = process.status()["mcp_servers"]["docs"]
-        assert (status["transport"], status["state"], status["tools"]) == ("http", "connected", 6)
+        assert (status["transport"], status["state"], status["tools"]) == ("http", "connected", 7)
         add, fail = await run_calls(
             process,
             model,

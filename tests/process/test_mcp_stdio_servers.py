@@ -58,7 +58,7 @@ async def test_a_stdio_servers_tools_are_offered_as_prefixed_tools_with_its_sche
     async with process:
         status = process.status()["mcp_servers"]["crm"]
         assert status["state"] == "connected"
-        assert status["tools"] == 6
+        assert status["tools"] == 7
         await run_calls(process, model, rec)
         tools = offered(model)
         add = tools["mcp__crm__add"]
@@ -73,6 +73,7 @@ async def test_a_stdio_servers_tools_are_offered_as_prefixed_tools_with_its_sche
             "mcp__crm__order",
             "mcp__crm__sleep",
             "mcp__crm__grow",
+            "mcp__crm__meta",
         }
         # Each is a Tool of the agent loop naming its server (what tool hooks match on).
         assert process._loop is not None
@@ -96,6 +97,18 @@ async def test_a_call_is_answered_an_is_error_result_is_its_error_and_structured
     assert fail == "error: McpToolError: Error executing tool fail: refused: no stock"
     assert '"status": "shipped"' in order
     assert rec.outcomes() == ["success"]
+
+
+async def test_an_mcp_call_carries_its_idempotency_key_in_meta() -> None:
+    process, model, rec = make(stdio_entry("crm"))
+    keys = Recorder().attach(process.hooks, HookEvent.PRE_TOOL_USE)
+    async with process:
+        (seen,) = await run_calls(
+            process, model, rec, ("mcp__crm__meta", {"key": "tether/idempotency_key"})
+        )
+    (pre,) = keys.of(HookEvent.PRE_TOOL_USE)
+    assert seen == pre["idempotency_key"]
+    assert len(seen) == 32
 
 
 async def test_approval_and_budget_apply_to_mcp_tools_as_to_any_tool(tmp_path: Path) -> None:

@@ -19,6 +19,8 @@ from ._loop import RunResult as RunResult
 from ._model_hooks import InvalidModelCallRewrite as InvalidModelCallRewrite
 from ._model_hooks import ModelCallContext as ModelCallContext
 from ._prompt_hook import PromptHook as PromptHook
+from ._steps import ToolCallInfo as ToolCallInfo
+from ._steps import current_tool_call as current_tool_call
 from ._tool_hooks import InvalidArgumentsRewrite as InvalidArgumentsRewrite
 from ._tool_hooks import ToolCallContext as ToolCallContext
 from ._tool_hooks import permission_denied as permission_denied
@@ -51,9 +53,11 @@ __all__ = [
     "Tool",
     "ToolArgumentsError",
     "ToolCallContext",
+    "ToolCallInfo",
     "Usage",
     "UsageMeter",
     "as_tool",
+    "current_tool_call",
     "permission_denied",
     "scan",
     "tool",

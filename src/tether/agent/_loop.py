@@ -25,10 +25,12 @@ from ._budget import BudgetTracker
 from ._context import AgentContext
 from ._model_hooks import ModelRequest, PreModelCall, post_model_call, pre_model_call
 from ._observer import Note, Observer
+from ._steps import CallStep, RunSteps, unknown_outcome
 from ._tool_hooks import (
     InvalidArgumentsRewrite,
     check_arguments,
     permission_denied,
+    permission_request,
     post_tool_use,
     pre_tool_use,
 )
@@ -193,17 +195,21 @@ class AgentLoop:
         model: Model | None = None,
         transcript: list[dict[str, Any]] | None = None,
         usage: Usage | None = None,
+        steps: RunSteps | None = None,
     ) -> RunResult:
         """One run: returns the answer, raises RunError when it cannot finish (RunBlocked
         when a model-call hook blocked it, RunRefused when a budget refused a model call).
 
         ``model`` overrides the loop's model for this run; ``transcript`` and ``usage`` (the
         caller's) receive every message of the run and its model calls' running totals as
-        they happen, even when the run fails. Before the run ends with an answer, agent_stop
+        they happen, even when the run fails. ``steps`` journals the run's steps and holds
+        those a recovery found: their answers and outcomes are replayed, not asked or run
+        again, and their hooks do not fire. Before the run ends with an answer, agent_stop
         fires: a block sends its reason to the model as the next user message and the run
         goes on, with one more turn allowed for it, at most ``max_continuations`` times.
         """
         usage = usage if usage is not None else Usage()
+        steps = steps if steps is not None else RunSteps()
         model = model if model is not None else self.model
         tools = dict(self.tools)
         for t in extra_tools or ():
@@ -224,7 +230,10 @@ class AgentLoop:
         limit = self.max_turns
         while turn < limit:
             turn += 1
-            reply = await self._model_turn(model, messages, specs, turn, event_id, usage)
+            reply = steps.answer(turn) or await self._model_turn(
+                model, messages, specs, turn, event_id, usage
+            )
+            steps.answered(turn, reply)
             if not reply.tool_calls:
                 answer = reply.content or ""
                 keep({"role": "assistant", "content": answer})
@@ -241,13 +250,18 @@ class AgentLoop:
                 return RunResult(answer, turn, calls_made, messages, denials, usage, continuations)
             keep(_assistant_message(reply.content, reply.tool_calls))
             stops: list[str] = []
-            for call in reply.tool_calls:
+            for index, call in enumerate(reply.tool_calls):
                 if stops:  # a hook ended the run: no further call (each still answered)
                     keep({"role": "tool", "tool_call_id": call.id, "content": "not run: stopped"})
                     continue
-                text, counted, denied = await self._observed_call(
-                    call, tools, calls_made, event_id, usage, stops
-                )
+                done = steps.outcome(turn, index)
+                if done is None:
+                    with steps.calling(turn, index, call, event_id) as step:
+                        done = await self._observed_call(
+                            call, tools, calls_made, event_id, usage, stops, step
+                        )
+                    steps.finished(turn, index, *done)
+                text, counted, denied = done
                 calls_made += counted
                 denials += denied
                 keep({"role": "tool", "tool_call_id": call.id, "content": text})
@@ -483,12 +497,15 @@ class AgentLoop:
         event_id: str | None,
         usage: Usage,
         stops: list[str],
+        step: CallStep,
     ) -> tuple[str, int, int]:
         observer = self.observer
         if observer is None:
-            return await self._call_tool(call, tools, calls_made, event_id, usage, stops)
+            return await self._call_tool(call, tools, calls_made, event_id, usage, stops, step)
         with observer.tool_call(self.process_id, call.name, call.id) as note:
-            return await self._call_tool(call, tools, calls_made, event_id, usage, stops, note)
+            return await self._call_tool(
+                call, tools, calls_made, event_id, usage, stops, step, note
+            )
 
     async def _call_tool(
         self,
@@ -498,6 +515,7 @@ class AgentLoop:
         event_id: str | None,
         usage: Usage,
         stops: list[str],
+        step: CallStep,
         note: Note | None = None,
     ) -> tuple[str, int, int]:
         """Run one tool call; return (text for the model, calls counted, denials); a tool
@@ -520,7 +538,8 @@ class AgentLoop:
             note.outcome, note.error = "error", "invalid arguments"
             return f"error: invalid arguments for {call.name}: {exc}", 0, 0
         shown = self.redactor.declared.value
-        pre = await pre_tool_use(self.emit, shown, t, args, call.id, event_id)
+        key = step.info.idempotency_key
+        pre = await pre_tool_use(self.emit, shown, t, args, call.id, event_id, key)
         if pre.stop_run is not None:
             stops.append(self.redactor.declared.text(pre.stop_run))
         if pre.refusal is not None:
@@ -558,6 +577,14 @@ class AgentLoop:
             if refusal is not None:
                 note.outcome, note.error = "refused", self.redactor.text(refusal)
                 return f"refused: {refusal}", 1, 1
+        if step.info.resumed:  # cut off by a crash: its outcome is unknown
+            refusal = await unknown_outcome(
+                self.emit, self.approval, t, self.redactor.value(args), step.info, self.process_id
+            )
+            if refusal is not None:
+                note.outcome, note.error = "refused", "outcome unknown after a crash"
+                return refusal, 1, 1
+        await step.starting(idempotent=t.idempotent)
         started = time.perf_counter()
         text, error = await self._run_tool(t, args, note)
         if error is not None:
@@ -567,7 +594,7 @@ class AgentLoop:
         duration_ms = (time.perf_counter() - started) * 1e3
         totals = {"run_usage": usage.to_dict(), "process_usage": self.meter.to_dict()}
         text, stop = await post_tool_use(
-            self.emit, shown, t, args, call.id, event_id, text, error, duration_ms, totals
+            self.emit, shown, t, args, call.id, event_id, text, error, duration_ms, totals, key
         )
         if stop is not None:
             stops.append(self.redactor.declared.text(stop))
@@ -635,10 +662,7 @@ class AgentLoop:
         request = ApprovalRequest(
             tool_name, redacted, self.process_id, event_id=event_id, reason=reason
         )
-        gate = await self.emit(
-            HookEvent.PERMISSION_REQUEST,
-            {"tool_name": tool_name, "arguments": redacted, "request_id": request.request_id},
-        )
+        gate = await permission_request(self.emit, tool_name, redacted, request.request_id)
         if gate.blocked:
             refusal = gate.reason or "refused by a permission_request hook"
             await permission_denied(

@@ -130,6 +130,16 @@ def permission_denied(
     return emit(HookEvent.PERMISSION_DENIED, data)
 
 
+def permission_request(
+    emit: Emit, tool_name: str, arguments: dict[str, Any], request_id: str, **extra: Any
+) -> Awaitable[DispatchResult]:
+    """Dispatch ``permission_request`` (to await): every request for approval goes through
+    here (``extra``: a crash's ``reason`` and ``idempotency_key``)."""
+    data = {"tool_name": tool_name, "arguments": arguments, "request_id": request_id}
+    data.update(extra)
+    return emit(HookEvent.PERMISSION_REQUEST, data)
+
+
 @dataclass(slots=True)
 class PreToolUse:
     """What the pre_tool_use hooks decided about one call."""
@@ -151,6 +161,7 @@ async def pre_tool_use(
     arguments: dict[str, Any],
     call_id: str,
     event_id: str | None,
+    idempotency_key: str,
 ) -> PreToolUse:
     """Dispatch ``pre_tool_use`` for a call whose arguments are parsed.
 
@@ -171,6 +182,7 @@ async def pre_tool_use(
             "call_id": call_id,
             "event_id": event_id,
             "server": tool.server,
+            "idempotency_key": idempotency_key,
         },
         context_factory=context,
     )
@@ -207,6 +219,7 @@ async def post_tool_use(
     error: str | None,
     duration_ms: float,
     totals: dict[str, Any],
+    idempotency_key: str,
 ) -> tuple[str, str | None]:
     """Dispatch ``post_tool_use`` for a call that ran; return the text the model reads (the
     result, unless a hook replaced it: the hooks see it with declared secrets redacted), and
@@ -225,6 +238,7 @@ async def post_tool_use(
             "error": None if error is None else shown(error),
             "duration_ms": round(duration_ms, 3),
             **totals,
+            "idempotency_key": idempotency_key,
         },
     )
     stop = _text_at(gate.data, STOP_RUN)

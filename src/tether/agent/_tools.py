@@ -31,6 +31,8 @@ class Tool:
     parameters: dict[str, Any] = field(default_factory=dict)
     #: The MCP server the tool comes from (``None``: a code or manifest tool).
     server: str | None = None
+    #: Safe to run again when a crash left its outcome unknown (see tether.agent._steps).
+    idempotent: bool = False
     _validator: Any = None
 
     def __post_init__(self) -> None:
@@ -88,11 +90,13 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    idempotent: bool = False,
 ) -> Any:
-    """Describe an async function as a Tool (usable bare or with arguments)."""
+    """Describe an async function as a Tool (usable bare or with arguments). ``idempotent``:
+    safe to run again when a crash of the host left a call's outcome unknown."""
 
     def build(f: Callable[..., Awaitable[Any]]) -> Tool:
-        return as_tool(f, name=name, description=description)
+        return as_tool(f, name=name, description=description, idempotent=idempotent)
 
     return build(fn) if fn is not None else build
 
@@ -102,6 +106,7 @@ def as_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    idempotent: bool = False,
 ) -> Tool:
     """A Tool for an async function, its JSON schema inferred from the signature."""
     if isinstance(fn, Tool):
@@ -131,6 +136,7 @@ def as_tool(
         fn=fn,
         description=description or doc.split("\n\n")[0],
         parameters=schema,
+        idempotent=idempotent,
         _validator=model,
     )
 

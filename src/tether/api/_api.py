@@ -43,6 +43,7 @@ from ..process import (
 )
 from ..process._state import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
+from ._approvals import ApprovalEndpoints
 from ._changes import ConfigEndpoints
 from ._cluster import ClusterRouter
 from ._deploy import (
@@ -221,6 +222,7 @@ class OrchestrationAPI:
             "api": self,
             "hooks": HookEndpoints(self),
             "changes": ConfigEndpoints(self),
+            "approvals": ApprovalEndpoints(self),
             "observe": self.observe,
         }
         routes = [

@@ -23,6 +23,7 @@ from ..hooks._hook import EXECUTOR_KINDS
 from ..hooks._records import OUTCOMES
 from ..hooks._taxonomy import FAMILIES
 from ..manifest import ProcessSpec
+from ._approvals import ApprovalAnswer
 from ._changes import ConfigChange, RewindRequest
 from ._hooks import MAX_LAST, MODES, OUTCOME_ALIASES, SOURCES, DryRunRequest
 from ._observe import PublishEvent
@@ -146,7 +147,8 @@ class Operation:
     """One method on one path: how it is served and how the document describes it.
 
     ``endpoint`` names the method serving it, ``"owner.method"``, on the OrchestrationAPI
-    (``api``) or on one of its endpoint groups (``hooks``, ``changes``, ``observe``).
+    (``api``) or on one of its endpoint groups (``hooks``, ``changes``, ``approvals``,
+    ``observe``).
     ``query`` is every query parameter it takes (``query_params`` refuses any other);
     ``path_params`` describes its path's parameters other than ``{name}``. ``ok`` is the
     status of its answer, of type ``media``; ``errors`` the error statuses it may answer
@@ -256,6 +258,26 @@ ROUTES: Final[tuple[Operation, ...]] = (
         body=RewindRequest,
         body_required=True,
         errors=("409",),
+    ),
+    _get(
+        "/processes/{name}/approvals",
+        "approvals.pending",
+        "The tool calls waiting for an approval (journaled: kept over a restart)",
+    ),
+    _post(
+        "/processes/{name}/approvals/{request_id}",
+        "approvals.answer",
+        "Answer a pending approval: the run waiting on it goes on (after a restart, when it "
+        "reaches the call again); 404 APPROVAL_NOT_FOUND for a request not pending",
+        body=ApprovalAnswer,
+        body_required=True,
+        path_params=(
+            Param(
+                "request_id",
+                "The request's id (see GET .../approvals)",
+                {"type": "string", "minLength": 1, "maxLength": 200},
+            ),
+        ),
     ),
     _get("/processes/{name}/hooks", "api._hooks", "The resolved hook chain"),
     _get("/processes/{name}/dead-letters", "api._dead_letters", "List dead letters"),

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import click
 import typer
 
+from ._approvals import approvals_app
 from ._eval import eval_app
 
 __all__ = ["app", "main"]
@@ -39,6 +40,7 @@ runtime_app = typer.Typer(
 )
 app.add_typer(runtime_app, name="runtime")
 app.add_typer(eval_app, name="eval")
+app.add_typer(approvals_app, name="approvals")
 
 
 class _State:

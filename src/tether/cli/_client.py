@@ -13,7 +13,7 @@ from rich.table import Table
 from ..errors import TetherError
 from ._console import console
 
-__all__ = ["APIClientError", "inject_event", "list_processes", "publish_event"]
+__all__ = ["APIClientError", "api_request", "inject_event", "list_processes", "publish_event"]
 
 
 _SENDABLE_TOKEN: Final = re.compile(r"[\x21-\x7e]+")
@@ -68,6 +68,14 @@ def _request(
     if not isinstance(data, dict):
         raise APIClientError(f"{base} answered with unexpected JSON")
     return data
+
+
+def api_request(
+    method: str, url: str, token: str | None, path: str, body: Any = None
+) -> dict[str, Any]:
+    """The JSON answer of ``method path`` of the API at ``url``; APIClientError when it
+    cannot be reached or answers an error."""
+    return _request(method, url, token, path, body)
 
 
 def _check_url(url: str) -> None:

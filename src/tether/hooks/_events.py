@@ -169,6 +169,8 @@ _TOOL_CALL: Final = {
     "call_id": _S,
     "event_id": _SN,
     "server": _SN,
+    # The same on every attempt of the call, before and after a crash (see current_tool_call).
+    "idempotency_key": _S,
 }
 _TOOL_SAMPLE: Final = {
     "tool_name": "lookup_order",
@@ -176,6 +178,7 @@ _TOOL_SAMPLE: Final = {
     "call_id": "call_7f3a",
     "event_id": _EVENT_ID,
     "server": None,
+    "idempotency_key": "9b2f6c1e0a7d4e3b8c5a2f1e0d9c8b7a",
 }
 _TRIGGER_SAMPLE: Final = {
     "event_id": _EVENT_ID,
@@ -233,7 +236,11 @@ _SPECS: Final = (
         HookEvent.PERMISSION_REQUEST,
         "permission",
         "The tool call is denied without asking the approval handler.",
-        _obj({"tool_name": _S, "arguments": _OBJECT, "request_id": _S}),
+        _obj(
+            {"tool_name": _S, "arguments": _OBJECT, "request_id": _S},
+            # A call cut off by a crash: reason "outcome unknown after a crash", and its key.
+            optional={"reason": _S, "idempotency_key": _S},
+        ),
         {
             "tool_name": "update_state",
             "arguments": {"key": "priority", "value": "high"},

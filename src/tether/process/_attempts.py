@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..store import Journal
     from ._config import ProcessConfig
     from ._dead_letters import DeadLetterBox
+    from ._durable import DurableRuns
     from ._journaling import JournalWrites
     from ._rewind import Rewinder
     from ._state import ProcessState
@@ -109,6 +110,7 @@ class EventRunner:
         emit_worker: Callable[..., Coroutine[Any, Any, DispatchResult]],
         enqueue: Callable[[TriggerEvent, int], bool],
         meter: UsageMeter | None = None,
+        durable: DurableRuns,
     ) -> None:
         self.name = name
         self.redactor = redactor
@@ -128,6 +130,7 @@ class EventRunner:
         self._meter = meter if meter is not None else UsageMeter()
         #: The model usage of each attempt whose run is under way or not yet completed.
         self._usage: dict[str, Usage] = {}
+        self._durable = durable
         # The pool's own (never rebound), read on every event's path.
         self._inflight = pool.inflight
         self._busy = pool.busy
@@ -330,6 +333,7 @@ class EventRunner:
         self._inflight.pop(event.event_id, None)  # finished: a stop() now cuts off no run
         if self._journal is not None:
             self._writes.write(event.event_id, self._journal.done, event.event_id)
+        self._durable.ended(event.event_id)  # its steps go; conversation and state saved
         await self.complete(
             event, "success", (time.perf_counter() - started) * 1e3, None, worker=True
         )
@@ -449,6 +453,7 @@ class EventRunner:
             model=model,
             transcript=transcript,
             usage=usage,
+            steps=self._durable.for_run(event.event_id),
         )
 
     # -- failures and retries --------------------------------------------------------------
@@ -462,6 +467,7 @@ class EventRunner:
         duration = (time.perf_counter() - started) * 1e3
         self._supervision.run_failed()
         self._inflight.pop(event.event_id, None)
+        self._durable.ended(event.event_id, saved=False)  # a retry starts afresh
         config = self._live.config()
         misconfigured = is_misconfiguration(exc)  # a retry would meet the same missing key
         # A crash's restart keeps what waits (its supervisor is set): a retry waits for it too.

@@ -346,6 +346,11 @@ class ProcessConfig(BaseModel):
     retry_backoff_max: float = Field(default=30.0, ge=0, le=86400)
     restart: RestartPolicy = Field(default_factory=RestartPolicy)
     journal_path: str | None = Field(default=None, description="SQLite journal (opt-in)")
+    durable_steps: bool = Field(
+        default=True,
+        description="With a journal: journal each run's steps, conversation and state, so a "
+        "run cut off by a crash resumes from its last finished step",
+    )
     artifacts_dir: str | None = Field(default=None, description="Where plugin artifacts go")
     stop_timeout: float = Field(default=10.0, ge=0, le=3600, description="Grace for runs at stop")
     hook_timeout: float = Field(default=30.0, gt=0, le=3600, description="Default hook timeout")

@@ -29,7 +29,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 from pydantic import SecretStr
@@ -41,6 +41,7 @@ from ._mcp_stdio import StdioProgram, kill_group, minimal_env, program_argv, std
 
 if TYPE_CHECKING:
     from mcp import ClientSession
+    from mcp.types import RequestParamsMeta
 
     from .._redact import Redactor
     from ..agent import AgentLoop
@@ -423,7 +424,9 @@ class McpLink:
         if session is None:
             raise McpServerUnavailableError(self._unavailable(tool))
         try:
-            result = await session.call_tool(tool, arguments, read_timeout_seconds=self._timeout)
+            result = await session.call_tool(
+                tool, arguments, read_timeout_seconds=self._timeout, meta=_meta()
+            )
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED and self._closing:
                 raise McpServerUnavailableError(self._unavailable(tool)) from None
@@ -581,3 +584,14 @@ class McpConnections:
 
     def status(self) -> dict[str, dict[str, Any]]:
         return {name: link.status() for name, link in sorted(self.links.items())}
+
+
+def _meta() -> RequestParamsMeta | None:
+    """The call's ``_meta``: the idempotency key of the tool call running (see
+    ``tether.current_tool_call``) as ``tether/idempotency_key``."""
+    from ..agent._steps import current_tool_call
+
+    info = current_tool_call()
+    if info is None:
+        return None
+    return cast("RequestParamsMeta", {"tether/idempotency_key": info.idempotency_key})

@@ -39,6 +39,7 @@ from ._config import (
 )
 from ._config_secrets import config_secrets, resolve_secrets
 from ._dead_letters import DeadLetterBox
+from ._durable import durable_runs
 from ._emitter import Emitter, Watcher
 from ._errors import ProcessStateError
 from ._event import TriggerEvent
@@ -205,6 +206,7 @@ class AgentProcess:
             running=lambda: self._running_loop is not None,
             path=config.journal_path,
         )
+        self._durable = durable_runs(self.name, config, self._journal_writes, self.context)
         self._letters = DeadLetterBox(
             self.name,
             self.redactor,
@@ -279,6 +281,7 @@ class AgentProcess:
             emit_worker=self._emit_worker,
             meter=self._changes.meter,
             enqueue=self._intake.enqueue,
+            durable=self._durable,
         )
         #: The last runs' transcripts, and the model.for_run answer of each (see EventRunner).
         self.transcripts = self._runner.transcripts
@@ -301,7 +304,12 @@ class AgentProcess:
                 close_mcp=self._changes.close_mcp,
                 model=lambda: self._model if self.parent is None else None,
                 enter=self._ended,
-                stores=lambda: (self._journal, self._history_store, self.plugins.artifacts),
+                stores=lambda: (
+                    self._journal,
+                    self._history_store,
+                    self.plugins.artifacts,
+                    self._durable,
+                ),
                 stopped=None if self.parent is None else self._tell_parent,
             ),
         )
@@ -394,6 +402,25 @@ class AgentProcess:
     def journal_pending(self) -> int:
         """Journal writes handed to the writer thread whose outcome is not recorded yet."""
         return self._journal_writes.pending
+
+    @property
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """The approvals the runs wait on (journaled: a restart keeps them), oldest first:
+        request_id, tool_name, arguments (redacted), event_id, reason, asked_at."""
+        return self._durable.approvals.pending()
+
+    def answer_approval(
+        self,
+        request_id: str,
+        approved: bool,
+        *,
+        reason: str | None = None,
+        reviewer: str | None = None,
+    ) -> dict[str, Any] | None:
+        """An operator's answer to a pending approval (see pending_approvals): the run waiting
+        on it goes on (or, after a restart, takes it when it gets there). Returns what the
+        request asked; None when no request of that id waits."""
+        return self._durable.approvals.answer(request_id, approved, reason, reviewer)
 
     def _dead(self, event: TriggerEvent, reason: str, error: str | None, attempts: int) -> None:
         self._letters.add(event, reason, error, attempts)
@@ -550,6 +577,7 @@ class AgentProcess:
             self._loop.transcript_file = transcript_file(
                 self._hook_metadata, self.process_id, self.redactor
             )
+            self._loop.approval = self._durable.approvals.policy(self.config.approval)
             if self._journal is not None:
                 from ._recovery import claim
 
@@ -623,7 +651,7 @@ class AgentProcess:
         if self._journal is None or self._recovered_once:
             return None
         self._recovered_once = True
-        return recover(
+        recovered = recover(
             self._journal,
             self._queue,
             max_retries=self.config.max_retries,
@@ -631,6 +659,7 @@ class AgentProcess:
             dead_letter=self._dead,
             enqueue=self._enqueue,
         )
+        return self._durable.recover(recovered)  # runs resume; conversation and state back
 
     async def stop(self, *, reason: str = "stop") -> None:
         """Fire session_end, stop triggers, let runs finish (up to stop_timeout), then stop.
@@ -818,6 +847,8 @@ class AgentProcess:
                 else None
             ),
             "last_error": self.last_error,
+            # Tool calls waiting for an approval (answer_approval, the API, the CLI).
+            "awaiting_approval": self.pending_approvals,
             # Journal writes that failed (the process went on: see _journaling), the last error.
             "journal_errors": self.journal_errors,
             "journal_error": self.journal_error,

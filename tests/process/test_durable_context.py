@@ -1,0 +1,101 @@
+"""The conversation buffer and the state dict survive a restart with a journal: saved as they
+change (compaction and rewinds included), restored by the next process over the file."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from _process_support import Recorder, eventually
+from tether import AgentProcess, ContextConfig, HookEvent, ProcessConfig, TriggerEvent
+from tether.models import ScriptedModel
+
+
+def journaled(journal: Path, *, max_messages: int = 40, **config: object) -> AgentProcess:
+    return AgentProcess(
+        "notes",
+        ProcessConfig(
+            model=ScriptedModel(reply="noted"),
+            journal_path=str(journal),
+            context=ContextConfig(conversation_max_messages=max_messages),
+            **config,  # type: ignore[arg-type]
+        ),
+    )
+
+
+async def run_tickets(process: AgentProcess, *texts: str) -> None:
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    for text in texts:
+        await process.inject(TriggerEvent("desk", "webhook", {"ticket": text}))
+    await eventually(lambda: len(rec.outcomes()) == len(texts), what="the runs")
+
+
+def stored_rows(journal: Path) -> int:
+    with sqlite3.connect(journal) as db:
+        return int(db.execute("SELECT COUNT(*) FROM conversation").fetchone()[0])
+
+
+def users(process: AgentProcess) -> list[str]:
+    return [m["content"] for m in process.context.conversation.messages if m["role"] == "user"]
+
+
+async def test_the_conversation_and_state_of_a_stopped_process_come_back_in_the_next(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "tether.db"
+    first = journaled(journal)
+    async with first:
+        first.context.update_state("tone", "brief")
+        await run_tickets(first, "one", "two")
+    again = journaled(journal)
+    async with again:
+        assert again.context.conversation.messages == first.context.conversation.messages
+        assert again.context.state == {"tone": "brief"}
+        await run_tickets(again, "three")
+    assert len(again.context.conversation.messages) == 6
+    assert stored_rows(journal) == 6  # a run's two messages added, not the buffer rewritten
+
+
+async def test_compaction_drops_the_stored_messages_it_dropped_from_the_buffer(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "tether.db"
+    first = journaled(journal, max_messages=4)
+    async with first:
+        await run_tickets(first, "one", "two", "three")
+    assert stored_rows(journal) == 4
+    again = journaled(journal, max_messages=4)
+    async with again:
+        assert again.context.conversation.messages == first.context.conversation.messages
+        await run_tickets(again, "four")
+    third = journaled(journal, max_messages=4)
+    async with third:
+        assert any("four" in text for text in users(third))
+        assert not any("two" in text for text in users(third))
+
+
+async def test_a_rewind_is_saved_with_the_next_run(tmp_path: Path) -> None:
+    journal = tmp_path / "tether.db"
+    first = journaled(journal)
+    async with first:
+        await run_tickets(first, "one", "two")
+        await first.rewind(2)
+        await run_tickets(first, "three")
+    again = journaled(journal)
+    async with again:
+        texts = users(again)
+    assert len(texts) == 2
+    assert "two" not in " ".join(texts)
+    assert "three" in texts[-1]
+
+
+async def test_a_declared_secret_is_redacted_in_the_stored_conversation(tmp_path: Path) -> None:
+    journal = tmp_path / "tether.db"
+    process = journaled(journal, secrets={"crm": SecretStr("tok-7f3a9")})
+    async with process:
+        await run_tickets(process, "CRM says tok-7f3a9 expired")
+    stored = b"".join(p.read_bytes() for p in sorted(tmp_path.glob("tether.db*")))  # noqa: ASYNC240
+    assert b"CRM says" in stored
+    assert b"tok-7f3a9" not in stored
