@@ -11,6 +11,11 @@ from __future__ import annotations
 
 #: Module (relative to src/tether) -> test files (relative to tests/) that exercise it.
 TESTED_BY: dict[str, tuple[str, ...]] = {
+    "agent/_steps.py": ("process/test_durable_steps_crash.py",),
+    "process/_approvals.py": ("api/test_api_approvals.py", "cli/test_cli_approvals.py"),
+    "process/_run_journal.py": ("process/test_durable_steps_crash.py",),
+    "process/_saved_context.py": ("process/test_durable_context.py",),
+    "store/_steps.py": ("process/test_durable_steps_crash.py", "process/test_durable_context.py"),
     "agent/_model_hooks.py": ("agent/test_model_call_hooks.py",),
     "agent/_transcript.py": ("hooks/test_claude_code_packs.py",),
     "hooks/_claude_answer.py": (

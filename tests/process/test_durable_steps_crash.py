@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from tether.models import ScriptedModel
 #: Its state tool counts calls in the state dict; the run's conversation is the process's.
 CHILD = textwrap.dedent(
     """
-    import asyncio, sys
+    import asyncio, sqlite3, sys
 
     from tether import AgentProcess, ProcessConfig, TriggerEvent
     from tether.agent import tool
@@ -31,8 +30,23 @@ CHILD = textwrap.dedent(
     from tether.models import ModelReply, ToolCall
 
     journal, ledger, mode, calls = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    idempotent = sys.argv[5] == "idempotent"
+    idempotent, steps = sys.argv[5] == "idempotent", int(sys.argv[6])
     process = None
+
+
+    async def ready() -> None:
+        # Once the steps wanted are journaled done (read here: the journal is this runtime's
+        # alone while it runs), tell the test it may kill.
+        while True:
+            with sqlite3.connect(journal) as db:
+                try:
+                    done = db.execute("SELECT count(*) FROM steps WHERE state='done'")
+                    if done.fetchone()[0] >= steps:
+                        break
+                except sqlite3.OperationalError:  # no such table yet
+                    pass
+            await asyncio.sleep(0.01)
+        print("ready", flush=True)
 
 
     class Plan:
@@ -44,7 +58,7 @@ CHILD = textwrap.dedent(
         async def complete(self, messages, tools=None):
             self.calls += 1
             if self.calls > calls:
-                print("ready", flush=True)
+                await ready()
                 await asyncio.Event().wait()
             args = '{"n": %d}' % self.calls
             return ModelReply(None, [ToolCall(f"call_{self.calls}", "append", args)])
@@ -61,7 +75,7 @@ CHILD = textwrap.dedent(
             f.write(f"{n} {key}\\n")
         process.context.update_state("appended", n)
         if mode == "during" and n == calls:
-            print("ready", flush=True)
+            await ready()
             await asyncio.Event().wait()
         return f"appended {n}"
 
@@ -85,25 +99,21 @@ def lines(ledger: Path) -> list[tuple[int, str]]:
     return [(int(n), key) for n, key in (line.split() for line in text.splitlines())]
 
 
-def steps_done(journal: Path) -> list[str]:
-    """The steps journaled done so far (none before the first is written)."""
-    with sqlite3.connect(journal) as db:
-        try:
-            rows = db.execute("SELECT step FROM steps WHERE state='done' ORDER BY rowid")
-        except sqlite3.OperationalError:  # no such table yet
-            return []
-        return [step for (step,) in rows.fetchall()]
-
-
 async def crash(
     tmp_path: Path, mode: str, calls: int, *, idempotent: bool = False, steps: int = 0
 ) -> tuple[Path, Path]:
     """Run CHILD until "ready" and until ``steps`` steps are journaled done, then SIGKILL it."""
     journal, ledger = tmp_path / "tether.db", tmp_path / "ledger.txt"
-    args = (str(journal), str(ledger), mode, str(calls), "idempotent" if idempotent else "-")
+    args = (
+        str(journal),
+        str(ledger),
+        mode,
+        str(calls),
+        "idempotent" if idempotent else "-",
+        str(steps),
+    )
     async with killed_host(tmp_path, CHILD, *args) as (_, line):
-        assert line == b"ready\n"
-        await eventually(lambda: len(steps_done(journal)) >= steps, what="the steps journaled")
+        assert line == b"ready\n"  # with ``steps`` steps journaled done
     return journal, ledger
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from ._sqlite import BUSY_TIMEOUT, JournalWriteAbandoned, Lease
+from ._sqlite import BUSY_TIMEOUT, JournalFileGone, JournalWriteAbandoned, Lease
 
 __all__ = ["Change", "Row", "StepStore"]
 
@@ -81,7 +81,7 @@ class StepStore:
         self.process = process
         self._file = Lease(path)
         self._key: Callable[[str], str] = redact if redact is not None else str
-        self._schema = False
+        self._file.prepare("steps", _create)
 
     def close(self) -> None:
         """Give back this store's share of the file's connection (see Lease)."""
@@ -106,12 +106,9 @@ class StepStore:
         ``state``: the process's state dict, stored with them (a tool call's outcome and
         what it wrote land together). With ``proceed``, it is asked once the file's lock is
         held: False, and nothing is written (JournalWriteAbandoned)."""
-        self._file.check(self.path)
         try:
-            self._ensure()
-            with self._file.write_lock:
-                self._transaction(event_id, rows, at, proceed, state)
-        except JournalWriteAbandoned:
+            self._transaction(event_id, rows, at, proceed, state)
+        except (JournalWriteAbandoned, JournalFileGone):
             raise
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
@@ -124,10 +121,12 @@ class StepStore:
         caller then hands the write to its writer thread). Made on the event loop, it never
         waits there: the busy timeout is 0 for it."""
         lock = self._file.write_lock
-        if self._file.gone() is not None or not self._schema or not lock.acquire(blocking=False):
+        if self._file.gone() is not None or not lock.acquire(blocking=False):
             return False
         try:
             db = self._file.db
+            if db.in_transaction:  # this thread is the writer's, inside its batch: not now
+                return False
             # No wait for the file's lock, and no checkpoint of the WAL (copying it into the
             # file, then a sync): the next write on the writer thread makes it.
             db.execute("PRAGMA busy_timeout=0")
@@ -151,9 +150,9 @@ class StepStore:
         proceed: Callable[[], bool] | None,
         state: dict[str, Any] | None = None,
     ) -> None:
-        db = self._file.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        # One transaction of its own, or a savepoint of the writer's batch it is made in (see
+        # Lease.writing): the steps and the state land together or not at all.
+        with self._file.writing(self.path, many=True) as db:
             if proceed is not None and not proceed():
                 raise JournalWriteAbandoned(f"SQLite file {self.path}: write given up")
             key = self._key(event_id)
@@ -168,10 +167,6 @@ class StepStore:
             )
             if state is not None:
                 self._apply(db, [], json.dumps(state, default=str))
-            db.execute("COMMIT")
-        finally:
-            if db.in_transaction:  # never leave the shared connection inside a transaction
-                db.execute("ROLLBACK")
 
     def forget(self, ended: list[tuple[str, float]]) -> None:
         """The runs of ``ended`` ((event_id, when it ended) each) ended: their steps go, not
@@ -206,18 +201,11 @@ class StepStore:
         text; None: unchanged), in one transaction. A change is (``clear``: delete every
         message first, ``drop_before``: delete those of a lower seq, ``added``: (seq, JSON
         text) of the new messages)."""
-        self._file.check(self.path)
         try:
-            self._ensure()
-            with self._file.write_lock:
-                db = self._file.db
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    self._apply(db, changes, state)
-                    db.execute("COMMIT")
-                finally:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
+            with self._file.writing(self.path, many=True) as db:
+                self._apply(db, changes, state)
+        except JournalFileGone:
+            raise
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
 
@@ -285,28 +273,22 @@ class StepStore:
 
     # -- the file ----------------------------------------------------------------------------
 
-    def _ensure(self) -> None:
-        if not self._schema:
-            with self._file.write_lock:
-                self._file.db.executescript(_SCHEMA)
-            self._schema = True
-
     def _run(self, sql: str, args: tuple[Any, ...]) -> None:
-        """One write, committed before it returns (on the file's shared connection)."""
-        self._file.check(self.path)
+        """One write, committed before it returns (or by the writer's batch it is made in)."""
         try:
-            self._ensure()
-            with self._file.write_lock:
-                self._file.db.execute(sql, args)
+            with self._file.writing(self.path) as db:
+                db.execute(sql, args)
+        except JournalFileGone:
+            raise
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
 
     def _run_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        self._file.check(self.path)
         try:
-            self._ensure()
-            with self._file.write_lock:
-                self._file.db.executemany(sql, rows)
+            with self._file.writing(self.path, many=True) as db:
+                db.executemany(sql, rows)
+        except JournalFileGone:
+            raise
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
 
@@ -321,3 +303,11 @@ class StepStore:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
         except sqlite3.Error as exc:
             raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
+
+
+def _create(db: sqlite3.Connection) -> None:
+    """The tables (statement by statement: ``executescript`` would commit a transaction the
+    connection is in)."""
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            db.execute(statement)
