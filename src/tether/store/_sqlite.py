@@ -257,6 +257,18 @@ class Lease:
             )
 
 
+@contextlib.contextmanager
+def named(path: str) -> Iterator[None]:
+    """Re-raise an ``sqlite3`` error raised inside with its message naming the file ``path``
+    (SQLite's own name none); tether's (a write given up, a file gone) name it already."""
+    try:
+        yield
+    except (JournalWriteAbandoned, JournalFileGone):
+        raise
+    except sqlite3.Error as exc:
+        raise type(exc)(f"SQLite file {path}: {exc}") from exc
+
+
 def _savepoint(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     db.execute("SAVEPOINT write")
     try:
@@ -521,21 +533,11 @@ class Journal:
         in: see Lease.writing). With ``proceed``, the write takes the file's lock first (the
         wait for another program's lock happens there) and then asks ``proceed()``: False,
         and nothing is written (JournalWriteAbandoned)."""
-        try:
-            with self._file.writing(self.path) as db:
-                if proceed is not None and not proceed():
-                    raise JournalWriteAbandoned(f"SQLite file {self.path}: write given up")
-                db.execute(sql, args)
-        except (JournalWriteAbandoned, JournalFileGone):
-            raise
-        except sqlite3.Error as exc:
-            raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
+        with named(self.path), self._file.writing(self.path) as db:
+            if proceed is not None and not proceed():
+                raise JournalWriteAbandoned(f"SQLite file {self.path}: write given up")
+            db.execute(sql, args)
 
     def _write_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        try:
-            with self._file.writing(self.path, many=True) as db:
-                db.executemany(sql, rows)
-        except JournalFileGone:
-            raise
-        except sqlite3.Error as exc:
-            raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
+        with named(self.path), self._file.writing(self.path, many=True) as db:
+            db.executemany(sql, rows)

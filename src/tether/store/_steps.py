@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from ._sqlite import BUSY_TIMEOUT, JournalFileGone, JournalWriteAbandoned, Lease
+from ._sqlite import BUSY_TIMEOUT, JournalWriteAbandoned, Lease, named
 
 __all__ = ["Change", "Row", "StepStore"]
 
@@ -106,12 +106,8 @@ class StepStore:
         ``state``: the process's state dict, stored with them (a tool call's outcome and
         what it wrote land together). With ``proceed``, it is asked once the file's lock is
         held: False, and nothing is written (JournalWriteAbandoned)."""
-        try:
+        with named(self.path):
             self._transaction(event_id, rows, at, proceed, state)
-        except (JournalWriteAbandoned, JournalFileGone):
-            raise
-        except sqlite3.Error as exc:
-            raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
 
     def write_now(
         self, event_id: str, rows: list[Row], state: dict[str, Any] | None = None
@@ -201,13 +197,8 @@ class StepStore:
         text; None: unchanged), in one transaction. A change is (``clear``: delete every
         message first, ``drop_before``: delete those of a lower seq, ``added``: (seq, JSON
         text) of the new messages)."""
-        try:
-            with self._file.writing(self.path, many=True) as db:
-                self._apply(db, changes, state)
-        except JournalFileGone:
-            raise
-        except sqlite3.Error as exc:
-            raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
+        with named(self.path), self._file.writing(self.path, many=True) as db:
+            self._apply(db, changes, state)
 
     def _apply(self, db: sqlite3.Connection, changes: list[Change], state: str | None) -> None:
         for clear, drop_before, added in changes:
@@ -275,22 +266,12 @@ class StepStore:
 
     def _run(self, sql: str, args: tuple[Any, ...]) -> None:
         """One write, committed before it returns (or by the writer's batch it is made in)."""
-        try:
-            with self._file.writing(self.path) as db:
-                db.execute(sql, args)
-        except JournalFileGone:
-            raise
-        except sqlite3.Error as exc:
-            raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
+        with named(self.path), self._file.writing(self.path) as db:
+            db.execute(sql, args)
 
     def _run_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        try:
-            with self._file.writing(self.path, many=True) as db:
-                db.executemany(sql, rows)
-        except JournalFileGone:
-            raise
-        except sqlite3.Error as exc:
-            raise type(exc)(f"SQLite file {self.path}: {exc}") from exc
+        with named(self.path), self._file.writing(self.path, many=True) as db:
+            db.executemany(sql, rows)
 
     def _read(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """Rows read on the file's reader connection (never waiting for a writer): none
