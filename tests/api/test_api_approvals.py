@@ -78,14 +78,6 @@ CHILD = textwrap.dedent(
 
 
 @pytest.fixture
-async def runtime() -> AsyncIterator[AgentRuntime]:
-    runtime = AgentRuntime()
-    await runtime.start_all()
-    yield runtime
-    await runtime.stop_all()
-
-
-@pytest.fixture
 async def client(runtime: AgentRuntime) -> AsyncIterator[httpx.AsyncClient]:
     api = OrchestrationAPI(runtime, port=0, webhooks=False)
     await api.start()
