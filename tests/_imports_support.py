@@ -35,13 +35,16 @@ def imported_modules(path: Path) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            found.add(target)
-            # ``from tether.x import y`` imports tether.x.y when y is a submodule.
-            found.update(
+            # ``from tether.x import y`` imports tether.x.y when y is a submodule; when every
+            # name is one, it reads nothing of tether.x itself (an import of a parent package).
+            submodules = {
                 f"{target}.{alias.name}"
                 for alias in node.names
                 if is_module(f"{target}.{alias.name}")
-            )
+            }
+            found.update(submodules)
+            if len(submodules) < len(node.names):
+                found.add(target)
     return {m for m in found if m == "tether" or m.startswith("tether.")}
 
 
