@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 if TYPE_CHECKING:
-    from .hooks._claude_settings import ClaudeCodeHooks
+    from .hooks import ClaudeCodeHooks
 
 __all__ = ["ClaudeCodeSource", "load_claude_code", "rebased"]
 
@@ -74,8 +74,7 @@ def rebased(
 
 def load_claude_code(entry: str | ClaudeCodeSource) -> ClaudeCodeHooks:
     """The hooks (and warnings) one entry loads; ClaudeCodeHooksError when it cannot."""
-    from .hooks._claude_scopes import claude_code_settings
-    from .hooks._claude_settings import claude_code_hooks
+    from .hooks import claude_code_hooks, claude_code_settings
 
     if isinstance(entry, str):
         return claude_code_hooks(entry)

@@ -32,7 +32,7 @@ class Origin:
 
 
 def _imported(paths: list[str], origin: Origin) -> tuple[list[Tool], list[ManifestIssue]]:
-    from .agent._tools import import_tool
+    from .agent import import_tool
 
     tools: list[Tool] = []
     issues: list[ManifestIssue] = []

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol
 
-from .hooks._recording import redacted_trace
+from .hooks import redacted_trace
 
 __all__ = ["MIN_LEARNED_LENGTH", "Redactor", "redacted_trace"]
 

@@ -16,6 +16,10 @@ built-in ``${TETHER_MANIFEST_DIR}`` is the folder of the manifest file, and rela
 Every problem is reported at once, each with its path (``triggers[1].cron``) and line::
 
     ManifestError (ValueError)      the file cannot be used; ``errors`` lists every problem
+
+``__all__`` is the public API; the other names imported here (the YAML reading of
+``_manifest_yaml.py``, the error wording of ``_manifest_errors.py``, the Claude Code settings
+of ``_manifest_claude.py``) are for tether's other packages, which import this module only.
 """
 
 from __future__ import annotations
@@ -45,35 +49,49 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError, core_schema
 
-from ._manifest_claude import ClaudeCodeSource, load_claude_code, rebased
+from ._manifest_claude import ClaudeCodeSource, rebased
+from ._manifest_claude import load_claude_code as load_claude_code
 from ._manifest_errors import MAX_ISSUE_CHARS as MAX_ISSUE_CHARS
 from ._manifest_errors import ManifestError as ManifestError
 from ._manifest_errors import ManifestIssue as ManifestIssue
-from ._manifest_errors import issues_of
+from ._manifest_errors import issues_of as issues_of
+from ._manifest_errors import secretish as secretish
 from ._manifest_programs import program_problems
 from ._manifest_tools import Origin, import_tools, tool_issues
-from ._manifest_yaml import line_of, path_of, read_yaml, resolve, yaml_type
-from .agent import BudgetConfig, ContextConfig, GuardrailConfig, ModelPrice
-from .agent._tools import check_import_path
+from ._manifest_yaml import Loc as Loc
+from ._manifest_yaml import line_of as line_of
+from ._manifest_yaml import path_of as path_of
+from ._manifest_yaml import read_yaml as read_yaml
+from ._manifest_yaml import resolve as resolve
+from ._manifest_yaml import yaml_type as yaml_type
+from .agent import BudgetConfig, ContextConfig, GuardrailConfig, ModelPrice, check_import_path
 from .approval import ApprovalPolicy
-from .hooks._command import CommandHookConfig
-from .hooks._config import HookConfig, SecretText
-from .hooks._files import MAX_FILE_BYTES, FileRefused, read_small_file
-from .hooks._order import Declared, declaration_problems
-from .hooks._prompt import PromptHookConfig
-from .hooks._url import UrlHookConfig
+from .hooks import (
+    MAX_FILE_BYTES,
+    CommandHookConfig,
+    Declared,
+    FileRefused,
+    HookConfig,
+    PromptHookConfig,
+    SecretText,
+    UrlHookConfig,
+    declaration_problems,
+    read_small_file,
+)
 from .process import (
     FileWatchTrigger,
     McpServerConfig,
+    McpServers,
     OpenModeConfig,
     ProcessConfig,
     RestartPolicy,
     TriggerConfig,
     WebhookTrigger,
+    check_base_url,
+    check_mission,
+    repr_args,
+    validate_name,
 )
-from .process._config import check_base_url, check_mission
-from .process._mcp import McpServers, repr_args
-from .process._state import validate_name
 
 __all__ = [
     "MANIFEST_VERSION",
@@ -531,7 +549,7 @@ def claude_code_problems(
     """The Claude Code hook files that cannot be read or mapped, each with its problem."""
     if not paths:
         return []
-    from .hooks._claude_settings import ClaudeCodeHooksError
+    from .hooks import ClaudeCodeHooksError
 
     problems: list[tuple[tuple[str | int, ...], str]] = []
     for i, path in enumerate(paths):
@@ -557,7 +575,7 @@ def manifest_tool_issues(manifest: AgentManifest) -> list[ManifestIssue]:
     from a file (searched for in its folder too)."""
     if manifest._origin is not None:
         return tool_issues(manifest.tools, manifest._origin)
-    from .agent._tools import import_tool
+    from .agent import import_tool
 
     issues = []
     for index, path in enumerate(manifest.tools):
@@ -723,7 +741,7 @@ def _name_of(hook: HookConfig) -> str:
 
 def _plugin_problems(names: list[str]) -> list[tuple[tuple[str | int, ...], str]]:
     """Unknown or repeated plugin names (resolving a name imports nothing)."""
-    from .hooks._plugin import available_plugins
+    from .hooks import available_plugins
 
     available = available_plugins()
     problems: list[tuple[tuple[str | int, ...], str]] = []

@@ -22,12 +22,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._redact import Redactor, redacted_trace
-from .hooks import HookManager
-from .hooks._resources import close_resources
+from .hooks import HookManager, close_resources
 from .process import AgentProcess, ProcessConfig, ProcessError, TriggerEvent, WebhookTrigger
 
 if TYPE_CHECKING:
-    from .cluster import ClusterNode
     from .manifest import AgentManifest
     from .telemetry import Telemetry
 
@@ -220,8 +218,9 @@ class AgentRuntime:
         self._retired: dict[str, str] = {}
         self._started_at: float | None = None
         self.running = False
-        #: This host's part of a cluster (set by ClusterNode.start), or None.
-        self.cluster: ClusterNode | None = None
+        #: This host's part of a cluster: the tether.cluster.ClusterNode that set it when it
+        #: started, or None. Typed ``object`` because the cluster sits above the runtime.
+        self.cluster: object | None = None
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"

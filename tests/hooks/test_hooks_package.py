@@ -18,6 +18,7 @@ from _imports_support import SRC, imported_modules, module_name
 #: Each entry names the top-level modules or packages under ``tether`` that form the layer.
 LAYERS: list[set[str]] = [
     {"errors"},  # the root of the exception tree (TetherError): imports nothing
+    {"_version", "_public"},  # the version, the table of public names: import nothing
     # the engine (and the co-process helper, and how URLs are shown): nothing above
     {"hooks", "_json", "_urls", "hookserver"},
     {"store"},

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .._redact import Redactor
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from ..errors import TetherError
-from ..hooks import DispatchResult, HookEvent
-from ..hooks._bounded import Expired, LoopProbe, within
+from ..hooks import DispatchResult, Expired, HookEvent, LoopProbe, within
 from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext

@@ -20,8 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from ..hooks import DispatchResult, HookContext, HookEvent
-from ..hooks._errors import HookError
+from ..hooks import DispatchResult, HookContext, HookError, HookEvent
 from ..models import ModelReply, ToolCall
 
 __all__ = [

@@ -21,15 +21,19 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from ..hooks import HookBlocked, HookContext, ShellHookResult
-from ..hooks._errors import PromptHookError
-from ..hooks._executor import HookObjectExecutor
-from ..hooks._prompt import BUILDERS, DEFAULT_MODELS
+from ..hooks import (
+    BUILDERS,
+    DEFAULT_MODELS,
+    HookBlocked,
+    HookContext,
+    HookObjectExecutor,
+    PromptHookError,
+    ShellHookResult,
+)
 from ..models import Model, ModelError
 
 if TYPE_CHECKING:
-    from ..hooks import HookManager
-    from ..hooks._prompt import PromptHookConfig
+    from ..hooks import HookManager, PromptHookConfig
 
 __all__ = ["DECISION_SCHEMA", "DECISION_TOOL", "PromptExecutor", "PromptHook", "build_executor"]
 
@@ -241,7 +245,7 @@ class _Resolved:
 
     def __call__(self) -> Model:
         if self._model is None:
-            from ..hooks._resources import on_close
+            from ..hooks import on_close
             from ..models import resolve_model
 
             self._model = resolve_model(self.spec)

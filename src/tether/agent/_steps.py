@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
-from ..hooks._bounded import Expired, within
+from ..hooks import Expired, within
 from ..models import ModelReply, ToolCall
 from ._tool_hooks import permission_denied, permission_request
 

@@ -17,8 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..hooks import DispatchResult, HookContext, HookEvent
-from ..hooks._errors import HookError
+from ..hooks import DispatchResult, HookContext, HookError, HookEvent
 from ._schema import schema_problems
 from ._tools import Tool, ToolArgumentsError
 

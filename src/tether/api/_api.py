@@ -22,13 +22,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .._manifest_errors import secretish
 from .._redact import redacted_trace
-from ..hooks import PluginError
-from ..hooks._claude_settings import ClaudeCodeHooksError
-from ..hooks._order import DeclarationError
+from ..hooks import ClaudeCodeHooksError, DeclarationError, PluginError
 from ..manifest import (
     ProcessSpec,
+    secretish,
     spec_problems,
     spec_to_process_config,
     validation_errors,
@@ -40,8 +38,8 @@ from ..process import (
     ProcessState,
     QueueUnavailableError,
     TriggerEvent,
+    validate_name,
 )
-from ..process._state import validate_name
 from ..runtime import AgentRuntime, ProcessExistsError, WebhookClashError
 from ._approvals import ApprovalEndpoints
 from ._changes import ConfigEndpoints
@@ -273,7 +271,7 @@ class OrchestrationAPI:
     # -- endpoints -------------------------------------------------------------------------
 
     async def _health(self, request: Request) -> Response:
-        from .. import __version__
+        from .._version import __version__
 
         return JSONResponse({"status": "ok", "version": __version__, **self.runtime.health()})
 

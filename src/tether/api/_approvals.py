@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from ._errors import APIError
 
 if TYPE_CHECKING:
-    from ._api import OrchestrationAPI
+    from ._host import ApiHost
 
 __all__ = ["ApprovalAnswer", "ApprovalEndpoints"]
 
@@ -36,7 +36,7 @@ class ApprovalAnswer(BaseModel):
 class ApprovalEndpoints:
     """The approval endpoints, for one OrchestrationAPI."""
 
-    def __init__(self, api: OrchestrationAPI) -> None:
+    def __init__(self, api: ApiHost) -> None:
         self.api = api
 
     async def pending(self, request: Request) -> Response:

@@ -18,17 +18,19 @@ from starlette.responses import JSONResponse, Response
 
 from ..agent import BudgetConfig
 from ..process import (
+    MISSION_MAX_CHARS,
+    REWIND_WAIT,
+    AppliedChange,
     McpServerConfig,
     NothingToRollBackError,
     ProcessBusyError,
     RestartPolicy,
     TriggerConfig,
     WebhookTrigger,
+    check_mission,
+    is_stdio,
+    server_name,
 )
-from ..process._changes import AppliedChange
-from ..process._config import MISSION_MAX_CHARS, check_mission
-from ..process._mcp import is_stdio, server_name
-from ..process._rewind import REWIND_WAIT
 from ..runtime import WebhookClashError
 from ._deploy import commands_message, host_paths
 from ._errors import APIError
@@ -36,7 +38,7 @@ from ._views import trigger_view
 
 if TYPE_CHECKING:
     from ..process import AgentProcess
-    from ._api import OrchestrationAPI
+    from ._host import ApiHost
 
 __all__ = ["ConfigChange", "ConfigEndpoints", "HealthChange", "RewindRequest"]
 
@@ -111,7 +113,7 @@ class RewindRequest(BaseModel):
 class ConfigEndpoints:
     """PATCH .../config and POST .../rewind, for one OrchestrationAPI."""
 
-    def __init__(self, api: OrchestrationAPI) -> None:
+    def __init__(self, api: ApiHost) -> None:
         self.api = api
 
     async def change(self, request: Request) -> Response:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -33,7 +33,7 @@ from ._errors import APIError, error_response
 
 if TYPE_CHECKING:
     from ..cluster import ClusterNode
-    from ._api import OrchestrationAPI
+    from ._host import ApiHost
 
 __all__ = ["ClusterRouter"]
 
@@ -44,15 +44,16 @@ FORWARDED: Final = "x-tether-forwarded"
 class ClusterRouter:
     """ASGI middleware: answers or forwards the requests described in the module docstring."""
 
-    def __init__(self, app: ASGIApp, api: OrchestrationAPI) -> None:
+    def __init__(self, app: ASGIApp, api: ApiHost) -> None:
         self.app = app
         self.api = api
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        node: ClusterNode | None = self.api.runtime.cluster
-        if scope["type"] != "http" or node is None:
+        if scope["type"] != "http" or self.api.runtime.cluster is None:
             await self.app(scope, receive, send)
             return
+        # Only ClusterNode.start sets runtime.cluster (the runtime cannot name the type).
+        node = cast("ClusterNode", self.api.runtime.cluster)
         try:
             response = await self._route(node, scope, receive)
         except APIError as exc:

@@ -32,8 +32,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from ..manifest import ProcessSpec
-from ..process import FileWatchTrigger, TriggerConfig
-from ..process._mcp import is_stdio
+from ..process import FileWatchTrigger, TriggerConfig, is_stdio
 
 __all__ = [
     "COMMANDS_MESSAGE",

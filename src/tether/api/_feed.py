@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from ..process._event import current_event_id
+from ..process import current_event_id
 
 if TYPE_CHECKING:
     from ..hooks import HookRun

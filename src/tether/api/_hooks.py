@@ -16,15 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..hooks import HookEvent
-from ..hooks._records import OUTCOMES
-from ..process._state import validate_name
+from ..hooks import OUTCOMES, HookEvent
+from ..process import validate_name
 from ._errors import APIError
 from ._http import bad_query, query_params
 from ._views import artifact_view, catalog_entry
 
 if TYPE_CHECKING:
-    from ._api import OrchestrationAPI
+    from ._host import ApiHost
 
 __all__ = ["SOURCES", "DryRunRequest", "HookEndpoints"]
 
@@ -181,11 +180,11 @@ def _catalog_order(entry: dict[str, Any]) -> tuple[int, str, int]:
 class HookEndpoints:
     """The handlers; each takes the request and answers JSON (errors as APIError)."""
 
-    def __init__(self, api: OrchestrationAPI) -> None:
+    def __init__(self, api: ApiHost) -> None:
         self.api = api
 
     async def events(self, request: Request) -> Response:
-        from ..hooks._taxonomy import FAMILIES, describe_events
+        from ..hooks import FAMILIES, describe_events
 
         params = query_params(request)
         blockable = _bool(params, "blockable")

@@ -14,15 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ..hooks import HookEvent
-from ..hooks._records import OUTCOMES
-from ..process._state import validate_name
+from ..hooks import OUTCOMES, HookEvent
+from ..process import validate_name
 from ._errors import APIError
 from ._feed import HookFeed
 from ._http import bad_query, query_params
 
 if TYPE_CHECKING:
-    from ._api import OrchestrationAPI
+    from ._host import ApiHost
 
 __all__ = ["ObservabilityEndpoints", "PublishEvent"]
 
@@ -49,7 +48,7 @@ class PublishEvent(BaseModel):
 
 
 class ObservabilityEndpoints:
-    def __init__(self, api: OrchestrationAPI) -> None:
+    def __init__(self, api: ApiHost) -> None:
         self.api = api
         self.feed = HookFeed(api.runtime)
 

@@ -76,7 +76,7 @@ def openapi_document(*, secured: bool = True) -> dict[str, Any]:
 @functools.cache
 def _document() -> dict[str, Any]:
     """The document without security (built once)."""
-    from .. import __version__
+    from .._version import __version__
 
     paths: dict[str, dict[str, Any]] = {}
     for route in ROUTES:

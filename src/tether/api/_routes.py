@@ -18,10 +18,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..hooks import HookEvent
-from ..hooks._hook import EXECUTOR_KINDS
-from ..hooks._records import OUTCOMES
-from ..hooks._taxonomy import FAMILIES
+from ..hooks import EXECUTOR_KINDS, FAMILIES, OUTCOMES, HookEvent
 from ..manifest import ProcessSpec
 from ._approvals import ApprovalAnswer
 from ._changes import ConfigChange, RewindRequest

@@ -32,8 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from .._redact import redacted_trace
-from ..process import AgentProcess, InvalidEventError, ProcessState, TriggerEvent
-from ..process._event import check_traceparent
+from ..process import AgentProcess, InvalidEventError, ProcessState, TriggerEvent, check_traceparent
 from ..runtime import AgentRuntime, WebhookRoute
 from ._errors import PASSED_ON, APIConfigError, APIError, error_response
 from ._http import (

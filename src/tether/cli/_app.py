@@ -102,7 +102,7 @@ LogFormatOption = Annotated[
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from .._version import __version__
 
         sys.stdout.write(f"tether {__version__}\n")
         raise typer.Exit(0)

@@ -176,7 +176,7 @@ def eval_hooks() -> None:
 @eval_app.command("schema")
 def eval_schema() -> None:
     """Print the JSON Schema of scenario packs."""
-    from ..eval._pack import render_pack_schema
+    from ..eval import render_pack_schema
 
     sys.stdout.write(render_pack_schema())
 

@@ -117,7 +117,7 @@ def parse_since(text: str | None) -> str | None:
 
 def show_events(*, blockable: bool | None, as_json: bool, family: str | None = None) -> int:
     """The event table, read here: no server is needed."""
-    from ..hooks._taxonomy import FAMILIES, describe_events
+    from ..hooks import FAMILIES, describe_events
 
     if family is not None and family not in FAMILIES:
         raise click.UsageError(

@@ -122,13 +122,13 @@ def test_hook(
     from .._redact import Redactor
     from ..hooks import (
         BLOCKABLE_EVENTS,
+        ClaudeCodeHook,
         CommandHookError,
         HookContext,
         PersistentHook,
         ShellHook,
+        parse_event,
     )
-    from ..hooks._claude_code import ClaudeCodeHook
-    from ..hooks._events import parse_event
     from ._samples import sample_data
 
     hook_event = parse_event(event)
@@ -233,8 +233,13 @@ def _answer_line(result: Any) -> str:
 
 def _claude_code(hook: Any, ctx: Any, payload: dict[str, Any], out: Console, shown: Any) -> int:
     """``hooks test --protocol claude-code``: Claude Code's input, the answer applied."""
-    from ..hooks import BLOCKABLE_EVENTS, CommandHookError, HookBlocked
-    from ..hooks._claude_code import TETHER_TO_CLAUDE, claude_input
+    from ..hooks import (
+        BLOCKABLE_EVENTS,
+        TETHER_TO_CLAUDE,
+        CommandHookError,
+        HookBlocked,
+        claude_input,
+    )
 
     name = TETHER_TO_CLAUDE[ctx.event]
     out.print(f"[bold]protocol[/] claude-code ({name})")

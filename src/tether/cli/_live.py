@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from rich.console import Console
 from rich.markup import escape
 
-from ..hooks import HookEvent, HookRun
-from ..hooks._events import EVENTS
+from ..hooks import EVENTS, HookEvent, HookRun
 
 if TYPE_CHECKING:
     from ..process import AgentProcess
@@ -268,7 +267,7 @@ class _Tee:
 
         def record(*args: Any, **kwargs: Any) -> None:
             attr(*args, **kwargs)
-            from ..hooks._history import HistoryRecorder
+            from ..hooks import HistoryRecorder
 
             scratch = HistoryRecorder(self._process, size=1, redact=self._redact)
             getattr(scratch, name)(*args, **kwargs)

@@ -45,7 +45,7 @@ def _trace_id() -> str | None:
 
 
 def _where() -> tuple[str | None, str | None]:
-    from ..process._event import current_event_id, current_process
+    from ..process import current_event_id, current_process
 
     return current_process(), current_event_id()
 

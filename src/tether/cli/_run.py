@@ -170,7 +170,7 @@ def _summary(console: Console, runtime: AgentRuntime) -> None:
 def check_plugins(names: list[str]) -> list[str]:
     """The ``--plugin`` names, once each, each one loadable (else a PluginError naming the
     available plugins): checked before anything starts."""
-    from ..hooks._plugin import resolve_plugin
+    from ..hooks import resolve_plugin
 
     unique = list(dict.fromkeys(names))
     for name in unique:

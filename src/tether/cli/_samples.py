@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Final
 
-from ..hooks._events import EVENTS
+from ..hooks import EVENTS
 
 __all__ = ["SAMPLES", "sample_data"]
 

@@ -103,10 +103,8 @@ def _loaded(manifest: Any) -> tuple[list[str], list[Any], list[str]]:
     """What the manifest's tools and Claude Code hook files load: a line per Claude Code
     hook, a problem per tool that cannot be imported, and the loader's warnings (what the
     Claude Code files hold that tether skipped)."""
-    from .._manifest_claude import load_claude_code
-    from ..hooks import HookEvent
-    from ..hooks._claude_code import TETHER_TO_CLAUDE
-    from ..manifest import manifest_tool_issues
+    from ..hooks import TETHER_TO_CLAUDE, HookEvent
+    from ..manifest import load_claude_code, manifest_tool_issues
 
     problems = manifest_tool_issues(manifest)
     lines: list[str] = []

@@ -36,13 +36,13 @@ from typing import TYPE_CHECKING, Any, Final
 from .._urls import masked_in
 from ..errors import TetherError
 from ..process import ProcessState
-from ..store._redis import FENCED, Keys, Scripts, connect
+from ..store import FENCED, Keys, Scripts
+from ..store import connect_redis as connect
 from ._steward import Held, Leases, Steward, rendezvous
 
 if TYPE_CHECKING:
-    from ..hooks._records import HookRun
-    from ..process import AgentProcess, ProcessConfig
-    from ..process._stream_queue import StreamQueue
+    from ..hooks import HookRun
+    from ..process import AgentProcess, ProcessConfig, StreamQueue
     from ..runtime import AgentRuntime
 
 __all__ = ["ClusterError", "ClusterNode", "cluster_config", "rendezvous"]
@@ -153,7 +153,7 @@ class ClusterNode:
 
     async def start(self) -> None:
         """Join: check Redis, take over the runtime's processes' queues, start the loops."""
-        from ..process._stream_queue import StreamQueue
+        from ..process import StreamQueue
 
         try:
             await self.client.ping()

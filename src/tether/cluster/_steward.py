@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store._redis import ACQUIRE, FENCED, RENEW, Keys
+from ..store import ACQUIRE, FENCED, RENEW, Keys
 
 __all__ = ["Held", "Leases", "Steward", "rendezvous"]
 

@@ -11,7 +11,7 @@ Run-level points are methods of ``tether.Plugin`` (see ``RUN_POINTS``), called i
 ``hooks`` with a :class:`RunContext`; see docs/eval.md.
 """
 
-from ..hooks._plugin import RUN_POINTS as RUN_POINTS
+from ..hooks import RUN_POINTS as RUN_POINTS
 from ._context import RunContext as RunContext
 from ._context import knob_name as knob_name
 from ._debrief import DebriefHook as DebriefHook
@@ -26,6 +26,7 @@ from ._pack import PackError as PackError
 from ._pack import available_scorers as available_scorers
 from ._pack import load_pack as load_pack
 from ._pack import pack_json_schema as pack_json_schema
+from ._pack import render_pack_schema as render_pack_schema
 from ._probe import IsolationProbe as IsolationProbe
 from ._probe import StateProbeHook as StateProbeHook
 from ._report import Report as Report

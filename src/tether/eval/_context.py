@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from ..hooks._plugin import MAX_SLUG, SLUG, Plugin, PluginError
+from ..hooks import MAX_SLUG, SLUG, Plugin, PluginError
 
 __all__ = [
     "CONVERSE_TIMEOUT_VAR",

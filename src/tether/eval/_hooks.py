@@ -13,14 +13,16 @@ import inspect
 from collections.abc import Sequence
 from typing import Final
 
-from ..hooks._plugin import (
+from ..hooks import (
     RUN_POINTS,
     Plugin,
     PluginError,
-    _check,
     available_plugins,
     plugin_methods,
     resolve_plugin,
+)
+from ..hooks import (
+    checked_plugin as _check,
 )
 
 __all__ = ["EVAL_BUILTINS", "available_hooks", "resolve_hook", "resolve_hooks", "run_points"]

@@ -24,9 +24,17 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .._manifest_errors import issues_of
-from .._manifest_yaml import Loc, line_of, path_of, read_yaml, resolve, yaml_type
-from ..manifest import ManifestError, ManifestIssue
+from ..manifest import (
+    Loc,
+    ManifestError,
+    ManifestIssue,
+    issues_of,
+    line_of,
+    path_of,
+    read_yaml,
+    resolve,
+    yaml_type,
+)
 
 __all__ = [
     "PACK_VERSION",

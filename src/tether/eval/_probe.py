@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
-from ..hooks._plugin import Plugin
+from ..hooks import Plugin
 from ._context import RunContext, knob_name
 
 __all__ = ["IsolationProbe", "StateProbeHook"]

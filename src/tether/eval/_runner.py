@@ -39,8 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from ..hooks import HookContext, HookEvent
-from ..hooks._plugin import Plugin
+from ..hooks import HookContext, HookEvent, Plugin
 from ._context import Deadlines, RunContext, Scope, dispatch
 from ._folder import run_stem, stamp, write_json
 from ._hooks import resolve_hooks
@@ -623,7 +622,7 @@ class _TurnRecords:
 
     def take(self) -> list[Any]:
         """The hook runs recorded since the last take, oldest first."""
-        from ..hooks._history import HistoryRecorder
+        from ..hooks import HistoryRecorder
 
         pending, self._pending = self._pending, []
         scratch = HistoryRecorder(

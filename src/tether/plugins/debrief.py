@@ -14,7 +14,7 @@ import os
 import time
 from typing import Any, Final, Literal
 
-from ..hooks._plugin import Plugin, PluginContext
+from ..hooks import Plugin, PluginContext
 
 __all__ = ["DRY_RUN_ERROR", "SCHEMA_VERSION", "DebriefPlugin", "debrief_prompt"]
 

@@ -8,8 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..hooks import HookRun
-from ..hooks._hook import run_prefix
+from ..hooks import HookRun, run_prefix
 from ._sqlite import Lease
 
 __all__ = ["HistoryStore"]

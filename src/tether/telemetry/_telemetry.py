@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..agent._observer import Note
+from ..agent import Note
 
 if TYPE_CHECKING:
     from ..hooks import HookManager, HookRun

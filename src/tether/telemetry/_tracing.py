@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
-from ..agent._observer import Note
+from ..agent import Note
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider

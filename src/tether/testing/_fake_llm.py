@@ -19,8 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tether.api._server import AppServer
-from tether.models._base import arguments_text, last_user_text, scripted_usage
+from tether.api import AppServer
+from tether.models import arguments_text, last_user_text, scripted_usage
 
 __all__ = ["FakeLLM"]
 
