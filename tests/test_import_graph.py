@@ -24,11 +24,6 @@ from _imports_support import SRC, imported_modules, is_module, module_name
 
 #: Imports of another unit's private module still to mend: "importer -> imported".
 KNOWN_PRIVATE_IMPORTS: set[str] = {
-    "tether -> tether.hooks._claude_scopes",
-    "tether -> tether.hooks._claude_settings",
-    "tether -> tether.hooks._config",
-    "tether -> tether.hooks._http_hook",
-    "tether -> tether.hooks._persistent",
     "tether.process._approvals -> tether.agent._steps",
     "tether.process._approvals -> tether.store._steps",
     "tether.process._attempts -> tether.agent._observer",

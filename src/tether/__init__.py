@@ -2,6 +2,11 @@
 
 ``import tether`` stays light: the hook engine is imported eagerly, everything that needs
 pydantic, the openai SDK, starlette or the like is imported on first use of its name.
+
+Every public name is written once, in the table of ``tether/_public.py`` (name -> the package
+exporting it): ``__all__``, the eager imports and the lazy ones derive from it. The imports
+under ``TYPE_CHECKING`` repeat it for type checkers, which cannot read a table; a test keeps
+the two equal.
 """
 
 from __future__ import annotations
@@ -9,31 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import TetherError as TetherError
-from .hooks import BLOCKABLE_EVENTS as BLOCKABLE_EVENTS
-from .hooks import SAFE_ENV_VARS as SAFE_ENV_VARS
-from .hooks import CommandHookError as CommandHookError
-from .hooks import DispatchResult as DispatchResult
-from .hooks import HookBlocked as HookBlocked
-from .hooks import HookContext as HookContext
-from .hooks import HookError as HookError
-from .hooks import HookErrorInfo as HookErrorInfo
-from .hooks import HookEvent as HookEvent
-from .hooks import HookInfo as HookInfo
-from .hooks import HookManager as HookManager
-from .hooks import HookRun as HookRun
-from .hooks import HookTimeoutError as HookTimeoutError
-from .hooks import HttpHookError as HttpHookError
-from .hooks import HttpHookTimeoutError as HttpHookTimeoutError
-from .hooks import Plugin as Plugin
-from .hooks import PluginContext as PluginContext
-from .hooks import PluginError as PluginError
-from .hooks import PromptHookError as PromptHookError
-from .hooks import ShellHook as ShellHook
-from .hooks import ShellHookResult as ShellHookResult
-from .hooks import available_plugins as available_plugins
-from .hooks import hook_options as hook_options
-from .hooks import implements as implements
+from ._public import EAGER, HOME, PUBLIC
+from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from .agent import BudgetConfig as BudgetConfig
@@ -51,13 +33,38 @@ if TYPE_CHECKING:
     from .approval import ApprovalRequest as ApprovalRequest
     from .cluster import ClusterError as ClusterError
     from .cluster import ClusterNode as ClusterNode
-    from .hooks._claude_scopes import claude_code_settings as claude_code_settings
-    from .hooks._claude_settings import ClaudeCodeHooks as ClaudeCodeHooks
-    from .hooks._claude_settings import ClaudeCodeHooksError as ClaudeCodeHooksError
-    from .hooks._claude_settings import claude_code_hooks as claude_code_hooks
-    from .hooks._config import HookConfig as HookConfig
-    from .hooks._http_hook import HttpHook as HttpHook
-    from .hooks._persistent import PersistentHook as PersistentHook
+    from .errors import TetherError as TetherError
+    from .hooks import BLOCKABLE_EVENTS as BLOCKABLE_EVENTS
+    from .hooks import SAFE_ENV_VARS as SAFE_ENV_VARS
+    from .hooks import ClaudeCodeHooks as ClaudeCodeHooks
+    from .hooks import ClaudeCodeHooksError as ClaudeCodeHooksError
+    from .hooks import CommandHookError as CommandHookError
+    from .hooks import DispatchResult as DispatchResult
+    from .hooks import HookBlocked as HookBlocked
+    from .hooks import HookConfig as HookConfig
+    from .hooks import HookContext as HookContext
+    from .hooks import HookError as HookError
+    from .hooks import HookErrorInfo as HookErrorInfo
+    from .hooks import HookEvent as HookEvent
+    from .hooks import HookInfo as HookInfo
+    from .hooks import HookManager as HookManager
+    from .hooks import HookRun as HookRun
+    from .hooks import HookTimeoutError as HookTimeoutError
+    from .hooks import HttpHook as HttpHook
+    from .hooks import HttpHookError as HttpHookError
+    from .hooks import HttpHookTimeoutError as HttpHookTimeoutError
+    from .hooks import PersistentHook as PersistentHook
+    from .hooks import Plugin as Plugin
+    from .hooks import PluginContext as PluginContext
+    from .hooks import PluginError as PluginError
+    from .hooks import PromptHookError as PromptHookError
+    from .hooks import ShellHook as ShellHook
+    from .hooks import ShellHookResult as ShellHookResult
+    from .hooks import available_plugins as available_plugins
+    from .hooks import claude_code_hooks as claude_code_hooks
+    from .hooks import claude_code_settings as claude_code_settings
+    from .hooks import hook_options as hook_options
+    from .hooks import implements as implements
     from .manifest import AgentManifest as AgentManifest
     from .manifest import ManifestError as ManifestError
     from .manifest import load_manifest as load_manifest
@@ -85,145 +92,25 @@ if TYPE_CHECKING:
     from .runtime import WebhookClashError as WebhookClashError
     from .telemetry import Telemetry as Telemetry
 
-__version__ = "0.1.0"
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which read no computed __all__: without one they export
+    # exactly the names imported above as ``X as X`` (``from tether import *`` included).
+    __all__ = sorted(HOME)
 
-# Public name -> module that defines it; loaded on first attribute access.
-_LAZY: dict[str, str] = {
-    "HookConfig": "tether.hooks._config",
-    "HttpHook": "tether.hooks._http_hook",
-    "PersistentHook": "tether.hooks._persistent",
-    "PromptHook": "tether.agent",
-    "ClaudeCodeHooks": "tether.hooks._claude_settings",
-    "ClaudeCodeHooksError": "tether.hooks._claude_settings",
-    "claude_code_settings": "tether.hooks._claude_scopes",
-    "claude_code_hooks": "tether.hooks._claude_settings",
-    "AgentRuntime": "tether.runtime",
-    "ClusterError": "tether.cluster",
-    "ClusterNode": "tether.cluster",
-    "ProcessExistsError": "tether.runtime",
-    "WebhookClashError": "tether.runtime",
-    "OrchestrationAPI": "tether.api",
-    "AgentManifest": "tether.manifest",
-    "ManifestError": "tether.manifest",
-    "load_manifest": "tether.manifest",
-    "manifest_to_process_config": "tether.manifest",
-    "AgentProcess": "tether.process",
-    "ProcessConfig": "tether.process",
-    "ProcessState": "tether.process",
-    "TriggerEvent": "tether.process",
-    "InvalidEventError": "tether.process",
-    "CronTrigger": "tether.process",
-    "WebhookTrigger": "tether.process",
-    "FileWatchTrigger": "tether.process",
-    "EventTrigger": "tether.process",
-    "OpenModeConfig": "tether.process",
-    "RestartPolicy": "tether.process",
-    "ProcessError": "tether.process",
-    "ProcessBusyError": "tether.process",
-    "NothingToRollBackError": "tether.process",
-    "McpServerConfig": "tether.process",
-    "ProcessStateError": "tether.process",
-    "QueueUnavailableError": "tether.process",
-    "SpawnRefusedError": "tether.process",
-    "ContextConfig": "tether.agent",
-    "BudgetConfig": "tether.agent",
-    "GuardrailConfig": "tether.agent",
-    "ModelPrice": "tether.agent",
-    "Tool": "tether.agent",
-    "ToolCallInfo": "tether.agent",
-    "current_tool_call": "tether.agent",
-    "tool": "tether.agent",
-    "ApprovalPolicy": "tether.approval",
-    "ApprovalDecision": "tether.approval",
-    "ApprovalRequest": "tether.approval",
-    "Telemetry": "tether.telemetry",
-}
-
-__all__ = [
-    "BLOCKABLE_EVENTS",
-    "SAFE_ENV_VARS",
-    "AgentManifest",
-    "AgentProcess",
-    "AgentRuntime",
-    "ApprovalDecision",
-    "ApprovalPolicy",
-    "ApprovalRequest",
-    "BudgetConfig",
-    "ClaudeCodeHooks",
-    "ClaudeCodeHooksError",
-    "ClusterError",
-    "ClusterNode",
-    "CommandHookError",
-    "ContextConfig",
-    "CronTrigger",
-    "DispatchResult",
-    "EventTrigger",
-    "FileWatchTrigger",
-    "GuardrailConfig",
-    "HookBlocked",
-    "HookConfig",
-    "HookContext",
-    "HookError",
-    "HookErrorInfo",
-    "HookEvent",
-    "HookInfo",
-    "HookManager",
-    "HookRun",
-    "HookTimeoutError",
-    "HttpHook",
-    "HttpHookError",
-    "HttpHookTimeoutError",
-    "InvalidEventError",
-    "ManifestError",
-    "McpServerConfig",
-    "ModelPrice",
-    "NothingToRollBackError",
-    "OpenModeConfig",
-    "OrchestrationAPI",
-    "PersistentHook",
-    "Plugin",
-    "PluginContext",
-    "PluginError",
-    "ProcessBusyError",
-    "ProcessConfig",
-    "ProcessError",
-    "ProcessExistsError",
-    "ProcessState",
-    "ProcessStateError",
-    "PromptHook",
-    "PromptHookError",
-    "QueueUnavailableError",
-    "RestartPolicy",
-    "ShellHook",
-    "ShellHookResult",
-    "SpawnRefusedError",
-    "Telemetry",
-    "TetherError",
-    "Tool",
-    "ToolCallInfo",
-    "TriggerEvent",
-    "WebhookClashError",
-    "WebhookTrigger",
-    "available_plugins",
-    "claude_code_hooks",
-    "claude_code_settings",
-    "current_tool_call",
-    "hook_options",
-    "implements",
-    "load_manifest",
-    "manifest_to_process_config",
-    "tool",
-]
+for _package in EAGER:
+    _names = vars(importlib.import_module(f".{_package}", __name__))
+    # A name the package itself loads on first use (HookConfig: pydantic) waits for its use.
+    globals().update({name: _names[name] for name in PUBLIC[_package] if name in _names})
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    package = HOME.get(name)
+    if package is None:
         raise AttributeError(f"module 'tether' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(f".{package}", __name__), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(HOME))

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._public import published
 from ._redact import Redactor, redacted_trace
 from .hooks import HookManager, close_resources
 from .process import AgentProcess, ProcessConfig, ProcessError, TriggerEvent, WebhookTrigger
@@ -484,6 +485,5 @@ class AgentRuntime:
         }
 
 
-for _cls in (AgentRuntime, ProcessExistsError, WebhookClashError):
-    _cls.__module__ = "tether"
 WebhookRoute.__module__ = "tether.runtime"
+published(globals())

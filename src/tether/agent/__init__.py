@@ -4,6 +4,7 @@
 which import the agent through this module only, never through its private modules.
 """
 
+from .._public import published
 from ._budget import BudgetDenial as BudgetDenial
 from ._budget import BudgetTracker as BudgetTracker
 from ._config import BudgetConfig as BudgetConfig
@@ -74,3 +75,5 @@ __all__ = [
     "scan",
     "tool",
 ]
+
+published(globals())

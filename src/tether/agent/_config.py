@@ -87,6 +87,3 @@ DEFAULT_MARKERS: tuple[str, ...] = (
     "<|im_start|>",
     "[[system]]",
 )
-
-for _cls in (BudgetConfig, ContextConfig, GuardrailConfig, ModelPrice):
-    _cls.__module__ = "tether"

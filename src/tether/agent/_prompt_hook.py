@@ -200,9 +200,6 @@ def _decision_of(answer: Any) -> tuple[str | None, str]:
     return decision, reason.strip()
 
 
-PromptHook.__module__ = "tether"
-
-
 class PromptExecutor(HookObjectExecutor):
     """Runs a PromptHook: the model call is bounded by the hook's own timeout, the engine's
     bound allows ``backstop`` seconds more."""

@@ -78,10 +78,6 @@ def current_tool_call() -> ToolCallInfo | None:
     return _CURRENT_CALL.get()
 
 
-ToolCallInfo.__module__ = "tether"
-current_tool_call.__module__ = "tether"
-
-
 class RunSteps:
     """The journaled steps of one run, and where its new steps are written.
 

@@ -4,6 +4,7 @@ Importing this package imports starlette and uvicorn; ``import tether`` never do
 ``__all__`` is the public API; the other names imported here are for tether's other packages.
 """
 
+from .._public import published
 from ._api import DEFAULT_PORT as DEFAULT_PORT
 from ._api import OrchestrationAPI as OrchestrationAPI
 from ._errors import APIConfigError as APIConfigError
@@ -26,3 +27,5 @@ __all__ = [
     "sign_webhook",
     "webhook_headers",
 ]
+
+published(globals())

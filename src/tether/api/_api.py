@@ -469,9 +469,6 @@ class OrchestrationAPI:
             )
 
 
-OrchestrationAPI.__module__ = "tether"
-
-
 # -- plumbing --------------------------------------------------------------------------------
 
 

@@ -1,5 +1,6 @@
 """Scale-out: processes spread over several hosts that share a Redis (see docs/scale-out.md)."""
 
+from .._public import published
 from ._node import ClusterError as ClusterError
 from ._node import ClusterNode as ClusterNode
 from ._node import cluster_config as cluster_config
@@ -7,5 +8,4 @@ from ._node import rendezvous as rendezvous
 
 __all__ = ["ClusterError", "ClusterNode", "cluster_config", "rendezvous"]
 
-ClusterNode.__module__ = "tether"
-ClusterError.__module__ = "tether"
+published(globals())

@@ -83,8 +83,8 @@ if TYPE_CHECKING:
     from ._files import FileRefused as FileRefused
     from ._files import read_small_file as read_small_file
     from ._history import HistoryRecorder as HistoryRecorder
-    from ._kinds import EXECUTOR_KINDS as EXECUTOR_KINDS
     from ._http_hook import HttpHook as HttpHook
+    from ._kinds import EXECUTOR_KINDS as EXECUTOR_KINDS
     from ._persistent import PersistentHook as PersistentHook
     from ._prompt import BUILDERS as BUILDERS
     from ._prompt import DEFAULT_MODELS as DEFAULT_MODELS

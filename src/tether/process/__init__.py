@@ -6,6 +6,7 @@ which import processes through this module only, never through its private modul
 
 from typing import TYPE_CHECKING, Any
 
+from .._public import published
 from ._changes import AppliedChange as AppliedChange
 from ._config import MISSION_MAX_CHARS as MISSION_MAX_CHARS
 from ._config import CronTrigger as CronTrigger
@@ -73,3 +74,5 @@ __all__ = [
     "TriggerEvent",
     "WebhookTrigger",
 ]
+
+published(globals())

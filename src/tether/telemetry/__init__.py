@@ -7,9 +7,10 @@ The process and the agent loop never import this package: a runtime hands each p
 
 from __future__ import annotations
 
+from .._public import published
 from ._telemetry import Telemetry as Telemetry
 from ._telemetry import tracing_configured as tracing_configured
 
 __all__ = ["Telemetry", "tracing_configured"]
 
-Telemetry.__module__ = "tether"
+published(globals())
