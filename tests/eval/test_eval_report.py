@@ -10,6 +10,7 @@ from xml.etree import ElementTree as ET
 import pytest
 from _eval_support import PackFactory
 
+import tether.eval
 from tether.eval import is_trace_file, junit_xml, load_pack, load_runs, report_folder, run_pack
 from tether.testing import FakeLLM
 
@@ -108,3 +109,21 @@ async def test_a_trace_without_a_score_counts_as_a_failed_run(
     report = report_folder(out)
     assert report.exit_code == 1
     assert report.scenarios[0]["failing_layers"] == {"unscored": 1}
+
+
+def test_a_run_found_in_a_folder_is_a_saved_run(tmp_path: Path) -> None:
+    (tmp_path / "20260102T030405678Z_abcdefgh.json").write_text('{"run_id": "abcdefgh", "turns": []}')
+
+    (run,) = load_runs(tmp_path)
+
+    assert isinstance(run, tether.eval.SavedRun)
+    assert run.stem == "20260102T030405678Z_abcdefgh"
+
+
+def test_the_old_name_run_record_still_works_with_a_deprecation_warning() -> None:
+    """The hook engine's RunRecord is another thing; the eval one is SavedRun now."""
+    with pytest.warns(DeprecationWarning, match=r"tether\.eval\.SavedRun"):
+        old = tether.eval.RunRecord  # type: ignore[attr-defined]
+
+    assert old is tether.eval.SavedRun
+    assert "RunRecord" not in tether.eval.__all__

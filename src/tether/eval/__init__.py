@@ -11,11 +11,14 @@ Run-level points are methods of ``tether.Plugin`` (see ``RUN_POINTS``), called i
 ``hooks`` with a :class:`RunContext`; see docs/eval.md.
 """
 
+import warnings
+from typing import Any
+
 from ..hooks import RUN_POINTS as RUN_POINTS
 from ._context import RunContext as RunContext
 from ._context import knob_name as knob_name
 from ._debrief import DebriefHook as DebriefHook
-from ._folder import RunRecord as RunRecord
+from ._folder import SavedRun as SavedRun
 from ._folder import is_trace_file as is_trace_file
 from ._folder import load_runs as load_runs
 from ._hooks import available_hooks as available_hooks
@@ -47,7 +50,7 @@ __all__ = [
     "Progress",
     "Report",
     "RunContext",
-    "RunRecord",
+    "SavedRun",
     "StateProbeHook",
     "available_hooks",
     "available_scorers",
@@ -61,3 +64,16 @@ __all__ = [
     "resolve_hooks",
     "run_pack",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # RunRecord was this package's name for a run found in a folder; the hook engine's
+    # RunRecord is something else (one hook run being recorded), so this one is SavedRun now.
+    if name == "RunRecord":
+        warnings.warn(
+            "tether.eval.RunRecord is deprecated; use tether.eval.SavedRun",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return SavedRun
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

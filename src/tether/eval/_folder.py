@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunRecord", "is_trace_file", "load_runs", "run_stem", "stamp", "write_json"]
+__all__ = ["SavedRun", "is_trace_file", "load_runs", "run_stem", "stamp", "write_json"]
 
 
 def stamp(when: datetime) -> str:
@@ -48,7 +48,7 @@ def write_json(path: Path, payload: Any) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class RunRecord:
+class SavedRun:
     """One run found in a folder: its trace, its score (None if it has none) and sidecars."""
 
     path: Path
@@ -62,7 +62,7 @@ class RunRecord:
         return self.path.name[: -len(".json")]
 
 
-RunRecord.__module__ = "tether.eval"
+SavedRun.__module__ = "tether.eval"
 
 
 def _json_files(folder: Path) -> Iterator[Path]:
@@ -71,7 +71,7 @@ def _json_files(folder: Path) -> Iterator[Path]:
             yield path
 
 
-def load_runs(folder: str | os.PathLike[str]) -> list[RunRecord]:
+def load_runs(folder: str | os.PathLike[str]) -> list[SavedRun]:
     """Every run in ``folder`` (and below it), oldest first by file name.
 
     Traces are found by the sidecar rule; a file that is not a trace of tether's (not JSON,
@@ -84,7 +84,7 @@ def load_runs(folder: str | os.PathLike[str]) -> list[RunRecord]:
     by_dir: dict[Path, list[Path]] = {}
     for path in files:
         by_dir.setdefault(path.parent, []).append(path)
-    records: list[RunRecord] = []
+    records: list[SavedRun] = []
     for path in files:
         if not is_trace_file(path):
             continue
@@ -99,9 +99,7 @@ def load_runs(folder: str | os.PathLike[str]) -> list[RunRecord]:
             name = other.name
             if name.startswith(f"{stem}.") and name not in (path.name, score_path.name):
                 artifacts[name[len(stem) + 1 : -len(".json")]] = other
-        records.append(
-            RunRecord(path, trace, score if isinstance(score, dict) else None, artifacts)
-        )
+        records.append(SavedRun(path, trace, score if isinstance(score, dict) else None, artifacts))
     return records
 
 

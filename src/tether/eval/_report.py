@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from ._folder import RunRecord, load_runs
+from ._folder import SavedRun, load_runs
 
 __all__ = ["Report", "aggregate", "junit_xml", "report_folder"]
 
@@ -22,7 +22,7 @@ class Report:
     """What a runs folder holds: its runs and one aggregate per (pack, scenario)."""
 
     folder: str
-    records: list[RunRecord]
+    records: list[SavedRun]
     scenarios: list[dict[str, Any]]
 
     @property
@@ -100,7 +100,7 @@ def report_folder(folder: str | os.PathLike[str]) -> Report:
     """The report of every run in a folder: one aggregate per (pack, scenario), in the order
     their first run was found."""
     records = load_runs(folder)
-    groups: dict[tuple[str, str], list[RunRecord]] = {}
+    groups: dict[tuple[str, str], list[SavedRun]] = {}
     for record in records:
         key = (str(record.trace.get("pack")), str(record.trace.get("scenario_id")))
         groups.setdefault(key, []).append(record)
@@ -121,7 +121,7 @@ def report_folder(folder: str | os.PathLike[str]) -> Report:
 def junit_xml(report: Report) -> str:
     """JUnit XML for CI: one suite per scenario, one case per run (hook artifacts: none)."""
     records = report.records
-    by_scenario: dict[tuple[str, str], list[RunRecord]] = {}
+    by_scenario: dict[tuple[str, str], list[SavedRun]] = {}
     for record in records:
         key = (str(record.trace.get("pack")), str(record.trace.get("scenario_id")))
         by_scenario.setdefault(key, []).append(record)
