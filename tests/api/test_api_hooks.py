@@ -574,6 +574,25 @@ async def test_a_third_party_plugin_is_activated_by_name_and_its_warnings_are_se
     assert body["warnings"] == ["plugin:acme: the ticket named no priority"]
 
 
+async def test_a_trigger_event_s_artifacts_are_served_under_its_event_id(
+    client: httpx.AsyncClient, runtime: AgentRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_DEBRIEF_ON", "all")
+    r = await create(client, "triage", plugins=["debrief"])
+    assert r.status_code == 201, r.text
+    process = runtime.get("triage")
+    assert process is not None
+
+    event_id = await inject(client, "triage", "Login is down")
+    await eventually(lambda: process.plugins.artifacts.list(event_id) != [])
+    body = (await client.get(f"/processes/triage/events/{event_id}/artifacts")).json()
+    assert (body["name"], body["event_id"], body["warnings"]) == ("triage", event_id, [])
+    assert [a["name"] for a in body["artifacts"]] == [f"{event_id}.debrief.json"]
+    bad = await client.get("/processes/triage/events/a%20b*/artifacts")
+    assert error_of(bad)[:2] == (400, "BAD_REQUEST")
+    assert "event id 'a b*' is not valid" in error_of(bad)[2]
+
+
 async def test_a_task_without_artifacts_answers_empty_lists(client: httpx.AsyncClient) -> None:
     await create(client, "triage")
     r = await client.get("/processes/triage/tasks/no-such-task/artifacts")
@@ -649,6 +668,7 @@ async def test_the_openapi_document_lists_the_hook_endpoints(client: httpx.Async
         "/api/v1/processes/{name}/hooks/dry-run",
         "/api/v1/processes/{name}/hooks/{selector}/disable",
         "/api/v1/processes/{name}/hooks/{selector}/enable",
+        "/api/v1/processes/{name}/events/{event_id}/artifacts",
         "/api/v1/processes/{name}/tasks/{task_id}/artifacts",
     ):
         assert path in doc["paths"], path

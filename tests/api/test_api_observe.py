@@ -126,7 +126,30 @@ async def test_stopping_the_api_ends_an_open_stream() -> None:
         assert await asyncio.wait_for(reading, 5) == []
 
 
-async def test_a_task_s_timeline_holds_its_hook_runs_and_run(
+async def test_a_trigger_event_s_timeline_holds_its_hook_runs_and_run(
+    served: tuple[AgentRuntime, OrchestrationAPI],
+) -> None:
+    runtime, api = served
+    process = runtime.get("desk")
+    assert process is not None
+    async with authed(api) as client:
+        r = await client.post("/processes/desk/inject", json={})
+        event_id = r.json()["event_id"]
+        await eventually(lambda: process.status()["invocation_count"] == 1)
+        events = await client.get("/processes/desk/events")
+        timeline = await client.get(f"/processes/desk/events/{event_id}/timeline")
+        missing = await client.get("/processes/desk/events/nope/timeline")
+    assert event_id in events.json()["events"]
+    body = timeline.json()
+    assert body["event_id"] == event_id
+    assert [run["hook_name"] for run in body["hook_runs"]] == ["screen"]
+    assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant"]
+    assert body["dead_letters"] == []
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "EVENT_NOT_FOUND"
+
+
+async def test_the_deprecated_task_paths_still_answer_as_they_did(
     served: tuple[AgentRuntime, OrchestrationAPI],
 ) -> None:
     runtime, api = served
@@ -209,6 +232,7 @@ async def test_the_openapi_document_declares_the_observability_endpoints(
         "/",
         "/api/v1/hooks/runs/stream",
         "/api/v1/events",
+        "/api/v1/processes/{name}/events/{event_id}/timeline",
         "/api/v1/processes/{name}/tasks/{task_id}/timeline",
     ):
         assert path in doc["paths"], path
@@ -243,3 +267,26 @@ async def test_the_feed_and_a_timeline_show_what_a_hook_told_the_operator(tmp_pa
     assert run["notice"] == "routed to the night shift"
     [shown] = timeline.json()["hook_runs"]
     assert shown["notice"] == "routed to the night shift"
+
+
+async def test_the_openapi_document_marks_the_task_paths_deprecated_and_only_them(
+    served: tuple[AgentRuntime, OrchestrationAPI],
+) -> None:
+    _, api = served
+    async with authed(api) as client:
+        doc = (await client.get("/openapi.json")).json()
+    deprecated = sorted(
+        path
+        for path, operations in doc["paths"].items()
+        for operation in operations.values()
+        if operation.get("deprecated")
+    )
+    assert deprecated == [
+        "/api/v1/processes/{name}/tasks",
+        "/api/v1/processes/{name}/tasks/{task_id}/artifacts",
+        "/api/v1/processes/{name}/tasks/{task_id}/timeline",
+    ]
+    old = doc["paths"]["/api/v1/processes/{name}/tasks/{task_id}/timeline"]["get"]
+    assert old["summary"].startswith(
+        "Deprecated: use GET /api/v1/processes/{name}/events/{event_id}/timeline."
+    )

@@ -13,7 +13,7 @@ import pytest
 
 from tether import AgentRuntime, OrchestrationAPI
 from tether.api._openapi import openapi_document
-from tether.api._routes import NAME_PATTERN, TASK_ID_PATTERN
+from tether.api._routes import EVENT_ID_PATTERN, NAME_PATTERN
 from tether.process._state import validate_name
 
 TOKEN = "rules-token-1"
@@ -123,7 +123,7 @@ async def test_the_task_id_pattern_is_what_the_artifacts_endpoint_takes(
     client: httpx.AsyncClient, task_id: str, taken: bool
 ) -> None:
     await client.post("/processes", json={"name": "triage", "config": {"model": "scripted"}})
-    matches = re.fullmatch(TASK_ID_PATTERN.strip("^$"), task_id) is not None
+    matches = re.fullmatch(EVENT_ID_PATTERN.strip("^$"), task_id) is not None
     assert (matches and len(task_id) <= 200) == taken
     r = await client.get(f"/processes/triage/tasks/{task_id}/artifacts")
     assert (r.status_code == 200) == taken, r.text

@@ -112,7 +112,8 @@ async def test_a_trace_without_a_score_counts_as_a_failed_run(
 
 
 def test_a_run_found_in_a_folder_is_a_saved_run(tmp_path: Path) -> None:
-    (tmp_path / "20260102T030405678Z_abcdefgh.json").write_text('{"run_id": "abcdefgh", "turns": []}')
+    trace = tmp_path / "20260102T030405678Z_abcdefgh.json"
+    trace.write_text('{"run_id": "abcdefgh", "turns": []}')
 
     (run,) = load_runs(tmp_path)
 

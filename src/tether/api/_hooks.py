@@ -33,8 +33,8 @@ MODES: Final = ("sync", "async")
 _EVENTS: Final = tuple(e.value for e in HookEvent)
 _EVENT_ORDER: Final = {name: i for i, name in enumerate(_EVENTS)}
 #: What the artifact stores accept as a task id (they name files after it): letters, digits,
-#: '_', '-' and '.', never two dots in a row nor only dots (as the document's TASK_ID_PATTERN).
-_TASK_ID: Final = re.compile(r"\.?(?:[A-Za-z0-9_-]\.?)+")  # fullmatch: "$" lets "id\n" in
+#: '_', '-' and '.', never two dots in a row nor only dots (as the document's EVENT_ID_PATTERN).
+_EVENT_ID: Final = re.compile(r"\.?(?:[A-Za-z0-9_-]\.?)+")  # fullmatch: "$" lets "id\n" in
 #: The largest ``last`` a runs query takes (a signed 32-bit count, as the reference has it).
 MAX_LAST: Final = 2**31 - 1
 _DIGITS: Final = re.compile(r"^[0-9]{1,12}$")
@@ -307,19 +307,22 @@ class HookEndpoints:
     async def artifacts(self, request: Request) -> Response:
         process = self.api.process_for(request)
         query_params(request)
-        task_id = request.path_params["task_id"]
-        if len(task_id) > 200 or not _TASK_ID.fullmatch(task_id):
+        # The deprecated /tasks/{task_id} path answers under its own word (see _routes).
+        key = "event_id" if "event_id" in request.path_params else "task_id"
+        event_id = request.path_params[key]
+        if len(event_id) > 200 or not _EVENT_ID.fullmatch(event_id):
+            word = key.replace("_", " ")
             raise APIError(
                 400,
                 "BAD_REQUEST",
-                f"task id {task_id!r} is not valid: use letters, digits, '_', '-' and '.'",
+                f"{word} {event_id!r} is not valid: use letters, digits, '_', '-' and '.'",
             )
-        items = process.plugins.artifacts.list(task_id)
+        items = process.plugins.artifacts.list(event_id)
         return JSONResponse(
             {
                 "name": process.name,
-                "task_id": task_id,
+                key: event_id,
                 "artifacts": [artifact_view(process, item) for item in items],
-                "warnings": process.plugins.task_warnings(task_id),
+                "warnings": process.plugins.task_warnings(event_id),
             }
         )

@@ -118,7 +118,8 @@ class ObservabilityEndpoints:
 
     async def timeline(self, request: Request) -> Response:
         process = self.api.process_for(request)
-        event_id = request.path_params["task_id"]
+        deprecated = "task_id" in request.path_params  # the old /tasks/{task_id} path
+        event_id = request.path_params["task_id" if deprecated else "event_id"]
         runs = self.feed.timeline(process.name, event_id)
         dead = [
             {"reason": d["reason"], "attempts": d["attempts"], "at": d["timestamp"].isoformat()}
@@ -129,9 +130,9 @@ class ObservabilityEndpoints:
         if not runs and not dead and messages is None:
             raise APIError(
                 404,
-                "TASK_NOT_FOUND",
-                f"no timeline kept for task {event_id!r} of {process.name!r} (the API keeps the "
-                "last events it saw run)",
+                "TASK_NOT_FOUND" if deprecated else "EVENT_NOT_FOUND",
+                f"no timeline kept for {'task' if deprecated else 'event'} {event_id!r} of "
+                f"{process.name!r} (the API keeps the last events it saw run)",
             )
         steps = [
             {"role": m.get("role"), "tool_calls": len(m.get("tool_calls") or [])}
@@ -149,9 +150,11 @@ class ObservabilityEndpoints:
             )
         )
 
-    async def tasks(self, request: Request) -> Response:
+    async def events(self, request: Request) -> Response:
         process = self.api.process_for(request)
-        return JSONResponse({"name": process.name, "tasks": self.feed.events(process.name)})
+        # The deprecated /tasks path answers under its own word (see _routes).
+        key = "tasks" if request.url.path.endswith("/tasks") else "events"
+        return JSONResponse({"name": process.name, key: self.feed.events(process.name)})
 
     # -- publishing ------------------------------------------------------------------------------
 

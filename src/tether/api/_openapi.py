@@ -3,7 +3,7 @@ the route table (``_routes.ROUTES``) and the pydantic models of the request bodi
 
 It says what the server does, no more: bearer security (and its 401) only when the API has a
 token; each parameter's pattern, length or enum as the server checks it, so that a value the
-document allows is never refused as malformed (see NAME_PATTERN, TASK_ID_PATTERN).
+document allows is never refused as malformed (see NAME_PATTERN, EVENT_ID_PATTERN).
 """
 
 from __future__ import annotations
@@ -135,6 +135,8 @@ def _operation(route: Operation) -> dict[str, Any]:
         statuses += ["400", "413", "422"]
     for status in (*statuses, *route.errors):
         operation["responses"][status] = _ERROR
+    if route.deprecated:
+        operation["deprecated"] = True
     if route.public:
         operation["security"] = []  # kept only in a secured document (see openapi_document)
     return operation

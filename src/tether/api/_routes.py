@@ -10,6 +10,7 @@ document allows is never refused as malformed.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Mapping
@@ -26,10 +27,10 @@ from ._hooks import MAX_LAST, MODES, OUTCOME_ALIASES, SOURCES, DryRunRequest
 from ._observe import PublishEvent
 
 __all__ = [
+    "EVENT_ID_PATTERN",
     "NAME_PATTERN",
     "PREFIX",
     "ROUTES",
-    "TASK_ID_PATTERN",
     "TRACEPARENT_PATTERN",
     "CreateProcess",
     "InjectEvent",
@@ -47,9 +48,9 @@ PREFIX: Final = "/api/v1"
 #: '-' and '.' (never two dots in a row), at most 64 characters.
 NAME_PATTERN: Final = r"^[A-Za-z0-9](?:\.?[A-Za-z0-9_-])*\.?$"
 NAME_SCHEMA: Final = {"type": "string", "pattern": NAME_PATTERN, "minLength": 1, "maxLength": 64}
-#: A task id as the artifact stores take it: letters, digits, '_', '-' and '.' (never two dots
-#: in a row, not only dots), at most 200 characters.
-TASK_ID_PATTERN: Final = r"^\.?(?:[A-Za-z0-9_-]\.?)+$"
+#: A trigger event's id as the artifact stores take it: letters, digits, '_', '-' and '.'
+#: (never two dots in a row, not only dots), at most 200 characters.
+EVENT_ID_PATTERN: Final = r"^\.?(?:[A-Za-z0-9_-]\.?)+$"
 #: A boolean query parameter, as document 004 types it (1/0, yes/no, on/off are taken too).
 _FLAG: Final = {"type": "boolean"}
 _SELECTOR: Final = "A hook id or a tag; a tag may contain '/' (sent as is or as %2F)"
@@ -150,7 +151,7 @@ class Operation:
     ``path_params`` describes its path's parameters other than ``{name}``. ``ok`` is the
     status of its answer, of type ``media``; ``errors`` the error statuses it may answer
     beyond those its parameters and body imply. ``public``: served without the token;
-    ``prefixed``: under PREFIX.
+    ``prefixed``: under PREFIX; ``deprecated``: still served, marked deprecated in the document.
     """
 
     method: str
@@ -166,6 +167,7 @@ class Operation:
     media: str = "application/json"
     public: bool = False
     prefixed: bool = True
+    deprecated: bool = False
 
     @property
     def served_at(self) -> str:
@@ -192,6 +194,24 @@ class Operation:
 
 _get = functools.partial(Operation, "GET")
 _post = functools.partial(Operation, "POST")
+
+
+def _with_task_path(route: Operation) -> tuple[Operation, Operation]:
+    """``route`` (under ``/events``, taking an ``{event_id}``) and its deprecated twin under the
+    old ``/tasks`` path, where the same id was called a task id; kept for existing clients."""
+    params = tuple(
+        dataclasses.replace(p, name="task_id") if p.name == "event_id" else p
+        for p in route.path_params
+    )
+    old = dataclasses.replace(
+        route,
+        path=route.path.replace("/events", "/tasks", 1).replace("{event_id}", "{task_id}"),
+        path_params=params,
+        summary=f"Deprecated: use GET {route.documented_at}. {route.summary}",
+        deprecated=True,
+    )
+    return route, old
+
 
 _RUNS_OUTCOMES: Final = list(dict.fromkeys((*OUTCOMES, *OUTCOME_ALIASES)))
 _ONLY_PROCESS: Final = Param("process", "Only this process (404 if there is none)", NAME_SCHEMA)
@@ -405,31 +425,37 @@ ROUTES: Final[tuple[Operation, ...]] = (
         "Enable hooks again by id or tag",
         path_params=(Param("selector", _SELECTOR),),
     ),
-    _get(
-        "/processes/{name}/tasks/{task_id}/artifacts",
-        "hooks.artifacts",
-        "The artifacts plugins emitted for a task, and the task's plugin warnings",
-        path_params=(
-            Param(
-                "task_id",
-                "The task's event id",
-                {"type": "string", "pattern": TASK_ID_PATTERN, "maxLength": 200},
+    *_with_task_path(
+        _get(
+            "/processes/{name}/events/{event_id}/artifacts",
+            "hooks.artifacts",
+            "The artifacts plugins emitted for a trigger event, and its plugin warnings",
+            path_params=(
+                Param(
+                    "event_id",
+                    "The trigger event's id",
+                    {"type": "string", "pattern": EVENT_ID_PATTERN, "maxLength": 200},
+                ),
             ),
-        ),
-        errors=("400",),
+            errors=("400",),
+        )
     ),
-    _get(
-        "/processes/{name}/tasks",
-        "observe.tasks",
-        "The ids of the tasks whose timeline the API keeps, newest last",
+    *_with_task_path(
+        _get(
+            "/processes/{name}/events",
+            "observe.events",
+            "The ids of the trigger events whose timeline the API keeps, newest last",
+        )
     ),
-    _get(
-        "/processes/{name}/tasks/{task_id}/timeline",
-        "observe.timeline",
-        "A task's timeline: its hook runs (as in the run history, with event_id), "
-        "the roles of its run's messages (and tool-call counts; never their text) "
-        "and its dead letters. Kept for the last events the API saw",
-        path_params=(Param("task_id", "The task's event id"),),
+    *_with_task_path(
+        _get(
+            "/processes/{name}/events/{event_id}/timeline",
+            "observe.timeline",
+            "A trigger event's timeline: its hook runs (as in the run history, with "
+            "event_id), the roles of its run's messages (and tool-call counts; never their "
+            "text) and its dead letters. Kept for the last events the API saw",
+            path_params=(Param("event_id", "The trigger event's id"),),
+        )
     ),
     _get(
         "/hooks/runs/stream",

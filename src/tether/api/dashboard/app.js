@@ -283,7 +283,7 @@ async function showTimeline(process, eventId) {
   const list = document.getElementById("timeline");
   document.getElementById("timeline-title").textContent = process + " · " + eventId;
   try {
-    const t = await api("/processes/" + encodeURIComponent(process) + "/tasks/" +
+    const t = await api("/processes/" + encodeURIComponent(process) + "/events/" +
       encodeURIComponent(eventId) + "/timeline");
     const items = t.hook_runs.map((r) => el("li",
       new Date(r.recorded_at).toLocaleTimeString() + "  " + r.event + "  " + r.hook_name +
@@ -305,8 +305,8 @@ async function refreshTasks() {
   const links = [];
   for (const name of processNames) {
     try {
-      const { tasks } = await api("/processes/" + encodeURIComponent(name) + "/tasks");
-      for (const id of tasks.slice(-5).reverse()) links.push(taskLink(name, id));
+      const { events } = await api("/processes/" + encodeURIComponent(name) + "/events");
+      for (const id of events.slice(-5).reverse()) links.push(taskLink(name, id));
     } catch (err) { /* a process removed meanwhile */ }
   }
   box.replaceChildren(...links);
