@@ -4,8 +4,11 @@
 which import the agent through this module only, never through its private modules.
 """
 
+import warnings
+from typing import Any
+
 from .._public import published
-from ._budget import BudgetDenial as BudgetDenial
+from ._budget import BudgetBlock as BudgetBlock
 from ._budget import BudgetTracker as BudgetTracker
 from ._config import BudgetConfig as BudgetConfig
 from ._config import ContextConfig as ContextConfig
@@ -13,7 +16,7 @@ from ._config import GuardrailConfig as GuardrailConfig
 from ._config import ModelPrice as ModelPrice
 from ._context import AgentContext as AgentContext
 from ._context import ConversationBuffer as ConversationBuffer
-from ._guardrails import GuardrailDenial as GuardrailDenial
+from ._guardrails import GuardrailBlock as GuardrailBlock
 from ._guardrails import scan as scan
 from ._guardrails import scan_payload as scan_payload
 from ._loop import AgentLoop as AgentLoop
@@ -47,13 +50,13 @@ from ._usage import UsageMeter as UsageMeter
 __all__ = [
     "AgentContext",
     "AgentLoop",
+    "BudgetBlock",
     "BudgetConfig",
-    "BudgetDenial",
     "BudgetTracker",
     "ContextConfig",
     "ConversationBuffer",
+    "GuardrailBlock",
     "GuardrailConfig",
-    "GuardrailDenial",
     "InvalidArgumentsRewrite",
     "InvalidModelCallRewrite",
     "ModelCallContext",
@@ -77,3 +80,17 @@ __all__ = [
 ]
 
 published(globals())
+
+#: Old names, kept working with a DeprecationWarning: "deny" is the word of an approval
+#: decision only; a budget limit or a guardrail blocks.
+_RENAMED = {"BudgetDenial": "BudgetBlock", "GuardrailDenial": "GuardrailBlock"}
+
+
+def __getattr__(name: str) -> Any:
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"tether.agent.{name} is deprecated; use tether.agent.{new}", DeprecationWarning, 2
+    )
+    return globals()[new]

@@ -12,12 +12,12 @@ from ._config import BudgetConfig
 if TYPE_CHECKING:
     from ._usage import Usage, UsageMeter
 
-__all__ = ["BudgetDenial", "BudgetTracker"]
+__all__ = ["BudgetBlock", "BudgetTracker"]
 
 
 @dataclass(slots=True, frozen=True)
-class BudgetDenial:
-    """Which limit refused, its value and what had been used."""
+class BudgetBlock:
+    """A budget limit blocks a step: which limit, its value and what had been used."""
 
     limit_name: str
     limit_value: int | float
@@ -47,41 +47,41 @@ class BudgetTracker:
             self.runs_today = 0
             self.tool_calls_today = 0
 
-    def check_run(self) -> BudgetDenial | None:
+    def check_run(self) -> BudgetBlock | None:
         """Refuse a run past max_runs_per_day; otherwise count it."""
         self._roll()
         limit = self.config.max_runs_per_day
         if limit is not None and self.runs_today >= limit:
-            return BudgetDenial("max_runs_per_day", limit, self.runs_today)
+            return BudgetBlock("max_runs_per_day", limit, self.runs_today)
         self.runs_today += 1
         return None
 
-    def check_tool_call(self, calls_this_run: int) -> BudgetDenial | None:
+    def check_tool_call(self, calls_this_run: int) -> BudgetBlock | None:
         """Refuse a tool call past a per-run or per-day limit; otherwise count it."""
         self._roll()
         per_run = self.config.max_tool_calls_per_run
         if per_run is not None and calls_this_run >= per_run:
-            return BudgetDenial("max_tool_calls_per_run", per_run, calls_this_run)
+            return BudgetBlock("max_tool_calls_per_run", per_run, calls_this_run)
         per_day = self.config.max_tool_calls_per_day
         if per_day is not None and self.tool_calls_today >= per_day:
-            return BudgetDenial("max_tool_calls_per_day", per_day, self.tool_calls_today)
+            return BudgetBlock("max_tool_calls_per_day", per_day, self.tool_calls_today)
         self.tool_calls_today += 1
         return None
 
-    def check_model_call(self, run: Usage, meter: UsageMeter | None) -> BudgetDenial | None:
+    def check_model_call(self, run: Usage, meter: UsageMeter | None) -> BudgetBlock | None:
         """Refuse the next model call once the run's tokens or cost, or the process's cost
         today, reached its limit (a call's use is only known after it: the call that
         reaches a limit is made, the next one refused)."""
         config = self.config
         tokens = config.max_tokens_per_run
         if tokens is not None and run.total_tokens >= tokens:
-            return BudgetDenial("max_tokens_per_run", tokens, run.total_tokens)
+            return BudgetBlock("max_tokens_per_run", tokens, run.total_tokens)
         cost = config.max_cost_per_run
         if cost is not None and run.cost >= cost:
-            return BudgetDenial("max_cost_per_run", cost, round(run.cost, 8))
+            return BudgetBlock("max_cost_per_run", cost, round(run.cost, 8))
         per_day = config.max_cost_per_day
         if per_day is not None and meter is not None:
             today = meter.roll().cost
             if today >= per_day:
-                return BudgetDenial("max_cost_per_day", per_day, round(today, 8))
+                return BudgetBlock("max_cost_per_day", per_day, round(today, 8))
         return None

@@ -9,11 +9,13 @@ from typing import Any
 
 from ._config import GuardrailConfig
 
-__all__ = ["GuardrailDenial", "scan", "scan_payload"]
+__all__ = ["GuardrailBlock", "scan", "scan_payload"]
 
 
 @dataclass(slots=True, frozen=True)
-class GuardrailDenial:
+class GuardrailBlock:
+    """A guardrail blocks a trigger event: which scan decided, and why."""
+
     decided_by: str  # "payload_scan" or "guardrail"
     reason: str
 
@@ -49,26 +51,26 @@ def _lowered(markers: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     return tuple((marker, marker.lower()) for marker in markers)
 
 
-def scan_payload(config: GuardrailConfig, payload: Any) -> GuardrailDenial | None:
+def scan_payload(config: GuardrailConfig, payload: Any) -> GuardrailBlock | None:
     """The payload scan alone (no scanner): a refusal if a prompt-injection marker is found."""
     if config.payload_scan:
         text = _payload_text(payload).lower()
         for marker, lowered in _lowered(tuple(config.markers)):
             if lowered in text:
-                return GuardrailDenial(
+                return GuardrailBlock(
                     "payload_scan", f"payload contains a prompt-injection marker: {marker!r}"
                 )
     return None
 
 
-async def scan(config: GuardrailConfig, payload: Any, prompt: str) -> GuardrailDenial | None:
+async def scan(config: GuardrailConfig, payload: Any, prompt: str) -> GuardrailBlock | None:
     """Run the payload scan, then every scanner; the first refusal wins.
 
     A scanner that raises refuses too (a broken guardrail must not let the event through).
     """
-    denial = scan_payload(config, payload)
-    if denial is not None:
-        return denial
+    block = scan_payload(config, payload)
+    if block is not None:
+        return block
     for scanner in config.scanners:
         name = getattr(scanner, "__name__", type(scanner).__name__)
         try:
@@ -76,7 +78,7 @@ async def scan(config: GuardrailConfig, payload: Any, prompt: str) -> GuardrailD
             if inspect.isawaitable(verdict):
                 verdict = await verdict
         except Exception as exc:
-            return GuardrailDenial("guardrail", f"guardrail {name} failed: {exc!r}")
+            return GuardrailBlock("guardrail", f"guardrail {name} failed: {exc!r}")
         if verdict:
-            return GuardrailDenial("guardrail", f"{name}: {verdict}")
+            return GuardrailBlock("guardrail", f"{name}: {verdict}")
     return None

@@ -1,6 +1,6 @@
 """One agent run: prompt -> model <-> tools -> answer, with approval and budget gates.
 
-The loop knows nothing of queues or processes: it is handed a model, tools, a context, the
+The agent loop knows nothing of queues or processes: it is handed a model, tools, a context, the
 gates and an ``emit`` function that dispatches lifecycle hooks on its behalf.
 """
 
@@ -47,7 +47,7 @@ logger = logging.getLogger("tether.agent")
 #: A tool call that held the event loop this long (seconds) is logged and noted on its call.
 TOOL_HOLD_WARN = 0.1
 
-#: Dispatches an event for the loop: ``emit(event, data, **options)``, the options (such as
+#: Dispatches an event for the agent loop: ``emit(event, data, **options)``, the options (such as
 #: ``context_factory``) passed on to HookManager.dispatch.
 Emit = Callable[..., Awaitable[DispatchResult]]
 
@@ -199,7 +199,7 @@ class AgentLoop:
         """One run: returns the answer, raises RunError when it cannot finish (RunBlocked
         when a model-call hook blocked it, RunRefused when a budget refused a model call).
 
-        ``model`` overrides the loop's model for this run; ``transcript`` and ``usage`` (the
+        ``model`` overrides the agent loop's model for this run; ``transcript`` and ``usage`` (the
         caller's) receive every message of the run and its model calls' running totals as
         they happen, even when the run fails. ``steps`` journals the run's steps and holds
         those a recovery found: their answers and outcomes are replayed, not asked or run
@@ -303,7 +303,7 @@ class AgentLoop:
     ) -> str:
         """One extra turn after a run, tools disabled, never added to the conversation.
 
-        ``model`` is the one that ran the task, when it was not the loop's own.
+        ``model`` is the one that ran the task, when it was not the agent loop's own.
         The model is asked in a task of its own, so the deadline really bounds the turn: on
         expiry the call is cancelled and abandoned (a model that swallows the cancellation and
         answers later has its reply discarded) and TimeoutError is raised at the deadline, never
@@ -378,8 +378,8 @@ class AgentLoop:
             takes_params=takes_params(model),
             listens=self.listens,
         )
-        if pre.refusal is not None:
-            raise RunBlocked(self.redactor.declared.text(pre.refusal))
+        if pre.blocked is not None:
+            raise RunBlocked(self.redactor.declared.text(pre.blocked))
         return pre
 
     async def _post_model_call(
@@ -391,7 +391,7 @@ class AgentLoop:
         usage: Usage,
         duration_ms: float,
     ) -> ModelReply | None:
-        """The reply the loop reads, as post_model_call left it; RunBlocked when a hook
+        """The reply the agent loop reads, as post_model_call left it; RunBlocked when a hook
         refused it (a failed call's error stands, whatever its hooks answer)."""
         post = await post_model_call(
             self.emit,
@@ -412,28 +412,28 @@ class AgentLoop:
                 "process_usage": self.meter.to_dict(),
             },
         )
-        if post.refusal is not None and call.failed is None:
-            raise RunBlocked(self.redactor.declared.text(post.refusal))
+        if post.blocked is not None and call.failed is None:
+            raise RunBlocked(self.redactor.declared.text(post.blocked))
         return post.reply
 
     async def _check_budget(self, usage: Usage, event_id: str | None) -> None:
         """RunRefused (after permission_denied, kind budget) when a budget refuses the next
         model call."""
-        denial = self.budget.check_model_call(usage, self.meter) if self.budget else None
-        if denial is None:
+        block = self.budget.check_model_call(usage, self.meter) if self.budget else None
+        if block is None:
             return
         await permission_denied(
             self.emit,
             "budget",
             None,
-            denial.reason,
+            block.reason,
             "budget",
-            limit_name=denial.limit_name,
-            limit_value=denial.limit_value,
-            current_value=denial.current_value,
+            limit_name=block.limit_name,
+            limit_value=block.limit_value,
+            current_value=block.current_value,
             event_id=event_id,
         )
-        raise RunRefused(denial.reason)
+        raise RunRefused(block.reason)
 
     async def _call_model(
         self, model: Model, request: ModelRequest, name: str, usage: Usage
@@ -541,8 +541,8 @@ class AgentLoop:
         pre = await pre_tool_use(self.emit, shown, t, args, call.id, event_id, key)
         if pre.stop_run is not None:
             stops.append(self.redactor.declared.text(pre.stop_run))
-        if pre.refusal is not None:
-            reason = self.redactor.declared.text(pre.refusal)  # a hook's words: no secrets
+        if pre.blocked is not None:
+            reason = self.redactor.declared.text(pre.blocked)  # a hook's words: no secrets
             await permission_denied(
                 self.emit,
                 "hook",
@@ -556,20 +556,20 @@ class AgentLoop:
             return f"refused: {reason}", 0, 1
         args = pre.arguments
         if self.budget is not None:
-            denial = self.budget.check_tool_call(calls_made)
-            if denial is not None:
+            block = self.budget.check_tool_call(calls_made)
+            if block is not None:
                 await permission_denied(
                     self.emit,
                     "budget",
                     call.name,
-                    denial.reason,
+                    block.reason,
                     "budget",
-                    limit_name=denial.limit_name,
-                    limit_value=denial.limit_value,
-                    current_value=denial.current_value,
+                    limit_name=block.limit_name,
+                    limit_value=block.limit_value,
+                    current_value=block.current_value,
                 )
-                note.outcome, note.error = "refused", denial.reason
-                return f"refused: {denial.reason}", 0, 1
+                note.outcome, note.error = "refused", block.reason
+                return f"refused: {block.reason}", 0, 1
         approval = self.approval
         if pre.require_approval or (approval is not None and approval.needs_approval(call.name)):
             refusal, args = await self._approve(t, args, event_id, pre.approval_reason)
@@ -611,7 +611,7 @@ class AgentLoop:
             value = await within(t.fn(**args), self.tool_timeout)
         except Expired as exc:
             if exc.held:
-                self._held_loop(t.name, exc.held, note)
+                self._held_event_loop(t.name, exc.held, note)
             error = f"tool {t.name} timed out after {self.tool_timeout:g}s"
             return f"error: {error}", error
         except Exception as exc:
@@ -619,10 +619,10 @@ class AgentLoop:
         finally:
             held = probe.held(started)
         if held >= TOOL_HOLD_WARN:
-            self._held_loop(t.name, held, note)
+            self._held_event_loop(t.name, held, note)
         return _result_text(value), None
 
-    def _held_loop(self, name: str, held: float, note: Note) -> None:
+    def _held_event_loop(self, name: str, held: float, note: Note) -> None:
         note.attributes["tether.tool.loop_held_s"] = round(held, 3)
         if name in self._held_logged:
             return

@@ -40,7 +40,7 @@ Shown = Callable[[Any], Any]
 Listens = Callable[[HookEvent], bool]
 
 ROLES: Final = ("assistant", "developer", "system", "tool", "user")
-#: Request keys that are not params: the loop sends them itself.
+#: Request keys that are not params: the agent loop sends them itself.
 NOT_PARAMS: Final = frozenset({"messages", "model", "stream", "tools"})
 
 
@@ -48,7 +48,7 @@ class InvalidModelCallRewrite(HookError):
     """A model-call hook rewrote the request or the response into one that is not valid."""
 
 
-def _refuse(what: str) -> InvalidModelCallRewrite:
+def _invalid(what: str) -> InvalidModelCallRewrite:
     return InvalidModelCallRewrite(f"{what}; the original stands")
 
 
@@ -58,24 +58,24 @@ def _refuse(what: str) -> InvalidModelCallRewrite:
 def check_messages(value: Any) -> list[dict[str, Any]]:
     """``value`` as chat messages; InvalidModelCallRewrite naming the message and field."""
     if not isinstance(value, list) or not value:
-        raise _refuse(
+        raise _invalid(
             f"messages rewritten to {type(value).__name__} {value!r:.60}, not a "
             "non-empty list of messages"
         )
     for i, message in enumerate(value):
         if not isinstance(message, dict):
-            raise _refuse(f"messages[{i}] is a {type(message).__name__}, not an object")
+            raise _invalid(f"messages[{i}] is a {type(message).__name__}, not an object")
         role = message.get("role")
         if role not in ROLES:
-            raise _refuse(f"messages[{i}].role is {role!r}; allowed: {', '.join(ROLES)}")
+            raise _invalid(f"messages[{i}].role is {role!r}; allowed: {', '.join(ROLES)}")
         content = message.get("content")
         if not (content is None or isinstance(content, str) or _parts(content)):
-            raise _refuse(
+            raise _invalid(
                 f"messages[{i}].content is a {type(content).__name__}; allowed: a string, "
                 "null, or a list of parts with a 'type'"
             )
         if role == "tool" and not isinstance(message.get("tool_call_id"), str):
-            raise _refuse(f"messages[{i}] (role tool) has no tool_call_id string")
+            raise _invalid(f"messages[{i}] (role tool) has no tool_call_id string")
         if role == "assistant" and "tool_calls" in message:
             _check_wire_calls(message["tool_calls"], f"messages[{i}].tool_calls")
     return value
@@ -89,7 +89,7 @@ def _parts(content: Any) -> bool:
 
 def _check_wire_calls(calls: Any, where: str) -> None:
     if not isinstance(calls, list):
-        raise _refuse(f"{where} is a {type(calls).__name__}, not a list")
+        raise _invalid(f"{where} is a {type(calls).__name__}, not a list")
     for j, call in enumerate(calls):
         fn = call.get("function") if isinstance(call, dict) else None
         if (
@@ -98,7 +98,7 @@ def _check_wire_calls(calls: Any, where: str) -> None:
             or not isinstance(fn.get("name"), str)
             or not isinstance(fn.get("arguments"), str)
         ):
-            raise _refuse(
+            raise _invalid(
                 f"{where}[{j}] is not a tool call (id, function.name and function.arguments "
                 "strings)"
             )
@@ -107,29 +107,29 @@ def _check_wire_calls(calls: Any, where: str) -> None:
 def check_tools(value: Any) -> list[dict[str, Any]]:
     """``value`` as tool specs (``{"type": "function", "function": {"name": ...}}``)."""
     if not isinstance(value, list):
-        raise _refuse(f"tools rewritten to a {type(value).__name__}, not a list of tool specs")
+        raise _invalid(f"tools rewritten to a {type(value).__name__}, not a list of tool specs")
     for i, spec in enumerate(value):
         fn = spec.get("function") if isinstance(spec, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise _refuse(f"tools[{i}] is not a tool spec with function.name")
+            raise _invalid(f"tools[{i}] is not a tool spec with function.name")
     return value
 
 
 def check_params(value: Any, *, takes_params: bool, model: str) -> dict[str, Any]:
-    """``value`` as request params: an object of JSON values, none of the loop's own keys."""
+    """``value`` as request params: an object of JSON values, none of the agent loop's own keys."""
     if not isinstance(value, dict):
-        raise _refuse(f"params rewritten to a {type(value).__name__}, not an object")
+        raise _invalid(f"params rewritten to a {type(value).__name__}, not an object")
     reserved = sorted(NOT_PARAMS & set(value))
     if reserved:
-        raise _refuse(
+        raise _invalid(
             f"params may not set {', '.join(reserved)} (rewrite that key of the data itself)"
         )
     if value and not takes_params:
-        raise _refuse(f"model {model!r} takes no params")
+        raise _invalid(f"model {model!r} takes no params")
     try:
         json.dumps(value)
     except (TypeError, ValueError) as exc:
-        raise _refuse(f"params are not JSON ({exc})") from None
+        raise _invalid(f"params are not JSON ({exc})") from None
     return value
 
 
@@ -137,9 +137,9 @@ def check_model(value: Any, *, known: Callable[[str], bool], allowed: Callable[[
     """``value`` as the name of a model the process knows (see ``known``; ``allowed`` says
     which, for the error)."""
     if not isinstance(value, str) or not value or value != value.strip():
-        raise _refuse(f"model rewritten to {value!r}, not a model name")
+        raise _invalid(f"model rewritten to {value!r}, not a model name")
     if not known(value):
-        raise _refuse(f"unknown model {value!r}; allowed: {allowed()}")
+        raise _invalid(f"unknown model {value!r}; allowed: {allowed()}")
     return value
 
 
@@ -150,19 +150,19 @@ def check_response(value: Any) -> ModelReply:
     if isinstance(value, str):
         return ModelReply(content=value)
     if not isinstance(value, dict):
-        raise _refuse(
+        raise _invalid(
             f"response is a {type(value).__name__}; allowed: a string or an object with "
             "content and/or tool_calls"
         )
     content = value.get("content")
     if content is not None and not isinstance(content, str):
-        raise _refuse(f"response.content is a {type(content).__name__}, not a string")
+        raise _invalid(f"response.content is a {type(content).__name__}, not a string")
     wire = value.get("tool_calls") or []
     if not isinstance(wire, list):
-        raise _refuse(f"response.tool_calls is a {type(wire).__name__}, not a list")
+        raise _invalid(f"response.tool_calls is a {type(wire).__name__}, not a list")
     calls = [_tool_call(i, call) for i, call in enumerate(wire)]
     if content is None and not calls:
-        raise _refuse("response has neither content nor tool_calls")
+        raise _invalid("response has neither content nor tool_calls")
     return ModelReply(content=content, tool_calls=calls)
 
 
@@ -171,13 +171,13 @@ def _tool_call(i: int, call: Any) -> ToolCall:
         return call
     name = call.get("name") if isinstance(call, dict) else None
     if not isinstance(name, str) or not name:
-        raise _refuse(f"response.tool_calls[{i}] has no name")
+        raise _invalid(f"response.tool_calls[{i}] has no name")
     arguments = call.get("arguments", {})
     if not isinstance(arguments, str):
         try:
             arguments = json.dumps(arguments)
         except (TypeError, ValueError):
-            raise _refuse(f"response.tool_calls[{i}].arguments are not JSON") from None
+            raise _invalid(f"response.tool_calls[{i}].arguments are not JSON") from None
     call_id = call.get("id")
     return ToolCall(
         call_id if isinstance(call_id, str) and call_id else f"hook_{i + 1}", name, arguments
@@ -188,7 +188,7 @@ def _tool_call(i: int, call: Any) -> ToolCall:
 
 
 class ModelCallContext(HookContext):
-    """The context of a model-call dispatch: a rewrite of a key the loop reads back is
+    """The context of a model-call dispatch: a rewrite of a key the agent loop reads back is
     checked as it is made, and refused (raised inside the hook) if invalid."""
 
     __slots__ = ("_checks",)
@@ -254,11 +254,11 @@ class ModelRequest:
 @dataclass(slots=True)
 class PreModelCall:
     """What the pre_model_call hooks decided: the request to send, or an answer instead of
-    the model's, or a refusal."""
+    the model's, or a block (``blocked``: the reason)."""
 
     request: ModelRequest
     answer: ModelReply | None = None
-    refusal: str | None = None
+    blocked: str | None = None
     decided_by: str | None = None
 
 
@@ -306,7 +306,7 @@ async def pre_model_call(
     )
     if gate.blocked:
         reason = gate.reason or "refused by a pre_model_call hook"
-        return PreModelCall(request, refusal=reason, decided_by=gate.blocked_by or "hook")
+        return PreModelCall(request, blocked=reason, decided_by=gate.blocked_by or "hook")
     data = gate.data
     decided = PreModelCall(request)
     answer = data.get("response")
@@ -368,10 +368,11 @@ def response_data(reply: ModelReply) -> dict[str, Any]:
 
 @dataclass(slots=True)
 class PostModelCall:
-    """What the post_model_call hooks decided: the reply the loop reads, or a refusal."""
+    """What the post_model_call hooks decided: the reply the agent loop reads, or a block
+    (``blocked``: the reason)."""
 
     reply: ModelReply | None
-    refusal: str | None = None
+    blocked: str | None = None
     decided_by: str | None = None
 
 
@@ -384,7 +385,7 @@ async def post_model_call(
     listens: Listens | None = None,
 ) -> PostModelCall:
     """Dispatch ``post_model_call`` with ``data()`` (the call's model, usage, cost, …) and
-    the reply (None: the call failed, ``error`` says why); the reply the loop reads. Not
+    the reply (None: the call failed, ``error`` says why); the reply the agent loop reads. Not
     dispatched when ``listens`` says no hook would run."""
     event = HookEvent.POST_MODEL_CALL
     if listens is not None and not listens(event):

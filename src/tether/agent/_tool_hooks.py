@@ -1,5 +1,5 @@
 """The hooks around one tool call: ``pre_tool_use`` before it, ``post_tool_use`` after it, and
-``permission_denied``, which every refusal of the loop and the process goes through.
+``permission_denied``, which every block of the agent loop and the process goes through.
 
 Each of these events is dispatched here and nowhere else, so a reader (and a test) finds where
 it comes from in one place.
@@ -117,7 +117,7 @@ def permission_denied(
     request_id: str | None = None,
     **extra: Any,
 ) -> Awaitable[DispatchResult]:
-    """Dispatch ``permission_denied`` (to await): every refusal goes through here."""
+    """Dispatch ``permission_denied`` (to await): every block goes through here."""
     data: dict[str, Any] = {
         "kind": kind,
         "tool_name": tool_name,
@@ -144,7 +144,7 @@ class PreToolUse:
     """What the pre_tool_use hooks decided about one call."""
 
     arguments: dict[str, Any]
-    refusal: str | None = None
+    blocked: str | None = None
     decided_by: str | None = None
     require_approval: bool = False
     additional_context: str | None = None
