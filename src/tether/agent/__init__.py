@@ -34,6 +34,7 @@ from ._steps import RunSteps as RunSteps
 from ._steps import ToolCallInfo as ToolCallInfo
 from ._steps import current_tool_call as current_tool_call
 from ._steps import describe_step as describe_step
+from ._tool_hooks import Dispatch as Dispatch
 from ._tool_hooks import InvalidArgumentsRewrite as InvalidArgumentsRewrite
 from ._tool_hooks import ToolCallContext as ToolCallContext
 from ._tool_hooks import permission_denied as permission_denied

@@ -1,7 +1,7 @@
 """One agent run: prompt -> model <-> tools -> answer, with approval and budget gates.
 
 The agent loop knows nothing of queues or processes: it is handed a model, tools, a context, the
-gates and an ``emit`` function that dispatches lifecycle hooks on its behalf.
+gates and a function (its ``emit`` argument) that dispatches hook events on its behalf.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .._redact import Redactor
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from ..errors import TetherError
-from ..hooks import DispatchResult, Expired, HookEvent, LoopProbe, within
+from ..hooks import Expired, HookEvent, LoopProbe, within
 from ..models import ModelReply
 from ._budget import BudgetTracker
 from ._context import AgentContext
@@ -26,6 +26,7 @@ from ._model_hooks import ModelRequest, PreModelCall, post_model_call, pre_model
 from ._observer import Note, Observer
 from ._steps import CallStep, RunSteps, unknown_outcome
 from ._tool_hooks import (
+    Dispatch,
     InvalidArgumentsRewrite,
     check_arguments,
     permission_denied,
@@ -47,9 +48,8 @@ logger = logging.getLogger("tether.agent")
 #: A tool call that held the event loop this long (seconds) is logged and noted on its call.
 TOOL_HOLD_WARN = 0.1
 
-#: Dispatches an event for the agent loop: ``emit(event, data, **options)``, the options (such as
-#: ``context_factory``) passed on to HookManager.dispatch.
-Emit = Callable[..., Awaitable[DispatchResult]]
+#: The type of AgentLoop's ``emit`` argument, under its old name (see Dispatch).
+Emit = Dispatch
 
 
 class RunError(TetherError):
@@ -124,7 +124,7 @@ class AgentLoop:
         instructions: str,
         context: AgentContext,
         mission: str | None = None,
-        emit: Emit,
+        emit: Dispatch,
         tools: list[Tool] | None = None,
         approval: ApprovalPolicy | None = None,
         budget: BudgetTracker | None = None,
@@ -141,7 +141,8 @@ class AgentLoop:
         self.instructions = instructions
         self.mission = mission
         self.context = context
-        self.emit = emit
+        #: Dispatches the hook events of a run (handed over as ``emit``).
+        self.dispatch = emit
         self.tools: dict[str, Tool] = {t.name: t for t in (tools or [])}
         self.approval = approval
         self.budget = budget
@@ -276,7 +277,7 @@ class AgentLoop:
         """Fire agent_stop before a run ends with its answer; return the reason a hook blocked
         it with (the model's next message), or None when the run ends. A block past
         ``max_continuations`` is recorded (the hook's run is) and ignored, with a warning."""
-        result = await self.emit(
+        result = await self.dispatch(
             HookEvent.AGENT_STOP, {**stop, "usage": usage.to_dict(), "event_id": event_id}
         )
         if not result.blocked:
@@ -364,7 +365,7 @@ class AgentLoop:
         """pre_model_call's decision; RunBlocked when a hook refused the call."""
         meter, provider, name = self.meter, request.provider, request.model
         pre = await pre_model_call(
-            self.emit,
+            self.dispatch,
             self.redactor.declared.value,
             request,
             turn=turn,
@@ -394,7 +395,7 @@ class AgentLoop:
         """The reply the agent loop reads, as post_model_call left it; RunBlocked when a hook
         refused it (a failed call's error stands, whatever its hooks answer)."""
         post = await post_model_call(
-            self.emit,
+            self.dispatch,
             self.redactor.declared.value,
             call.reply,
             listens=self.listens,
@@ -423,7 +424,7 @@ class AgentLoop:
         if block is None:
             return
         await permission_denied(
-            self.emit,
+            self.dispatch,
             "budget",
             None,
             block.reason,
@@ -538,13 +539,13 @@ class AgentLoop:
             return f"error: invalid arguments for {call.name}: {exc}", 0, 0
         shown = self.redactor.declared.value
         key = step.info.idempotency_key
-        pre = await pre_tool_use(self.emit, shown, t, args, call.id, event_id, key)
+        pre = await pre_tool_use(self.dispatch, shown, t, args, call.id, event_id, key)
         if pre.stop_run is not None:
             stops.append(self.redactor.declared.text(pre.stop_run))
         if pre.blocked is not None:
             reason = self.redactor.declared.text(pre.blocked)  # a hook's words: no secrets
             await permission_denied(
-                self.emit,
+                self.dispatch,
                 "hook",
                 call.name,
                 reason,
@@ -559,7 +560,7 @@ class AgentLoop:
             block = self.budget.check_tool_call(calls_made)
             if block is not None:
                 await permission_denied(
-                    self.emit,
+                    self.dispatch,
                     "budget",
                     call.name,
                     block.reason,
@@ -578,7 +579,12 @@ class AgentLoop:
                 return f"refused: {refusal}", 1, 1
         if step.info.resumed:  # cut off by a crash: its outcome is unknown
             refusal = await unknown_outcome(
-                self.emit, self.approval, t, self.redactor.value(args), step.info, self.process_id
+                self.dispatch,
+                self.approval,
+                t,
+                self.redactor.value(args),
+                step.info,
+                self.process_id,
             )
             if refusal is not None:
                 note.outcome, note.error = "refused", "outcome unknown after a crash"
@@ -593,7 +599,7 @@ class AgentLoop:
         duration_ms = (time.perf_counter() - started) * 1e3
         totals = {"run_usage": usage.to_dict(), "process_usage": self.meter.to_dict()}
         text, stop = await post_tool_use(
-            self.emit, shown, t, args, call.id, event_id, text, error, duration_ms, totals, key
+            self.dispatch, shown, t, args, call.id, event_id, text, error, duration_ms, totals, key
         )
         if stop is not None:
             stops.append(self.redactor.declared.text(stop))
@@ -661,11 +667,11 @@ class AgentLoop:
         request = ApprovalRequest(
             tool_name, redacted, self.process_id, event_id=event_id, reason=reason
         )
-        gate = await permission_request(self.emit, tool_name, redacted, request.request_id)
+        gate = await permission_request(self.dispatch, tool_name, redacted, request.request_id)
         if gate.blocked:
             refusal = gate.reason or "refused by a permission_request hook"
             await permission_denied(
-                self.emit, "approval", tool_name, refusal, "hook", request_id=request.request_id
+                self.dispatch, "approval", tool_name, refusal, "hook", request_id=request.request_id
             )
             return refusal, args
         if gate.data.get("approved") is True:  # a hook approved, maybe with new arguments
@@ -705,7 +711,7 @@ class AgentLoop:
             return None
         reason = decision.reason or "denied by the reviewer"
         await permission_denied(
-            self.emit,
+            self.dispatch,
             "approval",
             tool_name,
             reason,

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from ..hooks import DispatchResult, HookContext, HookError, HookEvent
+from ..hooks import HookContext, HookError, HookEvent
 from ..models import ModelReply, ToolCall
+from ._tool_hooks import Dispatch
 
 __all__ = [
     "InvalidModelCallRewrite",
@@ -34,7 +35,6 @@ __all__ = [
 
 logger = logging.getLogger("tether.agent")
 
-Emit = Callable[..., Awaitable[DispatchResult]]
 Shown = Callable[[Any], Any]
 #: Whether a dispatch of an event would reach a hook.
 Listens = Callable[[HookEvent], bool]
@@ -263,7 +263,7 @@ class PreModelCall:
 
 
 async def pre_model_call(
-    emit: Emit,
+    dispatch: Dispatch,
     shown: Shown,
     request: ModelRequest,
     *,
@@ -293,7 +293,7 @@ async def pre_model_call(
         "model": lambda v: check_model(v, known=known, allowed=allowed),
         "response": check_response,
     }
-    gate = await emit(
+    gate = await dispatch(
         event,
         {
             **seen,
@@ -377,7 +377,7 @@ class PostModelCall:
 
 
 async def post_model_call(
-    emit: Emit,
+    dispatch: Dispatch,
     shown: Shown,
     reply: ModelReply | None,
     *,
@@ -392,7 +392,7 @@ async def post_model_call(
         return PostModelCall(reply)
     real = response_data(reply) if reply is not None else None
     seen = shown(real)
-    gate = await emit(
+    gate = await dispatch(
         event,
         {**data(), "response": seen},
         context_factory=_factory({"response": check_response}),

@@ -22,6 +22,7 @@ from ._schema import schema_problems
 from ._tools import Tool, ToolArgumentsError
 
 __all__ = [
+    "Dispatch",
     "InvalidArgumentsRewrite",
     "PreToolUse",
     "ToolCallContext",
@@ -32,7 +33,9 @@ __all__ = [
 
 logger = logging.getLogger("tether.agent")
 
-Emit = Callable[..., Awaitable[DispatchResult]]
+#: Dispatches a hook event for the agent loop: ``dispatch(event, data, **options)``, the options
+#: (such as ``context_factory``) passed on to HookManager.dispatch.
+Dispatch = Callable[..., Awaitable[DispatchResult]]
 
 #: The key a pre_tool_use hook sets (to True) to send the call to the approval gate even when
 #: the approval policy does not list the tool (a Claude Code hook's "ask").
@@ -108,7 +111,7 @@ def check_arguments(tool: Tool, value: Any) -> dict[str, Any]:
 
 
 def permission_denied(
-    emit: Emit,
+    dispatch: Dispatch,
     kind: str,
     tool_name: str | None,
     reason: str,
@@ -126,17 +129,17 @@ def permission_denied(
         "decided_by": decided_by,
     }
     data.update(extra)
-    return emit(HookEvent.PERMISSION_DENIED, data)
+    return dispatch(HookEvent.PERMISSION_DENIED, data)
 
 
 def permission_request(
-    emit: Emit, tool_name: str, arguments: dict[str, Any], request_id: str, **extra: Any
+    dispatch: Dispatch, tool_name: str, arguments: dict[str, Any], request_id: str, **extra: Any
 ) -> Awaitable[DispatchResult]:
     """Dispatch ``permission_request`` (to await): every request for approval goes through
     here (``extra``: a crash's ``reason`` and ``idempotency_key``)."""
     data = {"tool_name": tool_name, "arguments": arguments, "request_id": request_id}
     data.update(extra)
-    return emit(HookEvent.PERMISSION_REQUEST, data)
+    return dispatch(HookEvent.PERMISSION_REQUEST, data)
 
 
 @dataclass(slots=True)
@@ -154,7 +157,7 @@ class PreToolUse:
 
 
 async def pre_tool_use(
-    emit: Emit,
+    dispatch: Dispatch,
     shown: Callable[[Any], Any],
     tool: Tool,
     arguments: dict[str, Any],
@@ -173,7 +176,7 @@ async def pre_tool_use(
         return ToolCallContext(ev, process_id, data, metadata, tool=tool)
 
     seen = shown(arguments)
-    gate = await emit(
+    gate = await dispatch(
         HookEvent.PRE_TOOL_USE,
         {
             "tool_name": tool.name,
@@ -208,7 +211,7 @@ def _text_at(data: dict[str, Any], key: str) -> str | None:
 
 
 async def post_tool_use(
-    emit: Emit,
+    dispatch: Dispatch,
     shown: Callable[[Any], Any],
     tool: Tool,
     arguments: dict[str, Any],
@@ -225,7 +228,7 @@ async def post_tool_use(
     the reason a hook asked to end the run with, if one did. ``totals``: the run's and the
     process's usage so far (``run_usage``, ``process_usage``)."""
     seen = shown(result)
-    gate = await emit(
+    gate = await dispatch(
         HookEvent.POST_TOOL_USE,
         {
             "tool_name": tool.name,
