@@ -36,8 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 from .._urls import masked_in
 from ..errors import TetherError
 from ..process import ProcessState
-from ..store import FENCED, Keys, Scripts
-from ..store import connect_redis as connect
+from ..store import FENCED, Keys, Scripts, connect_redis
 from ._steward import Held, Leases, Steward, rendezvous
 
 if TYPE_CHECKING:
@@ -124,9 +123,10 @@ class ClusterNode:
         self.visibility = visibility if visibility is not None else lease_ttl * 3
         # Generous socket timeouts (a loaded host must not fail its calls): what bounds the
         # life of a copy whose lease cannot be renewed is the watchdog, not these.
-        self.client: Any = connect(url, timeout=max(2.0, lease_ttl / 2))  # replies typed loosely
+        # Redis replies are typed loosely (Any).
+        self.client: Any = connect_redis(url, timeout=max(2.0, lease_ttl / 2))
         #: For the reads that block waiting for entries (a longer socket timeout).
-        self.reader: Any = connect(url, timeout=max(2.0, lease_ttl / 2) + 1.0)
+        self.reader: Any = connect_redis(url, timeout=max(2.0, lease_ttl / 2) + 1.0)
         self.scripts = Scripts(self.client)
         #: The ASGI app forwarded requests are served by (the control API sets it).
         self.local_app: Any = None

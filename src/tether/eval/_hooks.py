@@ -18,11 +18,9 @@ from ..hooks import (
     Plugin,
     PluginError,
     available_plugins,
+    checked_plugin,
     plugin_methods,
     resolve_plugin,
-)
-from ..hooks import (
-    checked_plugin as _check,
 )
 
 __all__ = ["EVAL_BUILTINS", "available_hooks", "resolve_hook", "resolve_hooks", "run_points"]
@@ -49,7 +47,7 @@ def resolve_hook(hook: str | Plugin | type[Plugin]) -> Plugin:
     if isinstance(hook, str):
         if hook in EVAL_BUILTINS:
             module, _, attr = EVAL_BUILTINS[hook].partition(":")
-            plugin = _check(getattr(importlib.import_module(module), attr))
+            plugin = checked_plugin(getattr(importlib.import_module(module), attr))
         elif hook in available_plugins():
             plugin = resolve_plugin(hook)
         else:
@@ -57,7 +55,7 @@ def resolve_hook(hook: str | Plugin | type[Plugin]) -> Plugin:
                 f"unknown hook {hook!r}; available: {', '.join(available_hooks()) or 'none'}"
             )
     else:
-        plugin = _check(hook)
+        plugin = checked_plugin(hook)
     plugin_methods(plugin)  # a misspelled on_ method is an error here, not a silent no-op
     points = run_points(plugin)
     if not points:
