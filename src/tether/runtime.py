@@ -194,7 +194,7 @@ def _discard(table: dict[_K, OrderedDict[_Entry, WebhookRoute]], key: _K, entry:
 
 
 class AgentRuntime:
-    """Holds processes by name; ``hooks`` (a shared manager) fires for every one of them.
+    """Holds processes by name; ``hooks`` (a shared manager) runs for every one of them.
 
     A process added while the runtime runs starts at once. Usable as an async context manager:
     ``async with AgentRuntime() as rt: ...`` starts every process and stops them on exit.

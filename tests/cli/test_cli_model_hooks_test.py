@@ -51,6 +51,6 @@ async def test_a_block_of_post_model_call_says_the_run_fails(cli: Any, tmp_path:
     script.write_text('print(\'{"block": true, "reason": "the answer promises a refund"}\')\n')
     done = await cli("hooks", "test", "post_model_call", "--command", f"{sys.executable} {script}")
     assert done.returncode == 0, done.stderr
-    assert "BLOCKED (the answer promises a refund): the loop does not read the answer" in (
+    assert "BLOCKED (the answer promises a refund): the agent loop does not read the answer" in (
         done.stdout
     )

@@ -32,7 +32,7 @@ class ConversationBuffer:
         return list(self.messages)
 
     def drop_last(self, count: int) -> list[dict[str, Any]]:
-        """Remove and return the newest ``count`` messages (no compaction hooks fire)."""
+        """Remove and return the newest ``count`` messages (no compaction hooks run)."""
         if count <= 0:
             return []
         dropped = self.messages[-count:]

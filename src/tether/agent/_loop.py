@@ -204,8 +204,8 @@ class AgentLoop:
         caller's) receive every message of the run and its model calls' running totals as
         they happen, even when the run fails. ``steps`` journals the run's steps and holds
         those a recovery found: their answers and outcomes are replayed, not asked or run
-        again, and their hooks do not fire. Before the run ends with an answer, agent_stop
-        fires: a block sends its reason to the model as the next user message and the run
+        again, and their hooks do not run. Before the run ends with an answer, agent_stop
+        is dispatched: a block sends its reason to the model as the next user message and the run
         goes on, with one more turn allowed for it, at most ``max_continuations`` times.
         """
         usage = usage if usage is not None else Usage()
@@ -274,7 +274,7 @@ class AgentLoop:
     async def _keep_going(
         self, stop: dict[str, Any], usage: Usage, event_id: str | None
     ) -> str | None:
-        """Fire agent_stop before a run ends with its answer; return the reason a hook blocked
+        """Dispatch agent_stop before a run ends with its answer; return the reason a hook blocked
         it with (the model's next message), or None when the run ends. A block past
         ``max_continuations`` is recorded (the hook's run is) and ignored, with a warning."""
         result = await self.dispatch(

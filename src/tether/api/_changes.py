@@ -1,6 +1,6 @@
 """The configuration endpoints of the control API: PATCH .../config and POST .../rewind.
 
-Every change is an operator change: it fires config_change with source "operator" and always
+Every change is an operator change: it dispatches config_change with source "operator" and always
 applies. A PATCH is checked whole before any of it applies; its fields then apply in this
 order, each as one change (so one rollback undoes one of them): instructions, mission, budget,
 health, remove_triggers, add_triggers, remove_mcp_servers, add_mcp_servers. ``rollback`` is
@@ -63,7 +63,7 @@ class HealthChange(BaseModel):
 
 
 class ConfigChange(BaseModel):
-    """PATCH /api/v1/processes/{name}/config: each change fires config_change ("operator")."""
+    """PATCH /api/v1/processes/{name}/config: each change dispatches config_change ("operator")."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,5 +1,5 @@
 """The hook endpoints of the control API: taxonomy, catalog, run history, enable/disable,
-dry runs, and the artifacts plugins emit beside a task.
+dry runs, and the artifacts plugins emit beside a trigger event.
 
 Every filter is checked: an unknown parameter or value answers 400 INVALID_QUERY naming the
 parameter and the values it takes, so a typo never silently widens (or empties) an answer.

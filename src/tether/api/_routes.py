@@ -257,7 +257,7 @@ ROUTES: Final[tuple[Operation, ...]] = (
         "/processes/{name}/config",
         "changes.change",
         "Change the configuration: instructions, mission, budget, health (the "
-        "restart policy), triggers and MCP servers, each firing config_change with "
+        "restart policy), triggers and MCP servers, each dispatching config_change with "
         "source 'operator'; or roll the last applied change back (rollback: true, "
         "alone; 409 NOTHING_TO_ROLL_BACK when none is left). A stdio MCP server "
         "answers 403 COMMANDS_NOT_ALLOWED unless command deploys are allowed; a "

@@ -26,10 +26,10 @@ BLOCK_EFFECT: Final = {
     "config_change": "an agent's change is not applied (operator changes always apply)",
     "task_created": "the event is dead-lettered ('blocked by hook') instead of queued",
     "pre_tool_use": "the tool is not run: the model reads that it was refused and why, and "
-    "permission_denied fires (kind 'hook')",
+    "permission_denied is dispatched (kind 'hook')",
     "pre_model_call": "the model is not called: the run fails with the hook's reason and the "
     "event is dead-lettered ('blocked by hook')",
-    "post_model_call": "the loop does not read the answer: the run fails with the hook's "
+    "post_model_call": "the agent loop does not read the answer: the run fails with the hook's "
     "reason and the event is dead-lettered ('blocked by hook')",
 }
 

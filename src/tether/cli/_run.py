@@ -1,6 +1,6 @@
 """``tether run`` and ``tether serve``: a runtime in the foreground until Ctrl-C or SIGTERM.
 
-The first Ctrl-C (or SIGTERM) stops cleanly: every process fires ``session_end`` and lets its
+The first Ctrl-C (or SIGTERM) stops cleanly: every process dispatches ``session_end`` and lets its
 runs finish; a second Ctrl-C interrupts the shutdown.
 """
 
