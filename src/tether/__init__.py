@@ -51,13 +51,13 @@ if TYPE_CHECKING:
     from .approval import ApprovalRequest as ApprovalRequest
     from .cluster import ClusterError as ClusterError
     from .cluster import ClusterNode as ClusterNode
+    from .hooks import HookConfig as HookConfig
+    from .hooks import HttpHook as HttpHook
+    from .hooks import PersistentHook as PersistentHook
     from .hooks._claude_scopes import claude_code_settings as claude_code_settings
     from .hooks._claude_settings import ClaudeCodeHooks as ClaudeCodeHooks
     from .hooks._claude_settings import ClaudeCodeHooksError as ClaudeCodeHooksError
     from .hooks._claude_settings import claude_code_hooks as claude_code_hooks
-    from .hooks._config import HookConfig as HookConfig
-    from .hooks._http_hook import HttpHook as HttpHook
-    from .hooks._persistent import PersistentHook as PersistentHook
     from .manifest import AgentManifest as AgentManifest
     from .manifest import ManifestError as ManifestError
     from .manifest import load_manifest as load_manifest
@@ -89,9 +89,9 @@ __version__ = "0.1.0"
 
 # Public name -> module that defines it; loaded on first attribute access.
 _LAZY: dict[str, str] = {
-    "HookConfig": "tether.hooks._config",
-    "HttpHook": "tether.hooks._http_hook",
-    "PersistentHook": "tether.hooks._persistent",
+    "HookConfig": "tether.hooks",
+    "HttpHook": "tether.hooks",
+    "PersistentHook": "tether.hooks",
     "PromptHook": "tether.agent",
     "ClaudeCodeHooks": "tether.hooks._claude_settings",
     "ClaudeCodeHooksError": "tether.hooks._claude_settings",

@@ -10,10 +10,12 @@ import pytest
 
 from tether import HookConfig, HookContext, HookEvent, HookManager, ProcessConfig
 from tether.hooks import HookBlocked, ShellHook
-from tether.hooks._callback import CallbackHookConfig
-from tether.hooks._command import CommandHookConfig
-from tether.hooks._executor import CallbackExecutor, CommandExecutor, Executor
-from tether.hooks._kinds import EXECUTOR_KINDS, KINDS
+from tether.hooks._executor import CallbackExecutor, Executor
+from tether.hooks._shell import CommandExecutor
+from tether.hooks.kinds._base import BaseHookConfig
+from tether.hooks.kinds._callback import CallbackHookConfig
+from tether.hooks.kinds._command import CommandHookConfig
+from tether.hooks.kinds._registry import EXECUTOR_KINDS, KINDS
 
 
 async def noop(ctx: HookContext) -> None:
@@ -42,8 +44,8 @@ def test_a_hook_config_builds_the_class_of_the_kind_its_fields_name() -> None:
     callback = HookConfig(event="task_created", callback=noop)
     assert type(command) is CommandHookConfig
     assert type(callback) is CallbackHookConfig
-    assert isinstance(command, HookConfig)
-    assert isinstance(callback, HookConfig)
+    assert isinstance(command, BaseHookConfig)
+    assert isinstance(callback, BaseHookConfig)
     assert (command.kind, callback.kind) == ("command", "callback")
 
 

@@ -22,6 +22,7 @@ from tether import AgentProcess, AgentRuntime, ProcessConfig, TriggerEvent
 from tether.agent import ContextConfig
 from tether.approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 from tether.hooks import HookBlocked, HookConfig, HookContext, HookEvent, HookManager, ShellHook
+from tether.hooks.kinds._base import BaseHookConfig
 from tether.manifest import load_manifest, manifest_to_process_config
 from tether.testing import FakeLLM
 
@@ -369,7 +370,9 @@ def test_the_manifest_sample_loads_each_entry_as_a_command_hook_config(tmp_path:
         )
     )
     audit, notify = manifest_to_process_config(load_manifest(manifest)).hooks
-    assert all(isinstance(hook, HookConfig) and hook.callback is None for hook in (audit, notify))
+    for hook in (audit, notify):
+        assert isinstance(hook, BaseHookConfig)
+        assert hook.callback is None
     assert (audit.event, audit.command, audit.timeout, audit.fail_closed) == (
         "user_prompt_submit",
         ["./hooks/audit.sh"],

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from ..hooks import HookBlocked, HookContext, ShellHookResult
 from ..hooks._errors import PromptHookError
 from ..hooks._executor import HookObjectExecutor
-from ..hooks._prompt import BUILDERS, DEFAULT_MODELS
+from ..hooks.kinds._prompt import BUILDERS, DEFAULT_MODELS
 from ..models import Model, ModelError
 
 if TYPE_CHECKING:
-    from ..hooks import HookManager
-    from ..hooks._prompt import PromptHookConfig
+    from ..hooks._hook import Engine
+    from ..hooks.kinds._prompt import PromptHookConfig
 
 __all__ = ["DECISION_SCHEMA", "DECISION_TOOL", "PromptExecutor", "PromptHook", "build_executor"]
 
@@ -208,7 +208,7 @@ class PromptExecutor(HookObjectExecutor):
     backstop: ClassVar[float] = 1.0
 
 
-def build_executor(config: PromptHookConfig, manager: HookManager) -> PromptExecutor:
+def build_executor(config: PromptHookConfig, manager: Engine) -> PromptExecutor:
     """The executor of a prompt HookConfig in ``manager``: its own model (a spec is resolved
     on first use and closed with the manager), else the manager's default (a process's)."""
     spec = config.model
@@ -234,7 +234,7 @@ class _Resolved:
 
     __slots__ = ("_manager", "_model", "spec")
 
-    def __init__(self, spec: str, manager: HookManager) -> None:
+    def __init__(self, spec: str, manager: Engine) -> None:
         self.spec = spec
         self._manager = weakref.ref(manager)  # kept for closing: must not keep it alive
         self._model: Model | None = None

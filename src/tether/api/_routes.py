@@ -18,8 +18,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..hooks import HookEvent
-from ..hooks._hook import EXECUTOR_KINDS
+from ..hooks import EXECUTOR_KINDS, HookEvent
 from ..hooks._records import OUTCOMES
 from ..hooks._taxonomy import FAMILIES
 from ..manifest import ProcessSpec

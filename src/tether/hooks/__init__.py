@@ -20,28 +20,31 @@ from ._manager import DispatchResult as DispatchResult
 from ._manager import HookErrorInfo as HookErrorInfo
 from ._manager import HookInfo as HookInfo
 from ._manager import HookManager as HookManager
-from ._plugin import Plugin as Plugin
-from ._plugin import PluginContext as PluginContext
-from ._plugin import PluginError as PluginError
-from ._plugin import available_plugins as available_plugins
-from ._plugin import hook_options as hook_options
-from ._plugin import implements as implements
+from ._programs import SAFE_ENV_VARS as SAFE_ENV_VARS
 from ._records import HookRun as HookRun
-from ._shell import SAFE_ENV_VARS as SAFE_ENV_VARS
 from ._shell import ShellHook as ShellHook
 from ._shell import ShellHookResult as ShellHookResult
+from .kinds._plugin import Plugin as Plugin
+from .kinds._plugin import PluginContext as PluginContext
+from .kinds._plugin import PluginError as PluginError
+from .kinds._plugin import available_plugins as available_plugins
+from .kinds._plugin import hook_options as hook_options
+from .kinds._plugin import implements as implements
 
 if TYPE_CHECKING:
-    from ._config import HookConfig as HookConfig
-    from ._http_hook import HttpHook as HttpHook
-    from ._persistent import PersistentHook as PersistentHook
+    from .kinds._http import HttpHook as HttpHook
+    from .kinds._persistent import PersistentHook as PersistentHook
+    from .kinds._registry import EXECUTOR_KINDS as EXECUTOR_KINDS
+    from .kinds._registry import HookConfig as HookConfig
 
-#: Names loaded on first use: HookConfig needs pydantic (~0.1 s to import); the HTTP and
-#: persistent hooks are not needed by most programs.
+#: Names loaded on first use: the kinds' declarations need pydantic (~0.1 s to import); the
+#: HTTP and persistent hooks are not needed by most programs. (EXECUTOR_KINDS, the names of
+#: the kinds, is for the layers above; it is not part of ``__all__``.)
 _LAZY = {
-    "HookConfig": "._config",
-    "HttpHook": "._http_hook",
-    "PersistentHook": "._persistent",
+    "HookConfig": ".kinds._registry",
+    "EXECUTOR_KINDS": ".kinds._registry",
+    "HttpHook": ".kinds._http",
+    "PersistentHook": ".kinds._persistent",
 }
 
 

@@ -35,8 +35,7 @@ from ._recording import detach, not_a_dict
 if TYPE_CHECKING:
     from ._context import HookContext
     from ._events import HookEvent
-    from ._hook import _Hook
-    from ._manager import HookManager
+    from ._hook import Engine, _Hook
     from ._recording import DispatchRecord, _Off
 
 __all__ = ["Chain", "call"]
@@ -100,9 +99,7 @@ class Chain:
         "recording",
     )
 
-    def __init__(
-        self, manager: HookManager, event: HookEvent, recording: DispatchRecord | _Off
-    ) -> None:
+    def __init__(self, manager: Engine, event: HookEvent, recording: DispatchRecord | _Off) -> None:
         self.manager = manager
         self.event = event
         self.recording = recording

@@ -28,8 +28,7 @@ from ._records import HookRun
 
 if TYPE_CHECKING:
     from ._context import HookContext
-    from ._hook import _Hook
-    from ._manager import HookManager
+    from ._hook import Engine, _Hook
 
 __all__ = ["HistoryRecorder", "filter_runs"]
 
@@ -49,7 +48,7 @@ RETRY_MAX: Final = 30.0
 Offload = Callable[[Callable[[], None]], "asyncio.Future[None] | None"]
 
 
-def _source(manager: HookManager, hook: _Hook) -> str:
+def _source(manager: Engine, hook: _Hook) -> str:
     owner = hook.manager
     if owner is manager:
         return hook.source
@@ -157,7 +156,7 @@ class HistoryRecorder:
 
     def ran(
         self,
-        manager: HookManager,
+        manager: Engine,
         hook: _Hook,
         ctx: HookContext,
         depth: int,
@@ -179,14 +178,14 @@ class HistoryRecorder:
         self._background(manager, ctx.event, depth, dispatch_id, run)
 
     def skipped(
-        self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
+        self, manager: Engine, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
     ) -> None:
         """A background hook whose matcher did not match (it took no queue slot)."""
         run = RunRecord(hook, "skipped", None, time.perf_counter(), 0.0)
         self._background(manager, ctx.event, depth, dispatch_id, run)
 
     def _background(
-        self, manager: HookManager, event: HookEvent, depth: int, dispatch_id: str, run: RunRecord
+        self, manager: Engine, event: HookEvent, depth: int, dispatch_id: str, run: RunRecord
     ) -> None:
         record = DispatchRecord(dispatch_id, manager, event, depth, background=True)
         run.ended = record.started

@@ -22,9 +22,7 @@ from ._hook import _run_id
 if TYPE_CHECKING:
     from ._context import HookContext
     from ._events import HookEvent
-    from ._hook import _Hook
-    from ._manager import HookManager
-    from ._records import RunRecorder
+    from ._hook import Engine, RunRecorder, _Hook
 
 __all__ = [
     "ABSENT",
@@ -180,7 +178,7 @@ class DispatchRecord:
     def __init__(
         self,
         ident: int | str,
-        manager: HookManager,
+        manager: Engine,
         event: HookEvent,
         depth: int,
         *,

@@ -1,0 +1,117 @@
+"""The registry of hook kinds: one line per kind, and ``HookConfig`` built from it.
+
+Each kind is a module of this package holding its config (a BaseHookConfig subclass naming
+its ``kind`` and the ``key`` field that selects it), its runtime object and its executor. A
+declaration's kind is the one whose ``key`` it sets; when several kinds share a key (a
+refinement, such as a persistent command), the last one listed whose ``selects(data)`` holds.
+
+``HookConfig`` is the public name of a declaration of any kind. Calling it, its
+``model_validate`` / ``model_validate_json`` and a ``list[HookConfig]`` field all go through
+:func:`parse_hook`, which builds the class of the kind the data names (a ``command`` makes a
+CommandHookConfig). It is a class, not a function, only so that what users wrote keeps working
+(``HookConfig(...)``, ``HookConfig.model_validate``, ``list[HookConfig]`` as a field type); it
+is never instantiated itself. What every kind's config is an instance of is BaseHookConfig
+(kinds/_base.py): the kinds cannot derive from HookConfig, which is built from them.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any, Final
+
+from pydantic import BeforeValidator, GetCoreSchemaHandler, TypeAdapter
+from pydantic_core import core_schema
+
+from ._base import BaseHookConfig, not_exactly_one
+from ._callback import CallbackHookConfig
+from ._command import CommandHookConfig
+from ._http import HttpHookConfig
+from ._persistent import PersistentHookConfig
+from ._prompt import PromptHookConfig
+
+__all__ = ["EXECUTOR_KINDS", "KINDS", "AnyHookConfig", "HookConfig", "kind_class", "parse_hook"]
+
+#: kind -> its config class. Add a kind here (and nowhere else).
+KINDS: Final[dict[str, type[BaseHookConfig]]] = {
+    "command": CommandHookConfig,
+    "callback": CallbackHookConfig,
+    "persistent": PersistentHookConfig,
+    "url": HttpHookConfig,
+    "prompt": PromptHookConfig,
+}
+
+#: Every kind that can run a hook: those a declaration names, and a plugin's methods.
+EXECUTOR_KINDS: Final = (*dict.fromkeys(("callback", "command", *KINDS)), "plugin")
+
+#: The fields that select a kind, in the order error messages name them.
+_KEYS: Final = tuple(dict.fromkeys(k.key for k in KINDS.values()))
+
+
+def kind_class(data: dict[str, Any]) -> type[BaseHookConfig]:
+    """The config class of the kind ``data`` declares; raise the 'exactly one' error when it
+    names none or several."""
+    given = [key for key in _KEYS if data.get(key) is not None]
+    if len(given) != 1:
+        raise not_exactly_one(list(_KEYS), given)
+    candidates = [k for k in KINDS.values() if k.key == given[0]]
+    for kind in reversed(candidates):
+        if kind.selects(data):
+            return kind
+    return candidates[0]
+
+
+def _by_kind(data: Any) -> Any:
+    # Validated by the class of its kind alone, so an error keeps its plain location
+    # (hooks[0].timeout), not one per kind tried. An instance, or not a mapping, goes on to
+    # the union (which takes the one and refuses the other).
+    if isinstance(data, dict):
+        return kind_class(data).model_validate(data)
+    return data
+
+
+#: A declaration of any kind, as a field type: ``list[AnyHookConfig]``.
+AnyHookConfig = Annotated[
+    CallbackHookConfig
+    | CommandHookConfig
+    | PersistentHookConfig
+    | HttpHookConfig
+    | PromptHookConfig,
+    BeforeValidator(_by_kind),
+]
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[BaseHookConfig]:
+    # Built at the first declaration, not on import (as each kind's class defers its own).
+    return TypeAdapter(AnyHookConfig)
+
+
+def parse_hook(data: Any) -> BaseHookConfig:
+    """The declaration ``data`` (a mapping) describes, as the config class of its kind."""
+    return _adapter().validate_python(data)
+
+
+class HookConfig(BaseHookConfig):
+    """A hook declaration of any kind: ``HookConfig(event=..., command=...)`` builds the config
+    class of the kind its fields name (see :func:`parse_hook`), a BaseHookConfig.
+    """
+
+    def __new__(cls, /, **fields: Any) -> Any:
+        return parse_hook(fields)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **_: Any) -> Any:
+        return parse_hook(obj)
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **_: Any) -> Any:
+        return _adapter().validate_json(json_data)
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return handler.generate_schema(AnyHookConfig)
+
+
+HookConfig.__module__ = "tether"
