@@ -143,3 +143,18 @@ async def test_a_shell_hook_registered_in_code_is_a_command_and_a_plain_callable
     manager.register(HookEvent.TASK_CREATED, noop)
     kinds = [(i.executor_kind, i.timeout) for i in manager.describe()]
     assert kinds == [("command", 3.0), ("callback", 7.0)]
+
+
+@pytest.mark.parametrize("declared", [["event", "task_created"], "command: true", 3])
+def test_a_hook_declared_by_something_else_than_a_mapping_is_refused_saying_what_is_allowed(
+    declared: Any,
+) -> None:
+    with pytest.raises(pydantic.ValidationError) as refused:
+        HookConfig.model_validate(declared)
+    text = str(refused.value)
+    assert "a hook is declared by a mapping of its fields" in text
+    assert "one of command, callback, url, prompt" in text
+    assert f"got {type(declared).__name__}" in text
+    with pytest.raises(pydantic.ValidationError) as in_a_list:
+        ProcessConfig(model="scripted", hooks=[declared])
+    assert [e["loc"] for e in in_a_list.value.errors()] == [("hooks", 0)]

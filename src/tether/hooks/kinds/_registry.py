@@ -17,9 +17,10 @@ is never instantiated itself. What every kind's config is an instance of is Base
 from __future__ import annotations
 
 import functools
+import json
 from typing import Annotated, Any, Final
 
-from pydantic import BeforeValidator, GetCoreSchemaHandler, TypeAdapter
+from pydantic import BeforeValidator, ConfigDict, GetCoreSchemaHandler, TypeAdapter
 from pydantic_core import core_schema
 
 from ._base import BaseHookConfig, not_exactly_one
@@ -62,11 +63,15 @@ def kind_class(data: dict[str, Any]) -> type[BaseHookConfig]:
 
 def _by_kind(data: Any) -> Any:
     # Validated by the class of its kind alone, so an error keeps its plain location
-    # (hooks[0].timeout), not one per kind tried. An instance, or not a mapping, goes on to
-    # the union (which takes the one and refuses the other).
+    # (hooks[0].timeout), not one per kind tried; a declaration already built goes as it is.
     if isinstance(data, dict):
         return kind_class(data).model_validate(data)
-    return data
+    if isinstance(data, BaseHookConfig):
+        return data
+    raise ValueError(
+        "a hook is declared by a mapping of its fields (event, and one of "
+        f"{', '.join(_KEYS)}), got {type(data).__name__}"
+    )
 
 
 #: A declaration of any kind, as a field type: ``list[AnyHookConfig]``.
@@ -83,12 +88,15 @@ AnyHookConfig = Annotated[
 @functools.cache
 def _adapter() -> TypeAdapter[BaseHookConfig]:
     # Built at the first declaration, not on import (as each kind's class defers its own).
-    return TypeAdapter(AnyHookConfig)
+    return TypeAdapter(AnyHookConfig, config=ConfigDict(title="HookConfig"))
 
 
 def parse_hook(data: Any) -> BaseHookConfig:
-    """The declaration ``data`` (a mapping) describes, as the config class of its kind."""
-    return _adapter().validate_python(data)
+    """The declaration ``data`` (a mapping) describes, as the config class of its kind (whose
+    errors are a HookConfig's)."""
+    if isinstance(data, dict):
+        return kind_class(data).model_validate(data)
+    return _adapter().validate_python(data)  # an instance as it is; anything else refused
 
 
 class HookConfig(BaseHookConfig):
@@ -105,7 +113,10 @@ class HookConfig(BaseHookConfig):
 
     @classmethod
     def model_validate_json(cls, json_data: str | bytes | bytearray, **_: Any) -> Any:
-        return _adapter().validate_json(json_data)
+        data = json.loads(json_data)
+        if isinstance(data, dict):  # validated as JSON by the class of its kind
+            return kind_class(data).model_validate_json(json_data)
+        return parse_hook(data)
 
     @classmethod
     def __get_pydantic_core_schema__(
