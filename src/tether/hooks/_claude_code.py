@@ -26,7 +26,7 @@ import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from ._claude_answer import add_context, apply_answer, refuse
+from ._claude_answer import add_context, apply_answer, block
 from ._claude_notification import notice_fields
 from ._context import HookContext
 from ._errors import CommandHookError
@@ -461,7 +461,7 @@ class ClaudeCodeHook(ShellHook):
             apply_answer(ctx, answer, exit_code=done.returncode or 0, shown=shown)
             return
         if done.returncode == 2:
-            refuse(ctx, stderr[:STDERR_IN_MESSAGE] or EXIT_2_NO_REASON)
+            block(ctx, stderr[:STDERR_IN_MESSAGE] or EXIT_2_NO_REASON)
             return
         if done.returncode != 0:
             said = f": {stderr[:STDERR_IN_MESSAGE]}" if stderr else " (nothing on stderr)"

@@ -2,7 +2,7 @@
 
 The dispatch loop knows nothing of what a hook is: it calls its executor's ``run`` with the
 hook's context under the hook's timeout and applies what happened. An executor changes
-``ctx.data`` (in place, or by putting a new dict there) and raises :class:`HookBlocked` to refuse
+``ctx.data`` (in place, or by putting a new dict there) and raises :class:`HookBlocked` to block
 a blockable event; any other exception is that hook's error. What ``run`` returns is ignored.
 
 This module knows no kind: ``callback`` (any async callable registered in code) is the

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ._copy import copy_payload
 from ._events import HookEvent
-from ._recording import DispatchRecord, RunRecord, TracedRun, changes, provenance
+from ._recording import DispatchRecord, RecordedRun, TracedRun, changes, provenance
 from ._records import HookRun
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ class HistoryRecorder:
         changed = changes(before, after) if outcome == "passed" else None
         if changed is not None:
             outcome = "applied"
-        run = RunRecord(hook, outcome, error, time.perf_counter(), duration, changed, ctx.notice)
+        run = RecordedRun(hook, outcome, error, time.perf_counter(), duration, changed, ctx.notice)
         if self.trace:
             run = TracedRun(run, before, after)
         self._background(manager, ctx.event, depth, dispatch_id, run)
@@ -181,11 +181,11 @@ class HistoryRecorder:
         self, manager: Engine, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
     ) -> None:
         """A background hook whose matcher did not match (it took no queue slot)."""
-        run = RunRecord(hook, "skipped", None, time.perf_counter(), 0.0)
+        run = RecordedRun(hook, "skipped", None, time.perf_counter(), 0.0)
         self._background(manager, ctx.event, depth, dispatch_id, run)
 
     def _background(
-        self, manager: Engine, event: HookEvent, depth: int, dispatch_id: str, run: RunRecord
+        self, manager: Engine, event: HookEvent, depth: int, dispatch_id: str, run: RecordedRun
     ) -> None:
         record = DispatchRecord(dispatch_id, manager, event, depth, background=True)
         run.ended = record.started
@@ -218,7 +218,7 @@ class HistoryRecorder:
 
         return {k: walk(v) for k, v in data.items()}
 
-    def _run(self, record: DispatchRecord, run: RunRecord, patch: bool) -> HookRun:
+    def _run(self, record: DispatchRecord, run: RecordedRun, patch: bool) -> HookRun:
         # Every free-text field is redacted: the error, the data, and the name (a command
         # hook's is its command line). The others are ids and fixed words no secret reaches.
         hook = run.hook
@@ -422,7 +422,7 @@ class HistoryRecorder:
         return sum(len(entry.runs) for entry in self._ring)
 
 
-def _prompt_changed(run: RunRecord) -> bool:
+def _prompt_changed(run: RecordedRun) -> bool:
     return run.changed is not None and "prompt" in run.changed
 
 

@@ -660,7 +660,7 @@ class HookManager(ExtensionPoints):
         dry_run: bool,
     ) -> None:
         """After the chain: queue (or, in a dry run, run) its async hooks, then tell the error
-        listeners. Async hooks run blocked or not (an audit hook sees refusals too); a block
+        listeners. Async hooks run blocked or not (an audit hook sees blocks too); a block
         stops the loop, so those ordered after the blocker are added here. They are queued
         before the listeners are awaited, which a cancellation may cut short."""
         background = chain.background

@@ -399,7 +399,7 @@ def plugin_methods(plugin: Plugin) -> dict[HookEvent, Callable[..., Any]]:
 
 
 _LIFECYCLE_METHODS: Final = tuple(f"on_{event.value}" for event in HookEvent)
-#: The run-level points of the eval harness, in the order they fire (``tether.eval`` calls
+#: The run-level points of the eval harness, in the order they are dispatched (``tether.eval`` calls
 #: them; a process never does, so registering a plugin on a process ignores them).
 RUN_POINTS: Final = (
     "on_provisioned",
