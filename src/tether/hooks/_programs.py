@@ -44,35 +44,13 @@ __all__ = [
 ]
 
 #: Host variables a program (a hook's, an MCP server's) receives when they are set.
-SAFE_ENV_VARS: Final[frozenset[str]] = frozenset(
-    {
-        "PATH",
-        "HOME",
-        "USER",
-        "LOGNAME",
-        "SHELL",
-        "LANG",
-        "LANGUAGE",
-        "LC_ALL",
-        "LC_CTYPE",
-        "LC_MESSAGES",
-        "TZ",
-        "TMPDIR",
-        "TEMP",
-        "TMP",
-        "TERM",
-        "SYSTEMROOT",
-        "SYSTEMDRIVE",
-        "WINDIR",
-        "COMSPEC",
-        "PATHEXT",
-        "USERPROFILE",
-        "APPDATA",
-        "LOCALAPPDATA",
-        "PROGRAMDATA",
-        "PROGRAMFILES",
-    }
-)
+# fmt: off
+SAFE_ENV_VARS: Final[frozenset[str]] = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+    "LC_MESSAGES", "TZ", "TMPDIR", "TEMP", "TMP", "TERM", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR",
+    "COMSPEC", "PATHEXT", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "PROGRAMFILES",
+})
+# fmt: on
 
 
 def minimal_env(extra: Mapping[str, str]) -> dict[str, str]:

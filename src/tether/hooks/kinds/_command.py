@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from .._claude_code import ClaudeCodeHook
-from .._claude_notification import tell_hook_errors
 from .._shell import CommandExecutor, ShellHook
 from ._base import (
     BaseHookConfig,
@@ -79,6 +77,10 @@ class CommandHookConfig(BaseHookConfig):
     def executor(self, manager: Engine) -> Executor:
         shell: ShellHook
         if self.protocol == "claude-code":
+            # Loaded only for a Claude Code hook (the import of HookConfig stays light).
+            from .._claude_code import ClaudeCodeHook
+            from .._claude_notification import tell_hook_errors
+
             claude = ClaudeCodeHook.from_config(self)
             if claude.claude_event == "Notification":  # told of hook errors too
                 tell_hook_errors(manager)

@@ -32,10 +32,6 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from .._claude_answer import add_context
-from .._claude_answer import apply_answer as apply_claude_answer
-from .._claude_code import claude_event_name, claude_input, claude_matches
-from .._claude_notification import tell_hook_errors
 from .._context import HookContext
 from .._errors import CommandHookError, HttpHookError, HttpHookTimeoutError
 from .._events import HookEvent
@@ -347,6 +343,10 @@ class HttpHook:
     async def _claude_code(self, ctx: HookContext) -> None:
         """Claude Code's HTTP hook: its input POSTed; a 2xx body read as a command's stdout
         after exit 0 (a JSON object by its rules, other text as context)."""
+        from .._claude_answer import add_context
+        from .._claude_answer import apply_answer as apply_claude_answer
+        from .._claude_code import claude_event_name, claude_input, claude_matches
+
         notice = self.claude_event == "Notification"
         name = "Notification" if notice else claude_event_name(ctx, None)
         sent = claude_input(ctx, name, os.getcwd())
@@ -517,5 +517,7 @@ class HttpHookConfig(BaseHookConfig):
         hook.claude_event = self.claude_event
         hook.claude_matcher = self.claude_origin.get("matcher")
         if hook.claude_event == "Notification":  # told of hook errors too
+            from .._claude_notification import tell_hook_errors
+
             tell_hook_errors(manager)
         return HttpExecutor(hook)
