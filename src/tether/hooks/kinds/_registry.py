@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Union
 
 from pydantic import BeforeValidator, ConfigDict, GetCoreSchemaHandler, TypeAdapter
 from pydantic_core import core_schema
@@ -30,7 +30,7 @@ from ._http import HttpHookConfig
 from ._persistent import PersistentHookConfig
 from ._prompt import PromptHookConfig
 
-__all__ = ["EXECUTOR_KINDS", "KINDS", "AnyHookConfig", "HookConfig", "kind_class", "parse_hook"]
+__all__ = ["EXECUTOR_KINDS", "KINDS", "HookConfig", "kind_class", "parse_hook"]
 
 #: kind -> its config class. Add a kind here (and nowhere else).
 KINDS: Final[dict[str, type[BaseHookConfig]]] = {
@@ -74,21 +74,16 @@ def _by_kind(data: Any) -> Any:
     )
 
 
-#: A declaration of any kind, as a field type: ``list[AnyHookConfig]``.
-AnyHookConfig = Annotated[
-    CallbackHookConfig
-    | CommandHookConfig
-    | PersistentHookConfig
-    | HttpHookConfig
-    | PromptHookConfig,
-    BeforeValidator(_by_kind),
-]
+def _any_kind() -> Any:
+    """The type of a declaration of any kind: the union of KINDS, each validated by its own
+    class (see _by_kind). Built from the table, so a kind is listed once."""
+    return Annotated[Union[tuple(KINDS.values())], BeforeValidator(_by_kind)]  # noqa: UP007
 
 
 @functools.cache
 def _adapter() -> TypeAdapter[BaseHookConfig]:
     # Built at the first declaration, not on import (as each kind's class defers its own).
-    return TypeAdapter(AnyHookConfig, config=ConfigDict(title="HookConfig"))
+    return TypeAdapter(_any_kind(), config=ConfigDict(title="HookConfig"))
 
 
 def parse_hook(data: Any) -> BaseHookConfig:
@@ -122,7 +117,7 @@ class HookConfig(BaseHookConfig):
     def __get_pydantic_core_schema__(
         cls, source: Any, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
-        return handler.generate_schema(AnyHookConfig)
+        return handler.generate_schema(_any_kind())
 
 
 HookConfig.__module__ = "tether"
