@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tether import HookContext, HookEvent, HookManager, ShellHook
-from tether.hooks._http_hook import HttpHook
-from tether.hooks._persistent import PersistentHook
+from tether.hooks import HttpHook, PersistentHook
 
 EVENT = HookEvent.USER_PROMPT_SUBMIT
 DATA = {"prompt": "What is the capital of France?", "event_id": "ev-1", "trigger_id": "t-1"}

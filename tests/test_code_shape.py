@@ -30,14 +30,13 @@ KNOWN_REACHES = {
     "hooks/_dispatch.py: self.manager._timeout_of",
     "hooks/_dispatch.py: self.manager._warn_blocked",
     "hooks/_history.py: manager._shared",
-    "hooks/_http_hook.py: claude._event_name",
     "hooks/_manager.py: config._source",
-    "hooks/_persistent.py: shell._argv",
-    "hooks/_persistent.py: shell._executable",
-    "hooks/_plugin.py: manager._by_id",
-    "hooks/_plugin.py: manager._drop",
     "hooks/_secrets.py: owner._by_id",
     "hooks/_secrets.py: self._manager._chain",
+    "hooks/kinds/_persistent.py: shell._argv",
+    "hooks/kinds/_persistent.py: shell._executable",
+    "hooks/kinds/_plugin.py: manager._by_id",
+    "hooks/kinds/_plugin.py: manager._drop",
 }
 
 

@@ -68,13 +68,14 @@ from .agent import BudgetConfig, ContextConfig, GuardrailConfig, ModelPrice, che
 from .approval import ApprovalPolicy
 from .hooks import (
     MAX_FILE_BYTES,
+    BaseHookConfig,
     CommandHookConfig,
     Declared,
     FileRefused,
     HookConfig,
+    HttpHookConfig,
     PromptHookConfig,
     SecretText,
-    UrlHookConfig,
     declaration_problems,
     read_small_file,
 )
@@ -148,7 +149,7 @@ class ManifestHook(CommandHookConfig):
         return data
 
 
-class ManifestUrlHook(UrlHookConfig):
+class ManifestUrlHook(HttpHookConfig):
     """A hook in a manifest answered by an HTTP service (``url``)."""
 
 
@@ -162,7 +163,7 @@ class ManifestPromptHook(PromptHookConfig):
 
 
 #: The kinds a manifest hook may be, by the key that selects it (a command otherwise).
-_MANIFEST_KINDS: Final[dict[str, type[HookConfig]]] = {
+_MANIFEST_KINDS: Final[dict[str, type[BaseHookConfig]]] = {
     "url": ManifestUrlHook,
     "prompt": ManifestPromptHook,
 }
@@ -175,7 +176,7 @@ class _ByKind:
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
-        kinds: tuple[type[HookConfig], ...] = (ManifestHook, *_MANIFEST_KINDS.values())
+        kinds: tuple[type[BaseHookConfig], ...] = (ManifestHook, *_MANIFEST_KINDS.values())
 
         def validate(data: Any) -> Any:
             if isinstance(data, kinds) or not isinstance(data, dict):
@@ -703,7 +704,7 @@ def spec_problems(
 
 
 def hook_order_problems(
-    hooks: Sequence[HookConfig], *, known: Collection[str] | None = None
+    hooks: Sequence[BaseHookConfig], *, known: Collection[str] | None = None
 ) -> list[tuple[tuple[str | int, ...], str]]:
     """The before/after problems of hooks declared together, as the process checks them when
     it registers them: a cycle, blamed on the hook that closes it (``hooks[i].after``), and,
@@ -726,7 +727,7 @@ def hook_order_problems(
     ]
 
 
-def _name_of(hook: HookConfig) -> str:
+def _name_of(hook: BaseHookConfig) -> str:
     """A hook's name as its catalog shows it: its own, else its executor's (command line, URL,
     policy), read from an executor built for a manager of its own and dropped."""
     if hook.name:
@@ -774,7 +775,9 @@ def _rebase(manifest: AgentManifest, base: Path) -> AgentManifest:
         "journal_path": absolute(manifest.journal_path),
         "artifacts_dir": absolute(manifest.artifacts_dir),
         "hooks": [
-            h.model_copy(update={"cwd": absolute(h.cwd)}) if getattr(h, "cwd", None) else h
+            h.model_copy(update={"cwd": absolute(h.cwd)})
+            if isinstance(h, ManifestHook) and h.cwd
+            else h
             for h in manifest.hooks
         ],
         "claude_code_hooks": [rebased(p, absolute) for p in manifest.claude_code_hooks],

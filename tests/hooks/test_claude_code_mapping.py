@@ -178,7 +178,7 @@ def test_the_json_schema_check_of_schema_only_tools(
 
 
 def test_agent_stop_is_stop_in_a_process_and_subagent_stop_in_a_spawned_child() -> None:
-    from tether.hooks._claude_code import ClaudeCodeHook, _event_name
+    from tether.hooks._claude_code import ClaudeCodeHook, claude_event_name
 
     top = ctx(HookEvent.AGENT_STOP, answer="x", continuations=0)
     child = HookContext(
@@ -187,7 +187,10 @@ def test_agent_stop_is_stop_in_a_process_and_subagent_stop_in_a_spawned_child() 
         {"answer": "y", "continuations": 0},
         {"process_name": "helper", "process_id": "p-2", "parent": "shop"},
     )
-    assert (_event_name(top, None), _event_name(child, None)) == ("Stop", "SubagentStop")
+    assert (claude_event_name(top, None), claude_event_name(child, None)) == (
+        "Stop",
+        "SubagentStop",
+    )
     stop = ClaudeCodeHook("true", claude={"event": "Stop"})
     sub = ClaudeCodeHook("true", claude={"event": "SubagentStop"})
     assert (stop.applies(top), stop.applies(child)) == (True, False)

@@ -10,7 +10,10 @@ LONGEST = 80
 
 
 def modules() -> list[tuple[str, ast.Module]]:
-    return [(p.name, ast.parse(p.read_text())) for p in sorted(HOOKS.glob("*.py"))]
+    return [
+        (p.relative_to(HOOKS).as_posix(), ast.parse(p.read_text()))
+        for p in sorted(HOOKS.rglob("*.py"))
+    ]
 
 
 def test_no_function_in_the_engine_is_longer_than_80_lines() -> None:

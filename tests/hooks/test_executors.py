@@ -10,10 +10,12 @@ import pytest
 
 from tether import HookConfig, HookContext, HookEvent, HookManager, ProcessConfig
 from tether.hooks import HookBlocked, ShellHook
-from tether.hooks._callback import CallbackHookConfig
-from tether.hooks._command import CommandHookConfig
-from tether.hooks._executor import CallbackExecutor, CommandExecutor, Executor
-from tether.hooks._kinds import EXECUTOR_KINDS, KINDS
+from tether.hooks._executor import CallbackExecutor, Executor
+from tether.hooks._shell import CommandExecutor
+from tether.hooks.kinds._base import BaseHookConfig
+from tether.hooks.kinds._callback import CallbackHookConfig
+from tether.hooks.kinds._command import CommandHookConfig
+from tether.hooks.kinds._registry import EXECUTOR_KINDS, KINDS
 
 
 async def noop(ctx: HookContext) -> None:
@@ -42,8 +44,8 @@ def test_a_hook_config_builds_the_class_of_the_kind_its_fields_name() -> None:
     callback = HookConfig(event="task_created", callback=noop)
     assert type(command) is CommandHookConfig
     assert type(callback) is CallbackHookConfig
-    assert isinstance(command, HookConfig)
-    assert isinstance(callback, HookConfig)
+    assert isinstance(command, BaseHookConfig)
+    assert isinstance(callback, BaseHookConfig)
     assert (command.kind, callback.kind) == ("command", "callback")
 
 
@@ -141,3 +143,32 @@ async def test_a_shell_hook_registered_in_code_is_a_command_and_a_plain_callable
     manager.register(HookEvent.TASK_CREATED, noop)
     kinds = [(i.executor_kind, i.timeout) for i in manager.describe()]
     assert kinds == [("command", 3.0), ("callback", 7.0)]
+
+
+@pytest.mark.parametrize("declared", [["event", "task_created"], "command: true", 3])
+def test_a_hook_declared_by_something_else_than_a_mapping_is_refused_saying_what_is_allowed(
+    declared: Any,
+) -> None:
+    with pytest.raises(pydantic.ValidationError) as refused:
+        HookConfig.model_validate(declared)
+    text = str(refused.value)
+    assert "a hook is declared by a mapping of its fields" in text
+    assert "one of command, callback, url, prompt" in text
+    assert f"got {type(declared).__name__}" in text
+    with pytest.raises(pydantic.ValidationError) as in_a_list:
+        ProcessConfig(model="scripted", hooks=[declared])
+    assert [e["loc"] for e in in_a_list.value.errors()] == [("hooks", 0)]
+
+
+def test_a_declaration_of_any_kind_is_an_instance_of_hook_config() -> None:
+    from tether import HookConfig
+
+    command = HookConfig(event="session_start", command="true")
+    http = HookConfig(event="session_start", url="https://hooks.example.com/h")
+    assert isinstance(command, HookConfig)
+    assert isinstance(http, HookConfig)
+    assert issubclass(type(command), HookConfig)
+    assert not isinstance({"event": "session_start", "command": "true"}, HookConfig)
+    assert "anyOf" in str(HookConfig.model_json_schema()) or "oneOf" in str(
+        HookConfig.model_json_schema()
+    )

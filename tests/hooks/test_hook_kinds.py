@@ -16,7 +16,7 @@ from _executor_support import PolicyServer
 from _process_support import eventually
 from conftest import ScriptFactory
 from tether import HookConfig, HookEvent, HookManager
-from tether.hooks._kinds import EXECUTOR_KINDS
+from tether.hooks.kinds._registry import EXECUTOR_KINDS
 from tether.models import ScriptedModel
 
 TOKEN = "tok-9d2e61f0c4aa"

@@ -19,8 +19,8 @@ import pytest
 from _process_support import children, proc_state, read_pid
 from conftest import ScriptFactory
 from tether import CommandHookError, HookConfig, HookContext, HookEvent, HookManager, ShellHook
+from tether.hooks import PersistentHook
 from tether.hooks._errors import CommandHookTimeoutError
-from tether.hooks._persistent import PersistentHook
 
 pytestmark = [
     pytest.mark.slow,

@@ -14,7 +14,7 @@ from _executor_support import PolicyServer
 from _net_support import free_port
 from tether import HookContext, HookEvent, HookManager
 from tether.hooks._errors import HttpHookError, HttpHookTimeoutError
-from tether.hooks._http_hook import HttpClients, HttpHook, sign
+from tether.hooks.kinds._http import HttpClients, HttpHook, sign
 
 TOKEN = "tok-4f9a1c77e2b8d3a6"
 

@@ -13,8 +13,8 @@ import pytest
 from _process_support import eventually, proc_state
 from conftest import ScriptFactory
 from tether import CommandHookError, HookContext, HookEvent, HookManager
+from tether.hooks import PersistentHook
 from tether.hooks._errors import CommandHookTimeoutError
-from tether.hooks._persistent import PersistentHook
 
 SERVER = """
 import asyncio, os, sys, time

@@ -9,7 +9,7 @@ import pytest
 
 from _manifest_support import problems, write
 from tether import ProcessConfig, WebhookTrigger
-from tether.hooks import HookConfig
+from tether.hooks.kinds._base import BaseHookConfig
 from tether.manifest import (
     CODE_ONLY,
     AgentManifest,
@@ -59,8 +59,8 @@ def test_the_step_4_manifest_loads_into_a_process_config(tmp_path: Path) -> None
     assert isinstance(trigger, WebhookTrigger)
     assert (trigger.webhook_path, trigger.webhook_port) == ("/tickets", 9782)
     gate, notify = config.hooks
-    # A plain HookConfig of the command kind (not the manifest's own class).
-    assert isinstance(gate, HookConfig)
+    # A plain declaration of the command kind (not the manifest's own class).
+    assert isinstance(gate, BaseHookConfig)
     assert (type(gate).__name__, gate.kind) == ("CommandHookConfig", "command")
     assert (gate.event, gate.command, gate.timeout, gate.fail_closed) == (
         "user_prompt_submit",

@@ -10,9 +10,9 @@ import pytest
 from _manifest_support import problems, write
 from _process_support import Recorder, eventually, ticket
 from tether import AgentProcess, HookEvent, load_manifest, manifest_to_process_config
-from tether.hooks._persistent_command import PersistentHookConfig
-from tether.hooks._prompt import PromptHookConfig
-from tether.hooks._url import UrlHookConfig
+from tether.hooks.kinds._http import HttpHookConfig
+from tether.hooks.kinds._persistent import PersistentHookConfig
+from tether.hooks.kinds._prompt import PromptHookConfig
 from tether.manifest import manifest_json_schema
 from tether.models import ScriptedModel
 
@@ -50,7 +50,7 @@ def test_a_manifest_declares_persistent_url_and_prompt_hooks(tmp_path: Path) -> 
     persistent, url, prompt, command = config.hooks
     assert isinstance(persistent, PersistentHookConfig)
     assert persistent.persistent is True
-    assert isinstance(url, UrlHookConfig)
+    assert isinstance(url, HttpHookConfig)
     # $${VAR} stays a reference, resolved each time the hook runs; the value is a secret.
     assert url.headers["Authorization"].get_secret_value() == "Bearer ${POLICY_TOKEN}"
     assert isinstance(prompt, PromptHookConfig)

@@ -369,7 +369,9 @@ def test_the_manifest_sample_loads_each_entry_as_a_command_hook_config(tmp_path:
         )
     )
     audit, notify = manifest_to_process_config(load_manifest(manifest)).hooks
-    assert all(isinstance(hook, HookConfig) and hook.callback is None for hook in (audit, notify))
+    for hook in (audit, notify):
+        assert isinstance(hook, HookConfig)
+        assert hook.callback is None
     assert (audit.event, audit.command, audit.timeout, audit.fail_closed) == (
         "user_prompt_submit",
         ["./hooks/audit.sh"],

@@ -26,7 +26,7 @@ import pytest
 
 from _process_support import children, eventually
 from tether import AgentProcess, HookContext, HookEvent, ProcessConfig, TriggerEvent
-from tether.hooks._spawn import KILL_GRACE, REAP_GRACE
+from tether.hooks._programs import KILL_GRACE, REAP_GRACE
 from tether.store import Journal
 
 pytestmark = [

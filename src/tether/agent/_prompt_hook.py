@@ -33,7 +33,7 @@ from ..hooks import (
 from ..models import Model, ModelError
 
 if TYPE_CHECKING:
-    from ..hooks import HookManager, PromptHookConfig
+    from ..hooks import Engine, PromptHookConfig
 
 __all__ = ["DECISION_SCHEMA", "DECISION_TOOL", "PromptExecutor", "PromptHook", "build_executor"]
 
@@ -209,7 +209,7 @@ class PromptExecutor(HookObjectExecutor):
     backstop: ClassVar[float] = 1.0
 
 
-def build_executor(config: PromptHookConfig, manager: HookManager) -> PromptExecutor:
+def build_executor(config: PromptHookConfig, manager: Engine) -> PromptExecutor:
     """The executor of a prompt HookConfig in ``manager``: its own model (a spec is resolved
     on first use and closed with the manager), else the manager's default (a process's)."""
     spec = config.model
@@ -235,7 +235,7 @@ class _Resolved:
 
     __slots__ = ("_manager", "_model", "spec")
 
-    def __init__(self, spec: str, manager: HookManager) -> None:
+    def __init__(self, spec: str, manager: Engine) -> None:
         self.spec = spec
         self._manager = weakref.ref(manager)  # kept for closing: must not keep it alive
         self._model: Model | None = None

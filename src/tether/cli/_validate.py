@@ -115,7 +115,8 @@ def _loaded(manifest: Any) -> tuple[list[str], list[Any], list[str]]:
         for hook in found:
             claude = hook.claude_event or TETHER_TO_CLAUDE[HookEvent(hook.event)]
             matcher = f" matcher {hook.matcher}" if hook.matcher else ""
-            command = " ".join(hook.command) if isinstance(hook.command, list) else hook.command
+            command = getattr(hook, "command", None)
+            command = " ".join(command) if isinstance(command, list) else command
             for other in hook.claude_origin.get("parallel", ()):  # a group run in parallel
                 command = f"{command} & {other['command']}"
             lines.append(f"claude_code_hooks[{i}]: {claude} -> {hook.event}{matcher}: {command}")

@@ -28,6 +28,7 @@ from ._events import HookEvent as HookEvent
 from ._events import parse_event as parse_event
 from ._executor import HookObjectExecutor as HookObjectExecutor
 from ._hook import CLOSING as CLOSING
+from ._hook import Engine as Engine
 from ._hook import closing as closing
 from ._hook import run_prefix as run_prefix
 from ._manager import DispatchResult as DispatchResult
@@ -37,29 +38,29 @@ from ._manager import HookManager as HookManager
 from ._order import DeclarationError as DeclarationError
 from ._order import Declared as Declared
 from ._order import declaration_problems as declaration_problems
-from ._plugin import MAX_SLUG as MAX_SLUG
-from ._plugin import RUN_POINTS as RUN_POINTS
-from ._plugin import SLUG as SLUG
-from ._plugin import Plugin as Plugin
-from ._plugin import PluginContext as PluginContext
-from ._plugin import PluginError as PluginError
-from ._plugin import _check
-from ._plugin import available_plugins as available_plugins
-from ._plugin import build_plugin as build_plugin
-from ._plugin import hook_options as hook_options
-from ._plugin import implements as implements
-from ._plugin import plugin_methods as plugin_methods
-from ._plugin import register_plugin as register_plugin
-from ._plugin import resolve_plugin as resolve_plugin
-from ._plugin import run_time_hooks as run_time_hooks
-from ._plugin import unregister_plugin as unregister_plugin
+from ._programs import SAFE_ENV_VARS as SAFE_ENV_VARS
 from ._recording import redacted_trace as redacted_trace
 from ._records import OUTCOMES as OUTCOMES
 from ._records import HookRun as HookRun
-from ._shell import SAFE_ENV_VARS as SAFE_ENV_VARS
 from ._shell import ShellHook as ShellHook
 from ._shell import ShellHookResult as ShellHookResult
 from ._shell import resolve_refs as resolve_refs
+from .kinds._plugin import MAX_SLUG as MAX_SLUG
+from .kinds._plugin import RUN_POINTS as RUN_POINTS
+from .kinds._plugin import SLUG as SLUG
+from .kinds._plugin import Plugin as Plugin
+from .kinds._plugin import PluginContext as PluginContext
+from .kinds._plugin import PluginError as PluginError
+from .kinds._plugin import _check
+from .kinds._plugin import available_plugins as available_plugins
+from .kinds._plugin import build_plugin as build_plugin
+from .kinds._plugin import hook_options as hook_options
+from .kinds._plugin import implements as implements
+from .kinds._plugin import plugin_methods as plugin_methods
+from .kinds._plugin import register_plugin as register_plugin
+from .kinds._plugin import resolve_plugin as resolve_plugin
+from .kinds._plugin import run_time_hooks as run_time_hooks
+from .kinds._plugin import unregister_plugin as unregister_plugin
 
 #: A Plugin (or Plugin class) checked as a plugin (for tether.eval's run-level hooks).
 checked_plugin = _check
@@ -75,34 +76,35 @@ if TYPE_CHECKING:
     from ._claude_settings import ClaudeCodeHooks as ClaudeCodeHooks
     from ._claude_settings import ClaudeCodeHooksError as ClaudeCodeHooksError
     from ._claude_settings import claude_code_hooks as claude_code_hooks
-    from ._command import CommandHookConfig as CommandHookConfig
-    from ._config import HookConfig as HookConfig
-    from ._config import SecretText as SecretText
-    from ._config import masked_errors as masked_errors
     from ._files import MAX_FILE_BYTES as MAX_FILE_BYTES
     from ._files import FileRefused as FileRefused
     from ._files import read_small_file as read_small_file
     from ._history import HistoryRecorder as HistoryRecorder
-    from ._http_hook import HttpHook as HttpHook
-    from ._kinds import EXECUTOR_KINDS as EXECUTOR_KINDS
-    from ._persistent import PersistentHook as PersistentHook
-    from ._prompt import BUILDERS as BUILDERS
-    from ._prompt import DEFAULT_MODELS as DEFAULT_MODELS
-    from ._prompt import PromptHookConfig as PromptHookConfig
     from ._resources import close_resources as close_resources
     from ._resources import on_close as on_close
     from ._secrets import CommandSecrets as CommandSecrets
     from ._taxonomy import FAMILIES as FAMILIES
     from ._taxonomy import describe_events as describe_events
-    from ._url import UrlHookConfig as UrlHookConfig
+    from .kinds._base import BaseHookConfig as BaseHookConfig
+    from .kinds._base import SecretText as SecretText
+    from .kinds._base import masked_errors as masked_errors
+    from .kinds._command import CommandHookConfig as CommandHookConfig
+    from .kinds._http import HttpHook as HttpHook
+    from .kinds._http import HttpHookConfig as HttpHookConfig
+    from .kinds._persistent import PersistentHook as PersistentHook
+    from .kinds._prompt import BUILDERS as BUILDERS
+    from .kinds._prompt import DEFAULT_MODELS as DEFAULT_MODELS
+    from .kinds._prompt import PromptHookConfig as PromptHookConfig
+    from .kinds._registry import EXECUTOR_KINDS as EXECUTOR_KINDS
+    from .kinds._registry import HookConfig as HookConfig
 
 #: Names loaded on first use: HookConfig needs pydantic (~0.1 s to import); the HTTP and
 #: persistent hooks are not needed by most programs, nor the Claude Code settings, the event
 #: taxonomy or the history recorder by ``import tether``.
 _LAZY = {
-    "HookConfig": "._config",
-    "HttpHook": "._http_hook",
-    "PersistentHook": "._persistent",
+    "HookConfig": ".kinds._registry",
+    "HttpHook": ".kinds._http",
+    "PersistentHook": ".kinds._persistent",
     "drain": "._background",
     "TETHER_TO_CLAUDE": "._claude_code",
     "ClaudeCodeHook": "._claude_code",
@@ -113,23 +115,24 @@ _LAZY = {
     "ClaudeCodeHooks": "._claude_settings",
     "ClaudeCodeHooksError": "._claude_settings",
     "claude_code_hooks": "._claude_settings",
-    "CommandHookConfig": "._command",
-    "SecretText": "._config",
-    "masked_errors": "._config",
+    "CommandHookConfig": ".kinds._command",
+    "SecretText": ".kinds._base",
+    "masked_errors": ".kinds._base",
     "MAX_FILE_BYTES": "._files",
     "FileRefused": "._files",
     "read_small_file": "._files",
     "HistoryRecorder": "._history",
-    "EXECUTOR_KINDS": "._kinds",
-    "BUILDERS": "._prompt",
-    "DEFAULT_MODELS": "._prompt",
-    "PromptHookConfig": "._prompt",
+    "EXECUTOR_KINDS": ".kinds._registry",
+    "BUILDERS": ".kinds._prompt",
+    "DEFAULT_MODELS": ".kinds._prompt",
+    "PromptHookConfig": ".kinds._prompt",
     "close_resources": "._resources",
     "on_close": "._resources",
     "CommandSecrets": "._secrets",
     "FAMILIES": "._taxonomy",
     "describe_events": "._taxonomy",
-    "UrlHookConfig": "._url",
+    "HttpHookConfig": ".kinds._http",
+    "BaseHookConfig": ".kinds._base",
 }
 
 

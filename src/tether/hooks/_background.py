@@ -32,11 +32,9 @@ from ._context import HookContext
 from ._copy import copy_payload
 
 if TYPE_CHECKING:
-    from ._hook import _Hook
-    from ._manager import HookManager
-    from ._records import RunRecorder
+    from ._hook import Engine, RunRecorder, _Hook
 
-    Job = tuple[HookManager, _Hook, HookContext, int, RunRecorder | None, str]
+    Job = tuple[Engine, _Hook, HookContext, int, RunRecorder | None, str]
 
 __all__ = ["BackgroundPool", "drain", "submit"]
 
@@ -66,14 +64,14 @@ class BackgroundPool:
         self.loop = loop
         #: The waiting jobs of each manager that has some; the order of the keys is the order
         #: in which the managers get their next turn (a manager served goes to the back).
-        self.queues: dict[HookManager, deque[Job]] = {}
+        self.queues: dict[Engine, deque[Job]] = {}
         #: How many jobs each manager runs now (a manager running none has no key).
-        self.active: dict[HookManager, int] = {}
+        self.active: dict[Engine, int] = {}
         self.workers: set[asyncio.Task[None]] = set()
         #: The workers started above WORKERS for a manager running none (see put).
         self.extras: set[asyncio.Task[None]] = set()
         self.running: dict[asyncio.Task[None], Job] = {}
-        self._waiters: list[tuple[HookManager | None, asyncio.Future[None]]] = []
+        self._waiters: list[tuple[Engine | None, asyncio.Future[None]]] = []
 
     def put(self, job: Job) -> bool:
         """Queue a job; False when its manager's queue is full."""
@@ -94,7 +92,7 @@ class BackgroundPool:
             self.extras.add(extra)
         return True
 
-    def busy(self, manager: HookManager | None = None) -> bool:
+    def busy(self, manager: Engine | None = None) -> bool:
         """Whether jobs (of ``manager``'s dispatches, or any) are queued or running."""
         if manager is None:
             return bool(self.queues or self.running)
@@ -117,7 +115,7 @@ class BackgroundPool:
         self.active[manager] = self.active.get(manager, 0) + 1
         return job
 
-    def _ended(self, manager: HookManager) -> None:
+    def _ended(self, manager: Engine) -> None:
         count = self.active[manager] - 1
         if count:
             self.active[manager] = count
@@ -155,7 +153,7 @@ class BackgroundPool:
             if not waiter.done() and not self.busy(manager):
                 waiter.set_result(None)
 
-    def abandon(self, manager: HookManager | None, deadline: float) -> list[asyncio.Task[None]]:
+    def abandon(self, manager: Engine | None, deadline: float) -> list[asyncio.Task[None]]:
         """Drop the queued jobs (of ``manager``, or all) and cancel the running ones (returned)."""
         owners = list(self.queues) if manager is None else [manager]
         for owner in owners:
@@ -202,7 +200,7 @@ async def _started(job: Job, started: list[bool]) -> None:
 
 
 async def _run_one(
-    manager: HookManager,
+    manager: Engine,
     hook: _Hook,
     ctx: HookContext,
     depth: int,
@@ -259,7 +257,7 @@ def _own_context(ctx: HookContext) -> HookContext:
 
 
 def _admitted(
-    manager: HookManager,
+    manager: Engine,
     hook: _Hook,
     ctx: HookContext,
     depth: int,
@@ -284,7 +282,7 @@ def _admitted(
 
 
 async def run_inline(
-    manager: HookManager,
+    manager: Engine,
     hooks: list[_Hook],
     ctx: HookContext,
     depth: int,
@@ -302,7 +300,7 @@ async def run_inline(
 
 
 def submit(
-    manager: HookManager,
+    manager: Engine,
     hooks: list[_Hook],
     ctx: HookContext,
     depth: int,
@@ -327,7 +325,7 @@ def submit(
             _record_dropped(job, f"async hook queue of {whose} full ({QUEUE_SIZE} jobs)")
 
 
-def _shown(manager: HookManager, hook: _Hook) -> str:
+def _shown(manager: Engine, hook: _Hook) -> str:
     """A hook's name for a log line: a command hook is named after its command line, which
     may hold a secret (the manager's redactor, when its process set one, takes it out)."""
     redact = manager.redact
@@ -346,7 +344,7 @@ def _record_dropped(job: Job, why: str) -> None:
         )
 
 
-async def drain(timeout: float, manager: HookManager | None = None) -> bool:
+async def drain(timeout: float, manager: Engine | None = None) -> bool:
     """Wait until the queued and running async hooks of ``manager``'s dispatches (or all) end.
 
     At the deadline (``timeout`` seconds) the ones still queued are dropped and the running

@@ -28,7 +28,7 @@ from ._context import HookContext
 from ._errors import CommandHookError, HookBlocked
 from ._events import HookEvent
 
-__all__ = ["add_context", "apply_answer", "refuse"]
+__all__ = ["add_context", "apply_answer", "block"]
 
 logger = logging.getLogger("tether.hooks")
 
@@ -49,7 +49,7 @@ _CONTEXT_KEY: Final = {
 }
 
 
-def refuse(ctx: HookContext, reason: str) -> None:
+def block(ctx: HookContext, reason: str) -> None:
     """A block: of the action, or, after a call that already ran, feedback to the model."""
     if ctx.event is HookEvent.POST_TOOL_USE:
         add_context(ctx, reason)
@@ -98,14 +98,14 @@ def apply_answer(
         _stop(ctx, str(answer.get("stopReason") or "stopped by a Claude Code hook"), shown)
         return
     if exit_code == 2:
-        refuse(ctx, _reason(answer, specific) or "blocked by a Claude Code hook (exit 2)")
+        block(ctx, _reason(answer, specific) or "blocked by a Claude Code hook (exit 2)")
         return
     if ctx.event is HookEvent.PRE_TOOL_USE:
         _pre_tool_use(ctx, answer, specific)
     elif ctx.event is HookEvent.PERMISSION_REQUEST:
         _permission_request(ctx, specific)
     if answer.get("decision") == "block":
-        refuse(ctx, str(answer.get("reason") or "blocked by a Claude Code hook"))
+        block(ctx, str(answer.get("reason") or "blocked by a Claude Code hook"))
     if ctx.event is HookEvent.POST_TOOL_USE:
         for key in ("updatedMCPToolOutput", "updatedToolOutput"):
             if key in specific:
@@ -119,7 +119,7 @@ def apply_answer(
 
 def _stop(ctx: HookContext, reason: str, shown: str) -> None:
     """``continue: false``: the run ends; the reason is the operator's, not the model's. On
-    agent_stop (Stop) the run was ending anyway: nothing to refuse."""
+    agent_stop (Stop) the run was ending anyway: nothing to block."""
     logger.warning("Claude Code hook %s stopped the run: %s", shown, reason)
     ctx.notify(f"stopped the run: {reason}")
     if ctx.event is HookEvent.AGENT_STOP:

@@ -26,7 +26,7 @@ import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from ._claude_answer import add_context, apply_answer, refuse
+from ._claude_answer import add_context, apply_answer, block
 from ._claude_notification import notice_fields
 from ._context import HookContext
 from ._errors import CommandHookError
@@ -34,8 +34,8 @@ from ._events import HookEvent
 from ._shell import STDERR_IN_MESSAGE, ShellHook
 
 if TYPE_CHECKING:
-    from ._command import CommandHookConfig
-    from ._spawn import Completed
+    from ._programs import Completed
+    from ._shell import CommandFields
 
 __all__ = [
     "CLAUDE_EVENTS",
@@ -115,7 +115,9 @@ EXIT_2_NO_REASON: Final = "blocked by a Claude Code hook (exit 2, nothing on std
 _EXACT: Final = re.compile(r"[A-Za-z0-9_-]+(\|[A-Za-z0-9_-]+)*")
 
 
-def _event_name(ctx: HookContext, declared: str | None) -> str:
+def claude_event_name(ctx: HookContext, declared: str | None) -> str:
+    """The ``hook_event_name`` a Claude Code hook sees for ``ctx``: the event it was declared
+    for, else the one tether's event maps to (a failed tool call, a subagent's stop)."""
     if declared is not None:
         return declared
     if ctx.event is HookEvent.POST_TOOL_USE and ctx.data.get("error") is not None:
@@ -338,7 +340,7 @@ class ClaudeCodeHook(ShellHook):
         self.declared: Any = None
 
     @classmethod
-    def from_config(cls, config: CommandHookConfig) -> ClaudeCodeHook:
+    def from_config(cls, config: CommandFields) -> ClaudeCodeHook:
         """The ClaudeCodeHook a HookConfig with ``protocol="claude-code"`` describes."""
         origin = config.claude_origin
         default = CLAUDE_DEFAULT_TIMEOUT["command"]
@@ -412,7 +414,7 @@ class ClaudeCodeHook(ShellHook):
         """Run the program with Claude Code's input; apply its answer by Claude Code's rules."""
         if not self.applies(ctx):
             return
-        name = _event_name(ctx, self.claude_event)
+        name = claude_event_name(ctx, self.claude_event)
         claude = claude_input(ctx, name, self.project_dir())
         if not self._matches(claude):
             return
@@ -459,7 +461,7 @@ class ClaudeCodeHook(ShellHook):
             apply_answer(ctx, answer, exit_code=done.returncode or 0, shown=shown)
             return
         if done.returncode == 2:
-            refuse(ctx, stderr[:STDERR_IN_MESSAGE] or EXIT_2_NO_REASON)
+            block(ctx, stderr[:STDERR_IN_MESSAGE] or EXIT_2_NO_REASON)
             return
         if done.returncode != 0:
             said = f": {stderr[:STDERR_IN_MESSAGE]}" if stderr else " (nothing on stderr)"

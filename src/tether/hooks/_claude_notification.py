@@ -24,8 +24,7 @@ from ._errors import HookTimeoutError
 from ._events import HookEvent
 
 if TYPE_CHECKING:
-    from ._hook import HookErrorInfo, _Hook
-    from ._manager import HookManager
+    from ._hook import Engine, HookErrorInfo, _Hook
 
 __all__ = ["NOTICE", "notice_fields", "tell_hook_errors"]
 
@@ -34,7 +33,7 @@ NOTICE: Final = "claude_notification"
 #: The ``notification_type`` of a hook error (Claude Code has none of its own for it).
 HOOK_ERROR: Final = "hook_error"
 
-_told: weakref.WeakSet[HookManager] = weakref.WeakSet()
+_told: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 
 def notice_fields(ctx: HookContext) -> dict[str, Any]:
@@ -50,7 +49,7 @@ def notice_fields(ctx: HookContext) -> dict[str, Any]:
     }
 
 
-def tell_hook_errors(manager: HookManager) -> None:
+def tell_hook_errors(manager: Engine) -> None:
     """Tell the Notification hooks of ``manager``'s chain of every hook error of its
     dispatches (once per manager)."""
     if manager in _told:
@@ -63,7 +62,7 @@ def tell_hook_errors(manager: HookManager) -> None:
     manager.on_error(listener)
 
 
-def _notifiers(manager: HookManager) -> list[_Hook]:
+def _notifiers(manager: Engine) -> list[_Hook]:
     """The enabled Notification hooks of the chain (a command's or an HTTP service's)."""
     return [
         hook
@@ -73,7 +72,7 @@ def _notifiers(manager: HookManager) -> list[_Hook]:
     ]
 
 
-def _hook_error(manager: HookManager, info: HookErrorInfo) -> None:
+def _hook_error(manager: Engine, info: HookErrorInfo) -> None:
     """Queue the Notification hooks for a hook's error (see the module docstring)."""
     failed = info.context
     if failed is None or failed.dry_run or NOTICE in failed.metadata:

@@ -30,10 +30,12 @@ from typing import Any, Final
 
 from ..errors import TetherError
 from ._claude_code import CLAUDE_DEFAULT_TIMEOUT, CLAUDE_EVENTS, CLAUDE_MATCHED
-from ._command import CommandHookConfig
-from ._config import HookConfig
 from ._events import BLOCKABLE_EVENTS, HookEvent
 from ._files import FileRefused, read_small_file
+from .kinds._base import BaseHookConfig
+from .kinds._command import CommandHookConfig
+from .kinds._http import HttpHookConfig
+from .kinds._prompt import PromptHookConfig
 
 __all__ = [
     "ClaudeCodeHooks",
@@ -94,11 +96,11 @@ class ClaudeCodeHooksError(TetherError, ValueError):
 ClaudeCodeHooksError.__module__ = "tether"
 
 
-class ClaudeCodeHooks(list[HookConfig]):
+class ClaudeCodeHooks(list[BaseHookConfig]):
     """The hooks loaded from Claude Code files, and ``warnings``: one line per thing that
     could not be mapped (each names the file, the path in it and why)."""
 
-    def __init__(self, hooks: Sequence[HookConfig] = (), warnings: Sequence[str] = ()) -> None:
+    def __init__(self, hooks: Sequence[BaseHookConfig] = (), warnings: Sequence[str] = ()) -> None:
         super().__init__(hooks)
         self.warnings: list[str] = list(warnings)
 
@@ -281,7 +283,7 @@ def _entry(
     entry: Any,
     matcher: dict[str, str | list[str]] | None,
     values: dict[str, str | None],
-) -> HookConfig:
+) -> BaseHookConfig:
     if not isinstance(entry, dict):
         raise _Skip(f"{at}: expected an object with 'type' and 'command'")
     kind = entry.get("type", "command")
@@ -329,9 +331,7 @@ def _entry(
         raise _Skip(f"{at}: {exc}") from None
 
 
-def _http(at: str, entry: dict[str, Any], common: dict[str, Any]) -> HookConfig:
-    from ._url import UrlHookConfig
-
+def _http(at: str, entry: dict[str, Any], common: dict[str, Any]) -> BaseHookConfig:
     url = entry.get("url")
     if not isinstance(url, str) or not url:
         raise _Skip(f"{at}.url: expected a URL")
@@ -345,12 +345,10 @@ def _http(at: str, entry: dict[str, Any], common: dict[str, Any]) -> HookConfig:
             lambda m: f"${{{m.group(1)}}}" if m.group(1) in allowed else m.group(0),
             str(value),
         )
-    return UrlHookConfig(**common, url=url, headers=headers, protocol="claude-code")
+    return HttpHookConfig(**common, url=url, headers=headers, protocol="claude-code")
 
 
-def _prompt(at: str, entry: dict[str, Any], common: dict[str, Any]) -> HookConfig:
-    from ._prompt import PromptHookConfig
-
+def _prompt(at: str, entry: dict[str, Any], common: dict[str, Any]) -> BaseHookConfig:
     prompt = entry.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise _Skip(f"{at}.prompt: expected a non-empty text")
@@ -416,7 +414,7 @@ def _path_pattern(pattern: str, project: str) -> str:
     return f"{project.rstrip('/')}/{pattern}"
 
 
-def _identity(hook: HookConfig) -> tuple[Any, ...]:
+def _identity(hook: BaseHookConfig) -> tuple[Any, ...]:
     origin = hook.claude_origin
     handler = getattr(hook, "command", None) or getattr(hook, "url", None)
     handler = handler or getattr(hook, "prompt", None)
@@ -442,7 +440,7 @@ def grouped(hooks: ClaudeCodeHooks) -> ClaudeCodeHooks:
     Claude Code does (``claude_origin["parallel"]``: the others' commands and timeouts; see
     ClaudeCodeHook). Hooks of other kinds, and the groups' order, stay as they are."""
     kept = ClaudeCodeHooks(warnings=hooks.warnings)
-    leaders: dict[tuple[Any, ...], HookConfig] = {}
+    leaders: dict[tuple[Any, ...], BaseHookConfig] = {}
     for hook in hooks:
         command = getattr(hook, "command", None)
         if not isinstance(command, str):

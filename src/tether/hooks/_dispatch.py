@@ -35,8 +35,7 @@ from ._recording import detach, not_a_dict
 if TYPE_CHECKING:
     from ._context import HookContext
     from ._events import HookEvent
-    from ._hook import _Hook
-    from ._manager import HookManager
+    from ._hook import Engine, _Hook
     from ._recording import DispatchRecord, _Off
 
 __all__ = ["Chain", "call"]
@@ -75,7 +74,7 @@ async def call(hook: _Hook, ctx: HookContext, timeout: float | None) -> float:
 def _raise_timed_out(hook: _Hook, expired: Expired) -> NoReturn:
     """Raise what a hook that ran past its timeout comes to: its timeout, whatever it made of
     its cancellation (the error it raised instead is kept as the cause). A block stays a block:
-    a refusal is never turned into an error that lets the action through."""
+    a block is never turned into an error that lets the action through."""
     cause = expired.__cause__
     if isinstance(cause, HookBlocked):
         raise cause
@@ -100,9 +99,7 @@ class Chain:
         "recording",
     )
 
-    def __init__(
-        self, manager: HookManager, event: HookEvent, recording: DispatchRecord | _Off
-    ) -> None:
+    def __init__(self, manager: Engine, event: HookEvent, recording: DispatchRecord | _Off) -> None:
         self.manager = manager
         self.event = event
         self.recording = recording
@@ -147,7 +144,7 @@ class Chain:
                 if busy >= _HELD_FLOOR:
                     outcome, error = self.held_loop(hook, ctx, busy)
             except HookBlocked as exc:
-                outcome, error = self.refused(hook, exc)
+                outcome, error = self.block(hook, exc)
             except (Exception, asyncio.CancelledError, SystemExit) as exc:  # sys.exit() too
                 if (
                     not isinstance(exc, Exception)
@@ -172,7 +169,7 @@ class Chain:
             if self.blocked:
                 break
 
-    def refused(self, hook: _Hook, exc: HookBlocked) -> tuple[str | None, BaseException | None]:
+    def block(self, hook: _Hook, exc: HookBlocked) -> tuple[str | None, BaseException | None]:
         """A hook raised HookBlocked: a block of a blockable event (it always says why), else
         ignored with a warning."""
         if self.event not in BLOCKABLE_EVENTS:
@@ -183,7 +180,7 @@ class Chain:
                 self.event.value,
             )
             return None, None
-        if not exc.reason:  # a refusal always says why, as a command hook's does
+        if not exc.reason:  # a block always says why, as a command hook's does
             exc = _unexplained(hook)
         self.blocked = True
         self.blocked_by = hook.name

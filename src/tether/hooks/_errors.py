@@ -3,7 +3,7 @@
 Exception tree::
 
     TetherError  (the root of every tether error: tether/errors.py draws the whole tree)
-    ├── HookBlocked            a hook refused the action (raised by hook code, on purpose)
+    ├── HookBlocked            a hook blocked the action (raised by hook code, on purpose)
     └── HookError              base of errors the engine reports about a hook
         ├── HookTimeoutError   a hook ran longer than its timeout
         ├── CommandHookError   a command hook misbehaved (also a RuntimeError); a persistent
@@ -31,7 +31,7 @@ __all__ = [
 
 
 class HookBlocked(TetherError):
-    """Raised by a hook to refuse the action; the remaining hooks of that dispatch do not run."""
+    """Raised by a hook to block the action; the remaining hooks of that dispatch do not run."""
 
     def __init__(self, reason: str = "") -> None:
         super().__init__(reason)

@@ -392,7 +392,7 @@ _SPECS: Final = (
         HookEvent.PRE_TOOL_USE,
         "tool",
         "The tool is not run: the model gets a result saying it was refused and why, and "
-        "permission_denied fires with kind 'hook'.",
+        "permission_denied is dispatched with kind 'hook'.",
         _obj(dict(_TOOL_CALL)),
         dict(_TOOL_SAMPLE),
         matchable=_MATCH_TOOL,

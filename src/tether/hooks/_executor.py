@@ -2,13 +2,14 @@
 
 The dispatch loop knows nothing of what a hook is: it calls its executor's ``run`` with the
 hook's context under the hook's timeout and applies what happened. An executor changes
-``ctx.data`` (in place, or by putting a new dict there) and raises :class:`HookBlocked` to refuse
+``ctx.data`` (in place, or by putting a new dict there) and raises :class:`HookBlocked` to block
 a blockable event; any other exception is that hook's error. What ``run`` returns is ignored.
 
-Kinds built in: ``callback`` (an async Python callable), ``command`` (a program run per event,
-see ShellHook) and ``plugin`` (a Plugin's method). A kind a HookConfig can declare is one module
-holding its HookConfig class (whose ``executor()`` builds it) plus one line in hooks/_kinds.py;
-see docs/executors.md.
+This module knows no kind: ``callback`` (any async callable registered in code) is the
+engine's default; every other kind lives in hooks/kinds/ — one module holding its config, its
+runtime object and its executor, plus one line in hooks/kinds/_registry.py (see
+docs/executors.md). A hook object registered in code by its ``callback`` (a ShellHook, an
+HttpHook, …) says what runs it with ``as_executor()``.
 """
 
 from __future__ import annotations
@@ -16,18 +17,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, runtime_checkable
 
-from ._shell import ShellHook
-
 if TYPE_CHECKING:
     from ._context import HookContext
 
 __all__ = [
     "COMMAND_BACKSTOP",
     "CallbackExecutor",
-    "CommandExecutor",
     "Executor",
     "HookObjectExecutor",
-    "PluginExecutor",
     "executor_for",
 ]
 
@@ -76,13 +73,6 @@ class CallbackExecutor:
         self.run = fn
 
 
-class PluginExecutor(CallbackExecutor):
-    """A Plugin's lifecycle method (its handler, which reports the plugin's errors)."""
-
-    __slots__ = ()
-    kind: Final[str] = "plugin"  # type: ignore[misc]
-
-
 class HookObjectExecutor:
     """Runs a hook object that bounds itself (a ShellHook, HttpHook, PersistentHook,
     PromptHook): ``run`` is its callback and ``timeout`` its own timeout; its catalog name,
@@ -123,28 +113,13 @@ class HookObjectExecutor:
         return list(found()) if found is not None else []
 
 
-class CommandExecutor(HookObjectExecutor):
-    """A program run once per event (ShellHook): JSON envelope on stdin, answer on stdout."""
-
-    __slots__ = ()
-    kind: ClassVar[str] = "command"
-    backstop: ClassVar[float] = COMMAND_BACKSTOP
-
-
-def executor_for(fn: Callable[..., Any], owner: object | None) -> Executor:
-    """The executor of a callable registered in code: a ShellHook's callback runs its program,
-    the ``callback`` of a hook object that makes its own executor (an HttpHook, a
-    PersistentHook, a PromptHook: ``as_executor()``) is that, a Plugin's method is a plugin's,
-    anything else is a callback."""
-    shell = getattr(fn, "__self__", None)
-    if isinstance(shell, ShellHook) and getattr(fn, "__func__", None) is ShellHook.callback:
-        return CommandExecutor(shell)
-    as_executor = getattr(shell, "as_executor", None)
+def executor_for(fn: Callable[..., Any]) -> Executor:
+    """The executor of a callable registered in code: the ``callback`` of a hook object that
+    makes its own executor (a ShellHook, an HttpHook, a PersistentHook, a PromptHook:
+    ``as_executor()``) is that; anything else is a callback."""
+    owner = getattr(fn, "__self__", None)
+    as_executor = getattr(owner, "as_executor", None)
     if as_executor is not None and getattr(fn, "__name__", None) == "callback":
         made: Executor = as_executor()
         return made
-    from ._plugin import Plugin
-
-    if isinstance(owner, Plugin):
-        return PluginExecutor(fn)
     return CallbackExecutor(fn)

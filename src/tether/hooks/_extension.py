@@ -26,7 +26,7 @@ from ._hook import (
 )
 
 if TYPE_CHECKING:
-    from ._manager import HookManager
+    from ._hook import Engine
 
 logger = logging.getLogger("tether.hooks")
 
@@ -50,7 +50,7 @@ class ExtensionPoints:
 
         def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None: ...
 
-        async def _report(self, info: HookErrorInfo, owner: HookManager) -> None: ...
+        async def _report(self, info: HookErrorInfo, owner: Engine) -> None: ...
 
     def _point(self, name: str) -> tuple[_Hook, ...]:
         # Hot path (the process looks up three extension points per run): a cached chain needs

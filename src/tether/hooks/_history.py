@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ._copy import copy_payload
 from ._events import HookEvent
-from ._recording import DispatchRecord, RunRecord, TracedRun, changes, provenance
+from ._recording import DispatchRecord, RecordedRun, TracedRun, changes, provenance
 from ._records import HookRun
 
 if TYPE_CHECKING:
     from ._context import HookContext
-    from ._hook import _Hook
-    from ._manager import HookManager
+    from ._hook import Engine, _Hook
 
 __all__ = ["HistoryRecorder", "filter_runs"]
 
@@ -49,7 +48,7 @@ RETRY_MAX: Final = 30.0
 Offload = Callable[[Callable[[], None]], "asyncio.Future[None] | None"]
 
 
-def _source(manager: HookManager, hook: _Hook) -> str:
+def _source(manager: Engine, hook: _Hook) -> str:
     owner = hook.manager
     if owner is manager:
         return hook.source
@@ -157,7 +156,7 @@ class HistoryRecorder:
 
     def ran(
         self,
-        manager: HookManager,
+        manager: Engine,
         hook: _Hook,
         ctx: HookContext,
         depth: int,
@@ -173,20 +172,20 @@ class HistoryRecorder:
         changed = changes(before, after) if outcome == "passed" else None
         if changed is not None:
             outcome = "applied"
-        run = RunRecord(hook, outcome, error, time.perf_counter(), duration, changed, ctx.notice)
+        run = RecordedRun(hook, outcome, error, time.perf_counter(), duration, changed, ctx.notice)
         if self.trace:
             run = TracedRun(run, before, after)
         self._background(manager, ctx.event, depth, dispatch_id, run)
 
     def skipped(
-        self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
+        self, manager: Engine, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
     ) -> None:
         """A background hook whose matcher did not match (it took no queue slot)."""
-        run = RunRecord(hook, "skipped", None, time.perf_counter(), 0.0)
+        run = RecordedRun(hook, "skipped", None, time.perf_counter(), 0.0)
         self._background(manager, ctx.event, depth, dispatch_id, run)
 
     def _background(
-        self, manager: HookManager, event: HookEvent, depth: int, dispatch_id: str, run: RunRecord
+        self, manager: Engine, event: HookEvent, depth: int, dispatch_id: str, run: RecordedRun
     ) -> None:
         record = DispatchRecord(dispatch_id, manager, event, depth, background=True)
         run.ended = record.started
@@ -219,7 +218,7 @@ class HistoryRecorder:
 
         return {k: walk(v) for k, v in data.items()}
 
-    def _run(self, record: DispatchRecord, run: RunRecord, patch: bool) -> HookRun:
+    def _run(self, record: DispatchRecord, run: RecordedRun, patch: bool) -> HookRun:
         # Every free-text field is redacted: the error, the data, and the name (a command
         # hook's is its command line). The others are ids and fixed words no secret reaches.
         hook = run.hook
@@ -423,7 +422,7 @@ class HistoryRecorder:
         return sum(len(entry.runs) for entry in self._ring)
 
 
-def _prompt_changed(run: RunRecord) -> bool:
+def _prompt_changed(run: RecordedRun) -> bool:
     return run.changed is not None and "prompt" in run.changed
 
 

@@ -1,5 +1,10 @@
 """The pieces HookManager is built from: a registration record, the dispatch's data and
-result types, and small helpers the dispatch loop and extension points share.
+result types, small helpers the dispatch loop and extension points share, and the two
+protocols its parts are typed by: :class:`Engine` (the manager as they see it) and
+:class:`RunRecorder` (what receives each hook run).
+
+The parts (dispatch loop, background runs, recording, history, kinds, plugins) are handed
+the manager and type it by ``Engine``: none imports hooks/_manager.py, which imports them.
 
 Module state (the id counters and the registration generation) lives here so that every
 manager shares it.
@@ -14,19 +19,19 @@ import itertools
 import os
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ._errors import HookBlocked
 from ._events import _BY_VALUE, VALID_EVENT_VALUES, HookEvent, parse_event
+from ._limits import check_timeout
 from ._records import HookRun
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ._context import HookContext
     from ._executor import Executor
-    from ._manager import HookManager
     from ._matcher import Matcher
-
-MAX_TIMEOUT: Final = 3600.0
 DEFAULT_COMMAND_TIMEOUT: Final = 5.0
 DEFAULT_CALLBACK_TIMEOUT: Final = 30.0
 
@@ -120,7 +125,7 @@ class HookInfo:
 
     ``timeout`` is the one the hook was declared with (or the default it got): for a command
     hook, the program's own, not the engine's bound (which allows a backstop past it).
-    ``executor_kind`` says what runs the hook: one of EXECUTOR_KINDS (hooks/_kinds.py);
+    ``executor_kind`` says what runs the hook: one of EXECUTOR_KINDS (hooks/kinds/_registry.py);
     ``protocol``, for a command hook, what its program reads and answers ("tether" or
     "claude-code"; None for other kinds).
     """
@@ -196,7 +201,7 @@ class _Hook:
         timeout: float | _Unset | None,
         fail_closed: bool,
         owner: object | None,
-        manager: HookManager,
+        manager: Engine,
         name: str,
         source: str,
         mode: str,
@@ -268,16 +273,8 @@ def _callable_name(fn: object) -> str:
 
 
 def _check_timeout(timeout: float | _Unset | None) -> None:
-    if timeout is UNSET or timeout is None:
-        return
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool):
-        raise TypeError(
-            f"timeout must be a number of seconds, > 0 and at most {MAX_TIMEOUT:g}, got {timeout!r}"
-        )
-    if not 0 < timeout <= MAX_TIMEOUT:
-        raise ValueError(
-            f"timeout must be > 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout!r}"
-        )
+    if timeout is not UNSET and timeout is not None:
+        check_timeout(timeout)
 
 
 def _key(name: HookEvent | str) -> HookEvent | str:
@@ -304,10 +301,90 @@ def _key(name: HookEvent | str) -> HookEvent | str:
         ) from None
 
 
-def __getattr__(name: str) -> Any:
-    # EXECUTOR_KINDS is the registry's (hooks/_kinds.py), which needs pydantic: loaded on use.
-    if name == "EXECUTOR_KINDS":
-        from ._kinds import EXECUTOR_KINDS
+class RunRecorder(Protocol):
+    """Receives every hook execution of the dispatches of the manager it is attached to."""
 
-        return EXECUTOR_KINDS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    trace: bool
+
+    def ran(
+        self,
+        manager: Engine,
+        hook: _Hook,
+        ctx: HookContext,
+        depth: int,
+        outcome: str,
+        started: float,
+        error: BaseException | None,
+        before: dict[str, Any],
+        dispatch_id: str = "",
+    ) -> None: ...
+
+    # ``record`` is a DispatchRecord (hooks/_recording.py, which builds on this module).
+    def add(self, record: Any) -> None:
+        """Keep the runs of one dispatch (see hooks/_recording.py)."""
+
+    def skipped(
+        self, manager: Engine, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
+    ) -> None: ...
+
+
+class Engine(Protocol):
+    """A HookManager as the parts it is built from see it (hooks/_manager.py is the one
+    implementation). The private members are the manager's internals its own package shares."""
+
+    default_timeout: float | None
+    loop_block_warn: float | None
+    loop_blocks: dict[tuple[str, str], int]
+    recorder: RunRecorder | None
+    redact: Callable[[str], str] | None
+    redact_declared: Callable[[str], str] | None
+    _by_id: dict[str, _Hook]
+    _error_listeners: list[Callable[[HookErrorInfo], Any]]
+
+    @property
+    def _shared(self) -> Engine | None: ...
+
+    def register(
+        self,
+        event: HookEvent | str,
+        callback: Callable[..., Any],
+        *,
+        priority: int = 0,
+        once: bool = False,
+        tag: str | None = None,
+        timeout: float | _Unset | None = UNSET,
+        fail_closed: bool = False,
+        owner: object | None = None,
+        name: str | None = None,
+        source: str = "code",
+        mode: str = "sync",
+        matcher: Matcher | dict[str, Any] | None = None,
+        command: list[str] | str | None = None,
+        executor: Executor | None = None,
+        before: Sequence[str] | None = None,
+        after: Sequence[str] | None = None,
+    ) -> str: ...
+
+    def remove_owner(self, owner: object) -> int: ...
+
+    def on_error(
+        self, listener: Callable[[HookErrorInfo], Any]
+    ) -> Callable[[HookErrorInfo], Any]: ...
+
+    def _chain(self) -> Sequence[tuple[Engine, str]]: ...
+
+    def _resolved(self, key: HookEvent | str) -> tuple[_Hook, ...]: ...
+
+    def _drop(self, hook: _Hook) -> bool: ...
+
+    def _timeout_of(self, hook: _Hook) -> float | None: ...
+
+    def _shown(self, hook: _Hook) -> str: ...
+
+    def _log_failure(self, hook: _Hook, event: str, exc: BaseException) -> None: ...
+
+    def _warn_blocked(
+        self, hook: _Hook, event: str, held: float, timeout: float | None
+    ) -> None: ...
+
+    async def _report(self, info: HookErrorInfo, owner: Engine) -> None: ...

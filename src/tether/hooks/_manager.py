@@ -33,8 +33,10 @@ from ._hook import (
     DEPTH,
     UNSET,
     DispatchResult,
+    Engine,
     HookErrorInfo,
     HookInfo,
+    RunRecorder,
     _bump,
     _callable_name,
     _check_timeout,
@@ -63,11 +65,10 @@ from ._recording import (
     log_listener_failure,
     not_a_dict,
 )
-from ._records import RunRecorder
 
 if TYPE_CHECKING:
-    from ._config import HookConfig
     from ._matcher import Matcher
+    from .kinds._base import BaseHookConfig
 
 __all__ = ["DispatchResult", "HookErrorInfo", "HookInfo", "HookManager"]
 
@@ -253,7 +254,7 @@ class HookManager(ExtensionPoints):
 
             compiled = matcher if isinstance(matcher, _M) else _M.build(key, matcher)
         if executor is None:
-            executor = executor_for(callback, owner)
+            executor = executor_for(callback)
         if timeout is UNSET and executor.timeout is not None:
             # An executor with a timeout of its own (a command's program is killed at it): the
             # engine allows its backstop past it (which may pass MAX_TIMEOUT, checked above).
@@ -313,7 +314,7 @@ class HookManager(ExtensionPoints):
             raise ValueError(f"hook {hook.name!r} cannot be registered: {exc}") from None
 
     def register_config(
-        self, config: HookConfig, *, source: str = "config", owner: object | None = None
+        self, config: BaseHookConfig, *, source: str = "config", owner: object | None = None
     ) -> str:
         """Register a HookConfig: its kind's executor is built and registered."""
         executor = config.executor(self)
@@ -340,7 +341,11 @@ class HookManager(ExtensionPoints):
         )
 
     def register_configs(
-        self, configs: Sequence[HookConfig], *, source: str = "config", owner: object | None = None
+        self,
+        configs: Sequence[BaseHookConfig],
+        *,
+        source: str = "config",
+        owner: object | None = None,
     ) -> list[str]:
         """Register hooks declared together (a process's ``hooks``) as a whole; return their ids.
 
@@ -545,7 +550,7 @@ class HookManager(ExtensionPoints):
         self._error_listeners.append(listener)
         return listener
 
-    async def _report(self, info: HookErrorInfo, owner: HookManager) -> None:
+    async def _report(self, info: HookErrorInfo, owner: Engine) -> None:
         listeners = list(self._error_listeners)
         if owner is not self:
             listeners += [fn for fn in owner._error_listeners if fn not in listeners]
@@ -655,7 +660,7 @@ class HookManager(ExtensionPoints):
         dry_run: bool,
     ) -> None:
         """After the chain: queue (or, in a dry run, run) its async hooks, then tell the error
-        listeners. Async hooks run blocked or not (an audit hook sees refusals too); a block
+        listeners. Async hooks run blocked or not (an audit hook sees blocks too); a block
         stops the loop, so those ordered after the blocker are added here. They are queued
         before the listeners are awaited, which a cancellation may cut short."""
         background = chain.background

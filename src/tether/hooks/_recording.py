@@ -22,15 +22,13 @@ from ._hook import _run_id
 if TYPE_CHECKING:
     from ._context import HookContext
     from ._events import HookEvent
-    from ._hook import _Hook
-    from ._manager import HookManager
-    from ._records import RunRecorder
+    from ._hook import Engine, RunRecorder, _Hook
 
 __all__ = [
     "ABSENT",
     "OFF",
     "DispatchRecord",
-    "RunRecord",
+    "RecordedRun",
     "TracedRun",
     "changes",
     "log_failure",
@@ -39,11 +37,11 @@ __all__ = [
     "redacted_trace",
 ]
 
-#: A key a hook added (its value before) or removed (its value after), in RunRecord.changed.
+#: A key a hook added (its value before) or removed (its value after), in RecordedRun.changed.
 ABSENT: Final = object()
 
 
-class RunRecord:
+class RecordedRun:
     """One hook run of a dispatch (or one background run).
 
     ``outcome`` None means the hook ran without error: "applied" if it changed the data,
@@ -74,13 +72,13 @@ class RunRecord:
         self.notice = notice
 
 
-class TracedRun(RunRecord):
+class TracedRun(RecordedRun):
     """A run of a traced dispatch (a dry run): it keeps the whole data around the hook."""
 
     __slots__ = ("after", "before")
 
     def __init__(
-        self, run: RunRecord, before: dict[str, Any] | None, after: dict[str, Any] | None
+        self, run: RecordedRun, before: dict[str, Any] | None, after: dict[str, Any] | None
     ) -> None:
         super().__init__(
             run.hook, run.outcome, run.error, run.ended, run.duration, run.changed, run.notice
@@ -180,7 +178,7 @@ class DispatchRecord:
     def __init__(
         self,
         ident: int | str,
-        manager: HookManager,
+        manager: Engine,
         event: HookEvent,
         depth: int,
         *,
@@ -200,7 +198,7 @@ class DispatchRecord:
         self._last = None if data is None else copy_payload(data)
         self.background = background
         self.blocked = False
-        self.runs: list[RunRecord] = []
+        self.runs: list[RecordedRun] = []
         self.started = perf_counter()
         self.wall = _CLOCK.at(self.started)
 
@@ -210,7 +208,7 @@ class DispatchRecord:
         ident = self._id
         return ident if isinstance(ident, str) else _run_id(ident)
 
-    def dated(self, run: RunRecord) -> float:
+    def dated(self, run: RecordedRun) -> float:
         """The wall-clock time ``run`` ended."""
         return self.wall + (run.ended - self.started)
 
@@ -235,13 +233,13 @@ class DispatchRecord:
         if changed is not None:  # the values after are kept from a copy no hook can reach
             last = self._last = copy_payload(data)
             changed = {k: (old, last.get(k, ABSENT)) for k, (old, _) in changed.items()}
-        run = RunRecord(hook, outcome, error, ended, ended - started, changed, notice)
+        run = RecordedRun(hook, outcome, error, ended, ended - started, changed, notice)
         if self.trace:
             run = TracedRun(run, before, self._last)
         self.runs.append(run)
 
     def skipped(self, hook: _Hook, at: float) -> None:
-        self.runs.append(RunRecord(hook, "skipped", None, at, 0.0))
+        self.runs.append(RecordedRun(hook, "skipped", None, at, 0.0))
 
     def close(self, blocked: bool) -> None:
         self._last = None

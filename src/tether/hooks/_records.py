@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-if TYPE_CHECKING:
-    from ._context import HookContext
-    from ._hook import _Hook
-    from ._manager import HookManager
-    from ._recording import DispatchRecord
-
-__all__ = ["OUTCOMES", "HookRun", "RunRecorder"]
+__all__ = ["OUTCOMES", "HookRun"]
 
 #: Every outcome a hook run can have.
 OUTCOMES = ("applied", "passed", "blocked", "failed", "timed_out", "skipped", "dropped")
@@ -61,29 +55,3 @@ class HookRun:
 
 
 HookRun.__module__ = "tether"
-
-
-class RunRecorder(Protocol):
-    """Receives every hook execution of the dispatches of the manager it is attached to."""
-
-    def ran(
-        self,
-        manager: HookManager,
-        hook: _Hook,
-        ctx: HookContext,
-        depth: int,
-        outcome: str,
-        started: float,
-        error: BaseException | None,
-        before: dict[str, Any],
-        dispatch_id: str = "",
-    ) -> None: ...
-
-    trace: bool
-
-    def add(self, record: DispatchRecord) -> None:
-        """Keep the runs of one dispatch (see hooks/_recording.py)."""
-
-    def skipped(
-        self, manager: HookManager, hook: _Hook, ctx: HookContext, depth: int, dispatch_id: str = ""
-    ) -> None: ...

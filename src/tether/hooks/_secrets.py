@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ._hook import generation
 
 if TYPE_CHECKING:
-    from ._manager import HookManager
+    from ._hook import Engine
 
 __all__ = ["CommandSecrets"]
 
@@ -30,7 +30,7 @@ class CommandSecrets:
 
     version = generation
 
-    def __init__(self, manager: HookManager) -> None:
+    def __init__(self, manager: Engine) -> None:
         self._manager = manager
         self._known: dict[str, str] = {}  # variable name by value
         self._answer: Secrets = ()

@@ -13,54 +13,29 @@ import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from ._context import HookContext
 from ._errors import CommandHookError, CommandHookTimeoutError, HookBlocked
+from ._executor import COMMAND_BACKSTOP, HookObjectExecutor
 from ._hook import _bump
-from ._spawn import UNKNOWN_EXIT, Completed, run_program
+from ._limits import check_output_limit, check_timeout
+from ._programs import SAFE_ENV_VARS, UNKNOWN_EXIT, Completed, run_program
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
-    from ._command import CommandHookConfig
-
-__all__ = ["SAFE_ENV_VARS", "ShellHook", "ShellHookResult"]
+__all__ = [
+    "SAFE_ENV_VARS",
+    "CommandExecutor",
+    "CommandFields",
+    "ShellHook",
+    "ShellHookResult",
+    "resolve_refs",
+]
 
 logger = logging.getLogger("tether.hooks")
 
-#: Host variables a hook program receives when they are set.
-SAFE_ENV_VARS: Final[frozenset[str]] = frozenset(
-    {
-        "PATH",
-        "HOME",
-        "USER",
-        "LOGNAME",
-        "SHELL",
-        "LANG",
-        "LANGUAGE",
-        "LC_ALL",
-        "LC_CTYPE",
-        "LC_MESSAGES",
-        "TZ",
-        "TMPDIR",
-        "TEMP",
-        "TMP",
-        "TERM",
-        "SYSTEMROOT",
-        "SYSTEMDRIVE",
-        "WINDIR",
-        "COMSPEC",
-        "PATHEXT",
-        "USERPROFILE",
-        "APPDATA",
-        "LOCALAPPDATA",
-        "PROGRAMDATA",
-        "PROGRAMFILES",
-    }
-)
-
-MAX_OUTPUT_LIMIT: Final = 10 * 1024 * 1024
 STDERR_IN_MESSAGE: Final = 500
 #: The block reason of a program that answered {"block": true} without a "reason".
 NO_REASON: Final = "blocked by a command hook (it gave no reason)"
@@ -98,6 +73,31 @@ def resolve_refs(value: str, environ: Mapping[str, str], where: str) -> str:
     return _REF.sub(sub, value)
 
 
+class CommandFields(Protocol):
+    """What a command hook's declaration says of its program (a CommandHookConfig)."""
+
+    @property
+    def command(self) -> str | list[str]: ...
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    @property
+    def cwd(self) -> str | None: ...
+
+    @property
+    def env(self) -> Mapping[str, SecretStr]: ...
+
+    @property
+    def env_passthrough(self) -> Sequence[str]: ...
+
+    @property
+    def max_output_bytes(self) -> int: ...
+
+    @property
+    def claude_origin(self) -> dict[str, Any]: ...
+
+
 def _secret_value(value: str | SecretStr) -> str:
     get = getattr(value, "get_secret_value", None)
     return str(get()) if get is not None else str(value)
@@ -129,21 +129,8 @@ class ShellHook:
             raise ValueError(
                 f"command must be a string or a non-empty list of strings: {command!r}"
             )
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-            raise TypeError(
-                f"timeout must be a number of seconds, > 0 and at most 3600, got {timeout!r}"
-            )
-        if not 0 < timeout <= 3600:
-            raise ValueError(f"timeout must be > 0 and at most 3600 seconds, got {timeout!r}")
-        if (
-            not isinstance(max_output_bytes, int)
-            or isinstance(max_output_bytes, bool)
-            or not 0 < max_output_bytes <= MAX_OUTPUT_LIMIT
-        ):
-            raise ValueError(
-                f"max_output_bytes must be between 1 and {MAX_OUTPUT_LIMIT} (10 MiB), "
-                f"got {max_output_bytes!r}"
-            )
+        check_timeout(timeout)
+        check_output_limit(max_output_bytes)
         "".encode(encoding)  # an unknown encoding fails here, not at run time
         self.command: str | list[str] = command if isinstance(command, str) else list(command)
         self.timeout = float(timeout)
@@ -167,7 +154,7 @@ class ShellHook:
                 raise ValueError(f"command {command!r} names no program")
 
     @classmethod
-    def from_config(cls, config: CommandHookConfig) -> ShellHook:
+    def from_config(cls, config: CommandFields) -> ShellHook:
         """The ShellHook a HookConfig with a ``command`` describes."""
         return cls(
             config.command,
@@ -181,6 +168,10 @@ class ShellHook:
     @property
     def display_name(self) -> str:
         return self.command if isinstance(self.command, str) else shlex.join(self.command)
+
+    def as_executor(self) -> CommandExecutor:
+        """The executor that runs this program (registering ``callback`` in code uses it)."""
+        return CommandExecutor(self)
 
     def __repr__(self) -> str:
         return f"ShellHook({self.display_name!r}, timeout={self.timeout:g})"
@@ -379,3 +370,11 @@ def apply_answer(
         raise HookBlocked(result.reason or no_reason)
     if result.data is not None:
         ctx.replace(result.data)
+
+
+class CommandExecutor(HookObjectExecutor):
+    """A program run once per event (ShellHook): JSON envelope on stdin, answer on stdout."""
+
+    __slots__ = ()
+    kind: ClassVar[str] = "command"
+    backstop: ClassVar[float] = COMMAND_BACKSTOP

@@ -28,6 +28,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp.shared.message import SessionMessage
 
 from ..errors import TetherError
+from ..hooks._programs import minimal_env, signal_group
 
 if TYPE_CHECKING:
     from anyio.abc import Process
@@ -89,17 +90,9 @@ class StdioProgram:
         return lines[-1].strip() if lines else ""
 
 
-def _signal_group(pgid: int, sig: int) -> bool:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
 def kill_group(pgid: int) -> None:
     """SIGKILL the whole group now (the last resort of a close that could not finish)."""
-    _signal_group(pgid, signal.SIGKILL)
+    signal_group(pgid, signal.SIGKILL)
 
 
 Streams = tuple[
@@ -199,14 +192,14 @@ async def _stop(process: Process, program: StdioProgram) -> None:
         with contextlib.suppress(Exception):
             await process.stdin.aclose()
     if not await _exited(process, STOP_GRACE):
-        _signal_group(process.pid, signal.SIGTERM)
+        signal_group(process.pid, signal.SIGTERM)
         if not await _exited(process, KILL_GRACE):
-            _signal_group(process.pid, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)
             await _exited(process, KILL_GRACE)
     # The program is gone; anything it left in its group (a grandchild) goes too.
-    if _signal_group(process.pid, signal.SIGTERM):
+    if signal_group(process.pid, signal.SIGTERM):
         await anyio.sleep(0.05)
-        _signal_group(process.pid, signal.SIGKILL)
+        signal_group(process.pid, signal.SIGKILL)
     program.returncode = process.returncode
 
 
@@ -219,12 +212,3 @@ async def _exited(process: Process, within: float) -> bool:
 async def _aclose(process: Process) -> None:
     with contextlib.suppress(Exception):
         await process.aclose()
-
-
-def minimal_env(extra: Mapping[str, str]) -> dict[str, str]:
-    """The host's SAFE_ENV_VARS that are set, then ``extra``."""
-    from ..hooks._shell import SAFE_ENV_VARS
-
-    env = {name: value for name in SAFE_ENV_VARS if (value := os.environ.get(name)) is not None}
-    env.update(extra)
-    return env

@@ -1,23 +1,36 @@
-"""The command kind: a program run once per event (see ShellHook)."""
+"""The command kind: a program run once per event, its runtime object a ShellHook.
+
+ShellHook and its executor (hooks/_shell.py) stay importable without pydantic, since code
+builds a ShellHook by hand and the Claude Code hook derives from it; this module declares the
+kind and builds the hook a declaration describes (a ClaudeCodeHook for ``protocol:
+claude-code``).
+"""
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from ._config import MAX_OUTPUT_LIMIT, HookConfig, SecretText, not_a_bool
-from ._executor import CommandExecutor
-from ._shell import ShellHook
+from .._shell import CommandExecutor, ShellHook
+from ._base import (
+    BaseHookConfig,
+    NotThisKind,
+    SecretText,
+    not_a_bool,
+    not_this_kind,
+    output_limit,
+)
 
 if TYPE_CHECKING:
-    from ._executor import Executor
-    from ._manager import HookManager
+    from .._executor import Executor
+    from .._hook import Engine
 
 __all__ = ["CommandHookConfig"]
 
 
-class CommandHookConfig(HookConfig):
+class CommandHookConfig(BaseHookConfig):
     """A hook that runs a program: the event as JSON on stdin, its answer as JSON on stdout."""
 
     kind: ClassVar[str] = "command"
@@ -34,14 +47,13 @@ class CommandHookConfig(HookConfig):
     env_passthrough: list[str] = Field(
         default_factory=list, description="Host environment variables passed to the command"
     )
-    max_output_bytes: int = Field(
-        default=65536, gt=0, le=MAX_OUTPUT_LIMIT, description="Largest stdout accepted"
-    )
+    max_output_bytes: int = output_limit("Largest stdout accepted")
     protocol: Literal["tether", "claude-code"] = Field(
         default="tether",
         description="What the program reads and answers: tether's envelope, or Claude Code's "
         "hook input and answer rules (see docs/tool-hooks.md)",
     )
+    callback: NotThisKind = not_this_kind()
 
     @field_validator("max_output_bytes", mode="before")
     @classmethod
@@ -54,8 +66,6 @@ class CommandHookConfig(HookConfig):
         if not value or (isinstance(value, str) and not value.strip()):
             raise ValueError("command must name a program, got an empty command")
         if isinstance(value, str):
-            import shlex
-
             try:
                 shlex.split(value)
             except ValueError as exc:  # e.g. an unmatched quote
@@ -64,15 +74,15 @@ class CommandHookConfig(HookConfig):
                 ) from None
         return value
 
-    def executor(self, manager: HookManager) -> Executor:
+    def executor(self, manager: Engine) -> Executor:
         shell: ShellHook
         if self.protocol == "claude-code":
-            from ._claude_code import ClaudeCodeHook
+            # Loaded only for a Claude Code hook (the import of HookConfig stays light).
+            from .._claude_code import ClaudeCodeHook
+            from .._claude_notification import tell_hook_errors
 
             claude = ClaudeCodeHook.from_config(self)
             if claude.claude_event == "Notification":  # told of hook errors too
-                from ._claude_notification import tell_hook_errors
-
                 tell_hook_errors(manager)
             claude.declared = lambda text: (
                 manager.redact_declared(text) if manager.redact_declared is not None else text

@@ -1,4 +1,6 @@
-"""HttpHook: POST the hook envelope to a URL; the answer body follows the command-hook rules.
+"""The HTTP kind (key ``url``): HttpHook POSTs the hook envelope to a URL; the answer body
+follows the command-hook rules. Its declaration (HttpHookConfig), runtime object (HttpHook)
+and executor (HttpExecutor) are all here.
 
 The request body is exactly the JSON envelope a command hook gets on stdin. A 2xx answer with
 an empty body is success with nothing changed; a JSON object answers as a command hook's stdout
@@ -25,16 +27,19 @@ import socket
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 from urllib.parse import urlsplit
 
-from ._context import HookContext
-from ._errors import CommandHookError, HttpHookError, HttpHookTimeoutError
-from ._events import HookEvent
-from ._executor import HookObjectExecutor
-from ._hook import _bump
-from ._shell import (
-    MAX_OUTPUT_LIMIT,
+from pydantic import Field, ValidationInfo, field_validator
+
+from .._context import HookContext
+from .._errors import CommandHookError, HttpHookError, HttpHookTimeoutError
+from .._events import HookEvent
+from .._executor import HookObjectExecutor
+from .._hook import _bump
+from .._limits import check_output_limit, check_timeout
+from .._resources import on_close, redactor_of
+from .._shell import (
     STDERR_IN_MESSAGE,
     ShellHookResult,
     _secret_value,
@@ -42,10 +47,14 @@ from ._shell import (
     parse_answer,
     resolve_refs,
 )
+from ._base import BaseHookConfig, NotThisKind, SecretText, not_a_bool, not_this_kind, output_limit
 
 if TYPE_CHECKING:
     import httpx
     from pydantic import SecretStr
+
+    from .._executor import Executor
+    from .._hook import Engine
 
 __all__ = [
     "SIGNATURE_HEADER",
@@ -53,6 +62,7 @@ __all__ = [
     "HttpClients",
     "HttpExecutor",
     "HttpHook",
+    "HttpHookConfig",
     "pool_of",
     "sign",
 ]
@@ -158,21 +168,8 @@ class HttpHook:
         if secret is not None and not _secret_value(secret):
             raise ValueError("secret must not be empty (leave it unset to send no signature)")
         self.secret = secret
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-            raise TypeError(
-                f"timeout must be a number of seconds, > 0 and at most 3600, got {timeout!r}"
-            )
-        if not 0 < timeout <= 3600:
-            raise ValueError(f"timeout must be > 0 and at most 3600 seconds, got {timeout!r}")
-        if (
-            not isinstance(max_output_bytes, int)
-            or isinstance(max_output_bytes, bool)
-            or not 0 < max_output_bytes <= MAX_OUTPUT_LIMIT
-        ):
-            raise ValueError(
-                f"max_output_bytes must be between 1 and {MAX_OUTPUT_LIMIT} (10 MiB), "
-                f"got {max_output_bytes!r}"
-            )
+        check_timeout(timeout)
+        check_output_limit(max_output_bytes)
         self.timeout = float(timeout)
         self.max_output_bytes = max_output_bytes
         self._own_clients = clients is None
@@ -188,7 +185,7 @@ class HttpHook:
         self._handed: dict[str, str] = {}
 
     @classmethod
-    def from_config(cls, config: Any, clients: HttpClients | None = None) -> HttpHook:
+    def from_config(cls, config: HttpHookConfig, clients: HttpClients | None = None) -> HttpHook:
         """The HttpHook a HookConfig with a ``url`` describes."""
         return cls(
             config.url,
@@ -346,13 +343,14 @@ class HttpHook:
     async def _claude_code(self, ctx: HookContext) -> None:
         """Claude Code's HTTP hook: its input POSTed; a 2xx body read as a command's stdout
         after exit 0 (a JSON object by its rules, other text as context)."""
-        from . import _claude_code as claude
-        from ._claude_answer import add_context, apply_answer
+        from .._claude_answer import add_context
+        from .._claude_answer import apply_answer as apply_claude_answer
+        from .._claude_code import claude_event_name, claude_input, claude_matches
 
         notice = self.claude_event == "Notification"
-        name = "Notification" if notice else claude._event_name(ctx, None)
-        sent = claude.claude_input(ctx, name, os.getcwd())
-        if notice and not claude.claude_matches(name, self.claude_matcher, sent):
+        name = "Notification" if notice else claude_event_name(ctx, None)
+        sent = claude_input(ctx, name, os.getcwd())
+        if notice and not claude_matches(name, self.claude_matcher, sent):
             return
         raw = await self.exchange(ctx, sent)
         if notice or not raw.strip():  # a notice's answer changes nothing
@@ -365,7 +363,7 @@ class HttpHook:
             if ctx.event is HookEvent.USER_PROMPT_SUBMIT:
                 add_context(ctx, raw.strip())
             return
-        apply_answer(ctx, answer, shown=self.display_name)
+        apply_claude_answer(ctx, answer, shown=self.display_name)
 
     async def aclose(self) -> None:
         """Close this hook's own connection pool (a shared one is its manager's to close)."""
@@ -456,8 +454,70 @@ def pool_of(manager: object) -> HttpClients:
     """The connection pool the HTTP hooks of ``manager`` share (closed with the manager)."""
     pool = _POOLS.get(manager)
     if pool is None:
-        from ._resources import on_close
-
         pool = _POOLS[manager] = HttpClients()
         on_close(manager, pool.aclose)
     return pool
+
+
+# -- the declaration ---------------------------------------------------------------------------
+
+
+class HttpHookConfig(BaseHookConfig):
+    """A hook answered by an HTTP service: the event envelope POSTed as JSON, the answer body
+    read as a command's stdout. ``headers`` and ``secret`` are secrets (never shown)."""
+
+    kind: ClassVar[str] = "url"
+    key: ClassVar[str] = "url"
+    default_timeout: ClassVar[float] = 5.0
+
+    url: str = Field(description="http(s) URL the event is POSTed to (no credentials in it)")
+    headers: dict[str, SecretText] = Field(
+        default_factory=dict,
+        description="Request headers (secret values); ${VAR} resolved when the hook runs",
+    )
+    secret: SecretText | None = Field(
+        default=None,
+        description="HMAC-SHA256 key: X-Tether-Signature signs '<X-Tether-Timestamp>.<body>'",
+    )
+    max_output_bytes: int = output_limit("Largest answer body accepted")
+    protocol: Literal["tether", "claude-code"] = Field(
+        default="tether",
+        description="What the service reads and answers: tether's envelope, or Claude Code's "
+        "hook input and answer rules",
+    )
+    command: NotThisKind = not_this_kind()
+    callback: NotThisKind = not_this_kind()
+
+    @field_validator("max_output_bytes", mode="before")
+    @classmethod
+    def _bytes_not_a_bool(cls, value: Any, info: ValidationInfo) -> Any:
+        return not_a_bool(value, info)
+
+    @field_validator("url")
+    @classmethod
+    def _an_http_url(cls, value: str) -> str:
+        return check_url(value)
+
+    @field_validator("headers")
+    @classmethod
+    def _header_names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_headers(value)
+        return value
+
+    @field_validator("secret")
+    @classmethod
+    def _not_empty(cls, value: Any) -> Any:
+        if value is not None and not value.get_secret_value():
+            raise ValueError("secret must not be empty (leave it unset to send no signature)")
+        return value
+
+    def executor(self, manager: Engine) -> Executor:
+        hook = HttpHook.from_config(self, clients=pool_of(manager))
+        hook.redact = redactor_of(manager)
+        hook.claude_event = self.claude_event
+        hook.claude_matcher = self.claude_origin.get("matcher")
+        if hook.claude_event == "Notification":  # told of hook errors too
+            from .._claude_notification import tell_hook_errors
+
+            tell_hook_errors(manager)
+        return HttpExecutor(hook)

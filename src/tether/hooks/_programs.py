@@ -1,4 +1,9 @@
-"""Spawning a hook program and collecting its output, with every exit path bounded.
+"""Running a program and reaping its whole process tree.
+
+A hook's program (command and persistent hooks) is started and ended here; an MCP server's
+(process/_mcp_stdio.py, which drives it through anyio) takes its environment and the signalling
+of its group from here too. A program gets a minimal environment (:data:`SAFE_ENV_VARS` of the
+host, see :func:`minimal_env`) unless its hook says otherwise.
 
 The program runs in a process group of its own. When it must go (timeout, output overflow,
 cancellation) the whole group gets SIGTERM and, after a short grace, SIGKILL, so no grandchild
@@ -24,10 +29,36 @@ import select
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-__all__ = ["Completed", "RunProcesses", "marked", "run_program"]
+__all__ = [
+    "SAFE_ENV_VARS",
+    "Completed",
+    "RunProcesses",
+    "marked",
+    "minimal_env",
+    "run_program",
+    "signal_group",
+]
+
+#: Host variables a program (a hook's, an MCP server's) receives when they are set.
+# fmt: off
+SAFE_ENV_VARS: Final[frozenset[str]] = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+    "LC_MESSAGES", "TZ", "TMPDIR", "TEMP", "TMP", "TERM", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR",
+    "COMSPEC", "PATHEXT", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "PROGRAMFILES",
+})
+# fmt: on
+
+
+def minimal_env(extra: Mapping[str, str]) -> dict[str, str]:
+    """The host's SAFE_ENV_VARS that are set, then ``extra``."""
+    env = {name: value for name in SAFE_ENV_VARS if (value := os.environ.get(name)) is not None}
+    env.update(extra)
+    return env
+
 
 #: Seconds between SIGTERM and SIGKILL of the hook's process group.
 KILL_GRACE: Final = 0.5
@@ -362,11 +393,11 @@ class RunProcesses:
 
     def alive(self) -> bool:
         """Whether a member of the program's group or a stray is still running."""
-        return _signal_group(self.program, 0) or any(not s.exited() for s in self.strays.values())
+        return signal_group(self.program, 0) or any(not s.exited() for s in self.strays.values())
 
     def kill(self) -> None:
         """SIGKILL the program's group and every process of the run, found again now."""
-        _signal_group(self.program, signal.SIGKILL)
+        signal_group(self.program, signal.SIGKILL)
         self.find()
         self.signal(signal.SIGKILL)
 
@@ -398,7 +429,8 @@ class Completed:
     stdout_truncated_by_grandchild: bool
 
 
-def _signal_group(pgid: int, sig: int) -> bool:
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to process group ``pgid``; False when no process of it is left to signal."""
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
@@ -555,7 +587,7 @@ class _Child:
         # Anything left in the group, or marked as this run's, is a grandchild: it must not
         # outlive the hook.
         self.run.find()
-        if _signal_group(self.pid, signal.SIGTERM) | self.run.signal(signal.SIGTERM):
+        if signal_group(self.pid, signal.SIGTERM) | self.run.signal(signal.SIGTERM):
             self._schedule_kill()
 
     # -- termination -----------------------------------------------------------------------
@@ -563,7 +595,7 @@ class _Child:
     def terminate(self) -> None:
         """SIGTERM the whole group (and every stray) now, SIGKILL it after KILL_GRACE."""
         self.run.find()  # before the group dies: its members' children are still theirs
-        _signal_group(self.pid, signal.SIGTERM)
+        signal_group(self.pid, signal.SIGTERM)
         self.run.signal(signal.SIGTERM)
         self._schedule_kill()
 

@@ -1,4 +1,5 @@
-"""PersistentHook: one long-lived co-process per hook, speaking JSON lines.
+"""The persistent command kind: PersistentHook, one long-lived co-process per hook speaking
+JSON lines; its declaration (a command with ``persistent: true``) and executor are here too.
 
 Each event is one line on the program's stdin: the command-hook envelope plus an ``id``
 (``{"id": "7", "event": ..., "data": ...}``). The program answers with one line per request,
@@ -12,7 +13,7 @@ Lifecycle, kept by PersistentHook:
   environment a command hook gets (plus TETHER_HOOK_PERSISTENT=1);
 * a crash (the program exits), a line it cannot take back (longer than ``max_output_bytes``)
   or a timeout kills the whole group, and every other process the program started, one that
-  left the group (``setsid``) too, as for a spawned command hook (``_spawn.RunProcesses``,
+  left the group (``setsid``) too, as for a spawned command hook (``_programs.RunProcesses``,
   whose run here is the program's life): every event in flight then is the hook's error, the
   next event starts a new program, after a backoff that doubles with each failure in a row
   (``restart_backoff`` up to ``max_restart_backoff``) and resets with the next good answer;
@@ -37,16 +38,23 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from ._context import HookContext
-from ._errors import CommandHookError, CommandHookTimeoutError
-from ._executor import HookObjectExecutor
-from ._shell import STDERR_IN_MESSAGE, ShellHook, ShellHookResult, answer_of, apply_answer
-from ._spawn import RunProcesses, marked
+from pydantic import Field, StrictBool, model_validator
+
+from .._context import HookContext
+from .._errors import CommandHookError, CommandHookTimeoutError
+from .._executor import HookObjectExecutor
+from .._programs import RunProcesses, marked, signal_group
+from .._resources import on_close, redactor_of
+from .._shell import STDERR_IN_MESSAGE, ShellHook, ShellHookResult, answer_of, apply_answer
+from ._command import CommandHookConfig
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
-__all__ = ["PersistentExecutor", "PersistentHook"]
+    from .._executor import Executor
+    from .._hook import Engine
+
+__all__ = ["PersistentExecutor", "PersistentHook", "PersistentHookConfig"]
 
 logger = logging.getLogger("tether.hooks")
 
@@ -62,14 +70,6 @@ STDERR_TAIL: Final = 8192
 PERSISTENT_ENV: Final = "TETHER_HOOK_PERSISTENT"
 #: The failure of a program stopped on purpose (aclose): no backoff follows it.
 STOPPED: Final = "was stopped"
-
-
-def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
 
 
 def _kill_run(run: RunProcesses) -> None:
@@ -212,7 +212,7 @@ class _CoProcess:
         self.failure = why
         if exited:  # what is left of its group (a grandchild) must not outlive it
             self.run.find()
-            _kill_group(self.pid)
+            signal_group(self.pid, signal.SIGKILL)
             self.run.signal(signal.SIGKILL)
             # Reaped and its group emptied: a later kill could hit a reused process group.
             self._finalizer.detach()
@@ -237,7 +237,7 @@ class _CoProcess:
                 async with asyncio.timeout(grace):
                     await proc.wait()
         run.find()  # before the group dies: its members' children are still theirs
-        _kill_group(self.pid, signal.SIGTERM)
+        signal_group(self.pid, signal.SIGTERM)
         run.signal(signal.SIGTERM)
         deadline = self.loop.time() + KILL_GRACE
         while run.alive() and self.loop.time() < deadline:
@@ -329,7 +329,7 @@ class PersistentHook:
         self._killing: set[asyncio.Task[None]] = set()
 
     @classmethod
-    def from_config(cls, config: Any) -> PersistentHook:
+    def from_config(cls, config: PersistentHookConfig) -> PersistentHook:
         """The PersistentHook a HookConfig with ``command`` and ``persistent: true`` describes."""
         return cls(
             config.command,
@@ -529,3 +529,39 @@ class PersistentExecutor(HookObjectExecutor):
     __slots__ = ()
     kind: ClassVar[str] = "persistent"
     backstop: ClassVar[float] = 5.0
+
+
+# -- the declaration ---------------------------------------------------------------------------
+
+
+class PersistentHookConfig(CommandHookConfig):
+    """A command hook whose program is started once and kept: each event is one JSON line on
+    its stdin, each answer one line on its stdout. ``persistent: false`` is a plain command."""
+
+    kind: ClassVar[str] = "persistent"
+    default_timeout: ClassVar[float] = 5.0
+
+    persistent: StrictBool = Field(
+        default=True, description="Keep one program running for every event (JSON lines)"
+    )
+
+    @classmethod
+    def selects(cls, data: dict[str, Any]) -> bool:
+        return "persistent" in data
+
+    @model_validator(mode="after")
+    def _tethers_lines(self) -> PersistentHookConfig:
+        if self.persistent and getattr(self, "protocol", "tether") != "tether":
+            raise ValueError(
+                "a persistent hook speaks tether's JSON lines; protocol 'claude-code' runs its "
+                "program once per event, as Claude Code does (drop persistent)"
+            )
+        return self
+
+    def executor(self, manager: Engine) -> Executor:
+        if not self.persistent:
+            return super().executor(manager)
+        hook = PersistentHook.from_config(self)
+        hook.redact = redactor_of(manager)
+        on_close(manager, hook.aclose)
+        return PersistentExecutor(hook)
