@@ -37,17 +37,18 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from ..agent import BudgetConfig, BudgetTracker, Tool, UsageMeter, as_tool
-from ..hooks import DispatchResult, HookEvent
 from ._config import ProcessConfig, RestartPolicy, TriggerConfig, check_mission
 from ._config_secrets import config_secrets, server_secrets
 from ._errors import NothingToRollBackError, ProcessBusyError, ProcessStateError
 from ._mcp import McpServerConfig, is_stdio, server_name
+from ._state import ProcessState
 
 if TYPE_CHECKING:
-    from .._redact import Redactor
     from ..agent import AgentLoop
+    from ._lifecycle import ProcessHooks
     from ._mcp_link import McpConnections
-    from ._triggers import TriggerRunner
+    from ._state import LiveState
+    from ._triggers import TriggerRunners
 
 __all__ = ["CONFIG_HISTORY_KEPT", "SOURCES", "AppliedChange", "ConfigChanges", "check_source"]
 
@@ -112,28 +113,25 @@ class ConfigChanges:
     docstring): it owns the parts a change replaces (``config``, ``tools``, ``triggers``,
     ``budget``) and the MCP connections.
 
-    It is handed what a change reaches beyond them: ``emit`` (config_change), the agent loop
-    of the running process (``loop``, None before a start), whether the process runs, the
-    trigger runners and how to start one.
+    It is handed the process's state (``live``: the configuration itself, its agent loop and
+    whether it runs), and what a change reaches beyond it: its hook points (config_change),
+    its trigger runners and the meter of its model calls.
     """
 
     def __init__(
         self,
-        name: str,
-        config: ProcessConfig,
-        redactor: Redactor,
+        live: LiveState,
+        hooks: ProcessHooks,
         *,
         tools: list[Tool],
-        emit: Callable[[HookEvent, dict[str, Any]], Awaitable[DispatchResult]],
-        loop: Callable[[], AgentLoop | None],
-        running: Callable[[], bool],
-        runners: dict[str, TriggerRunner],
-        start_trigger: Callable[[str, TriggerConfig], None],
+        triggers: TriggerRunners,
+        meter: UsageMeter,
     ) -> None:
-        self.name = name
-        self.config = config
-        self.redactor = redactor
+        self.name = hooks.name
+        self._live = live
+        self.redactor = hooks.redactor
         self.tools = tools
+        config = live.config
         #: Called after each change of ``triggers`` (see AgentProcess.on_triggers_change).
         self.triggers_changed: Callable[[], None] | None = None
         self._triggers: list[tuple[str, TriggerConfig]] = [
@@ -141,12 +139,9 @@ class ConfigChanges:
         ]
         self.budget = BudgetTracker(config.budget) if config.budget else None
         #: The price table and the running totals of the process's model calls.
-        self.meter = UsageMeter(config.pricing)
-        self._emit = emit
-        self._get_loop = loop
-        self._running = running
-        self.runners = runners
-        self._start_trigger = start_trigger
+        self.meter = meter
+        self._hooks = hooks
+        self._runners = triggers
         self._config_history: deque[AppliedChange] = deque(maxlen=CONFIG_HISTORY_KEPT)
         # The connections to the MCP servers, made once a running process has one (sync_mcp).
         self._mcp: McpConnections | None = None
@@ -157,8 +152,21 @@ class ConfigChanges:
         self._changing: asyncio.Task[Any] | None = None
 
     @property
+    def config(self) -> ProcessConfig:
+        """The configuration now (kept in the process's state; a change replaces it)."""
+        return self._live.config
+
+    @config.setter
+    def config(self, config: ProcessConfig) -> None:
+        self._live.config = config
+
+    @property
     def loop(self) -> AgentLoop | None:
-        return self._get_loop()
+        """The agent loop of the process (None before its first start)."""
+        return self._live.agent_loop
+
+    def _running(self) -> bool:
+        return self._live.state == ProcessState.RUNNING
 
     @property
     def triggers(self) -> list[tuple[str, TriggerConfig]]:
@@ -230,9 +238,7 @@ class ConfigChanges:
         details: dict[str, Any],
     ) -> bool:
         """change_config() once the change lock is held (by ``serialised``)."""
-        gate = await self._emit(
-            HookEvent.CONFIG_CHANGE, {"source": source, "change": change, **details}
-        )
+        gate = await self._hooks.config_change(source, change, details)
         if gate.blocked and source == "agent":
             why = self.redactor.text(gate.reason or "")
             logger.info("agent change %s of %s refused: %s", change, self.name, why)
@@ -440,12 +446,12 @@ class ConfigChanges:
         async def undo() -> None:
             self.triggers = list(before)
             kept = {i for i, _ in before}
-            for trigger_id in [i for i in self.runners if i not in kept]:
-                await self.runners.pop(trigger_id).stop()
+            for trigger_id in [i for i in self._runners.runners if i not in kept]:
+                await self._runners.stop(trigger_id)
             if self._running():
                 for trigger_id, trigger in before:
-                    if trigger_id not in self.runners:
-                        self._start_trigger(trigger_id, trigger)  # no runner: fed from outside
+                    if trigger_id not in self._runners.runners:
+                        self._runners.start(trigger_id, trigger)  # no runner: fed from outside
 
         return undo, {"triggers": [i for i, _ in before]}, before
 
@@ -471,7 +477,7 @@ class ConfigChanges:
 
             def apply() -> None:
                 if self._running():
-                    self._start_trigger(trigger_id, trigger)
+                    self._runners.start(trigger_id, trigger)
                 self.triggers = [*self.triggers, (trigger_id, trigger)]
 
             details = {"trigger_id": trigger_id, "trigger": trigger.model_dump(mode="json")}
@@ -488,9 +494,7 @@ class ConfigChanges:
 
             async def apply() -> None:
                 self.triggers = [(i, t) for i, t in self.triggers if i != trigger_id]
-                runner = self.runners.pop(trigger_id, None)
-                if runner is not None:
-                    await runner.stop()
+                await self._runners.stop(trigger_id)
 
             details = {"trigger_id": trigger_id}
             return await self.apply_change(

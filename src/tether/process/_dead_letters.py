@@ -4,7 +4,7 @@ An entry is a dict (``event``, ``event_id``, ``reason``, ``error``, ``attempts``
 ``timestamp``); with a journal it is written there too, so the next process over the same file
 reloads it (see ``_recovery``). ``AgentProcess.redeliver_dead_letters()`` injects entries again.
 
-A stop dead-letters what is left, then fires task_completed ("dead_lettered") for each, up to
+A stop dead-letters what is left, then dispatches task_completed ("dead_lettered") for each, up to
 its deadline: the dispatch under way then is cancelled and the rest are not made, and the
 error of each of those dead letters ends with UNFIRED (in the journal too), so an operator
 can tell which events no task_completed hook saw through.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -23,12 +22,12 @@ from ._supervise import describe, is_fatal
 
 if TYPE_CHECKING:
     from .._redact import Redactor
-    from ..agent._observer import Observer
-    from ..hooks import DispatchResult
     from ..store import Journal
     from ._event import TriggerEvent
+    from ._intake import Intake
     from ._journaling import JournalWrites
-    from ._stream_queue import StreamQueue
+    from ._outcomes import Outcomes
+    from ._state import LiveState
 
 __all__ = ["UNFIRED", "DeadLetterBox"]
 
@@ -39,39 +38,31 @@ logger = logging.getLogger("tether.process")
 UNFIRED: Final = "task_completed cut off: the stop's deadline passed"
 
 
-#: Fires task_completed for an event: (event, outcome, duration_ms, error), to await.
-Complete = Callable[["TriggerEvent", str, float, "str | None"], Awaitable["DispatchResult"]]
-
-
 class DeadLetterBox:
-    """A process's dead letters: kept, journaled, mirrored in a cluster's stream, and fired
-    as task_completed ("dead_lettered") to the process's hooks.
+    """A process's dead letters: kept, journaled, mirrored in a cluster's stream, and ended
+    with task_completed ("dead_lettered") through the process's outcomes.
 
-    It is handed what it writes to and calls: the journal and its writes, ``complete`` (the
-    process's task_completed dispatch) and ``inject`` (to redeliver); ``stream`` (a cluster's
-    queue) and ``observer`` answer what the process has now.
+    It is handed the process's state (``live``: a cluster's stream, the observer), what it
+    writes to (the journal and its writes) and the process's ``outcomes`` (where an event
+    ends).
     """
 
     def __init__(
         self,
         name: str,
         redactor: Redactor,
+        live: LiveState,
+        *,
+        outcomes: Outcomes,
         journal: Journal | None,
         writes: JournalWrites,
-        *,
-        complete: Complete,
-        inject: Callable[[TriggerEvent], Awaitable[str]],
-        stream: Callable[[], StreamQueue | None],
-        observer: Callable[[], Observer | None],
     ) -> None:
         self.name = name
         self.redactor = redactor
         self.journal = journal
         self.writes = writes
-        self._complete = complete
-        self._inject = inject
-        self._stream = stream
-        self._observer = observer
+        self._live = live
+        self._outcomes = outcomes
         #: The dead letters, oldest first.
         self.entries: list[dict[str, Any]] = []
         self._later: set[asyncio.Task[Any]] = set()  # task_completed fired off a timer
@@ -90,14 +81,14 @@ class DeadLetterBox:
             "timestamp": datetime.now(UTC),
         }
         self.entries.append(entry)
-        observer = self._observer()
+        observer = self._live.observer
         if observer is not None:
             observer.dead_lettered(self.name, reason)
         logger.info("event %s dead-lettered: %s (%s)", event.event_id, reason, error)
         if self.journal is not None:  # a failed write: see _journaling (at-least-once)
             payload = self.redactor.declared.value(event.to_dict())  # replayed: see Redactor
             self.writes.write(event.event_id, self.journal.dead, payload, attempts, reason, error)
-        stream = self._stream()
+        stream = self._live.stream
         if stream is not None:
             stream.dead(entry)
         return entry
@@ -133,7 +124,7 @@ class DeadLetterBox:
                 if deadline is not None and loop.time() >= deadline:
                     return  # (also when a hook swallowed the cancellation at the deadline)
                 try:
-                    await self._complete(event, "dead_lettered", 0.0, why)
+                    await self._outcomes.complete(event, "dead_lettered", 0.0, why)
                 except BaseException as exc:
                     if is_fatal(exc):
                         raise
@@ -186,8 +177,9 @@ class DeadLetterBox:
             + (", ..." if len(entries) > 5 else ""),
         )
 
-    async def redeliver(self, event_ids: list[str] | None = None) -> int:
-        """Inject dead-lettered events again (all, or those named); return how many.
+    async def redeliver(self, intake: Intake, event_ids: list[str] | None = None) -> int:
+        """Inject dead-lettered events again (all, or those named) through ``intake``; return
+        how many.
 
         Each leaves the dead letters only when its turn comes, and its journal row stays (moved
         behind the events journaled so far, as a newly queued event would be) until inject()
@@ -205,12 +197,12 @@ class DeadLetterBox:
             if self.journal is not None:  # only its place: inject() writes its new state
                 self.writes.write(event.event_id, self.journal.redelivering, event.event_id)
             try:
-                await self._inject(event)
+                await intake.inject(event)
             except BaseException:
                 if not any(d["event_id"] == event.event_id for d in self.entries):
                     self.entries.append(entry)  # neither queued nor dead-lettered again
                 raise
-            stream = self._stream()
+            stream = self._live.stream
             if stream is not None and not any(
                 d["event_id"] == event.event_id for d in self.entries
             ):  # in the stream again (not dead again): its Redis dead letter goes
@@ -223,7 +215,7 @@ class DeadLetterBox:
         count = len(self.entries)
         if self.journal is not None:
             self.journal.forget_dead([d["event"].event_id for d in self.entries])
-        stream = self._stream()
+        stream = self._live.stream
         if stream is not None:
             stream.forget_dead([d["event"].event_id for d in self.entries])
         self.entries = []

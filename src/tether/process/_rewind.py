@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
 
 from ._changes import check_source
 from ._errors import ProcessBusyError
 
 if TYPE_CHECKING:
     from ..agent import AgentContext
-    from ._changes import Saved
+    from ._changes import ConfigChanges
     from ._event import TriggerEvent
+    from ._state import LiveState
 
 __all__ = ["REWIND_WAIT", "Rewinder"]
 
@@ -38,31 +38,23 @@ class Rewinder:
     """Rewinds of one process's conversation, and the events its workers hold meanwhile.
 
     Workers take their next event here (``next_event``): a given-back one first, then the
-    queue's (``queue`` answers the process's queue now: a cluster's may replace the first).
-    ``busy`` is the process's map of the workers running an event now; ``serialised`` and
-    ``apply_change`` (the configuration changes') order a rewind among them and fire its
-    config_change.
+    queue's (the process's queue now, in ``live``: a cluster's may replace the first).
+    ``busy`` is the process's map of the workers running an event now; its configuration
+    ``changes`` order a rewind among them and dispatch its config_change.
     """
 
     def __init__(
         self,
-        name: str,
+        live: LiveState,
         context: AgentContext,
-        queue: Callable[[], asyncio.Queue[tuple[TriggerEvent, int]]],
         busy: Mapping[asyncio.Task[None], str],
-        *,
-        serialised: Callable[[str, float | None], AbstractAsyncContextManager[None]],
-        apply_change: Callable[
-            [str, str, Callable[[], Any], Callable[[], Saved] | None, dict[str, Any]],
-            Awaitable[bool],
-        ],
+        changes: ConfigChanges,
     ) -> None:
-        self.name = name
+        self.name = changes.name
         self.context = context
-        self._queue = queue
+        self._live = live
         self._busy = busy
-        self._serialised = serialised
-        self._apply_change = apply_change
+        self._changes = changes
         #: Set while a rewind is under way: workers wait on it before taking the next event.
         self.held: asyncio.Event | None = None
         self._rewinds = asyncio.Lock()
@@ -139,8 +131,8 @@ class Rewinder:
                 "size_after": size - messages,
                 "dropping": dropping,
             }
-            async with self._serialised("rewind", deadline):
-                return await self._apply_change("rewind", source, apply, None, details)
+            async with self._changes.serialised("rewind", deadline):
+                return await self._changes.apply_change("rewind", source, apply, None, details)
         finally:
             self.held = None
             held.set()
@@ -179,14 +171,14 @@ class Rewinder:
         """The next event for a worker: a given-back one first, else the queue's next."""
         if self._given_back:
             return self._given_back.popleft()
-        return await self._queue().get()
+        return await self._live.queue.get()
 
     def take_waiting(self) -> list[tuple[TriggerEvent, int]]:
         """Take every event waiting to run, given-back ones first, each marked done in the
         queue (the caller dead-letters them)."""
         waiting = list(self._given_back)
         self._given_back.clear()
-        queue = self._queue()
+        queue = self._live.queue
         while not queue.empty():
             waiting.append(queue.get_nowait())
         for _ in waiting:

@@ -9,6 +9,7 @@ asks for what cannot be built.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from ..agent._transcript import TranscriptFile
     from ..models import Model
     from ._config import ProcessConfig
+    from ._state import LiveState
 
 __all__ = [
     "agent_loop",
@@ -57,14 +59,20 @@ def hooks_of(
     config: ProcessConfig,
     shared: HookManager | None,
     parent: HookManager | None,
-    model: Callable[[], Model | None],
+    live: LiveState,
 ) -> HookManager:
     """A process's hook manager: its own hooks, then its parent's, then the shared.
 
-    ``model`` answers the process's model (made when it starts), which prompt hooks that
-    name none ask; the process hands it weakly, as the table is keyed by the manager it holds.
+    Prompt hooks that name no model ask the process's (``live.model``, made when it starts),
+    read weakly: the table is keyed by the manager, which the process holds.
     """
     hooks = HookManager(default_timeout=config.hook_timeout)
+    state = weakref.ref(live)
+
+    def model() -> Model | None:
+        now = state()
+        return None if now is None else now.model
+
     DEFAULT_MODELS[hooks] = model
     if parent is not None:
         hooks.inherit(parent)
