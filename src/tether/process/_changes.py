@@ -1,4 +1,4 @@
-"""Changing a running process's configuration: every change fires config_change first.
+"""Changing a running process's configuration: every change dispatches config_change first.
 
 Operator changes always apply; an agent's own change (open mode) is refused by a block.
 
@@ -20,7 +20,7 @@ through it applies and is recorded in full (in ``config_history``, its secrets d
 a caller cancelled meanwhile gets its CancelledError only then.
 
 A config_change hook that awaits a change of its own process would wait for the change that
-fires it: it gets ProcessStateError and must schedule the change instead
+dispatches it: it gets ProcessStateError and must schedule the change instead
 (``asyncio.create_task(process.set_mission(...))``), which then applies once the first one has.
 """
 
@@ -147,7 +147,8 @@ class ConfigChanges:
         self._mcp: McpConnections | None = None
         # Held from a change's config_change dispatch until it has applied (and by rollback()
         # from reading the history on): changes apply one at a time, in the order they came.
-        self._one_change = asyncio.Lock()
+        # (An asyncio.Lock made at the first change: a process never changed holds none.)
+        self._one_change: asyncio.Lock | None = None
         # The task holding _one_change: one that asks for it again would wait on itself.
         self._changing: asyncio.Task[Any] | None = None
 
@@ -195,6 +196,8 @@ class ConfigChanges:
             )
         try:
             async with asyncio.timeout_at(deadline):
+                if self._one_change is None:
+                    self._one_change = asyncio.Lock()
                 await self._one_change.acquire()
         except TimeoutError:
             raise ProcessBusyError(
@@ -206,7 +209,7 @@ class ConfigChanges:
             yield
         finally:
             self._changing = None
-            self._one_change.release()
+            self._one_change.release()  # (held: made above)
 
     # -- configuration changes -------------------------------------------------------------
 
@@ -219,7 +222,7 @@ class ConfigChanges:
         snapshot: Callable[[], Saved] | None = None,
         **details: Any,
     ) -> bool:
-        """Fire config_change, then apply: always for operators, unless blocked for the agent.
+        """Dispatch config_change, then apply: always for operators, unless blocked for the agent.
 
         ``snapshot`` (called just before ``apply``) returns what undoes the change; a change
         with one is kept for rollback(). Changes apply one at a time (see the module

@@ -65,7 +65,8 @@ class DeadLetterBox:
         self._outcomes = outcomes
         #: The dead letters, oldest first.
         self.entries: list[dict[str, Any]] = []
-        self._later: set[asyncio.Task[Any]] = set()  # task_completed fired off a timer
+        #: task_completed dispatched off a timer, from a task of its own (made at the first).
+        self._later: set[asyncio.Task[Any]] | None = None
 
     def add(
         self, event: TriggerEvent, reason: str, error: str | None, attempts: int
@@ -99,27 +100,28 @@ class DeadLetterBox:
         why: str,
         deadline: float | None = None,
     ) -> None:
-        """Dead-letter each (event, attempts, error) with reason ``why``, then fire its
+        """Dead-letter each (event, attempts, error) with reason ``why``, then dispatch its
         task_completed ("dead_lettered"). All are dead-lettered before any hook runs, and a
         hook raising what the engine does not isolate is logged: it loses none of them.
 
         With ``deadline`` (a loop time), the task_completed dispatches stop there (see the
         module docstring): the dead letters of those cut off or not made end with UNFIRED."""
         entries = [self.add(event, why, note, attempts) for event, attempts, note in events]
-        fired = await self.fire_dead_lettered([event for event, _, _ in events], why, deadline)
-        if fired < len(entries):
-            self._unfired(entries[fired:], len(entries))
+        ended = [event for event, _, _ in events]
+        dispatched = await self.dispatch_dead_lettered(ended, why, deadline)
+        if dispatched < len(entries):
+            self._undispatched(entries[dispatched:], len(entries))
 
-    async def fire_dead_lettered(
+    async def dispatch_dead_lettered(
         self, events: list[TriggerEvent], why: str, deadline: float | None
     ) -> int:
-        """Fire task_completed ("dead_lettered") for each event in turn, until ``deadline``;
+        """Dispatch task_completed ("dead_lettered") for each event in turn, until ``deadline``;
         how many were dispatched to the end."""
         loop = asyncio.get_running_loop()
-        fired = 0
+        dispatched = 0
 
-        async def fire() -> None:
-            nonlocal fired
+        async def dispatch() -> None:
+            nonlocal dispatched
             for event in events:
                 if deadline is not None and loop.time() >= deadline:
                     return  # (also when a hook swallowed the cancellation at the deadline)
@@ -130,35 +132,37 @@ class DeadLetterBox:
                         raise
                     error = self.redactor.text(describe(exc))
                     logger.error("task_completed of %s raised %s", event.event_id, error)
-                fired += 1
+                dispatched += 1
 
         if deadline is None or not events:
-            await fire()
-            return fired
+            await dispatch()
+            return dispatched
         # A task of its own, cancelled at the deadline: the dispatch under way ends there.
-        firing = loop.create_task(fire(), name=f"{self.name}-dead-lettered")
+        dispatching = loop.create_task(dispatch(), name=f"{self.name}-dead-lettered")
         try:
-            await asyncio.wait([firing], timeout=max(0.0, deadline - loop.time()))
+            await asyncio.wait([dispatching], timeout=max(0.0, deadline - loop.time()))
         except asyncio.CancelledError:
-            firing.cancel()
+            dispatching.cancel()
             raise
-        if not firing.done():
-            firing.cancel(CLOSING)
-            await asyncio.wait([firing])  # at once, unless a hook swallows its cancellation
-        if not firing.cancelled():
-            firing.result()  # what no layer isolates (KeyboardInterrupt, SystemExit) goes on
-        return fired
+        if not dispatching.done():
+            dispatching.cancel(CLOSING)
+            await asyncio.wait([dispatching])  # at once, unless a hook swallows its cancellation
+        if not dispatching.cancelled():
+            dispatching.result()  # what no layer isolates (KeyboardInterrupt, SystemExit) goes on
+        return dispatched
 
-    def fire_later(self, event: TriggerEvent, why: str) -> None:
-        """Fire task_completed ("dead_lettered") for ``event``, dead-lettered outside any
+    def dispatch_later(self, event: TriggerEvent, why: str) -> None:
+        """Dispatch task_completed ("dead_lettered") for ``event``, dead-lettered outside any
         task (a retry's timer finding the queue full), from a task of its own."""
         task = asyncio.get_running_loop().create_task(
-            self.fire_dead_lettered([event], why, None), name=f"{self.name}-dead-lettered"
+            self.dispatch_dead_lettered([event], why, None), name=f"{self.name}-dead-lettered"
         )
+        if self._later is None:
+            self._later = set()
         self._later.add(task)
         task.add_done_callback(self._later.discard)
 
-    def _unfired(self, entries: list[dict[str, Any]], total: int) -> None:
+    def _undispatched(self, entries: list[dict[str, Any]], total: int) -> None:
         """Say in each dead letter (and its journal row) that a stop's deadline cut its
         task_completed off; log how many."""
         kept = [entry for entry in entries if any(d is entry for d in self.entries)]

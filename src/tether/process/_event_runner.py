@@ -154,7 +154,7 @@ class EventRunner:
                 self._busy.pop(me, None)
             self._live.queue.task_done()
 
-    async def _refuse(
+    async def _block(
         self, event: TriggerEvent, attempt: int, started: float, reason: str, error: str
     ) -> None:
         self._inflight.pop(event.event_id, None)
@@ -215,7 +215,7 @@ class EventRunner:
             await self._outcomes.complete(event, "blocked", duration, str(exc), worker=True)
             return
         except RunRefused as exc:  # a budget refused a model call: as a refused run
-            await self._refuse(event, attempt, started, "budget exceeded", str(exc))
+            await self._block(event, attempt, started, "budget exceeded", str(exc))
             return
         except Exception as exc:
             await self._failed(event, attempt, started, exc)
@@ -232,7 +232,7 @@ class EventRunner:
 
     async def _prompt(self, event: TriggerEvent, attempt: int, started: float) -> str | None:
         """The prompt of the run, as rendered and as user_prompt_submit left it; None when a
-        hook blocked it (the event is dead-lettered and its task_completed fired)."""
+        hook blocked it (the event is dead-lettered and its task_completed dispatched)."""
         prompt = (
             await render_for_run(self.hooks, event, self.name)
             if self.hooks.implemented("prompt.render")  # a coroutine only when one may render
@@ -254,7 +254,7 @@ class EventRunner:
     async def _allowed(
         self, event: TriggerEvent, attempt: int, started: float, prompt: str
     ) -> bool:
-        """Whether the guardrails and the budget let the run go; a refusal fires
+        """Whether the guardrails and the budget let the run go; a block dispatches
         permission_denied and dead-letters the event."""
         rails = self._live.config.guardrails
         # Scanners may suspend; the payload scan alone never does.
@@ -271,7 +271,7 @@ class EventRunner:
                 event_id=event.event_id,
                 trigger_type=event.trigger_type,
             )
-            await self._refuse(event, attempt, started, "guardrail refused", denial.reason)
+            await self._block(event, attempt, started, "guardrail refused", denial.reason)
             return False
         budget = self._changes.budget
         over = budget.check_run() if budget is not None else None
@@ -287,7 +287,7 @@ class EventRunner:
                 current_value=over.current_value,
                 event_id=event.event_id,
             )
-            await self._refuse(event, attempt, started, "budget exceeded", over.reason)
+            await self._block(event, attempt, started, "budget exceeded", over.reason)
             return False
         return True
 
@@ -379,7 +379,7 @@ class EventRunner:
         if entry is not None:
             _, event, attempts = entry
             if not self._intake.enqueue(event, attempts):  # its hooks heard "retrying": say how
-                self._letters.fire_later(event, "queue full")
+                self._letters.dispatch_later(event, "queue full")
 
     def go_on(self) -> None:
         """In a run that a stop gave up on (see WorkerPool.halt), raise CancelledError:
@@ -418,7 +418,7 @@ class EventRunner:
             if not self._intake.enqueue(
                 event, attempt - 1
             ):  # it reached a worker: say how it ended
-                await self._letters.fire_dead_lettered([event], "queue full", None)
+                await self._letters.dispatch_dead_lettered([event], "queue full", None)
 
     def waiting(self, final_state: ProcessState) -> list[tuple[TriggerEvent, int, str]]:
         """Take what waits for a retry or in the queue (given-back events first), to

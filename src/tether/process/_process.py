@@ -1,14 +1,14 @@
 """AgentProcess: a long-lived, supervised agent with a queue, workers, triggers and hooks.
 
 Lifecycle: created -> starting -> running -> stopping -> stopped (or failed, then maybe a
-restart). Every lifecycle event is dispatched in exactly one place in this package; the data a
-hook sees is a plain dict with secret values already redacted.
+restart). Every lifecycle event is dispatched from exactly one method of ProcessHooks
+(``_lifecycle``); the data a hook sees is a plain dict with secret values already redacted.
 
 Invariants:
 * Nothing is dropped: an event that cannot run is dead-lettered with a reason.
-* ``task_completed`` fires once per attempt of every event that reached a worker, and once
-  (outcome ``dead_lettered``) for every queued event that ``stop()`` dead-letters, up to the
-  stop's deadline (see ``_stopping``): the dead letter of one it cut off says so.
+* ``task_completed`` is dispatched once per attempt of every event that reached a worker, and
+  once (outcome ``dead_lettered``) for every queued event that ``stop()`` dead-letters, up to
+  the stop's deadline (see ``_teardown``): the dead letter of one it cut off says so.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class AgentProcess:
         self._spawner: ChildSpawner | None = None
         self.on_spawn: Callable[[AgentProcess], Awaitable[None]] | None = None
         self._owner = _Owner(self)
-        self._supervision = Supervisor(self.name, live, self.redactor.text, self._owner)
+        self._supervision = Supervisor(self.name, live, self.redactor, self._owner)
         self._stopper: asyncio.Task[None] | None = None
         self._stop_waiters: set[asyncio.Task[Any] | None] = set()
         self._started_at: float | None = None
@@ -186,7 +186,7 @@ class AgentProcess:
             journal=journal,
             writes=writes,
         )
-        self._triggers = TriggerRunners(self.name, self._intake, redactor.text)
+        self._triggers = TriggerRunners(self.name, self._intake, redactor)
         self._runners = self._triggers.runners
         self._changes = ConfigChanges(
             live, hooks, tools=tools_of(config.tools), triggers=self._triggers, meter=meter
@@ -211,7 +211,7 @@ class AgentProcess:
         self.run_models = self._runner.run_models
         self._teardown = Teardown(
             live,
-            redactor.text,
+            redactor,
             triggers=self._triggers,
             pool=self._pool,
             events=self._runner,
@@ -384,7 +384,8 @@ class AgentProcess:
         snapshot: Callable[[], Saved] | None = None,
         **details: Any,
     ) -> bool:
-        """Fire config_change, then apply: always for operators, unless blocked for the agent."""
+        """Dispatch config_change, then apply: always for operators, unless blocked for the
+        agent."""
         return await self._changes.change_config(
             change, source=source, apply=apply, snapshot=snapshot, **details
         )
@@ -456,7 +457,7 @@ class AgentProcess:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self, *, _restart: bool = False) -> None:
-        """Enter RUNNING: fire session_start, then start workers and triggers."""
+        """Enter RUNNING: dispatch session_start, then start workers and triggers."""
         self._hooks.guard("start")
         supervisor = self._supervision.busy
         if supervisor is not None:  # an automatic restart (or failure) is under way
@@ -577,7 +578,7 @@ class AgentProcess:
         return self._durable.recover(recovered)  # runs resume; conversation and state back
 
     async def stop(self, *, reason: str = "stop") -> None:
-        """Fire session_end, stop triggers, let runs finish (up to stop_timeout), then stop.
+        """Dispatch session_end, stop triggers, let runs finish (up to stop_timeout), then stop.
 
         Events still queued are dead-lettered ("process stopped") and can be redelivered.
         """
@@ -703,7 +704,7 @@ class AgentProcess:
 
     async def _child_stopped(self, child: AgentProcess) -> None:
         if self.children.pop(child.name, None) is not child:
-            return  # told already (a failed child stopped again): subagent_stop fires once
+            return  # told already (a failed child stopped again): subagent_stop is dispatched once
         await self._hooks.subagent_stop(child.name, child.state.value)
 
     # -- status ----------------------------------------------------------------------------

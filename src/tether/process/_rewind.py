@@ -57,25 +57,27 @@ class Rewinder:
         self._changes = changes
         #: Set while a rewind is under way: workers wait on it before taking the next event.
         self.held: asyncio.Event | None = None
-        self._rewinds = asyncio.Lock()
+        # One rewind at a time (a Lock made at the first: a process never rewound holds none).
+        self._rewinds: asyncio.Lock | None = None
         # Events a worker took from the queue but did not run, ahead of the queue: the next
         # worker takes them first. Each is still an unfinished task of the queue (one get(),
         # not yet task_done()) until it runs or is dead-lettered.
-        self._given_back: deque[tuple[TriggerEvent, int]] = deque()
+        # (Made at the first given back.)
+        self._given_back: deque[tuple[TriggerEvent, int]] | None = None
         # Events workers took and hold until the rewind is over: still waiting to run.
         self._holding = 0
 
     @property
     def waiting(self) -> int:
         """Events taken from the queue that wait to run (given back, or held by a worker)."""
-        return len(self._given_back) + self._holding
+        return len(self._given_back or ()) + self._holding
 
     async def rewind(
         self, messages: int, *, source: str = "operator", timeout: float = REWIND_WAIT
     ) -> bool:
         """Drop the newest ``messages`` messages of the conversation; True if applied.
 
-        Fires config_change with change "rewind", ``dropped``, ``size_before``, ``size_after``
+        Dispatches config_change with change "rewind", ``dropped``, ``size_before``, ``size_after``
         and ``dropping`` (the messages); an agent's rewind is refused by a block. Waits up to
         ``timeout`` seconds in all for an earlier rewind, the runs in flight (no new run
         starts meanwhile) and a configuration change still applying, then raises
@@ -94,6 +96,8 @@ class Rewinder:
         deadline = asyncio.get_running_loop().time() + timeout
         try:
             async with asyncio.timeout_at(deadline):
+                if self._rewinds is None:
+                    self._rewinds = asyncio.Lock()
                 await self._rewinds.acquire()
         except TimeoutError:
             raise ProcessBusyError(
@@ -165,6 +169,8 @@ class Rewinder:
 
     def give_back(self, event: TriggerEvent, attempts: int) -> None:
         """Hold an event a worker took but did not run ahead of the queue (never dropped)."""
+        if self._given_back is None:
+            self._given_back = deque()
         self._given_back.append((event, attempts))
 
     async def next_event(self) -> tuple[TriggerEvent, int]:
@@ -176,8 +182,8 @@ class Rewinder:
     def take_waiting(self) -> list[tuple[TriggerEvent, int]]:
         """Take every event waiting to run, given-back ones first, each marked done in the
         queue (the caller dead-letters them)."""
-        waiting = list(self._given_back)
-        self._given_back.clear()
+        waiting = list(self._given_back or ())
+        self._given_back = None
         queue = self._live.queue
         while not queue.empty():
             waiting.append(queue.get_nowait())

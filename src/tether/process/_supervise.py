@@ -17,6 +17,7 @@ from ..hooks._hook import CLOSING
 from ._state import ProcessState
 
 if TYPE_CHECKING:
+    from .._redact import Redactor
     from ._state import LiveState
 
 __all__ = ["Supervised", "Supervisor", "cleanly", "describe", "is_fatal"]
@@ -78,12 +79,12 @@ class Supervisor:
         self,
         name: str,
         live: LiveState,
-        redact: Callable[[str], str],
+        redactor: Redactor,
         process: Supervised,
     ) -> None:
         self.name = name
         self._live = live
-        self._redact = redact
+        self._redactor = redactor
         self._process = process
         self.last_error: str | None = None
         self._auto_restarts = 0  # what the restart policy counts: restart() calls are not
@@ -142,7 +143,7 @@ class Supervisor:
         except BaseException as exc:  # a hook raising what the engine does not isolate
             if is_fatal(exc):
                 raise
-            error = self._redact(repr(exc))
+            error = self._redactor.text(repr(exc))
             logger.error("session_end of %s raised %s; supervising on", self.name, error)
         if will_restart:
             await process.pause()
@@ -155,7 +156,7 @@ class Supervisor:
             except BaseException as exc:  # e.g. a session_start hook: a crash, supervised too
                 if is_fatal(exc):
                     raise
-                self.crashed(f"restart failed: {self._redact(repr(exc))}")
+                self.crashed(f"restart failed: {self._redactor.text(repr(exc))}")
         else:
             self._supervising = None  # no restart coming: inject() dead-letters from here on
             self.failing = asyncio.current_task()

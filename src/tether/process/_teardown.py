@@ -25,6 +25,7 @@ from ._supervise import cleanly
 from ._workers import ABANDON_GRACE
 
 if TYPE_CHECKING:
+    from .._redact import Redactor
     from ..hooks import HookManager
     from ..hooks._history import HistoryRecorder
     from ..models import Model
@@ -96,7 +97,7 @@ class Teardown:
     def __init__(
         self,
         live: LiveState,
-        redact: Callable[[str], str],
+        redactor: Redactor,
         *,
         triggers: TriggerRunners,
         pool: WorkerPool,
@@ -111,7 +112,7 @@ class Teardown:
         owner: Owner,
     ) -> None:
         self._live = live
-        self._redact = redact
+        self._redactor = redactor
         self._triggers = triggers
         self._pool = pool
         self._events = events
@@ -147,7 +148,7 @@ class Teardown:
             # runs or hooks do not hold up the others' stops.
             await asyncio.gather(
                 *(
-                    cleanly(child.stop(), f"stopping child {child.name!r}", self._redact)
+                    cleanly(child.stop(), f"stopping child {child.name!r}", self._redactor.text)
                     for child in list(owner.children())
                 )
             )
@@ -155,7 +156,9 @@ class Teardown:
             halting = loop.time()
             await self._pool.halt(live.config.stop_timeout)
             # No run calls a tool any more: the MCP servers go (their programs' groups too).
-            await cleanly(self._changes.close_mcp(), "closing the MCP connections", self._redact)
+            await cleanly(
+                self._changes.close_mcp(), "closing the MCP connections", self._redactor.text
+            )
             deadline = stop_deadline(halting, live.config.stop_timeout)
             why = "process stopped" if final_state == ProcessState.STOPPED else "process failed"
             # One call: every event left is dead-lettered before any task_completed hook runs.
@@ -164,7 +167,7 @@ class Teardown:
             model = owner.model_held()
             if model is not None:
                 # Release pooled connections now; an OpenAI client reopens on its next call.
-                await cleanly(model.aclose(), "closing the model", self._redact)
+                await cleanly(model.aclose(), "closing the model", self._redactor.text)
         finally:
             live.state, live.running_loop = final_state, None  # it runs in no loop any more
             await self._release(final_state == ProcessState.STOPPED and not restarting)

@@ -22,6 +22,7 @@ from ._errors import ProcessStateError
 from ._supervise import describe, is_fatal
 
 if TYPE_CHECKING:
+    from .._redact import Redactor
     from ._config import TriggerConfig
     from ._intake import Intake
 
@@ -370,10 +371,10 @@ class TriggerRunners:
     the runtime feed them.
     """
 
-    def __init__(self, name: str, intake: Intake, redact: Redact) -> None:
+    def __init__(self, name: str, intake: Intake, redactor: Redactor) -> None:
         self.name = name
         self._intake = intake
-        self._redact = redact
+        self._redactor = redactor
         #: The runners by trigger id (one per id, never two).
         self.runners: dict[str, TriggerRunner] = {}
 
@@ -384,10 +385,10 @@ class TriggerRunners:
             raise ProcessStateError(f"trigger {trigger_id!r} of {self.name!r} already runs")
         runner: TriggerRunner
         if isinstance(trigger, CronTrigger):
-            runner = CronRunner(trigger_id, trigger, redact=self._redact)
+            runner = CronRunner(trigger_id, trigger, redact=self._redactor.text)
         elif isinstance(trigger, FileWatchTrigger):
             runner = FileWatchRunner(
-                trigger_id, trigger, self._intake.file_changed, redact=self._redact
+                trigger_id, trigger, self._intake.file_changed, redact=self._redactor.text
             )
         else:  # webhook and event triggers are fed from outside (HTTP layer, runtime)
             return
@@ -409,7 +410,7 @@ class TriggerRunners:
         """What ended each runner that ended with an error (redacted): its trigger fires no
         more until a restart."""
         return {
-            trigger_id: self._redact(describe(runner.error))
+            trigger_id: self._redactor.text(describe(runner.error))
             for trigger_id, runner in self.runners.items()
             if runner.error is not None
         }
