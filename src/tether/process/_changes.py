@@ -162,7 +162,7 @@ class ConfigChanges:
         self._live.config = config
 
     @property
-    def loop(self) -> AgentLoop | None:
+    def agent_loop(self) -> AgentLoop | None:
         """The agent loop of the process (None before its first start)."""
         return self._live.agent_loop
 
@@ -352,8 +352,8 @@ class ConfigChanges:
 
     def _put_instructions(self, instructions: str) -> None:
         self.config = self.config.model_copy(update={"instructions": instructions})
-        if self.loop is not None:
-            self.loop.instructions = instructions
+        if self.agent_loop is not None:
+            self.agent_loop.instructions = instructions
 
     async def update_instructions(self, instructions: str, *, source: str = "operator") -> bool:
         def snapshot() -> Saved:
@@ -370,8 +370,8 @@ class ConfigChanges:
 
     def _put_mission(self, mission: str | None) -> None:
         self.config = self.config.model_copy(update={"mission": mission})
-        if self.loop is not None:
-            self.loop.mission = mission
+        if self.agent_loop is not None:
+            self.agent_loop.mission = mission
 
     async def set_mission(self, mission: str | None, *, source: str = "operator") -> bool:
         """Set the standing goal given to the model after the instructions (None clears it).
@@ -398,16 +398,16 @@ class ConfigChanges:
         before = list(self.tools)
         # The tool of that name as runs saw it: a built-in tool lives in the loop only.
         kept = next((t for t in before if t.name == name), None)
-        if kept is None and self.loop is not None:
-            kept = self.loop.tools.get(name)
+        if kept is None and self.agent_loop is not None:
+            kept = self.agent_loop.tools.get(name)
 
         def undo() -> None:
             self.tools = list(before)
-            if self.loop is not None:
+            if self.agent_loop is not None:
                 if kept is not None:
-                    self.loop.add_tool(kept)
+                    self.agent_loop.add_tool(kept)
                 else:
-                    self.loop.remove_tool(name)
+                    self.agent_loop.remove_tool(name)
 
         return undo, {"tools": [t.name for t in before]}
 
@@ -416,8 +416,8 @@ class ConfigChanges:
 
         def apply() -> None:
             self.tools = [x for x in self.tools if x.name != t.name] + [t]
-            if self.loop is not None:
-                self.loop.add_tool(t)
+            if self.agent_loop is not None:
+                self.agent_loop.add_tool(t)
 
         return await self.change_config(
             "tool",
@@ -430,8 +430,8 @@ class ConfigChanges:
     async def remove_tool(self, name: str) -> bool:
         def apply() -> None:
             self.tools = [x for x in self.tools if x.name != name]
-            if self.loop is not None:
-                self.loop.remove_tool(name)
+            if self.agent_loop is not None:
+                self.agent_loop.remove_tool(name)
 
         return await self.change_config(
             "tool",
@@ -512,8 +512,8 @@ class ConfigChanges:
             self.budget = BudgetTracker(config)
         else:
             self.budget.config = config or BudgetConfig()  # the counts of the day are kept
-        if self.loop is not None:
-            self.loop.budget = self.budget
+        if self.agent_loop is not None:
+            self.agent_loop.budget = self.budget
 
     async def set_budget(self, budget: Any) -> bool:
         config = budget if isinstance(budget, BudgetConfig) else BudgetConfig.model_validate(budget)
@@ -574,7 +574,7 @@ class ConfigChanges:
         """While running, connect to the declared MCP servers a connection is missing for and
         close the connections to servers no longer declared (see _mcp_link). The SDK is only
         imported once a running process has a server to connect to."""
-        if not self._running() or self.loop is None:
+        if not self._running() or self.agent_loop is None:
             return
         if self._mcp is None:
             if not self.config.mcp_servers:
@@ -585,7 +585,7 @@ class ConfigChanges:
         if self._mcp.is_open:
             await self._mcp.sync(self.config.mcp_servers)
         else:
-            await self._mcp.open(self.loop, self.config.mcp_servers, self.config.tool_timeout)
+            await self._mcp.open(self.agent_loop, self.config.mcp_servers, self.config.tool_timeout)
 
     async def close_mcp(self) -> None:
         """Close every MCP connection (a stdio server's whole process group goes with it)."""

@@ -26,7 +26,7 @@ from .._redact import Redactor
 from ..agent import AgentContext, AgentLoop, Tool, UsageMeter
 from ..hooks import HookEvent, HookManager
 from ..hooks._secrets import CommandSecrets
-from ._builders import agent_loop, hook_metadata, hooks_of, model_of, tools_of, transcript_file
+from ._builders import agent_loop_of, hook_metadata, hooks_of, model_of, tools_of, transcript_file
 from ._changes import AppliedChange, ConfigChanges, Saved
 from ._config import (
     EventTrigger,
@@ -472,24 +472,13 @@ class AgentProcess:
         try:
             if self._live.model is None:
                 self._live.model = model_of(self.config)
-            self._live.agent_loop = agent_loop(
-                self.name,
-                self.config,
-                self._live.model,
-                self.context,
-                emit=self._hooks.dispatch_in_worker,
-                tools=self._changes.tools,
-                budget=self._changes.budget,
-                redactor=self.redactor,
-                observer=self.observer,
-                open_mode_tools=self._open_mode_tools,
-                meter=self._changes.meter,
-                listens=self._hooks.listens,
+            agent_loop = self._live.agent_loop = agent_loop_of(
+                self._live, self._hooks, self._changes, self.context, self._open_mode_tools
             )
-            self._live.agent_loop.transcript_file = transcript_file(
+            agent_loop.transcript_file = transcript_file(
                 self._hook_metadata, self.process_id, self.redactor
             )
-            self._live.agent_loop.approval = self._durable.approvals.policy(self.config.approval)
+            agent_loop.approval = self._durable.approvals.policy(self.config.approval)
             if self._journal is not None:
                 from ._recovery import claim
 
