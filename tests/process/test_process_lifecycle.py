@@ -103,6 +103,6 @@ async def test_a_watcher_hears_the_dispatch_of_a_hook_point_and_its_result() -> 
         return lambda result: heard.append((name, event, result is not None))
 
     hooks = process_hooks(HookManager())
-    hooks.watchers.append(watcher)
+    hooks.watchers += (watcher,)
     await hooks.task_created(EVENT)
     assert heard == [("triage", HookEvent.TASK_CREATED, True)]

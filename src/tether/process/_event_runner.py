@@ -106,7 +106,9 @@ class EventRunner:
         #: Events waiting for a retry's timer: (timer, event, attempts so far).
         self.retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]] = {}
         # Events whose run was cancelled by stop() or a restart: (event, attempt cut off).
-        self._cut_off: list[tuple[TriggerEvent, int]] = []
+        # (A tuple replaced as a whole, as the other records here that are mostly empty: the
+        # empty one is shared, and a process that never ran holds none of its own.)
+        self._cut_off: tuple[tuple[TriggerEvent, int], ...] = ()
         #: The run transcript of each of the last TRANSCRIPTS_KEPT events, by id.
         self.transcripts: dict[str, list[dict[str, Any]]] = {}
         #: The model.for_run answer of each kept transcript (None: the process's model).
@@ -125,7 +127,8 @@ class EventRunner:
             if rewinder.held is not None:  # a rewind() waits for the runs in flight: no new one
                 await rewinder.held.wait()
                 continue
-            event, attempts = await rewinder.next_event()  # a given-back event first
+            # A given-back event first, then the queue's next.
+            event, attempts = rewinder.given_back() or await live.queue.get()
             if rewinder.held is not None:  # taken while a rewind began: run it once it is over
                 await rewinder.wait_out(event, attempts)
             if live.stopping or self._supervision.restarting:
@@ -143,7 +146,7 @@ class EventRunner:
                 return
             if is_fatal(exc):
                 if isinstance(exc, asyncio.CancelledError) and event.event_id in self._inflight:
-                    self._cut_off.append((event, attempt))  # by stop() or a restart
+                    self._cut_off += ((event, attempt),)  # by stop() or a restart
                 raise
             # A bug in the machinery, or a hook, model or tool raising what no layer
             # isolates (a BaseException, a stray CancelledError): supervise, never lose it.
@@ -413,7 +416,7 @@ class EventRunner:
 
     async def requeue_cut_off(self) -> None:
         """Queue again the runs a crash's pause cut off: their attempt does not count."""
-        cut_off, self._cut_off = self._cut_off, []
+        cut_off, self._cut_off = self._cut_off, ()
         for event, attempt in cut_off:
             if not self._intake.enqueue(
                 event, attempt - 1
@@ -435,7 +438,7 @@ class EventRunner:
     def unfinished(self, final_state: ProcessState) -> list[tuple[TriggerEvent, int, str]]:
         """Take every event a stop leaves to dead-letter: the runs it cut off, those it gave
         up on, then what waits."""
-        cut_off, self._cut_off = self._cut_off, []
+        cut_off, self._cut_off = self._cut_off, ()
         note = f"cancelled while running when the process {final_state.value}"
         return (
             [(event, attempt, note) for event, attempt in cut_off]

@@ -81,9 +81,12 @@ class ProcessHooks:
         self._metadata = dict(metadata)
         self._busy = busy
         self._live = live
-        self._dispatching: set[asyncio.Task[Any]] = set()
-        #: See Watcher; empty (the common case), a dispatch costs nothing more.
-        self.watchers: list[Watcher] = []
+        #: The tasks dispatching a hook now, outside a worker (see ``guard``): made at the
+        #: first such dispatch.
+        self._dispatching: set[asyncio.Task[Any]] | None = None
+        #: See Watcher (replaced as a whole); empty (the common case), a dispatch costs
+        #: nothing more.
+        self.watchers: tuple[Watcher, ...] = ()
 
     # -- the hook points -------------------------------------------------------------------
 
@@ -195,16 +198,19 @@ class ProcessHooks:
             dispatch = self._watched(event, dispatch)
         if task is None or task in self._busy:  # a worker: busy already marks it
             return await dispatch
-        self._dispatching.add(task)
+        dispatching = self._dispatching
+        if dispatching is None:
+            dispatching = self._dispatching = set()
+        dispatching.add(task)
         try:
             return await dispatch
         finally:
-            self._dispatching.discard(task)
+            dispatching.discard(task)
 
     async def _watched(
         self, event: HookEvent, dispatch: Coroutine[Any, Any, DispatchResult]
     ) -> DispatchResult:
-        ends = [end for watcher in list(self.watchers) if (end := watcher(self.name, event))]
+        ends = [end for watcher in self.watchers if (end := watcher(self.name, event))]
         result: DispatchResult | None = None
         try:
             result = await dispatch
@@ -242,7 +248,7 @@ class ProcessHooks:
         """ProcessStateError when this task is inside a hook or run of the process: awaiting
         the process's ``what()`` would wait on itself."""
         task = asyncio.current_task()
-        if task is not None and (task in self._dispatching or task in self._busy):
+        if task is not None and (task in (self._dispatching or ()) or task in self._busy):
             raise ProcessStateError(
                 f"{what}() of process {self.name!r} was awaited from inside its own hook or run, "
                 f"which would wait on itself; schedule it instead: "

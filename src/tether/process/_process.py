@@ -175,9 +175,6 @@ class AgentProcess:
         self.hooks.recorder = self.history
         self.hooks.redact = redactor.text
         self.hooks.redact_declared = redactor.declared.text
-        self._inspector = HookInspector(
-            self.name, self.process_id, self.hooks, self.history, redactor, store, live
-        )
         self._intake = Intake(
             live,
             hooks,
@@ -231,11 +228,13 @@ class AgentProcess:
     def watch(self, watcher: Watcher) -> None:
         """Tell ``watcher`` of every dispatch of this process's events (see Watcher): a live
         view sees each event as its hooks left it, without a hook of its own."""
-        self._hooks.watchers.append(watcher)
+        self._hooks.watchers += (watcher,)
 
     def unwatch(self, watcher: Watcher) -> None:
+        watchers = list(self._hooks.watchers)
         with contextlib.suppress(ValueError):
-            self._hooks.watchers.remove(watcher)
+            watchers.remove(watcher)
+        self._hooks.watchers = tuple(watchers)
 
     def observe(self, observer: Observer) -> None:
         """Report this process's tasks, runs, model and tool calls and hook runs to
@@ -367,11 +366,24 @@ class AgentProcess:
 
     def hook_runs(self, **filters: Any) -> list[HookRun]:
         """Recorded hook runs, oldest first (filters: event, outcome, hook, since, last)."""
-        return self._inspector.hook_runs(**filters)
+        return self._inspector().hook_runs(**filters)
 
     async def dry_run(self, event: HookEvent | str, data: dict[str, Any]) -> dict[str, Any]:
         """Push a sample event through the resolved chain (see HookInspector.dry_run)."""
-        return await self._inspector.dry_run(event, data)
+        return await self._inspector().dry_run(event, data)
+
+    def _inspector(self) -> HookInspector:
+        """The view of its hooks (made at the first look: most processes are never looked
+        at so)."""
+        return HookInspector(
+            self.name,
+            self.process_id,
+            self.hooks,
+            self.history,
+            self.redactor,
+            self._history_store,
+            self._live,
+        )
 
     # -- configuration changes (see ConfigChanges) ------------------------------------------
 
@@ -511,12 +523,12 @@ class AgentProcess:
         await self._changes.sync_mcp()
         if self.state != ProcessState.RUNNING:  # stopped meanwhile
             return
-        self._pool.tasks = [
+        self._pool.tasks = tuple(
             asyncio.get_running_loop().create_task(
                 self._runner.work(), name=f"{self.name}-worker-{i}"
             )
             for i in range(self.config.concurrency)
-        ]
+        )
         for trigger_id, trigger in self._changes.triggers:
             if trigger_id not in self._runners:  # one added by a session_start hook runs already
                 self._triggers.start(trigger_id, trigger)

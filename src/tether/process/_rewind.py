@@ -37,10 +37,10 @@ _POLL: Final = 0.005
 class Rewinder:
     """Rewinds of one process's conversation, and the events its workers hold meanwhile.
 
-    Workers take their next event here (``next_event``): a given-back one first, then the
-    queue's (the process's queue now, in ``live``: a cluster's may replace the first).
-    ``busy`` is the process's map of the workers running an event now; its configuration
-    ``changes`` order a rewind among them and dispatch its config_change.
+    Workers take a given-back event first (``given_back``), then the queue's (the process's
+    queue now, in ``live``: a cluster's may replace the first). ``busy`` is the process's map
+    of the workers running an event now; its configuration ``changes`` order a rewind among
+    them and dispatch its config_change.
     """
 
     def __init__(
@@ -173,11 +173,11 @@ class Rewinder:
             self._given_back = deque()
         self._given_back.append((event, attempts))
 
-    async def next_event(self) -> tuple[TriggerEvent, int]:
-        """The next event for a worker: a given-back one first, else the queue's next."""
-        if self._given_back:
-            return self._given_back.popleft()
-        return await self._live.queue.get()
+    def given_back(self) -> tuple[TriggerEvent, int] | None:
+        """The next event given back, which a worker takes before the queue's; None when
+        none is. (A plain call: an idle worker waits on the queue alone, no coroutine of
+        this object's in between.)"""
+        return self._given_back.popleft() if self._given_back else None
 
     def take_waiting(self) -> list[tuple[TriggerEvent, int]]:
         """Take every event waiting to run, given-back ones first, each marked done in the

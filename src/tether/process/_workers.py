@@ -29,17 +29,18 @@ class WorkerPool:
         #: The events whose run is under way (by id), with their attempt: a worker given up
         #: on takes its event out, to be dead-lettered and never run again.
         self.inflight: dict[str, tuple[TriggerEvent, int]] = {}
-        self.tasks: list[asyncio.Task[None]] = []
+        # (Tuples replaced as a whole: a process that never started holds none of its own.)
+        self.tasks: tuple[asyncio.Task[None], ...] = ()
         #: The workers running an event now, with its id.
         self.busy: dict[asyncio.Task[None], str] = {}
         #: Workers given up on at a stop: their run ignored its cancellation (see halt), and
         #: their events, to dead-letter (not to re-run: the run may yet act).
         self.abandoned: set[asyncio.Task[None]] = set()
-        self._given_up: list[tuple[TriggerEvent, int]] = []
+        self._given_up: tuple[tuple[TriggerEvent, int], ...] = ()
 
     def take_given_up(self) -> list[tuple[TriggerEvent, int, str]]:
         """The events of the runs a stop gave up on, to dead-letter."""
-        given_up, self._given_up = self._given_up, []
+        given_up, self._given_up = self._given_up, ()
         note = "its run did not end when cancelled; abandoned, and not run again"
         return [(event, attempt, note) for event, attempt in given_up]
 
@@ -63,7 +64,7 @@ class WorkerPool:
         await asyncio.gather(
             *(w for w in self.tasks if w not in self.abandoned), return_exceptions=True
         )
-        self.tasks = []
+        self.tasks = ()
         self.busy.clear()
 
     def _abandon(self, worker: asyncio.Task[None]) -> None:
@@ -74,7 +75,7 @@ class WorkerPool:
         event_id = self.busy.pop(worker, None)
         entry = self.inflight.pop(event_id, None) if event_id is not None else None
         if entry is not None:  # dead-lettered, never run again: the run may yet act
-            self._given_up.append(entry)
+            self._given_up += (entry,)
         self.abandoned.add(worker)  # referenced until it ends, then forgotten
         worker.add_done_callback(self.abandoned.discard)
         logger.error(
