@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import gc
+import types
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
-from tether import HookContext, HookEvent, HookManager, ProcessConfig, TriggerEvent
+from tether import AgentProcess, HookContext, HookEvent, HookManager, ProcessConfig, TriggerEvent
 from tether._redact import Redactor
 from tether.agent import Usage
 from tether.hooks._events import EVENTS
+from tether.models import ScriptedModel
 from tether.process._lifecycle import ProcessHooks
 from tether.process._state import LiveState
 
@@ -106,3 +109,33 @@ async def test_a_watcher_hears_the_dispatch_of_a_hook_point_and_its_result() -> 
     hooks.watchers += (watcher,)
     await hooks.task_created(EVENT)
     assert heard == [("triage", HookEvent.TASK_CREATED, True)]
+
+
+def _reachable(root: object) -> list[object]:
+    """What ``root`` holds, through instances and containers (not modules, classes or the
+    globals of a function)."""
+    seen: dict[int, object] = {id(root): root}
+    todo = [root]
+    while todo:
+        for ref in gc.get_referents(todo.pop()):
+            if id(ref) in seen or isinstance(ref, type | types.ModuleType):
+                continue
+            seen[id(ref)] = ref
+            if not isinstance(ref, types.FunctionType):
+                todo.append(ref)
+    return list(seen.values())
+
+
+async def test_an_idle_process_is_wired_by_objects_not_closures_of_its_own() -> None:
+    """Regression: the collaborators of a process were wired with ~26 lambdas (and bags of
+    them), each a few more objects for the cyclic collector to walk in every idle process."""
+    process = AgentProcess("idle", ProcessConfig(model=ScriptedModel()))
+    async with process:
+        closures = sorted(
+            f"{ref.__module__}.{ref.__qualname__}"
+            for ref in _reachable(process)
+            if isinstance(ref, types.FunctionType)
+            and ref.__module__.startswith("tether.process")
+            and ref.__closure__
+        )
+    assert closures == []

@@ -206,6 +206,8 @@ class ProcessHooks:
             return await dispatch
         finally:
             dispatching.discard(task)
+            if not dispatching and self._dispatching is dispatching:
+                self._dispatching = None  # an idle process holds none
 
     async def _watched(
         self, event: HookEvent, dispatch: Coroutine[Any, Any, DispatchResult]

@@ -166,14 +166,15 @@ class AgentProcess:
             self.name, redactor, live, outcomes=self._outcomes, journal=journal, writes=writes
         )
         store = self._history_store
+        redact = redactor.text  # (one bound method for the manager and the history)
         self.history = HistoryRecorder(
             self.name,
-            redact=redactor.text,
+            redact=redact,
             sink=store.write if store is not None else None,
             offload=writes.history_offload,
         )
         self.hooks.recorder = self.history
-        self.hooks.redact = redactor.text
+        self.hooks.redact = redact
         self.hooks.redact_declared = redactor.declared.text
         self._intake = Intake(
             live,
