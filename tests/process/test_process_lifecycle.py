@@ -139,3 +139,10 @@ async def test_an_idle_process_is_wired_by_objects_not_closures_of_its_own() -> 
             and ref.__closure__
         )
     assert closures == []
+
+
+async def test_loop_is_a_deprecated_name_of_agent_loop() -> None:
+    process = AgentProcess("idle", ProcessConfig(model=ScriptedModel()))
+    async with process:
+        with pytest.warns(DeprecationWarning, match="agent_loop"):
+            assert process.loop is process.agent_loop is not None

@@ -281,8 +281,16 @@ class AgentProcess:
         self._live.observer = observer
 
     @property
-    def loop(self) -> AgentLoop | None:
+    def agent_loop(self) -> AgentLoop | None:
         """The agent loop the runs use (``None`` before the first start)."""
+        return self._live.agent_loop
+
+    @property
+    def loop(self) -> AgentLoop | None:
+        """Deprecated name of agent_loop (``loop`` is the asyncio loop)."""
+        warnings.warn(
+            "AgentProcess.loop is deprecated; use agent_loop", DeprecationWarning, stacklevel=2
+        )
         return self._live.agent_loop
 
     @property
