@@ -183,6 +183,16 @@ class ProcessHooks:
 
     # -- dispatch --------------------------------------------------------------------------
 
+    def watch(self, watcher: Watcher) -> None:
+        self.watchers += (watcher,)
+
+    def unwatch(self, watcher: Watcher) -> None:
+        """Forget ``watcher`` (once, if it watches twice; nothing if it does not watch)."""
+        watchers = list(self.watchers)
+        if watcher in watchers:
+            watchers.remove(watcher)
+            self.watchers = tuple(watchers)
+
     def listens(self, event: HookEvent) -> bool:
         """Whether a dispatch of ``event`` would reach a hook or a watcher."""
         return bool(self.watchers) or self.manager.listens(event)

@@ -14,7 +14,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -229,13 +228,10 @@ class AgentProcess:
     def watch(self, watcher: Watcher) -> None:
         """Tell ``watcher`` of every dispatch of this process's events (see Watcher): a live
         view sees each event as its hooks left it, without a hook of its own."""
-        self._hooks.watchers += (watcher,)
+        self._hooks.watch(watcher)
 
     def unwatch(self, watcher: Watcher) -> None:
-        watchers = list(self._hooks.watchers)
-        with contextlib.suppress(ValueError):
-            watchers.remove(watcher)
-        self._hooks.watchers = tuple(watchers)
+        self._hooks.unwatch(watcher)
 
     def observe(self, observer: Observer) -> None:
         """Report this process's tasks, runs, model and tool calls and hook runs to
@@ -770,18 +766,16 @@ class _Owner:
         self._process = process
 
     def session_ended(self, reason: str) -> Awaitable[DispatchResult]:
-        process = self._process
-        usage = process._changes.meter.to_dict()
-        return process._hooks.session_end(reason, process.invocation_count, usage)
+        p = self._process
+        return p._hooks.session_end(reason, p.invocation_count, p._changes.meter.to_dict())
 
     async def pause(self) -> None:
         await self._process._teardown.pause()
 
     async def restart_after_crash(self) -> None:
-        process = self._process
-        process.restart_count += 1
-        process.state = ProcessState.STOPPED
-        await process.start(_restart=True)
+        self._process.restart_count += 1
+        self._process.state = ProcessState.STOPPED
+        await self._process.start(_restart=True)
 
     async def fail(self) -> None:
         await self._process._teardown.run(ProcessState.FAILED)
@@ -790,19 +784,12 @@ class _Owner:
         return self._process.children.values()
 
     def model_held(self) -> Model | None:
-        process = self._process
-        return process._live.model if process.parent is None else None
+        return self._process._live.model if self._process.parent is None else None
 
     def stores(self) -> Iterable[object]:
-        process = self._process
-        return (
-            process._journal,
-            process._history_store,
-            process.plugins.artifacts,
-            process._durable,
-        )
+        p = self._process
+        return (p._journal, p._history_store, p.plugins.artifacts, p._durable)
 
     async def stopped(self) -> None:
-        process = self._process
-        if process.parent is not None:
-            await process.parent._child_stopped(process)
+        if self._process.parent is not None:
+            await self._process.parent._child_stopped(self._process)
