@@ -96,7 +96,6 @@ TESTED_BY: dict[str, tuple[str, ...]] = {
     "process/_mcp_link.py": ("process/test_mcp_tool_results.py",),
     "process/_observe.py": ("hooks/test_dry_run.py", "api/test_observability_api.py"),
     "process/_builders.py": ("process/test_process_hook_kinds.py",),
-    "process/_outcomes.py": ("process/test_journal_wedge.py", "process/test_process_lifecycle.py"),
     "process/_plugins.py": ("plugins/test_plugins_lifecycle.py", "plugins/test_plugins_context.py"),
     "process/_state.py": ("process/test_process.py", "api/test_openapi_rules.py"),
     "process/_teardown.py": ("process/test_stop_bounds.py", "process/test_stop_cancellation.py"),
