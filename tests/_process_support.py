@@ -365,7 +365,7 @@ async def task_warnings(process: Any) -> list[str]:
 async def fire_until_completed(process: Any, runner: Any, rec: Recorder, what: str) -> None:
     """Let the trigger ``runner`` fire into the running ``process`` until ``rec`` has seen a
     task_completed (``what``: the run waited for), then stop the runner."""
-    runner.start(process.fire)
+    runner.start(process.inject_trigger)
     try:
         await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what=what)
     finally:

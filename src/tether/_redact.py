@@ -14,13 +14,15 @@ __all__ = ["MIN_LEARNED_LENGTH", "Redactor", "redacted_trace"]
 #: "on" would otherwise turn every record into markers. Declared secrets have no minimum.
 MIN_LEARNED_LENGTH: Final = 4
 
-Pairs = list[tuple[str, str]]
+#: (secret, mark) pairs; a tuple, replaced as a whole when a secret is added (an empty one,
+#: the common case, is shared).
+Pairs = tuple[tuple[str, str], ...]
 
 
 def _ordered(pairs: Pairs) -> Pairs:
     # Longest first, so a secret that contains another is replaced whole. The sort is stable:
     # of two equal values the one listed first (a declared secret) names the marker.
-    return sorted(pairs, key=lambda p: -len(p[0]))
+    return tuple(sorted(pairs, key=lambda p: -len(p[0])))
 
 
 def _replace(value: str, pairs: Pairs) -> str:
@@ -83,7 +85,9 @@ class Redactor:
         learned: Callable[[], tuple[tuple[str, str], ...]] | None = None,
     ) -> None:
         secrets = list(secrets)
-        self._declared: Pairs = [(value, f"[REDACTED:{name}]") for name, value in secrets if value]
+        self._declared: Pairs = tuple(
+            (value, f"[REDACTED:{name}]") for name, value in secrets if value
+        )
         self._learned = learned
         self._version: _Counter | None = getattr(learned, "version", None)
         self._at = -1
@@ -101,11 +105,11 @@ class Redactor:
         declared is kept as it was. Nothing is ever undeclared: redacting more is safe."""
         secrets = list(secrets)  # read twice: here and by ``declared``
         known = {value for value, _ in self._declared}
-        new = [(v, f"[REDACTED:{n}]") for n, v in secrets if v and v not in known]
+        new = tuple((v, f"[REDACTED:{n}]") for n, v in secrets if v and v not in known)
         if not new:
             return
         self._declared = self._declared + new
-        more = [(v, f"[REDACTED:{n}]") for n, v in self._seen if len(v) >= MIN_LEARNED_LENGTH]
+        more = tuple((v, f"[REDACTED:{n}]") for n, v in self._seen if len(v) >= MIN_LEARNED_LENGTH)
         self._pairs = _ordered(self._declared + more)
         if self.declared is not self:
             self.declared.declare(secrets)
@@ -126,7 +130,7 @@ class Redactor:
         found = learned()
         if found is not self._seen:
             self._seen = found
-            more = [(v, f"[REDACTED:{n}]") for n, v in found if len(v) >= MIN_LEARNED_LENGTH]
+            more = tuple((v, f"[REDACTED:{n}]") for n, v in found if len(v) >= MIN_LEARNED_LENGTH)
             self._pairs = _ordered(self._declared + more)
 
     def __bool__(self) -> bool:

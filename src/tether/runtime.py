@@ -18,6 +18,7 @@ import sys
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -347,7 +348,7 @@ class AgentRuntime:
         """Take ``process`` in, its webhook triggers indexed now and after each change."""
         self._processes[process.name] = process
         self._webhooks.put(process)
-        process.on_triggers_change(lambda: self._webhooks.put(process))
+        process.on_triggers_change(partial(self._webhooks.put, process))
 
     def _release(self, name: str) -> AgentProcess | None:
         """Let the process ``name`` go (the index forgets it); None if there was none."""

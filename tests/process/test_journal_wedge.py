@@ -27,7 +27,7 @@ import pytest
 from _process_support import Recorder, eventually, ticket
 from tether import AgentProcess, HookEvent, ProcessConfig
 from tether.models import ScriptedModel
-from tether.process import _journaling, _stopping
+from tether.process import _journaling, _teardown
 from tether.store import _sqlite
 
 ACCEPT = 0.3
@@ -40,7 +40,7 @@ def short_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     is opened with this timeout); inject and a stop give up after fractions of a second."""
     monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 60.0)
     monkeypatch.setattr(_journaling, "JOURNAL_ACCEPT", ACCEPT)
-    monkeypatch.setattr(_stopping, "JOURNAL_DRAIN", DRAIN)
+    monkeypatch.setattr(_teardown, "JOURNAL_DRAIN", DRAIN)
 
 
 @asynccontextmanager

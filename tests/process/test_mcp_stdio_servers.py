@@ -76,8 +76,8 @@ async def test_a_stdio_servers_tools_are_offered_as_prefixed_tools_with_its_sche
             "mcp__crm__meta",
         }
         # Each is a Tool of the agent loop naming its server (what tool hooks match on).
-        assert process._loop is not None
-        assert process._loop.tools["mcp__crm__add"].server == "crm"
+        assert process.agent_loop is not None
+        assert process.agent_loop.tools["mcp__crm__add"].server == "crm"
 
 
 async def test_a_call_is_answered_an_is_error_result_is_its_error_and_structured_content_json() -> (

@@ -43,7 +43,7 @@ async def hold_an_event_in_a_rewind(
     rewinding = asyncio.create_task(process.rewind(1))
     await audit.entered.wait()
     held: str = await process.inject(ticket("second"))
-    await eventually(lambda: process._queue.empty(), what="a worker takes it")
+    await eventually(lambda: process._live.queue.empty(), what="a worker takes it")
     return rewinding, held
 
 
@@ -220,7 +220,7 @@ async def test_an_event_taken_while_rewind_hooks_run_waits_and_the_told_messages
         rewinding = asyncio.create_task(process.rewind(2))
         await entered.wait()
         await process.inject(ticket("third"))
-        await eventually(lambda: process._queue.empty(), what="a worker takes it")
+        await eventually(lambda: process._live.queue.empty(), what="a worker takes it")
         in_flight = process.status()["in_flight"]
         release.set()
         assert await rewinding is True

@@ -126,3 +126,27 @@ async def test_a_process_with_a_cron_trigger_lists_it_and_stops_its_runner() -> 
 def test_a_cron_expression_that_does_not_parse_is_refused_naming_the_field() -> None:
     with pytest.raises(ValidationError, match="cron_expression 'every day' does not parse"):
         CronTrigger(cron_expression="every day")
+
+
+async def test_inject_trigger_queues_an_event_of_what_a_trigger_saw() -> None:
+    process = AgentProcess("hourly", ProcessConfig(model=ScriptedModel()))
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    async with process:
+        event_id = await process.inject_trigger("nightly", "cron", {"at": "02:00"})
+        await eventually(lambda: rec.of(HookEvent.TASK_COMPLETED), what="its run to end")
+    [completed] = rec.of(HookEvent.TASK_COMPLETED)
+    assert (completed["event_id"], completed["trigger_id"], completed["trigger_type"]) == (
+        event_id,
+        "nightly",
+        "cron",
+    )
+
+
+async def test_fire_is_a_deprecated_alias_of_inject_trigger() -> None:
+    process = AgentProcess("hourly", ProcessConfig(model=ScriptedModel()))
+    with pytest.warns(DeprecationWarning, match="inject_trigger"):
+        event_id = await process.fire("nightly", "cron", {"at": "02:00"})
+    assert process.status()["queue_size"] == 1  # queued until the process starts
+    await process.stop()
+    [left] = process.dead_letters
+    assert (left["event_id"], left["event"].trigger_type) == (event_id, "cron")

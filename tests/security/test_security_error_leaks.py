@@ -112,7 +112,7 @@ async def test_a_secret_a_cron_firing_raises_stays_out_of_the_log(
         redact=process.redactor.text,
     )
     async with process:
-        runner.start(process.fire)
+        runner.start(process.inject_trigger)
         try:
             await eventually(lambda: "could not fire" in caplog.text, what="the cron firing")
         finally:

@@ -509,14 +509,14 @@ class _ScenarioSession:
 
     async def converse(self, text: str, timeout: float) -> str:
         process = self.process
-        loop = process.loop
-        if loop is None:
+        agent_loop = process.agent_loop
+        if agent_loop is None:
             raise RuntimeError(f"process {process.name!r} is not running; nothing to converse with")
         transcript = process.transcripts.get(self.last_event or "")
         model = process.run_models.get(self.last_event or "")
         if not transcript:  # no turn of the run reached the model: the conversation so far
-            transcript = [loop.system_message(), *process.context.conversation.recent()]
-        reply = await loop.converse(transcript, text, timeout=timeout, model=model)
+            transcript = [agent_loop.system_message(), *process.context.conversation.recent()]
+        reply = await agent_loop.converse(transcript, text, timeout=timeout, model=model)
         return self.redact_text(reply)
 
     # -- injecting -----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Changing a running process's configuration: every change fires config_change first.
+"""Changing a running process's configuration: every change dispatches config_change first.
 
 Operator changes always apply; an agent's own change (open mode) is refused by a block.
 
@@ -20,7 +20,7 @@ through it applies and is recorded in full (in ``config_history``, its secrets d
 a caller cancelled meanwhile gets its CancelledError only then.
 
 A config_change hook that awaits a change of its own process would wait for the change that
-fires it: it gets ProcessStateError and must schedule the change instead
+dispatches it: it gets ProcessStateError and must schedule the change instead
 (``asyncio.create_task(process.set_mission(...))``), which then applies once the first one has.
 """
 
@@ -37,17 +37,18 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from ..agent import BudgetConfig, BudgetTracker, Tool, UsageMeter, as_tool
-from ..hooks import DispatchResult, HookEvent
 from ._config import ProcessConfig, RestartPolicy, TriggerConfig, check_mission
 from ._config_secrets import config_secrets, server_secrets
 from ._errors import NothingToRollBackError, ProcessBusyError, ProcessStateError
 from ._mcp import McpServerConfig, is_stdio, server_name
+from ._state import ProcessState
 
 if TYPE_CHECKING:
-    from .._redact import Redactor
     from ..agent import AgentLoop
+    from ._lifecycle import ProcessHooks
     from ._mcp_link import McpConnections
-    from ._triggers import TriggerRunner
+    from ._state import LiveState
+    from ._triggers import TriggerRunners
 
 __all__ = ["CONFIG_HISTORY_KEPT", "SOURCES", "AppliedChange", "ConfigChanges", "check_source"]
 
@@ -112,28 +113,25 @@ class ConfigChanges:
     docstring): it owns the parts a change replaces (``config``, ``tools``, ``triggers``,
     ``budget``) and the MCP connections.
 
-    It is handed what a change reaches beyond them: ``emit`` (config_change), the agent loop
-    of the running process (``loop``, None before a start), whether the process runs, the
-    trigger runners and how to start one.
+    It is handed the process's state (``live``: the configuration itself, its agent loop and
+    whether it runs), and what a change reaches beyond it: its hook points (config_change),
+    its trigger runners and the meter of its model calls.
     """
 
     def __init__(
         self,
-        name: str,
-        config: ProcessConfig,
-        redactor: Redactor,
+        live: LiveState,
+        hooks: ProcessHooks,
         *,
         tools: list[Tool],
-        emit: Callable[[HookEvent, dict[str, Any]], Awaitable[DispatchResult]],
-        loop: Callable[[], AgentLoop | None],
-        running: Callable[[], bool],
-        runners: dict[str, TriggerRunner],
-        start_trigger: Callable[[str, TriggerConfig], None],
+        triggers: TriggerRunners,
+        meter: UsageMeter,
     ) -> None:
-        self.name = name
-        self.config = config
-        self.redactor = redactor
+        self.name = hooks.name
+        self._live = live
+        self.redactor = hooks.redactor
         self.tools = tools
+        config = live.config
         #: Called after each change of ``triggers`` (see AgentProcess.on_triggers_change).
         self.triggers_changed: Callable[[], None] | None = None
         self._triggers: list[tuple[str, TriggerConfig]] = [
@@ -141,24 +139,35 @@ class ConfigChanges:
         ]
         self.budget = BudgetTracker(config.budget) if config.budget else None
         #: The price table and the running totals of the process's model calls.
-        self.meter = UsageMeter(config.pricing)
-        self._emit = emit
-        self._get_loop = loop
-        self._running = running
-        self.runners = runners
-        self._start_trigger = start_trigger
+        self.meter = meter
+        self._hooks = hooks
+        self._runners = triggers
         self._config_history: deque[AppliedChange] = deque(maxlen=CONFIG_HISTORY_KEPT)
         # The connections to the MCP servers, made once a running process has one (sync_mcp).
         self._mcp: McpConnections | None = None
         # Held from a change's config_change dispatch until it has applied (and by rollback()
         # from reading the history on): changes apply one at a time, in the order they came.
-        self._one_change = asyncio.Lock()
+        # (An asyncio.Lock made at the first change: a process never changed holds none.)
+        self._one_change: asyncio.Lock | None = None
         # The task holding _one_change: one that asks for it again would wait on itself.
         self._changing: asyncio.Task[Any] | None = None
 
     @property
-    def loop(self) -> AgentLoop | None:
-        return self._get_loop()
+    def config(self) -> ProcessConfig:
+        """The configuration now (kept in the process's state; a change replaces it)."""
+        return self._live.config
+
+    @config.setter
+    def config(self, config: ProcessConfig) -> None:
+        self._live.config = config
+
+    @property
+    def agent_loop(self) -> AgentLoop | None:
+        """The agent loop of the process (None before its first start)."""
+        return self._live.agent_loop
+
+    def _running(self) -> bool:
+        return self._live.state == ProcessState.RUNNING
 
     @property
     def triggers(self) -> list[tuple[str, TriggerConfig]]:
@@ -187,6 +196,8 @@ class ConfigChanges:
             )
         try:
             async with asyncio.timeout_at(deadline):
+                if self._one_change is None:
+                    self._one_change = asyncio.Lock()
                 await self._one_change.acquire()
         except TimeoutError:
             raise ProcessBusyError(
@@ -198,7 +209,7 @@ class ConfigChanges:
             yield
         finally:
             self._changing = None
-            self._one_change.release()
+            self._one_change.release()  # (held: made above)
 
     # -- configuration changes -------------------------------------------------------------
 
@@ -211,7 +222,7 @@ class ConfigChanges:
         snapshot: Callable[[], Saved] | None = None,
         **details: Any,
     ) -> bool:
-        """Fire config_change, then apply: always for operators, unless blocked for the agent.
+        """Dispatch config_change, then apply: always for operators, unless blocked for the agent.
 
         ``snapshot`` (called just before ``apply``) returns what undoes the change; a change
         with one is kept for rollback(). Changes apply one at a time (see the module
@@ -230,9 +241,7 @@ class ConfigChanges:
         details: dict[str, Any],
     ) -> bool:
         """change_config() once the change lock is held (by ``serialised``)."""
-        gate = await self._emit(
-            HookEvent.CONFIG_CHANGE, {"source": source, "change": change, **details}
-        )
+        gate = await self._hooks.config_change(source, change, details)
         if gate.blocked and source == "agent":
             why = self.redactor.text(gate.reason or "")
             logger.info("agent change %s of %s refused: %s", change, self.name, why)
@@ -343,8 +352,8 @@ class ConfigChanges:
 
     def _put_instructions(self, instructions: str) -> None:
         self.config = self.config.model_copy(update={"instructions": instructions})
-        if self.loop is not None:
-            self.loop.instructions = instructions
+        if self.agent_loop is not None:
+            self.agent_loop.instructions = instructions
 
     async def update_instructions(self, instructions: str, *, source: str = "operator") -> bool:
         def snapshot() -> Saved:
@@ -361,8 +370,8 @@ class ConfigChanges:
 
     def _put_mission(self, mission: str | None) -> None:
         self.config = self.config.model_copy(update={"mission": mission})
-        if self.loop is not None:
-            self.loop.mission = mission
+        if self.agent_loop is not None:
+            self.agent_loop.mission = mission
 
     async def set_mission(self, mission: str | None, *, source: str = "operator") -> bool:
         """Set the standing goal given to the model after the instructions (None clears it).
@@ -389,16 +398,16 @@ class ConfigChanges:
         before = list(self.tools)
         # The tool of that name as runs saw it: a built-in tool lives in the loop only.
         kept = next((t for t in before if t.name == name), None)
-        if kept is None and self.loop is not None:
-            kept = self.loop.tools.get(name)
+        if kept is None and self.agent_loop is not None:
+            kept = self.agent_loop.tools.get(name)
 
         def undo() -> None:
             self.tools = list(before)
-            if self.loop is not None:
+            if self.agent_loop is not None:
                 if kept is not None:
-                    self.loop.add_tool(kept)
+                    self.agent_loop.add_tool(kept)
                 else:
-                    self.loop.remove_tool(name)
+                    self.agent_loop.remove_tool(name)
 
         return undo, {"tools": [t.name for t in before]}
 
@@ -407,8 +416,8 @@ class ConfigChanges:
 
         def apply() -> None:
             self.tools = [x for x in self.tools if x.name != t.name] + [t]
-            if self.loop is not None:
-                self.loop.add_tool(t)
+            if self.agent_loop is not None:
+                self.agent_loop.add_tool(t)
 
         return await self.change_config(
             "tool",
@@ -421,8 +430,8 @@ class ConfigChanges:
     async def remove_tool(self, name: str) -> bool:
         def apply() -> None:
             self.tools = [x for x in self.tools if x.name != name]
-            if self.loop is not None:
-                self.loop.remove_tool(name)
+            if self.agent_loop is not None:
+                self.agent_loop.remove_tool(name)
 
         return await self.change_config(
             "tool",
@@ -440,12 +449,12 @@ class ConfigChanges:
         async def undo() -> None:
             self.triggers = list(before)
             kept = {i for i, _ in before}
-            for trigger_id in [i for i in self.runners if i not in kept]:
-                await self.runners.pop(trigger_id).stop()
+            for trigger_id in [i for i in self._runners.runners if i not in kept]:
+                await self._runners.stop(trigger_id)
             if self._running():
                 for trigger_id, trigger in before:
-                    if trigger_id not in self.runners:
-                        self._start_trigger(trigger_id, trigger)  # no runner: fed from outside
+                    if trigger_id not in self._runners.runners:
+                        self._runners.start(trigger_id, trigger)  # no runner: fed from outside
 
         return undo, {"triggers": [i for i, _ in before]}, before
 
@@ -471,7 +480,7 @@ class ConfigChanges:
 
             def apply() -> None:
                 if self._running():
-                    self._start_trigger(trigger_id, trigger)
+                    self._runners.start(trigger_id, trigger)
                 self.triggers = [*self.triggers, (trigger_id, trigger)]
 
             details = {"trigger_id": trigger_id, "trigger": trigger.model_dump(mode="json")}
@@ -488,9 +497,7 @@ class ConfigChanges:
 
             async def apply() -> None:
                 self.triggers = [(i, t) for i, t in self.triggers if i != trigger_id]
-                runner = self.runners.pop(trigger_id, None)
-                if runner is not None:
-                    await runner.stop()
+                await self._runners.stop(trigger_id)
 
             details = {"trigger_id": trigger_id}
             return await self.apply_change(
@@ -505,8 +512,8 @@ class ConfigChanges:
             self.budget = BudgetTracker(config)
         else:
             self.budget.config = config or BudgetConfig()  # the counts of the day are kept
-        if self.loop is not None:
-            self.loop.budget = self.budget
+        if self.agent_loop is not None:
+            self.agent_loop.budget = self.budget
 
     async def set_budget(self, budget: Any) -> bool:
         config = budget if isinstance(budget, BudgetConfig) else BudgetConfig.model_validate(budget)
@@ -567,7 +574,7 @@ class ConfigChanges:
         """While running, connect to the declared MCP servers a connection is missing for and
         close the connections to servers no longer declared (see _mcp_link). The SDK is only
         imported once a running process has a server to connect to."""
-        if not self._running() or self.loop is None:
+        if not self._running() or self.agent_loop is None:
             return
         if self._mcp is None:
             if not self.config.mcp_servers:
@@ -578,7 +585,7 @@ class ConfigChanges:
         if self._mcp.is_open:
             await self._mcp.sync(self.config.mcp_servers)
         else:
-            await self._mcp.open(self.loop, self.config.mcp_servers, self.config.tool_timeout)
+            await self._mcp.open(self.agent_loop, self.config.mcp_servers, self.config.tool_timeout)
 
     async def close_mcp(self) -> None:
         """Close every MCP connection (a stdio server's whole process group goes with it)."""

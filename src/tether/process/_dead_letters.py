@@ -4,7 +4,7 @@ An entry is a dict (``event``, ``event_id``, ``reason``, ``error``, ``attempts``
 ``timestamp``); with a journal it is written there too, so the next process over the same file
 reloads it (see ``_recovery``). ``AgentProcess.redeliver_dead_letters()`` injects entries again.
 
-A stop dead-letters what is left, then fires task_completed ("dead_lettered") for each, up to
+A stop dead-letters what is left, then dispatches task_completed ("dead_lettered") for each, up to
 its deadline: the dispatch under way then is cancelled and the rest are not made, and the
 error of each of those dead letters ends with UNFIRED (in the journal too), so an operator
 can tell which events no task_completed hook saw through.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -23,12 +22,12 @@ from ._supervise import describe, is_fatal
 
 if TYPE_CHECKING:
     from .._redact import Redactor
-    from ..agent._observer import Observer
-    from ..hooks import DispatchResult
     from ..store import Journal
     from ._event import TriggerEvent
+    from ._intake import Intake
     from ._journaling import JournalWrites
-    from ._stream_queue import StreamQueue
+    from ._outcomes import Outcomes
+    from ._state import LiveState
 
 __all__ = ["UNFIRED", "DeadLetterBox"]
 
@@ -39,42 +38,35 @@ logger = logging.getLogger("tether.process")
 UNFIRED: Final = "task_completed cut off: the stop's deadline passed"
 
 
-#: Fires task_completed for an event: (event, outcome, duration_ms, error), to await.
-Complete = Callable[["TriggerEvent", str, float, "str | None"], Awaitable["DispatchResult"]]
-
-
 class DeadLetterBox:
-    """A process's dead letters: kept, journaled, mirrored in a cluster's stream, and fired
-    as task_completed ("dead_lettered") to the process's hooks.
+    """A process's dead letters: kept, journaled, mirrored in a cluster's stream, and ended
+    with task_completed ("dead_lettered") through the process's outcomes.
 
-    It is handed what it writes to and calls: the journal and its writes, ``complete`` (the
-    process's task_completed dispatch) and ``inject`` (to redeliver); ``stream`` (a cluster's
-    queue) and ``observer`` answer what the process has now.
+    It is handed the process's state (``live``: a cluster's stream, the observer), what it
+    writes to (the journal and its writes) and the process's ``outcomes`` (where an event
+    ends).
     """
 
     def __init__(
         self,
         name: str,
         redactor: Redactor,
+        live: LiveState,
+        *,
+        outcomes: Outcomes,
         journal: Journal | None,
         writes: JournalWrites,
-        *,
-        complete: Complete,
-        inject: Callable[[TriggerEvent], Awaitable[str]],
-        stream: Callable[[], StreamQueue | None],
-        observer: Callable[[], Observer | None],
     ) -> None:
         self.name = name
         self.redactor = redactor
         self.journal = journal
         self.writes = writes
-        self._complete = complete
-        self._inject = inject
-        self._stream = stream
-        self._observer = observer
+        self._live = live
+        self._outcomes = outcomes
         #: The dead letters, oldest first.
         self.entries: list[dict[str, Any]] = []
-        self._later: set[asyncio.Task[Any]] = set()  # task_completed fired off a timer
+        #: task_completed dispatched off a timer, from a task of its own (made at the first).
+        self._later: set[asyncio.Task[Any]] | None = None
 
     def add(
         self, event: TriggerEvent, reason: str, error: str | None, attempts: int
@@ -90,14 +82,14 @@ class DeadLetterBox:
             "timestamp": datetime.now(UTC),
         }
         self.entries.append(entry)
-        observer = self._observer()
+        observer = self._live.observer
         if observer is not None:
             observer.dead_lettered(self.name, reason)
         logger.info("event %s dead-lettered: %s (%s)", event.event_id, reason, error)
         if self.journal is not None:  # a failed write: see _journaling (at-least-once)
             payload = self.redactor.declared.value(event.to_dict())  # replayed: see Redactor
             self.writes.write(event.event_id, self.journal.dead, payload, attempts, reason, error)
-        stream = self._stream()
+        stream = self._live.stream
         if stream is not None:
             stream.dead(entry)
         return entry
@@ -108,66 +100,69 @@ class DeadLetterBox:
         why: str,
         deadline: float | None = None,
     ) -> None:
-        """Dead-letter each (event, attempts, error) with reason ``why``, then fire its
+        """Dead-letter each (event, attempts, error) with reason ``why``, then dispatch its
         task_completed ("dead_lettered"). All are dead-lettered before any hook runs, and a
         hook raising what the engine does not isolate is logged: it loses none of them.
 
         With ``deadline`` (a loop time), the task_completed dispatches stop there (see the
         module docstring): the dead letters of those cut off or not made end with UNFIRED."""
         entries = [self.add(event, why, note, attempts) for event, attempts, note in events]
-        fired = await self.fire_dead_lettered([event for event, _, _ in events], why, deadline)
-        if fired < len(entries):
-            self._unfired(entries[fired:], len(entries))
+        ended = [event for event, _, _ in events]
+        dispatched = await self.dispatch_dead_lettered(ended, why, deadline)
+        if dispatched < len(entries):
+            self._undispatched(entries[dispatched:], len(entries))
 
-    async def fire_dead_lettered(
+    async def dispatch_dead_lettered(
         self, events: list[TriggerEvent], why: str, deadline: float | None
     ) -> int:
-        """Fire task_completed ("dead_lettered") for each event in turn, until ``deadline``;
+        """Dispatch task_completed ("dead_lettered") for each event in turn, until ``deadline``;
         how many were dispatched to the end."""
         loop = asyncio.get_running_loop()
-        fired = 0
+        dispatched = 0
 
-        async def fire() -> None:
-            nonlocal fired
+        async def dispatch() -> None:
+            nonlocal dispatched
             for event in events:
                 if deadline is not None and loop.time() >= deadline:
                     return  # (also when a hook swallowed the cancellation at the deadline)
                 try:
-                    await self._complete(event, "dead_lettered", 0.0, why)
+                    await self._outcomes.complete(event, "dead_lettered", 0.0, why)
                 except BaseException as exc:
                     if is_fatal(exc):
                         raise
                     error = self.redactor.text(describe(exc))
                     logger.error("task_completed of %s raised %s", event.event_id, error)
-                fired += 1
+                dispatched += 1
 
         if deadline is None or not events:
-            await fire()
-            return fired
+            await dispatch()
+            return dispatched
         # A task of its own, cancelled at the deadline: the dispatch under way ends there.
-        firing = loop.create_task(fire(), name=f"{self.name}-dead-lettered")
+        dispatching = loop.create_task(dispatch(), name=f"{self.name}-dead-lettered")
         try:
-            await asyncio.wait([firing], timeout=max(0.0, deadline - loop.time()))
+            await asyncio.wait([dispatching], timeout=max(0.0, deadline - loop.time()))
         except asyncio.CancelledError:
-            firing.cancel()
+            dispatching.cancel()
             raise
-        if not firing.done():
-            firing.cancel(CLOSING)
-            await asyncio.wait([firing])  # at once, unless a hook swallows its cancellation
-        if not firing.cancelled():
-            firing.result()  # what no layer isolates (KeyboardInterrupt, SystemExit) goes on
-        return fired
+        if not dispatching.done():
+            dispatching.cancel(CLOSING)
+            await asyncio.wait([dispatching])  # at once, unless a hook swallows its cancellation
+        if not dispatching.cancelled():
+            dispatching.result()  # what no layer isolates (KeyboardInterrupt, SystemExit) goes on
+        return dispatched
 
-    def fire_later(self, event: TriggerEvent, why: str) -> None:
-        """Fire task_completed ("dead_lettered") for ``event``, dead-lettered outside any
+    def dispatch_later(self, event: TriggerEvent, why: str) -> None:
+        """Dispatch task_completed ("dead_lettered") for ``event``, dead-lettered outside any
         task (a retry's timer finding the queue full), from a task of its own."""
         task = asyncio.get_running_loop().create_task(
-            self.fire_dead_lettered([event], why, None), name=f"{self.name}-dead-lettered"
+            self.dispatch_dead_lettered([event], why, None), name=f"{self.name}-dead-lettered"
         )
+        if self._later is None:
+            self._later = set()
         self._later.add(task)
         task.add_done_callback(self._later.discard)
 
-    def _unfired(self, entries: list[dict[str, Any]], total: int) -> None:
+    def _undispatched(self, entries: list[dict[str, Any]], total: int) -> None:
         """Say in each dead letter (and its journal row) that a stop's deadline cut its
         task_completed off; log how many."""
         kept = [entry for entry in entries if any(d is entry for d in self.entries)]
@@ -186,8 +181,9 @@ class DeadLetterBox:
             + (", ..." if len(entries) > 5 else ""),
         )
 
-    async def redeliver(self, event_ids: list[str] | None = None) -> int:
-        """Inject dead-lettered events again (all, or those named); return how many.
+    async def redeliver(self, intake: Intake, event_ids: list[str] | None = None) -> int:
+        """Inject dead-lettered events again (all, or those named) through ``intake``; return
+        how many.
 
         Each leaves the dead letters only when its turn comes, and its journal row stays (moved
         behind the events journaled so far, as a newly queued event would be) until inject()
@@ -205,12 +201,12 @@ class DeadLetterBox:
             if self.journal is not None:  # only its place: inject() writes its new state
                 self.writes.write(event.event_id, self.journal.redelivering, event.event_id)
             try:
-                await self._inject(event)
+                await intake.inject(event)
             except BaseException:
                 if not any(d["event_id"] == event.event_id for d in self.entries):
                     self.entries.append(entry)  # neither queued nor dead-lettered again
                 raise
-            stream = self._stream()
+            stream = self._live.stream
             if stream is not None and not any(
                 d["event_id"] == event.event_id for d in self.entries
             ):  # in the stream again (not dead again): its Redis dead letter goes
@@ -223,7 +219,7 @@ class DeadLetterBox:
         count = len(self.entries)
         if self.journal is not None:
             self.journal.forget_dead([d["event"].event_id for d in self.entries])
-        stream = self._stream()
+        stream = self._live.stream
         if stream is not None:
             stream.forget_dead([d["event"].event_id for d in self.entries])
         self.entries = []

@@ -1,6 +1,6 @@
 """Events in: what a process takes into its queue, and what it refuses.
 
-``inject`` fires task_created, journals the event ``queued`` (waiting for that write, off the
+``inject`` dispatches task_created, journals the event ``queued`` (waiting for that write, off the
 loop: see ``_journaling``) and queues it. Nothing is dropped: an event refused (blocked by a
 hook, the process stopped, the queue full, a task_created hook raising) is dead-lettered with
 the reason. A clustered process queues into the cluster's Redis stream instead, on whichever
@@ -14,18 +14,18 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..agent._observer import Note
-from ..hooks import DispatchResult, HookEvent
 from ..hooks._hook import closing
 from ._event import CURRENT_EVENT, TriggerEvent
 from ._state import ProcessState, accepts_events
 from ._supervise import describe, is_fatal
 
 if TYPE_CHECKING:
-    from .._redact import Redactor
+    from ..hooks import DispatchResult
     from ..store import Journal
-    from ._attempts import Emit, Live
     from ._dead_letters import DeadLetterBox
     from ._journaling import JournalWrites
+    from ._lifecycle import ProcessHooks
+    from ._state import LiveState
     from ._supervise import Supervisor
 
 __all__ = ["Intake"]
@@ -36,31 +36,29 @@ logger = logging.getLogger("tether.process")
 class Intake:
     """How events enter one process (see the module docstring).
 
-    It is handed what it reads of the process now (``live``), its supervision (a process
-    failed with a restart coming still takes events), dead letters, journal and its writes,
-    and ``emit`` (task_created, file_changed).
+    It is handed the process's state (``live``), its hook points (task_created,
+    file_changed), its supervision (a process failed with a restart coming still takes
+    events), its dead letters, journal and journal writes.
     """
 
     def __init__(
         self,
-        name: str,
-        redactor: Redactor,
+        live: LiveState,
+        hooks: ProcessHooks,
         *,
-        live: Live,
         supervisor: Supervisor,
         letters: DeadLetterBox,
         journal: Journal | None,
         writes: JournalWrites,
-        emit: Emit,
     ) -> None:
-        self.name = name
-        self.redactor = redactor
+        self.name = hooks.name
+        self.redactor = hooks.redactor
         self._live = live
+        self._hooks = hooks
         self._supervision = supervisor
         self._letters = letters
         self._journal = journal
         self._writes = writes
-        self._emit = emit
         #: File changes a file_changed hook filtered out.
         self.filtered_count = 0
 
@@ -70,7 +68,7 @@ class Intake:
             raise TypeError(f"inject() takes a TriggerEvent, got {type(event).__name__}")
         dead = self._letters.add
         if not self._accepts():
-            dead(event, "process stopped", f"process is {self._live.state().value}", 0)
+            dead(event, "process stopped", f"process is {self._live.state.value}", 0)
             return event.event_id
         try:
             gate = await self._task_created(event)
@@ -83,13 +81,13 @@ class Intake:
         if not self._accepts():
             dead(event, "process stopped", "the process stopped during task_created", 0)
             return event.event_id
-        stream = self._live.stream()
+        stream = self._live.stream
         if stream is not None:  # the stream's holder reads it (here or on another host)
             if not await stream.add(event):
-                size = self._live.config().max_queue_size
+                size = self._live.config.max_queue_size
                 dead(event, "queue full", f"the stream holds max_queue_size={size} events", 0)
             return event.event_id
-        if self._journal is not None and not self._live.queue().full():
+        if self._journal is not None and not self._live.queue.full():
             # Waited for (off the loop, see _journaling): it raises, and the event is refused.
             stored = self.redactor.declared.value(event.to_dict())
             await self._writes.accept(event.event_id, self._journal.queued, stored, 0)
@@ -99,16 +97,22 @@ class Intake:
         self.enqueue(event, 0, journaled=True)
         return event.event_id
 
+    async def inject_trigger(
+        self, trigger_id: str, trigger_type: str, payload: dict[str, Any]
+    ) -> str:
+        """Build a TriggerEvent of what a trigger saw and inject it; return its id."""
+        return await self.inject(TriggerEvent(trigger_id, trigger_type, payload))
+
     def _accepts(self) -> bool:
         """Whether inject() takes events now. A clustered process takes them on every host
         while the cluster runs it (wherever that is), not only on the host holding it."""
-        stream = self._live.stream()
+        stream = self._live.stream
         if stream is not None:
             return stream.accepting
-        return accepts_events(self._live.state(), restarting=self._supervision.restarting)
+        return accepts_events(self._live.state, restarting=self._supervision.restarting)
 
     async def _task_created(self, event: TriggerEvent) -> DispatchResult:
-        observer = self._live.observer()
+        observer = self._live.observer
         accepting = (
             contextlib.nullcontext(Note())
             if observer is None
@@ -119,14 +123,7 @@ class Intake:
         token = CURRENT_EVENT.set((self.name, event.event_id))
         try:
             with accepting as note:
-                gate = await self._emit(
-                    HookEvent.TASK_CREATED,
-                    {
-                        "event_id": event.event_id,
-                        "trigger_id": event.trigger_id,
-                        "trigger_type": event.trigger_type,
-                    },
-                )
+                gate = await self._hooks.task_created(event)
                 if gate.blocked:
                     note.outcome, note.error = "blocked", self.redactor.text(gate.reason or "")
         finally:
@@ -140,9 +137,9 @@ class Intake:
 
         ``journaled`` (inject): its ``queued`` write was made already. A retry's or
         recovery's event is queued even if the write fails (see _journaling)."""
-        queue = self._live.queue()
+        queue = self._live.queue
         if queue.full():
-            size = self._live.config().max_queue_size
+            size = self._live.config.max_queue_size
             why = f"the queue holds max_queue_size={size} events"
             self._letters.add(event, "queue full", why, attempts)
             return False
@@ -157,11 +154,11 @@ class Intake:
         isolate, or was cut off by the stop (or crash) of the process or the removal of its
         trigger (its runner cancelled); not when the caller itself was cancelled, or the host
         goes down."""
-        dead, state = self._letters.add, self._live.state()
+        dead, state = self._letters.add, self._live.state
         if closing(exc):
             if state == ProcessState.FAILED:
                 dead(event, "process failed", f"the process failed during {hook}", 0)
-            elif self._live.stopping() or state != ProcessState.RUNNING:
+            elif self._live.stopping or state != ProcessState.RUNNING:
                 dead(event, "process stopped", f"the process stopped during {hook}", 0)
             else:
                 dead(event, "trigger removed", f"its trigger was removed during {hook}", 0)
@@ -173,10 +170,7 @@ class Intake:
         injected."""
         event = TriggerEvent(trigger_id, "file_watch", payload)
         try:
-            gate = await self._emit(
-                HookEvent.FILE_CHANGED,
-                {**payload, "trigger_id": trigger_id, "event_id": event.event_id},
-            )
+            gate = await self._hooks.file_changed(event)
         except BaseException as exc:  # as in inject(): raise, keep the event
             self._not_queued(event, "file_changed", exc)
             raise

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..hooks import HookEvent, HookManager, HookRun
 from ..hooks._context import DRY_RUN_KEY
+from ._state import ProcessState
 
 if TYPE_CHECKING:
     from .._redact import Redactor
     from ..hooks._history import HistoryRecorder
     from ..store import HistoryStore
+    from ._state import LiveState
 
 __all__ = ["HookInspector", "withhold"]
 
@@ -43,8 +44,8 @@ class HookInspector:
     """A process's hook runs as recorded, and dry runs of its resolved chain.
 
     Reads only what it is handed: the process's name and id, its hooks, their history (and
-    the SQLite store behind it) and its redactor; ``stopped`` says whether the process is
-    stopped, when a read must leave the history file closed again.
+    the SQLite store behind it), its redactor and its state (``live``: a stopped process's
+    read leaves the history file closed again).
     """
 
     def __init__(
@@ -55,7 +56,7 @@ class HookInspector:
         history: HistoryRecorder,
         redactor: Redactor,
         store: HistoryStore | None,
-        stopped: Callable[[], bool],
+        live: LiveState,
     ) -> None:
         self.name = name
         self.process_id = process_id
@@ -63,7 +64,7 @@ class HookInspector:
         self.history = history
         self.redactor = redactor
         self.store = store
-        self._stopped = stopped
+        self._live = live
 
     def hook_runs(self, **filters: Any) -> list[HookRun]:
         """Recorded hook runs, oldest first (filters: event, outcome, hook, since, last).
@@ -90,7 +91,7 @@ class HookInspector:
             try:
                 return self.history.with_unwritten(store.query(self.name, **filters), **filters)
             finally:
-                if self._stopped():  # a stopped process holds no file open
+                if self._live.state == ProcessState.STOPPED:  # then it holds no file open
                     store.close()
         return self.history.runs(**filters)
 

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from ..agent import Tool, as_tool
-from ..hooks import HookEvent
 from ._config import CronTrigger, EventTrigger, TriggerConfig
 
 if TYPE_CHECKING:
-    from ..hooks import DispatchResult
+    from ._lifecycle import ProcessHooks
     from ._process import AgentProcess
+    from ._state import LiveState
 
 __all__ = ["ChildSpawner", "open_mode_tools"]
 
@@ -31,22 +30,16 @@ def _host_trigger_refusal(process: AgentProcess, triggers: list[Any]) -> str | N
     return None
 
 
-def _stopping(process: AgentProcess) -> bool:
-    from ._state import ProcessState
-
-    return process._stopping or process.state == ProcessState.STOPPING
-
-
 class ChildSpawner:
     """Spawns the children of one process (open mode's ``spawn_process``).
 
-    ``emit_worker`` fires the parent's hooks from a worker (each spawn's subagent_start)."""
+    ``hooks`` are the parent's hook points (each spawn's subagent_start, from a worker);
+    ``live`` the parent's state (a stop under way refuses a spawn)."""
 
-    def __init__(
-        self, parent: AgentProcess, emit_worker: Callable[..., Awaitable[DispatchResult]]
-    ) -> None:
+    def __init__(self, parent: AgentProcess, hooks: ProcessHooks, live: LiveState) -> None:
         self._parent = parent
-        self._emit_worker = emit_worker
+        self._hooks = hooks
+        self._live = live
         #: The children whose subagent_start hooks run now: their names are taken.
         self.spawning: set[str] = set()
 
@@ -61,7 +54,7 @@ class ChildSpawner:
         from ._state import ProcessState, validate_name
 
         parent = self._parent
-        if _stopping(parent):
+        if self._live.ending:
             # Its children are being (or have been) stopped: a new one would outlive it.
             return f"refused: process {parent.name!r} is stopping"
         limit = parent.config.open_mode.max_children
@@ -82,15 +75,12 @@ class ChildSpawner:
         # unsupervised.
         self.spawning.add(name)
         try:
-            gate = await self._emit_worker(
-                HookEvent.SUBAGENT_START,
-                {"process_name": name, "execution_mode": "strict", "trigger_count": len(parsed)},
-            )
+            gate = await self._hooks.subagent_start(name, "strict", len(parsed))
         finally:
             self.spawning.discard(name)
         if gate.blocked:
             return f"refused: {gate.reason or 'a subagent_start hook refused the spawn'}"
-        if _stopping(parent):  # a stop began while the hooks ran: a child would outlive it
+        if self._live.ending:  # a stop began while the hooks ran: a child would outlive it
             return f"refused: process {parent.name!r} is stopping"
         config = parent.config.model_copy(
             update={
@@ -103,7 +93,7 @@ class ChildSpawner:
             }
         )
         child = AgentProcess(name, config, parent=parent)
-        child._model = parent._model  # share the client; the parent closes it
+        child._live.model = parent.model  # share the client; the parent closes it
         if parent.observer is not None:
             child.observe(parent.observer)
         parent.children[name] = child

@@ -235,8 +235,8 @@ class PluginManager:
         if _dry_run(ctx):  # PluginContext refuses first; a host never asks the model either
             raise PluginError("converse() does not call the model in a dry run")
         process = self._process
-        loop = process.loop
-        if loop is None:
+        agent_loop = process.agent_loop
+        if agent_loop is None:
             raise PluginError(f"process {process.name!r} is not running; nothing to converse with")
         event_id = str(ctx.data.get("event_id") or "")
         transcript = process.transcripts.get(event_id)
@@ -250,7 +250,7 @@ class PluginManager:
         started = time.perf_counter()
         record: dict[str, Any] = {"timed_out": False, "error": None, "tools_disabled": True}
         try:
-            reply = await loop.converse(transcript, text, timeout=timeout, model=model)
+            reply = await agent_loop.converse(transcript, text, timeout=timeout, model=model)
         except TimeoutError:
             record["timed_out"] = True
             raise

@@ -1,37 +1,34 @@
 """AgentProcess: a long-lived, supervised agent with a queue, workers, triggers and hooks.
 
 Lifecycle: created -> starting -> running -> stopping -> stopped (or failed, then maybe a
-restart). Every lifecycle event is dispatched in exactly one place in this package; the data a
-hook sees is a plain dict with secret values already redacted.
+restart). Every lifecycle event is dispatched from exactly one method of ProcessHooks
+(``_lifecycle``); the data a hook sees is a plain dict with secret values already redacted.
 
 Invariants:
 * Nothing is dropped: an event that cannot run is dead-lettered with a reason.
-* ``task_completed`` fires once per attempt of every event that reached a worker, and once
-  (outcome ``dead_lettered``) for every queued event that ``stop()`` dead-letters, up to the
-  stop's deadline (see ``_stopping``): the dead letter of one it cut off says so.
+* ``task_completed`` is dispatched once per attempt of every event that reached a worker, and
+  once (outcome ``dead_lettered``) for every queued event that ``stop()`` dead-letters, up to
+  the stop's deadline (see ``_teardown``): the dead letter of one it cut off says so.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
-import weakref
-from collections.abc import Awaitable, Callable, Mapping
+import warnings
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._redact import Redactor
-from ..agent import AgentContext, AgentLoop, Tool
-from ..hooks import DispatchResult, HookEvent, HookManager
+from ..agent import AgentContext, AgentLoop, Tool, UsageMeter
+from ..hooks import HookEvent, HookManager
 from ..hooks._secrets import CommandSecrets
-from ._attempts import EventRunner, Live
+from ._builders import agent_loop_of, hook_metadata, hooks_of, model_of, tools_of, transcript_file
 from ._changes import AppliedChange, ConfigChanges, Saved
 from ._config import (
-    CronTrigger,
     EventTrigger,
-    FileWatchTrigger,
     ProcessConfig,
     RestartPolicy,
     TriggerConfig,
@@ -40,26 +37,29 @@ from ._config import (
 from ._config_secrets import config_secrets, resolve_secrets
 from ._dead_letters import DeadLetterBox
 from ._durable import durable_runs
-from ._emitter import Emitter, Watcher
 from ._errors import ProcessStateError
 from ._event import TriggerEvent
+from ._event_runner import EventRunner
 from ._intake import Intake
 from ._journaling import JournalWrites
+from ._lifecycle import ProcessHooks, Watcher
 from ._mcp import McpServerConfig, check_entries
 from ._observe import HookInspector
-from ._parts import agent_loop, hook_metadata, hooks_of, model_of, tools_of, transcript_file
+from ._outcomes import Outcomes
 from ._queue import MemoryQueue
 from ._rewind import REWIND_WAIT, Rewinder
-from ._state import ProcessState, validate_name
-from ._stopping import Ends, Teardown, WorkerPool, stop_deadline
-from ._supervise import Lifecycle, Supervisor, describe
-from ._triggers import CronRunner, FileWatchRunner, TriggerRunner
+from ._state import LiveState, ProcessState, validate_name
+from ._supervise import Supervisor
+from ._teardown import Child, Teardown, stop_deadline
+from ._triggers import TriggerRunners
+from ._workers import WorkerPool
 
 if TYPE_CHECKING:
     from ..agent._observer import Observer
-    from ..hooks import HookRun
+    from ..hooks import DispatchResult, HookRun
     from ..models import Model
     from ..store import HistoryStore, Journal
+    from ._open_mode import ChildSpawner
     from ._stream_queue import StreamQueue
 
 __all__ = ["AgentProcess", "ProcessState"]
@@ -68,14 +68,17 @@ logger = logging.getLogger("tether.process")
 
 
 class AgentProcess:
-    """One supervised agent. ``hooks`` (optional) is a shared manager fired after own hooks.
+    """One supervised agent. ``hooks`` (optional) is a shared manager dispatched to after own
+    hooks.
 
-    Built of collaborators, each handed only what it needs: its hook dispatches (Emitter),
-    its configuration and the changes of it (ConfigChanges), the events coming in (Intake)
-    and their attempts (EventRunner), its dead letters (DeadLetterBox), its journal writes
-    (JournalWrites), its workers (WorkerPool), rewinds (Rewinder), crash supervision
-    (Supervisor), its stop (Teardown) and the view of its hooks (HookInspector). The public
-    methods are here.
+    Its state (LiveState: the configuration, queue, loops, model and observer now) is one
+    object handed to its collaborators, each of which is handed the others it drives (no
+    callables): its hook points (ProcessHooks), the changes of its configuration
+    (ConfigChanges), the events coming in (Intake), their attempts (EventRunner) and outcomes
+    (Outcomes), its dead letters (DeadLetterBox), its journal writes (JournalWrites), its
+    workers (WorkerPool), trigger runners (TriggerRunners), rewinds (Rewinder), crash
+    supervision (Supervisor), its stop (Teardown) and the view of its hooks (HookInspector).
+    The public methods are here.
     """
 
     def __init__(
@@ -91,14 +94,9 @@ class AgentProcess:
         check_entries(config.mcp_servers, f"process {self.name!r}")
         self.process_id = str(uuid.uuid4())
         self.parent = parent
-        # Prompt hooks that name no model ask this process's. Weakly: the table is keyed by
-        # the manager, which the process holds.
-        me = weakref.ref(self)
+        self._live = live = LiveState(config, MemoryQueue(config.max_queue_size))
         self.hooks: HookManager = hooks_of(
-            config,
-            hooks,
-            parent.hooks if parent is not None else None,
-            lambda: p._model if (p := me()) is not None else None,
+            config, hooks, parent.hooks if parent is not None else None, live
         )
         # Declared secrets, and what the command hooks of the chain hand their programs (looked
         # up at each use: hooks registered later, in code or by a plugin, count too).
@@ -107,211 +105,121 @@ class AgentProcess:
             learned=CommandSecrets(self.hooks),
         )
         self._pool = WorkerPool(self.name)
-        # The pool's own (never rebound), read on every event's path.
-        self._busy = self._pool.busy
         self._abandoned = self._pool.abandoned
-        #: The loop the process runs in, from start() to the end of its stop.
-        self._running_loop: asyncio.AbstractEventLoop | None = None
         self._hook_metadata: dict[str, str] = hook_metadata(
             self.name, self.process_id, config, None if parent is None else parent._hook_metadata
         )
-        self._emitter = Emitter(
+        self._hooks = ProcessHooks(
             self.name,
             self.hooks,
             self.redactor,
             self._hook_metadata,
-            busy=self._busy,
-            loop=lambda: self._running_loop,
-        )
-        self._emit = self._emitter.emit
-        self._emit_worker = self._emitter.emit_worker
-        self._runners: dict[str, TriggerRunner] = {}
-        self._loop: AgentLoop | None = None
-        self._changes = ConfigChanges(
-            self.name,
-            config,
-            self.redactor,
-            tools=tools_of(config.tools),
-            emit=self._emit,
-            loop=lambda: self._loop,
-            running=lambda: self.state == ProcessState.RUNNING,
-            runners=self._runners,
-            start_trigger=self._start_trigger,
+            busy=self._pool.busy,
+            live=live,
         )
         self.context = AgentContext(
             config.context.conversation_max_messages,
             config.context.initial_state,
-            on_compact=self._on_compact,
+            on_compact=self._hooks.compaction,
         )
-        self.state = ProcessState.CREATED
         self.restart_count = 0
         self.children: dict[str, AgentProcess] = {}
-        from ._open_mode import ChildSpawner
-
-        self._spawner = ChildSpawner(self, self._emit_worker)
+        #: Spawns the children of an open-mode process (made with its agent loop).
+        self._spawner: ChildSpawner | None = None
         self.on_spawn: Callable[[AgentProcess], Awaitable[None]] | None = None
-        self._queue: asyncio.Queue[tuple[TriggerEvent, int]] = MemoryQueue(config.max_queue_size)
-        #: The Redis stream queue when this process runs in a cluster (see use_queue).
-        self._stream: StreamQueue | None = None
-        self._stopping = False
-        self._model: Model | None = None
-        self._supervision = Supervisor(
-            self.name,
-            policy=lambda: self.config.restart,
-            redact=self.redactor.text,
-            lifecycle=Lifecycle(
-                stopping=lambda: self._stopping or self.state == ProcessState.STOPPING,
-                enter=self._enter,
-                session_end=self._session_end,
-                pause=lambda: self._teardown.pause(),
-                restart=self._restart_after_crash,
-                fail=lambda: self._teardown.run(ProcessState.FAILED),
-            ),
-        )
+        self._owner = _Owner(self)
+        self._supervision = Supervisor(self.name, live, self.redactor, self._owner)
         self._stopper: asyncio.Task[None] | None = None
         self._stop_waiters: set[asyncio.Task[Any] | None] = set()
         self._started_at: float | None = None
         self._recovered_once = False
-        self._rewinder = Rewinder(
-            self.name,
-            self.context,
-            lambda: self._queue,
-            self._busy,
-            serialised=self._changes.serialised,
-            apply_change=self._changes.apply_change,
-        )
-        #: Told of each task, run, model call, tool call and hook run (see observe()).
-        self.observer: Observer | None = None
-        self._init_stores(config)
-        self._init_events()
-
-    def _init_stores(self, config: ProcessConfig) -> None:
-        """The journal, the hook-run history (in SQLite with a journal), dead letters and
-        plugins."""
-        from ..hooks._history import HistoryRecorder
+        self._init_collaborators(config)
         from ._plugins import PluginManager
 
+        self.plugins = PluginManager(self)
+        for plugin in config.plugins:
+            self.plugins.add(plugin)
+
+    def _init_collaborators(self, config: ProcessConfig) -> None:
+        """The journal and hook-run history (in SQLite with a journal), how events enter
+        (Intake), are run (EventRunner) and end (Outcomes, DeadLetterBox), the configuration's
+        changes and rewinds, and what a stop does with them (Teardown)."""
+        from ..hooks._history import HistoryRecorder
+
+        live, hooks, redactor = self._live, self._hooks, self.redactor
         self._journal: Journal | None = None
         self._history_store: HistoryStore | None = None
         if config.journal_path:
             from ..store import HistoryStore, Journal
 
-            self._journal = Journal(
-                config.journal_path, self.name, redact=self.redactor.declared.text
-            )
+            self._journal = Journal(config.journal_path, self.name, redact=redactor.declared.text)
             self._history_store = HistoryStore(config.journal_path)
-        self._journal_writes = JournalWrites(
-            self.name,
-            self.redactor,
-            running=lambda: self._running_loop is not None,
-            path=config.journal_path,
+        journal = self._journal
+        writes = self._journal_writes = JournalWrites(
+            self.name, redactor, running=live.in_loop, path=config.journal_path
         )
-        self._durable = durable_runs(self.name, config, self._journal_writes, self.context)
+        self._durable = durable_runs(self.name, config, writes, self.context)
+        meter = UsageMeter(config.pricing)
+        self._outcomes = Outcomes(hooks, live, meter)
         self._letters = DeadLetterBox(
-            self.name,
-            self.redactor,
-            self._journal,
-            self._journal_writes,
-            complete=lambda event, outcome, ms, error: self._runner.complete(
-                event, outcome, ms, error
-            ),
-            inject=self.inject,
-            stream=lambda: self._stream,
-            observer=lambda: self.observer,
+            self.name, redactor, live, outcomes=self._outcomes, journal=journal, writes=writes
         )
         store = self._history_store
+        redact = redactor.text  # (one bound method for the manager and the history)
         self.history = HistoryRecorder(
             self.name,
-            redact=self.redactor.text,
+            redact=redact,
             sink=store.write if store is not None else None,
-            offload=self._journal_writes.history_offload,
+            offload=writes.history_offload,
         )
         self.hooks.recorder = self.history
-        self.hooks.redact = self.redactor.text
-        self.hooks.redact_declared = self.redactor.declared.text
-        self._inspector = HookInspector(
-            self.name,
-            self.process_id,
-            self.hooks,
-            self.history,
-            self.redactor,
-            store,
-            stopped=lambda: self.state == ProcessState.STOPPED,
-        )
-        self.plugins = PluginManager(self)
-        for plugin in config.plugins:
-            self.plugins.add(plugin)
-
-    def _init_events(self) -> None:
-        """How events enter (Intake), are run (EventRunner), and what a stop does with them
-        and the rest of the process (Teardown)."""
-        live = Live(
-            config=lambda: self.config,
-            state=lambda: self.state,
-            stopping=lambda: self._stopping,
-            queue=lambda: self._queue,
-            stream=lambda: self._stream,
-            observer=lambda: self.observer,
-        )
-        journal, writes = self._journal, self._journal_writes
+        self.hooks.redact = redact
+        self.hooks.redact_declared = redactor.declared.text
         self._intake = Intake(
-            self.name,
-            self.redactor,
-            live=live,
+            live,
+            hooks,
             supervisor=self._supervision,
             letters=self._letters,
             journal=journal,
             writes=writes,
-            emit=self._emit,
         )
+        self._triggers = TriggerRunners(self.name, self._intake, redactor)
+        self._runners = self._triggers.runners
+        self._changes = ConfigChanges(
+            live, hooks, tools=tools_of(config.tools), triggers=self._triggers, meter=meter
+        )
+        self._rewinder = Rewinder(live, self.context, self._pool.busy, self._changes)
         self._runner = EventRunner(
-            self.name,
-            self.redactor,
-            self.hooks,
-            live=live,
+            live,
+            hooks,
             pool=self._pool,
             rewinder=self._rewinder,
             supervisor=self._supervision,
+            outcomes=self._outcomes,
             letters=self._letters,
+            intake=self._intake,
+            changes=self._changes,
             journal=journal,
             writes=writes,
-            loop=lambda: self._loop,
-            budget=lambda: self._changes.budget,
-            emit=self._emit,
-            emit_worker=self._emit_worker,
-            meter=self._changes.meter,
-            enqueue=self._intake.enqueue,
             durable=self._durable,
         )
         #: The last runs' transcripts, and the model.for_run answer of each (see EventRunner).
         self.transcripts = self._runner.transcripts
         self.run_models = self._runner.run_models
         self._teardown = Teardown(
-            self.redactor.text,
-            runners=self._runners,
+            live,
+            redactor,
+            triggers=self._triggers,
             pool=self._pool,
             events=self._runner,
             letters=self._letters,
+            changes=self._changes,
             hooks=self.hooks,
             history=self.history,
             journal=journal,
             writes=writes,
             keep=self._stop_waiters,
-            ends=Ends(
-                halting=self._halting,
-                stop_timeout=lambda: self.config.stop_timeout,
-                children=lambda: self.children.values(),
-                close_mcp=self._changes.close_mcp,
-                model=lambda: self._model if self.parent is None else None,
-                enter=self._ended,
-                stores=lambda: (
-                    self._journal,
-                    self._history_store,
-                    self.plugins.artifacts,
-                    self._durable,
-                ),
-                stopped=None if self.parent is None else self._tell_parent,
-            ),
+            owner=self._owner,
         )
 
     def __repr__(self) -> str:
@@ -320,11 +228,10 @@ class AgentProcess:
     def watch(self, watcher: Watcher) -> None:
         """Tell ``watcher`` of every dispatch of this process's events (see Watcher): a live
         view sees each event as its hooks left it, without a hook of its own."""
-        self._emitter.watchers.append(watcher)
+        self._hooks.watch(watcher)
 
     def unwatch(self, watcher: Watcher) -> None:
-        with contextlib.suppress(ValueError):
-            self._emitter.watchers.remove(watcher)
+        self._hooks.unwatch(watcher)
 
     def observe(self, observer: Observer) -> None:
         """Report this process's tasks, runs, model and tool calls and hook runs to
@@ -337,30 +244,56 @@ class AgentProcess:
             observer.hook_runs(self.name, self.hooks, runs)
 
         self.history.add_listener(hook_runs)
-        if self._loop is not None:
-            self._loop.observer = observer
+        if self._live.agent_loop is not None:
+            self._live.agent_loop.observer = observer
 
-    # -- state held by collaborators -------------------------------------------------------
+    # -- its state (LiveState) -------------------------------------------------------------
+
+    @property
+    def state(self) -> ProcessState:
+        """Where the process is in its lifecycle (see the module docstring)."""
+        return self._live.state
+
+    @state.setter
+    def state(self, state: ProcessState) -> None:
+        self._live.state = state
 
     @property
     def config(self) -> ProcessConfig:
         """The configuration now (a change replaces it: see ConfigChanges)."""
-        return self._changes.config
+        return self._live.config
 
     @config.setter
     def config(self, config: ProcessConfig) -> None:
-        self._changes.config = config
+        self._live.config = config
+
+    @property
+    def observer(self) -> Observer | None:
+        """Told of each task, run, model call, tool call and hook run (see observe())."""
+        return self._live.observer
+
+    @observer.setter
+    def observer(self, observer: Observer | None) -> None:
+        self._live.observer = observer
+
+    @property
+    def agent_loop(self) -> AgentLoop | None:
+        """The agent loop the runs use (``None`` before the first start)."""
+        return self._live.agent_loop
 
     @property
     def loop(self) -> AgentLoop | None:
-        """The agent loop the runs use (``None`` before the first start)."""
-        return self._loop
+        """Deprecated name of agent_loop (``loop`` is the asyncio loop)."""
+        warnings.warn(
+            "AgentProcess.loop is deprecated; use agent_loop", DeprecationWarning, stacklevel=2
+        )
+        return self._live.agent_loop
 
     @property
     def model(self) -> Model | None:
         """The model client the runs call (``None`` before the first start and once
         closed); a spawned child shares its parent's."""
-        return self._model
+        return self._live.model
 
     @property
     def invocation_count(self) -> int:
@@ -428,7 +361,7 @@ class AgentProcess:
     async def redeliver_dead_letters(self, event_ids: list[str] | None = None) -> int:
         """Inject dead-lettered events again (all, or those named); return how many (see
         DeadLetterBox.redeliver)."""
-        return await self._letters.redeliver(event_ids)
+        return await self._letters.redeliver(self._intake, event_ids)
 
     def clear_dead_letters(self) -> int:
         """Forget every dead letter; return how many."""
@@ -438,11 +371,24 @@ class AgentProcess:
 
     def hook_runs(self, **filters: Any) -> list[HookRun]:
         """Recorded hook runs, oldest first (filters: event, outcome, hook, since, last)."""
-        return self._inspector.hook_runs(**filters)
+        return self._inspector().hook_runs(**filters)
 
     async def dry_run(self, event: HookEvent | str, data: dict[str, Any]) -> dict[str, Any]:
         """Push a sample event through the resolved chain (see HookInspector.dry_run)."""
-        return await self._inspector.dry_run(event, data)
+        return await self._inspector().dry_run(event, data)
+
+    def _inspector(self) -> HookInspector:
+        """The view of its hooks (made at the first look: most processes are never looked
+        at so)."""
+        return HookInspector(
+            self.name,
+            self.process_id,
+            self.hooks,
+            self.history,
+            self.redactor,
+            self._history_store,
+            self._live,
+        )
 
     # -- configuration changes (see ConfigChanges) ------------------------------------------
 
@@ -455,7 +401,8 @@ class AgentProcess:
         snapshot: Callable[[], Saved] | None = None,
         **details: Any,
     ) -> bool:
-        """Fire config_change, then apply: always for operators, unless blocked for the agent."""
+        """Dispatch config_change, then apply: always for operators, unless blocked for the
+        agent."""
         return await self._changes.change_config(
             change, source=source, apply=apply, snapshot=snapshot, **details
         )
@@ -521,32 +468,14 @@ class AgentProcess:
     ) -> bool:
         """Drop the newest ``messages`` messages of the conversation (see Rewinder.rewind);
         ProcessStateError when awaited from a hook or run of this process."""
-        self._emitter.guard("rewind")
+        self._hooks.guard("rewind")
         return await self._rewinder.rewind(messages, source=source, timeout=timeout)
-
-    # -- hooks -----------------------------------------------------------------------------
-
-    def _session_end(self, reason: str) -> Awaitable[DispatchResult]:
-        """session_end (to await), fired at a stop and when a crash is supervised: its
-        documented keys only (a crash's error is in status()["last_error"])."""
-        return self._emit(
-            HookEvent.SESSION_END,
-            {
-                "reason": reason,
-                "invocation_count": self.invocation_count,
-                "process_usage": self._changes.meter.to_dict(),
-            },
-        )
-
-    def _on_compact(self, phase: str, data: dict[str, Any]) -> Awaitable[Any]:
-        event = HookEvent.PRE_COMPACT if phase == "pre" else HookEvent.POST_COMPACT
-        return self._emit_worker(event, data)
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self, *, _restart: bool = False) -> None:
-        """Enter RUNNING: fire session_start, then start workers and triggers."""
-        self._emitter.guard("start")
+        """Enter RUNNING: dispatch session_start, then start workers and triggers."""
+        self._hooks.guard("start")
         supervisor = self._supervision.busy
         if supervisor is not None:  # an automatic restart (or failure) is under way
             await asyncio.wait([supervisor])
@@ -555,29 +484,18 @@ class AgentProcess:
         if self.state == ProcessState.STOPPING:
             raise ProcessStateError(f"process {self.name!r} is stopping; start it once stopped")
         self.state = ProcessState.STARTING
-        self._stopping = False
-        self._running_loop = asyncio.get_running_loop()
+        self._live.stopping = False
+        self._live.running_loop = asyncio.get_running_loop()
         try:
-            if self._model is None:
-                self._model = model_of(self.config)
-            self._loop = agent_loop(
-                self.name,
-                self.config,
-                self._model,
-                self.context,
-                emit=self._emit_worker,
-                tools=self._changes.tools,
-                budget=self._changes.budget,
-                redactor=self.redactor,
-                observer=self.observer,
-                open_mode_tools=self._open_mode_tools,
-                meter=self._changes.meter,
-                listens=self._emitter.listens,
+            if self._live.model is None:
+                self._live.model = model_of(self.config)
+            agent_loop = self._live.agent_loop = agent_loop_of(
+                self._live, self._hooks, self._changes, self.context, self._open_mode_tools
             )
-            self._loop.transcript_file = transcript_file(
+            agent_loop.transcript_file = transcript_file(
                 self._hook_metadata, self.process_id, self.redactor
             )
-            self._loop.approval = self._durable.approvals.policy(self.config.approval)
+            agent_loop.approval = self._durable.approvals.policy(self.config.approval)
             if self._journal is not None:
                 from ._recovery import claim
 
@@ -590,9 +508,7 @@ class AgentProcess:
         self.state = ProcessState.RUNNING
         self._started_at = time.monotonic()
         try:
-            started = await self._emit(
-                HookEvent.SESSION_START, {"restart": _restart, "recovered": recovered}
-            )
+            started = await self._hooks.session_start(_restart, recovered)
         except BaseException:
             if self.state == ProcessState.RUNNING:  # no worker will run: say so, not "running"
                 self.state = ProcessState.FAILED
@@ -601,35 +517,39 @@ class AgentProcess:
         if self.state != ProcessState.RUNNING:  # a session_start hook scheduled a stop
             return
         context = started.data.get("additional_context")
-        if self._loop is not None:  # context for the model, for every run of this session
-            self._loop.session_context = context if isinstance(context, str) and context else None
+        if (
+            self._live.agent_loop is not None
+        ):  # context for the model, for every run of this session
+            self._live.agent_loop.session_context = (
+                context if isinstance(context, str) and context else None
+            )
         # Runs see the MCP servers' tools from the first: each has connected, or failed once
         # (and is retried in the background), before a worker starts.
         await self._changes.sync_mcp()
         if self.state != ProcessState.RUNNING:  # stopped meanwhile
             return
-        self._pool.tasks = [
+        self._pool.tasks = tuple(
             asyncio.get_running_loop().create_task(
                 self._runner.work(), name=f"{self.name}-worker-{i}"
             )
             for i in range(self.config.concurrency)
-        ]
+        )
         for trigger_id, trigger in self._changes.triggers:
             if trigger_id not in self._runners:  # one added by a session_start hook runs already
-                self._start_trigger(trigger_id, trigger)
+                self._triggers.start(trigger_id, trigger)
 
     def use_queue(self, queue: StreamQueue) -> None:
         """Keep this process's events in ``queue`` (a cluster's Redis stream) from now on.
 
         Only before the first start, with nothing queued: ProcessStateError otherwise."""
-        if self.state != ProcessState.CREATED or self._queue.qsize() or self._journal:
+        if self.state != ProcessState.CREATED or self._live.queue.qsize() or self._journal:
             raise ProcessStateError(
                 f"process {self.name!r}: a queue backend is chosen before its first start, "
                 "with nothing queued and no journal (a cluster keeps its events in Redis)"
             )
         queue.redact = self.redactor.declared.value
         queue.dead_letter = self._dead
-        self._queue = self._stream = queue
+        self._live.queue = self._live.stream = queue
 
     def _start_failed(self) -> None:
         """A process whose start failed runs nothing, so it holds no journal lease: another
@@ -638,35 +558,37 @@ class AgentProcess:
             self._journal.release()
 
     def _open_mode_tools(self) -> list[Tool]:
-        from ._open_mode import open_mode_tools
+        from ._open_mode import ChildSpawner, open_mode_tools
 
+        if self._spawner is None:
+            self._spawner = ChildSpawner(self, self._hooks, self._live)
         return open_mode_tools(self, self._spawner)
 
     def _recover(self) -> dict[str, Any] | None:
         """Requeue what the journal says was unfinished (first start of this object only)."""
         from ._recovery import recover
 
-        if self._stream is not None:  # a cluster's stream: what its claim() took over
-            return self._stream.take_recovered()
+        if self._live.stream is not None:  # a cluster's stream: what its claim() took over
+            return self._live.stream.take_recovered()
         if self._journal is None or self._recovered_once:
             return None
         self._recovered_once = True
         recovered = recover(
             self._journal,
-            self._queue,
+            self._live.queue,
             max_retries=self.config.max_retries,
             dead_letters=self.dead_letters,
             dead_letter=self._dead,
-            enqueue=self._enqueue,
+            enqueue=self._intake.enqueue,
         )
         return self._durable.recover(recovered)  # runs resume; conversation and state back
 
     async def stop(self, *, reason: str = "stop") -> None:
-        """Fire session_end, stop triggers, let runs finish (up to stop_timeout), then stop.
+        """Dispatch session_end, stop triggers, let runs finish (up to stop_timeout), then stop.
 
         Events still queued are dead-lettered ("process stopped") and can be redelivered.
         """
-        self._emitter.guard("stop")
+        self._hooks.guard("stop")
         me = asyncio.current_task()  # a deferred call awaiting this stop is not cancelled by it
         self._stop_waiters.add(me)
         try:
@@ -707,17 +629,17 @@ class AgentProcess:
         restarting = reason == "restart"
         try:
             if not was_failed:
-                await self._session_end(reason)
+                await self._owner.session_ended(reason)
         finally:  # a session_end hook raising what the engine does not isolate still stops it
             await self._teardown.run(ProcessState.STOPPED, restarting=restarting)
             if not restarting:  # its session's files, once its hooks (async ones too) are done
-                from ._parts import forget_session
+                from ._builders import forget_session
 
                 forget_session(self.process_id)
 
     async def restart(self) -> None:
         """session_end (reason "restart"), teardown, then session_start with restart=True."""
-        self._emitter.guard("restart")
+        self._hooks.guard("restart")
         if self.state in (ProcessState.RUNNING, ProcessState.FAILED):
             await self.stop(reason="restart")
         self.restart_count += 1
@@ -733,9 +655,9 @@ class AgentProcess:
 
     async def aclose(self) -> None:
         """Release the model's connections (after stop)."""
-        if self._model is not None:
-            await self._model.aclose()
-            self._model = None
+        if self._live.model is not None:
+            await self._live.model.aclose()
+            self._live.model = None
 
     # -- events in -------------------------------------------------------------------------
 
@@ -747,33 +669,24 @@ class AgentProcess:
         """The task_completed outcome an event was decided with (``success``, ``failed``,
         ``blocked``, ``dead_lettered``; never ``retrying``), waiting up to ``timeout`` seconds
         for it; None when it is not decided by then. The last 1000 decided are kept."""
-        return await self._runner.outcome(event_id, timeout)
+        return await self._outcomes.wait(event_id, timeout)
 
-    def _enqueue(self, event: TriggerEvent, attempts: int) -> bool:
-        """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered."""
-        return self._intake.enqueue(event, attempts)
+    async def inject_trigger(
+        self, trigger_id: str, trigger_type: str, payload: dict[str, Any]
+    ) -> str:
+        """Build a TriggerEvent of what a trigger saw and inject it; return its id."""
+        return await self._intake.inject_trigger(trigger_id, trigger_type, payload)
 
     async def fire(self, trigger_id: str, trigger_type: str, payload: dict[str, Any]) -> str:
-        """Build a TriggerEvent from a trigger and inject it."""
-        return await self.inject(TriggerEvent(trigger_id, trigger_type, payload))
+        """Deprecated alias of inject_trigger()."""
+        warnings.warn(
+            "AgentProcess.fire() is deprecated; use inject_trigger()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return await self.inject_trigger(trigger_id, trigger_type, payload)
 
     # -- triggers --------------------------------------------------------------------------
-
-    def _start_trigger(self, trigger_id: str, trigger: TriggerConfig) -> None:
-        """Start the runner of a cron or file-watch trigger; one runner per id, never two."""
-        if trigger_id in self._runners:
-            raise ProcessStateError(f"trigger {trigger_id!r} of {self.name!r} already runs")
-        runner: TriggerRunner
-        if isinstance(trigger, CronTrigger):
-            runner = CronRunner(trigger_id, trigger, redact=self.redactor.text)
-        elif isinstance(trigger, FileWatchTrigger):
-            runner = FileWatchRunner(
-                trigger_id, trigger, self._intake.file_changed, redact=self.redactor.text
-            )
-        else:  # webhook and event triggers are fed from outside (HTTP layer, runtime)
-            return
-        self._runners[trigger_id] = runner
-        runner.start(self.fire)
 
     @property
     def webhook_triggers(self) -> list[tuple[str, WebhookTrigger]]:
@@ -797,31 +710,8 @@ class AgentProcess:
 
     async def _child_stopped(self, child: AgentProcess) -> None:
         if self.children.pop(child.name, None) is not child:
-            return  # told already (a failed child stopped again): subagent_stop fires once
-        await self._emit(
-            HookEvent.SUBAGENT_STOP, {"process_name": child.name, "state": child.state.value}
-        )
-
-    # -- supervision and teardown ----------------------------------------------------------
-
-    def _enter(self, state: ProcessState) -> None:
-        self.state = state
-
-    def _halting(self) -> None:
-        self._stopping = True
-
-    def _ended(self, state: ProcessState) -> None:
-        self.state = state
-        self._running_loop = None
-
-    async def _tell_parent(self) -> None:
-        assert self.parent is not None
-        await self.parent._child_stopped(self)
-
-    async def _restart_after_crash(self) -> None:
-        self.restart_count += 1
-        self.state = ProcessState.STOPPED
-        await self.start(_restart=True)
+            return  # told already (a failed child stopped again): subagent_stop is dispatched once
+        await self._hooks.subagent_stop(child.name, child.state.value)
 
     # -- status ----------------------------------------------------------------------------
 
@@ -833,7 +723,7 @@ class AgentProcess:
             "state": self.state.value,
             "invocation_count": self.invocation_count,
             "hook_count": len(self.hooks),
-            "queue_size": self._queue.qsize() + self._rewinder.waiting,
+            "queue_size": self._live.queue.qsize() + self._rewinder.waiting,
             "in_flight": len(self._pool.inflight),
             "retrying": len(self._runner.retries),
             "dead_letter_count": len(self._letters.entries),
@@ -855,11 +745,7 @@ class AgentProcess:
             # The journal file deleted or replaced while open (None: there, or no journal).
             "journal_file": self.journal_file,
             # Triggers whose runner ended with an error: they fire no more until a restart.
-            "trigger_errors": {
-                i: self.redactor.text(describe(r.error))
-                for i, r in self._runners.items()
-                if r.error is not None
-            },
+            "trigger_errors": self._triggers.errors(),
             # Each declared MCP server's connection (state, tools, last error).
             "mcp_servers": self._changes.mcp_status(),
             # Model tokens and cost so far (by the pricing), and today's cost.
@@ -868,3 +754,42 @@ class AgentProcess:
 
 
 AgentProcess.__module__ = "tether"
+
+
+class _Owner:
+    """What the process's supervision (Supervised) and teardown (Owner) ask of it beyond its
+    state: the process says how, they say when."""
+
+    __slots__ = ("_process",)
+
+    def __init__(self, process: AgentProcess) -> None:
+        self._process = process
+
+    def session_ended(self, reason: str) -> Awaitable[DispatchResult]:
+        p = self._process
+        return p._hooks.session_end(reason, p.invocation_count, p._changes.meter.to_dict())
+
+    async def pause(self) -> None:
+        await self._process._teardown.pause()
+
+    async def restart_after_crash(self) -> None:
+        self._process.restart_count += 1
+        self._process.state = ProcessState.STOPPED
+        await self._process.start(_restart=True)
+
+    async def fail(self) -> None:
+        await self._process._teardown.run(ProcessState.FAILED)
+
+    def children(self) -> Iterable[Child]:
+        return self._process.children.values()
+
+    def model_held(self) -> Model | None:
+        return self._process._live.model if self._process.parent is None else None
+
+    def stores(self) -> Iterable[object]:
+        p = self._process
+        return (p._journal, p._history_store, p.plugins.artifacts, p._durable)
+
+    async def stopped(self) -> None:
+        if self._process.parent is not None:
+            await self._process.parent._child_stopped(self._process)

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
 
 from ._changes import check_source
 from ._errors import ProcessBusyError
 
 if TYPE_CHECKING:
     from ..agent import AgentContext
-    from ._changes import Saved
+    from ._changes import ConfigChanges
     from ._event import TriggerEvent
+    from ._state import LiveState
 
 __all__ = ["REWIND_WAIT", "Rewinder"]
 
@@ -37,53 +37,47 @@ _POLL: Final = 0.005
 class Rewinder:
     """Rewinds of one process's conversation, and the events its workers hold meanwhile.
 
-    Workers take their next event here (``next_event``): a given-back one first, then the
-    queue's (``queue`` answers the process's queue now: a cluster's may replace the first).
-    ``busy`` is the process's map of the workers running an event now; ``serialised`` and
-    ``apply_change`` (the configuration changes') order a rewind among them and fire its
-    config_change.
+    Workers take a given-back event first (``given_back``), then the queue's (the process's
+    queue now, in ``live``: a cluster's may replace the first). ``busy`` is the process's map
+    of the workers running an event now; its configuration ``changes`` order a rewind among
+    them and dispatch its config_change.
     """
 
     def __init__(
         self,
-        name: str,
+        live: LiveState,
         context: AgentContext,
-        queue: Callable[[], asyncio.Queue[tuple[TriggerEvent, int]]],
         busy: Mapping[asyncio.Task[None], str],
-        *,
-        serialised: Callable[[str, float | None], AbstractAsyncContextManager[None]],
-        apply_change: Callable[
-            [str, str, Callable[[], Any], Callable[[], Saved] | None, dict[str, Any]],
-            Awaitable[bool],
-        ],
+        changes: ConfigChanges,
     ) -> None:
-        self.name = name
+        self.name = changes.name
         self.context = context
-        self._queue = queue
+        self._live = live
         self._busy = busy
-        self._serialised = serialised
-        self._apply_change = apply_change
+        self._changes = changes
         #: Set while a rewind is under way: workers wait on it before taking the next event.
         self.held: asyncio.Event | None = None
-        self._rewinds = asyncio.Lock()
+        # One rewind at a time (a Lock made at the first: a process never rewound holds none).
+        self._rewinds: asyncio.Lock | None = None
         # Events a worker took from the queue but did not run, ahead of the queue: the next
         # worker takes them first. Each is still an unfinished task of the queue (one get(),
         # not yet task_done()) until it runs or is dead-lettered.
-        self._given_back: deque[tuple[TriggerEvent, int]] = deque()
+        # (Made at the first given back.)
+        self._given_back: deque[tuple[TriggerEvent, int]] | None = None
         # Events workers took and hold until the rewind is over: still waiting to run.
         self._holding = 0
 
     @property
     def waiting(self) -> int:
         """Events taken from the queue that wait to run (given back, or held by a worker)."""
-        return len(self._given_back) + self._holding
+        return len(self._given_back or ()) + self._holding
 
     async def rewind(
         self, messages: int, *, source: str = "operator", timeout: float = REWIND_WAIT
     ) -> bool:
         """Drop the newest ``messages`` messages of the conversation; True if applied.
 
-        Fires config_change with change "rewind", ``dropped``, ``size_before``, ``size_after``
+        Dispatches config_change with change "rewind", ``dropped``, ``size_before``, ``size_after``
         and ``dropping`` (the messages); an agent's rewind is refused by a block. Waits up to
         ``timeout`` seconds in all for an earlier rewind, the runs in flight (no new run
         starts meanwhile) and a configuration change still applying, then raises
@@ -102,6 +96,8 @@ class Rewinder:
         deadline = asyncio.get_running_loop().time() + timeout
         try:
             async with asyncio.timeout_at(deadline):
+                if self._rewinds is None:
+                    self._rewinds = asyncio.Lock()
                 await self._rewinds.acquire()
         except TimeoutError:
             raise ProcessBusyError(
@@ -139,8 +135,8 @@ class Rewinder:
                 "size_after": size - messages,
                 "dropping": dropping,
             }
-            async with self._serialised("rewind", deadline):
-                return await self._apply_change("rewind", source, apply, None, details)
+            async with self._changes.serialised("rewind", deadline):
+                return await self._changes.apply_change("rewind", source, apply, None, details)
         finally:
             self.held = None
             held.set()
@@ -173,20 +169,22 @@ class Rewinder:
 
     def give_back(self, event: TriggerEvent, attempts: int) -> None:
         """Hold an event a worker took but did not run ahead of the queue (never dropped)."""
+        if self._given_back is None:
+            self._given_back = deque()
         self._given_back.append((event, attempts))
 
-    async def next_event(self) -> tuple[TriggerEvent, int]:
-        """The next event for a worker: a given-back one first, else the queue's next."""
-        if self._given_back:
-            return self._given_back.popleft()
-        return await self._queue().get()
+    def given_back(self) -> tuple[TriggerEvent, int] | None:
+        """The next event given back, which a worker takes before the queue's; None when
+        none is. (A plain call: an idle worker waits on the queue alone, no coroutine of
+        this object's in between.)"""
+        return self._given_back.popleft() if self._given_back else None
 
     def take_waiting(self) -> list[tuple[TriggerEvent, int]]:
         """Take every event waiting to run, given-back ones first, each marked done in the
         queue (the caller dead-letters them)."""
-        waiting = list(self._given_back)
-        self._given_back.clear()
-        queue = self._queue()
+        waiting = list(self._given_back or ())
+        self._given_back = None
+        queue = self._live.queue
         while not queue.empty():
             waiting.append(queue.get_nowait())
         for _ in waiting:

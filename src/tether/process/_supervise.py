@@ -11,16 +11,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..hooks._hook import CLOSING
 from ._state import ProcessState
 
 if TYPE_CHECKING:
-    from ._config import RestartPolicy
+    from .._redact import Redactor
+    from ._state import LiveState
 
-__all__ = ["Lifecycle", "Supervisor", "cleanly", "describe", "is_fatal"]
+__all__ = ["Supervised", "Supervisor", "cleanly", "describe", "is_fatal"]
 
 logger = logging.getLogger("tether.process")
 
@@ -52,39 +52,40 @@ async def cleanly(step: Awaitable[Any], what: str, redact: Callable[[str], str])
         logger.error("%s failed during the teardown: %s", what, redact(describe(exc)))
 
 
-@dataclass(frozen=True, slots=True)
-class Lifecycle:
-    """What a Supervisor may do to its process: the process says how, the supervisor when."""
+class Supervised(Protocol):
+    """What a Supervisor may do to its process, beyond its state: the process says how, the
+    supervisor when."""
 
-    #: Whether a stop is under way (it wins over a restart).
-    stopping: Callable[[], bool]
-    #: Enter a state (FAILED at a crash).
-    enter: Callable[[ProcessState], None]
-    #: Fire session_end with a reason ("restart" or "stop").
-    session_end: Callable[[str], Awaitable[Any]]
-    #: Stop the triggers and workers, keeping what waits to run (for the restart).
-    pause: Callable[[], Awaitable[None]]
-    #: Start again (counted as a restart).
-    restart: Callable[[], Awaitable[None]]
-    #: Tear down for good (the process ends FAILED).
-    fail: Callable[[], Awaitable[None]]
+    def session_ended(self, reason: str) -> Awaitable[Any]:
+        """Dispatch session_end with ``reason`` ("restart" or "stop")."""
+        ...
+
+    async def pause(self) -> None:
+        """Stop the triggers and workers, keeping what waits to run (for the restart)."""
+
+    async def restart_after_crash(self) -> None:
+        """Start again (counted as a restart)."""
+
+    async def fail(self) -> None:
+        """Tear down for good (the process ends FAILED)."""
 
 
 class Supervisor:
     """Watches one process's failures and restarts it by its policy (see the module
-    docstring). ``policy`` is read at each decision: a change of it applies at the next."""
+    docstring). The policy (``config.restart`` of the process's state, ``live``) is read at
+    each decision: a change of it applies at the next. ``process`` is what it supervises."""
 
     def __init__(
         self,
         name: str,
-        policy: Callable[[], RestartPolicy],
-        redact: Callable[[str], str],
-        lifecycle: Lifecycle,
+        live: LiveState,
+        redactor: Redactor,
+        process: Supervised,
     ) -> None:
         self.name = name
-        self._policy = policy
-        self._redact = redact
-        self._lifecycle = lifecycle
+        self._live = live
+        self._redactor = redactor
+        self._process = process
         self.last_error: str | None = None
         self._auto_restarts = 0  # what the restart policy counts: restart() calls are not
         self._consecutive_failures = 0
@@ -121,45 +122,45 @@ class Supervisor:
 
     def crash_if_failing(self, error: str) -> None:
         """Too many failed runs in a row (the policy says how many) is a crash."""
-        if self._consecutive_failures >= self._policy().max_consecutive_failures:
+        if self._consecutive_failures >= self._live.config.restart.max_consecutive_failures:
             self.crashed(f"{self._consecutive_failures} runs failed in a row; last: {error}")
 
     def crashed(self, error: str) -> None:
         """Enter FAILED and, if the restart policy allows, restart after a backoff."""
-        if self._supervising is not None or self._lifecycle.stopping():
+        if self._supervising is not None or self._live.ending:
             return  # a stop() under way (still in session_end) wins over a restart
         self.last_error = error
         logger.error("process %s failed: %s", self.name, error)
         self._supervising = asyncio.get_running_loop().create_task(self._supervise())
 
     async def _supervise(self) -> None:
-        policy = self._policy()
+        policy = self._live.config.restart
         will_restart = policy.policy == "on_failure" and self._auto_restarts < policy.max_restarts
-        life = self._lifecycle
-        life.enter(ProcessState.FAILED)
+        process = self._process
+        self._live.state = ProcessState.FAILED
         try:
-            await life.session_end("restart" if will_restart else "stop")
+            await process.session_ended("restart" if will_restart else "stop")
         except BaseException as exc:  # a hook raising what the engine does not isolate
             if is_fatal(exc):
                 raise
-            error = self._redact(repr(exc))
+            error = self._redactor.text(repr(exc))
             logger.error("session_end of %s raised %s; supervising on", self.name, error)
         if will_restart:
-            await life.pause()
+            await process.pause()
             await asyncio.sleep(min(policy.backoff * (2**self._auto_restarts), policy.backoff_max))
             self._auto_restarts += 1
             self._consecutive_failures = 0
             self._supervising = None
             try:
-                await life.restart()
+                await process.restart_after_crash()
             except BaseException as exc:  # e.g. a session_start hook: a crash, supervised too
                 if is_fatal(exc):
                     raise
-                self.crashed(f"restart failed: {self._redact(repr(exc))}")
+                self.crashed(f"restart failed: {self._redactor.text(repr(exc))}")
         else:
             self._supervising = None  # no restart coming: inject() dead-letters from here on
             self.failing = asyncio.current_task()
             try:
-                await life.fail()
+                await process.fail()
             finally:
                 self.failing = None

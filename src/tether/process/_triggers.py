@@ -13,14 +13,20 @@ import stat
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .._redact import redacted_trace
 from ..hooks._hook import CLOSING
 from ._config import CronTrigger, FileWatchTrigger, split_zone
-from ._supervise import is_fatal
+from ._errors import ProcessStateError
+from ._supervise import describe, is_fatal
 
-__all__ = ["CronRunner", "FileWatchRunner", "TriggerRunner"]
+if TYPE_CHECKING:
+    from .._redact import Redactor
+    from ._config import TriggerConfig
+    from ._intake import Intake
+
+__all__ = ["CronRunner", "FileWatchRunner", "TriggerRunner", "TriggerRunners"]
 
 logger = logging.getLogger("tether.process")
 
@@ -355,3 +361,56 @@ class FileWatchRunner(TriggerRunner):
                 # report holds its inotify descriptors until then.
                 await watcher.aclose()
         return set()  # (the watcher ends only when stopped)
+
+
+class TriggerRunners:
+    """The runners of one process's cron and file-watch triggers, by trigger id.
+
+    What they see goes in through the process's ``intake`` (a file change through its
+    file_changed hooks first). Webhook and event triggers have no runner: the HTTP layer and
+    the runtime feed them.
+    """
+
+    def __init__(self, name: str, intake: Intake, redactor: Redactor) -> None:
+        self.name = name
+        self._intake = intake
+        self._redactor = redactor
+        #: The runners by trigger id (one per id, never two).
+        self.runners: dict[str, TriggerRunner] = {}
+
+    def start(self, trigger_id: str, trigger: TriggerConfig) -> None:
+        """Start the runner of a cron or file-watch trigger; ProcessStateError when one of
+        that id runs already."""
+        if trigger_id in self.runners:
+            raise ProcessStateError(f"trigger {trigger_id!r} of {self.name!r} already runs")
+        runner: TriggerRunner
+        if isinstance(trigger, CronTrigger):
+            runner = CronRunner(trigger_id, trigger, redact=self._redactor.text)
+        elif isinstance(trigger, FileWatchTrigger):
+            runner = FileWatchRunner(
+                trigger_id, trigger, self._intake.file_changed, redact=self._redactor.text
+            )
+        else:  # webhook and event triggers are fed from outside (HTTP layer, runtime)
+            return
+        self.runners[trigger_id] = runner
+        runner.start(self._intake.inject_trigger)
+
+    async def stop(self, trigger_id: str) -> None:
+        """Stop the runner of ``trigger_id``, if it has one."""
+        runner = self.runners.pop(trigger_id, None)
+        if runner is not None:
+            await runner.stop()
+
+    async def stop_all(self) -> None:
+        for runner in list(self.runners.values()):
+            await runner.stop()
+        self.runners.clear()
+
+    def errors(self) -> dict[str, str]:
+        """What ended each runner that ended with an error (redacted): its trigger fires no
+        more until a restart."""
+        return {
+            trigger_id: self._redactor.text(describe(runner.error))
+            for trigger_id, runner in self.runners.items()
+            if runner.error is not None
+        }

@@ -9,24 +9,26 @@ asks for what cannot be built.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..agent import AgentLoop, Tool, as_tool
-from ..hooks import HookEvent, HookManager
+from ..hooks import HookManager
 from ..hooks._prompt import DEFAULT_MODELS
 
 if TYPE_CHECKING:
     from .._redact import Redactor
-    from ..agent import AgentContext, BudgetTracker, UsageMeter
-    from ..agent._loop import Emit
-    from ..agent._observer import Observer
+    from ..agent import AgentContext
     from ..agent._transcript import TranscriptFile
     from ..models import Model
+    from ._changes import ConfigChanges
     from ._config import ProcessConfig
+    from ._lifecycle import ProcessHooks
+    from ._state import LiveState
 
 __all__ = [
-    "agent_loop",
+    "agent_loop_of",
     "forget_session",
     "hook_metadata",
     "hooks_of",
@@ -57,14 +59,20 @@ def hooks_of(
     config: ProcessConfig,
     shared: HookManager | None,
     parent: HookManager | None,
-    model: Callable[[], Model | None],
+    live: LiveState,
 ) -> HookManager:
     """A process's hook manager: its own hooks, then its parent's, then the shared.
 
-    ``model`` answers the process's model (made when it starts), which prompt hooks that
-    name none ask; the process hands it weakly, as the table is keyed by the manager it holds.
+    Prompt hooks that name no model ask the process's (``live.model``, made when it starts),
+    read weakly: the table is keyed by the manager, which the process holds.
     """
     hooks = HookManager(default_timeout=config.hook_timeout)
+    state = weakref.ref(live)
+
+    def model() -> Model | None:
+        now = state()
+        return None if now is None else now.model
+
     DEFAULT_MODELS[hooks] = model
     if parent is not None:
         hooks.inherit(parent)
@@ -92,40 +100,36 @@ def model_of(config: ProcessConfig) -> Model:
     return resolve_model(model)
 
 
-def agent_loop(
-    name: str,
-    config: ProcessConfig,
-    model: Model,
+def agent_loop_of(
+    live: LiveState,
+    hooks: ProcessHooks,
+    changes: ConfigChanges,
     context: AgentContext,
-    *,
-    emit: Emit,
-    tools: list[Tool],
-    budget: BudgetTracker | None,
-    redactor: Redactor,
-    observer: Observer | None,
     open_mode_tools: Callable[[], list[Tool]],
-    meter: UsageMeter | None = None,
-    listens: Callable[[HookEvent], bool] | None = None,
 ) -> AgentLoop:
-    """The agent loop of a started process, with the built-in tools its configuration asks
-    for: ``update_state`` (context.state_tool) and, in open mode, ``open_mode_tools()``."""
-    loop = AgentLoop(
+    """The agent loop of a started process (its state's configuration, model and observer;
+    its hook points; the tools, budget and meter of its configuration now), with the built-in
+    tools its configuration asks for: ``update_state`` (context.state_tool) and, in open
+    mode, ``open_mode_tools()``."""
+    config, model = live.config, live.model
+    assert model is not None  # (made first by the start)
+    made = AgentLoop(
         model=model,
         instructions=config.instructions,
         mission=config.mission,
         context=context,
-        emit=emit,
-        tools=tools,
+        emit=hooks.dispatch_in_worker,
+        tools=changes.tools,
         approval=config.approval,
-        budget=budget,
-        redactor=redactor,
-        process_id=name,
+        budget=changes.budget,
+        redactor=hooks.redactor,
+        process_id=hooks.name,
         max_turns=config.max_turns,
         max_continuations=config.max_continuations,
         tool_timeout=config.tool_timeout,
-        observer=observer,
-        meter=meter,
-        listens=listens,
+        observer=live.observer,
+        meter=changes.meter,
+        listens=hooks.listens,
     )
     if config.context.state_tool:
 
@@ -134,11 +138,11 @@ def agent_loop(
             context.update_state(key, value)
             return f"state[{key!r}] saved"
 
-        loop.add_tool(update_state)
+        made.add_tool(update_state)
     if config.execution_mode == "open":
         for tool in open_mode_tools():
-            loop.add_tool(tool)
-    return loop
+            made.add_tool(tool)
+    return made
 
 
 def hook_metadata(
@@ -167,7 +171,7 @@ def hook_metadata(
 def transcript_file(
     metadata: dict[str, str], process_id: str, redactor: Redactor
 ) -> TranscriptFile | None:
-    """The Claude Code transcript a process's loop writes, if its hooks read one."""
+    """The Claude Code transcript a process's agent loop writes, if its hooks read one."""
     path = metadata.get("transcript_path")
     if path is None:
         return None

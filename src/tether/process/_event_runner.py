@@ -1,9 +1,10 @@
 """The event path: workers take events and make one attempt of each, to an outcome.
 
-An attempt journals its event ``running``, renders the prompt, fires user_prompt_submit, runs
-the guardrails and the budget check, then the agent loop; it ends in exactly one
-task_completed: ``success``, ``blocked``, ``dead_lettered`` (refused), ``retrying`` (a retry
-is scheduled with backoff) or ``failed`` (no retries left: dead-lettered). A worker whose run
+An attempt journals its event ``running``, renders the prompt, dispatches user_prompt_submit,
+runs the guardrails and the budget check, then the agent loop; it ends in exactly one
+task_completed (through Outcomes.complete): ``success``, ``blocked``, ``dead_lettered``
+(refused), ``retrying`` (a retry is scheduled with backoff) or ``failed`` (no retries left:
+dead-lettered). A worker whose run
 raises what nothing isolates is a crash: its event is dead-lettered and the process supervised.
 
 An event whose run is under way is in ``WorkerPool.inflight`` until its fate is decided; one
@@ -16,8 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Final
 
 from ..agent import (
@@ -26,110 +26,77 @@ from ..agent import (
     RunResult,
     Tool,
     Usage,
-    UsageMeter,
     permission_denied,
     scan,
     scan_payload,
 )
-from ..hooks import DispatchResult, HookEvent
 from ..models import ModelConfigError
 from ._event import CURRENT_EVENT, TriggerEvent, render_prompt
 from ._extensions import extensions_for_run, render_for_run
 from ._supervise import describe, is_fatal
 
 if TYPE_CHECKING:
-    from .._redact import Redactor
-    from ..agent import AgentLoop, BudgetTracker
-    from ..agent._observer import Note, Observer
-    from ..hooks import HookManager
     from ..models import Model
     from ..store import Journal
-    from ._config import ProcessConfig
+    from ._changes import ConfigChanges
     from ._dead_letters import DeadLetterBox
     from ._durable import DurableRuns
+    from ._intake import Intake
     from ._journaling import JournalWrites
+    from ._lifecycle import ProcessHooks
+    from ._outcomes import Outcomes
     from ._rewind import Rewinder
-    from ._state import ProcessState
-    from ._stopping import WorkerPool
-    from ._stream_queue import StreamQueue
+    from ._state import LiveState, ProcessState
     from ._supervise import Supervisor
+    from ._workers import WorkerPool
 
-__all__ = ["TRANSCRIPTS_KEPT", "EventRunner", "Live"]
+__all__ = ["TRANSCRIPTS_KEPT", "EventRunner"]
 
 logger = logging.getLogger("tether.process")
 
 #: Run transcripts kept for plugins (converse) after a task completes.
 TRANSCRIPTS_KEPT: Final = 100
-#: Decided outcomes kept for ``EventRunner.outcome`` (the last events decided).
-OUTCOMES_KEPT: Final = 1000
-
-#: Dispatches a hook event with the process's data redacted: (event, data), to await.
-Emit = Callable[[HookEvent, dict[str, Any]], Awaitable[DispatchResult]]
-
-
-@dataclass(frozen=True, slots=True)
-class Live:
-    """What a process's event collaborators read of it at each use: it changes while the
-    process lives (a configuration change, a cluster's queue, an observer, a stop)."""
-
-    config: Callable[[], ProcessConfig]
-    state: Callable[[], ProcessState]
-    #: A stop, or a crash's pause, is under way: workers take no new event.
-    stopping: Callable[[], bool]
-    queue: Callable[[], asyncio.Queue[tuple[TriggerEvent, int]]]
-    #: The cluster's Redis stream, when the process keeps its events there.
-    stream: Callable[[], StreamQueue | None]
-    observer: Callable[[], Observer | None]
 
 
 class EventRunner:
     """The workers' loop and each attempt of an event (see the module docstring).
 
-    It is handed the process's collaborators it drives (its workers, rewinds, supervision,
-    dead letters and journal writes), what it reads of the process now (``live``), the agent
-    loop and budget of the moment, its hook dispatches (``emit``; ``emit_worker`` for code
-    that only runs inside a worker) and ``enqueue`` (to queue a retry).
+    It is handed the process's state (``live``: its configuration, queue, agent loop and
+    observer now) and the collaborators it drives: its hook points (``hooks``), workers,
+    rewinds, supervision, outcomes, dead letters, intake (to queue a retry), configuration
+    (the budget of the moment), journal and its writes, and durable runs.
     """
 
     def __init__(
         self,
-        name: str,
-        redactor: Redactor,
-        hooks: HookManager,
+        live: LiveState,
+        hooks: ProcessHooks,
         *,
-        live: Live,
         pool: WorkerPool,
         rewinder: Rewinder,
         supervisor: Supervisor,
+        outcomes: Outcomes,
         letters: DeadLetterBox,
+        intake: Intake,
+        changes: ConfigChanges,
         journal: Journal | None,
         writes: JournalWrites,
-        loop: Callable[[], AgentLoop | None],
-        budget: Callable[[], BudgetTracker | None],
-        emit: Emit,
-        emit_worker: Callable[..., Coroutine[Any, Any, DispatchResult]],
-        enqueue: Callable[[TriggerEvent, int], bool],
-        meter: UsageMeter | None = None,
         durable: DurableRuns,
     ) -> None:
-        self.name = name
-        self.redactor = redactor
-        self.hooks = hooks
+        self.name = hooks.name
+        self.redactor = hooks.redactor
+        self.hooks = hooks.manager
+        self._hooks = hooks
         self._live = live
         self._pool = pool
         self._rewinder = rewinder
         self._supervision = supervisor
+        self._outcomes = outcomes
         self._letters = letters
+        self._intake = intake
+        self._changes = changes
         self._journal = journal
         self._writes = writes
-        self._loop = loop
-        self._budget = budget
-        self._emit = emit
-        self._emit_worker = emit_worker
-        self._enqueue = enqueue
-        self._meter = meter if meter is not None else UsageMeter()
-        #: The model usage of each attempt whose run is under way or not yet completed.
-        self._usage: dict[str, Usage] = {}
         self._durable = durable
         # The pool's own (never rebound), read on every event's path.
         self._inflight = pool.inflight
@@ -139,16 +106,13 @@ class EventRunner:
         #: Events waiting for a retry's timer: (timer, event, attempts so far).
         self.retries: dict[str, tuple[asyncio.TimerHandle, TriggerEvent, int]] = {}
         # Events whose run was cancelled by stop() or a restart: (event, attempt cut off).
-        self._cut_off: list[tuple[TriggerEvent, int]] = []
+        # (A tuple replaced as a whole, as the other records here that are mostly empty: the
+        # empty one is shared, and a process that never ran holds none of its own.)
+        self._cut_off: tuple[tuple[TriggerEvent, int], ...] = ()
         #: The run transcript of each of the last TRANSCRIPTS_KEPT events, by id.
         self.transcripts: dict[str, list[dict[str, Any]]] = {}
         #: The model.for_run answer of each kept transcript (None: the process's model).
         self.run_models: dict[str, Model | None] = {}
-        #: The note of each task attempt under way, while an observer is set.
-        self._task_notes: dict[str, Note] = {}
-        #: The outcome of each of the last OUTCOMES_KEPT events decided (not "retrying").
-        self.outcomes: dict[str, str] = {}
-        self._waiting: dict[str, list[asyncio.Future[str]]] = {}
 
     # -- the worker ------------------------------------------------------------------------
 
@@ -156,17 +120,18 @@ class EventRunner:
         """One worker: take events and attempt each, until a stop or a crash's restart."""
         me = asyncio.current_task()
         assert me is not None
-        stopping, rewinder = self._live.stopping, self._rewinder
+        live, rewinder = self._live, self._rewinder
         # After a crash (a supervisor is set) workers take no new events: they wait for the
         # restart.
-        while not (stopping() or self._supervision.restarting or me in self._abandoned):
+        while not (live.stopping or self._supervision.restarting or me in self._abandoned):
             if rewinder.held is not None:  # a rewind() waits for the runs in flight: no new one
                 await rewinder.held.wait()
                 continue
-            event, attempts = await rewinder.next_event()  # a given-back event first
+            # A given-back event first, then the queue's next.
+            event, attempts = rewinder.given_back() or await live.queue.get()
             if rewinder.held is not None:  # taken while a rewind began: run it once it is over
                 await rewinder.wait_out(event, attempts)
-            if stopping() or self._supervision.restarting:
+            if live.stopping or self._supervision.restarting:
                 rewinder.give_back(event, attempts)
                 return
             await self._take(me, event, attempts + 1)
@@ -181,7 +146,7 @@ class EventRunner:
                 return
             if is_fatal(exc):
                 if isinstance(exc, asyncio.CancelledError) and event.event_id in self._inflight:
-                    self._cut_off.append((event, attempt))  # by stop() or a restart
+                    self._cut_off += ((event, attempt),)  # by stop() or a restart
                 raise
             # A bug in the machinery, or a hook, model or tool raising what no layer
             # isolates (a BaseException, a stray CancelledError): supervise, never lose it.
@@ -190,84 +155,14 @@ class EventRunner:
             if me not in self._abandoned:  # (its event id may be running again by now)
                 self._inflight.pop(event.event_id, None)
                 self._busy.pop(me, None)
-            self._live.queue().task_done()
+            self._live.queue.task_done()
 
-    def complete(
-        self,
-        event: TriggerEvent,
-        outcome: str,
-        duration_ms: float,
-        error: str | None,
-        *,
-        worker: bool = False,
-    ) -> Awaitable[DispatchResult]:
-        """task_completed of ``event`` (to await: no coroutine of its own). ``worker``: fired
-        from inside a worker, which the pool's ``busy`` already marks."""
-        if self._task_notes:
-            note = self._task_notes.get(event.event_id)
-            if note is not None:
-                note.outcome, note.error = outcome, error
-        if outcome != "retrying":
-            self._decided(event.event_id, outcome)
-        usage = self._usage.pop(event.event_id, None)
-
-        def dispatch() -> Awaitable[DispatchResult]:
-            return (self._emit_worker if worker else self._emit)(
-                HookEvent.TASK_COMPLETED,
-                {
-                    "event_id": event.event_id,
-                    "trigger_id": event.trigger_id,
-                    "trigger_type": event.trigger_type,
-                    "outcome": outcome,
-                    "duration_ms": round(duration_ms, 3),
-                    "error": error,
-                    # This attempt's model calls (None: no run was made), and the process's.
-                    "run_usage": None if usage is None else usage.to_dict(),
-                    "process_usage": self._meter.to_dict(),
-                },
-            )
-
-        stream = self._live.stream()
-        if stream is None:
-            return dispatch()
-        # Only while this host holds the lease; a decided outcome is acknowledged after.
-        return stream.completed(dispatch, event, decided=outcome != "retrying")
-
-    def _decided(self, event_id: str, outcome: str) -> None:
-        self.outcomes.pop(event_id, None)  # (a redelivered event is decided again)
-        self.outcomes[event_id] = outcome
-        if len(self.outcomes) > OUTCOMES_KEPT:
-            self.outcomes.pop(next(iter(self.outcomes)))
-        for waiter in self._waiting.pop(event_id, ()):
-            if not waiter.done():
-                waiter.set_result(outcome)
-
-    async def outcome(self, event_id: str, timeout: float) -> str | None:
-        """The outcome ``event_id`` was decided with, waiting up to ``timeout`` seconds for
-        it; None when it is not decided by then (or was decided too long ago to be kept)."""
-        found = self.outcomes.get(event_id)
-        if found is not None or timeout <= 0:
-            return found
-        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        waiters = self._waiting.setdefault(event_id, [])
-        waiters.append(waiter)
-        try:
-            async with asyncio.timeout(timeout):
-                return await waiter
-        except TimeoutError:
-            return None
-        finally:
-            if waiter in waiters:
-                waiters.remove(waiter)
-            if not waiters and self._waiting.get(event_id) is waiters:
-                del self._waiting[event_id]
-
-    async def _refuse(
+    async def _block(
         self, event: TriggerEvent, attempt: int, started: float, reason: str, error: str
     ) -> None:
         self._inflight.pop(event.event_id, None)
         self._letters.add(event, reason, error, attempt)
-        await self.complete(
+        await self._outcomes.complete(
             event, "dead_lettered", (time.perf_counter() - started) * 1e3, error, worker=True
         )
 
@@ -279,7 +174,7 @@ class EventRunner:
             CURRENT_EVENT.reset(token)
 
     async def _observed_attempt(self, event: TriggerEvent, attempt: int) -> None:
-        observer = self._live.observer()
+        observer = self._live.observer
         if observer is None:
             return await self._attempt(event, attempt)
         with observer.task(
@@ -290,11 +185,11 @@ class EventRunner:
             attempt,
             event.traceparent,
         ) as note:
-            self._task_notes[event.event_id] = note
+            self._outcomes.notes[event.event_id] = note
             try:
                 await self._attempt(event, attempt)
             finally:
-                self._task_notes.pop(event.event_id, None)
+                self._outcomes.notes.pop(event.event_id, None)
 
     # -- one attempt -----------------------------------------------------------------------
 
@@ -304,7 +199,7 @@ class EventRunner:
             await self._writes.landed(
                 event.event_id, self._journal.running, event.event_id, attempt
             )
-        stream = self._live.stream()
+        stream = self._live.stream
         # The attempt counts on the next host, as in recovery; a host that no longer holds
         # the lease starts none (the entry is the next holder's).
         if stream is not None and not await stream.running(event, attempt):
@@ -313,17 +208,17 @@ class EventRunner:
         if prompt is None or not await self._allowed(event, attempt, started, prompt):
             return
         self.invocation_count += 1
-        assert self._loop() is not None
+        assert self._live.agent_loop is not None
         try:
             await self._observed_run(prompt, event)
         except RunBlocked as exc:  # a model-call hook's block: as a blocked prompt's
             self._inflight.pop(event.event_id, None)
             self._letters.add(event, "blocked by hook", str(exc), attempt)
             duration = (time.perf_counter() - started) * 1e3
-            await self.complete(event, "blocked", duration, str(exc), worker=True)
+            await self._outcomes.complete(event, "blocked", duration, str(exc), worker=True)
             return
         except RunRefused as exc:  # a budget refused a model call: as a refused run
-            await self._refuse(event, attempt, started, "budget exceeded", str(exc))
+            await self._block(event, attempt, started, "budget exceeded", str(exc))
             return
         except Exception as exc:
             await self._failed(event, attempt, started, exc)
@@ -334,13 +229,13 @@ class EventRunner:
         if self._journal is not None:
             self._writes.write(event.event_id, self._journal.done, event.event_id)
         self._durable.ended(event.event_id)  # its steps go; conversation and state saved
-        await self.complete(
+        await self._outcomes.complete(
             event, "success", (time.perf_counter() - started) * 1e3, None, worker=True
         )
 
     async def _prompt(self, event: TriggerEvent, attempt: int, started: float) -> str | None:
         """The prompt of the run, as rendered and as user_prompt_submit left it; None when a
-        hook blocked it (the event is dead-lettered and its task_completed fired)."""
+        hook blocked it (the event is dead-lettered and its task_completed dispatched)."""
         prompt = (
             await render_for_run(self.hooks, event, self.name)
             if self.hooks.implemented("prompt.render")  # a coroutine only when one may render
@@ -348,19 +243,11 @@ class EventRunner:
         )
         self.go_on()  # (a prompt.render handler may have swallowed a stop's cancellation)
         shown = self.redactor.declared.text(prompt)
-        gate = await self._emit_worker(
-            HookEvent.USER_PROMPT_SUBMIT,
-            {
-                "prompt": shown,
-                "event_id": event.event_id,
-                "trigger_id": event.trigger_id,
-                "trigger_type": event.trigger_type,
-            },
-        )
+        gate = await self._hooks.user_prompt_submit(event, shown)
         if gate.blocked:
             self._inflight.pop(event.event_id, None)
             self._letters.add(event, "blocked by hook", gate.reason, attempt)
-            await self.complete(
+            await self._outcomes.complete(
                 event, "blocked", (time.perf_counter() - started) * 1e3, gate.reason, worker=True
             )
             return None
@@ -370,16 +257,16 @@ class EventRunner:
     async def _allowed(
         self, event: TriggerEvent, attempt: int, started: float, prompt: str
     ) -> bool:
-        """Whether the guardrails and the budget let the run go; a refusal fires
+        """Whether the guardrails and the budget let the run go; a block dispatches
         permission_denied and dead-letters the event."""
-        rails = self._live.config().guardrails
+        rails = self._live.config.guardrails
         # Scanners may suspend; the payload scan alone never does.
         scanning = scan(rails, event.payload, prompt) if rails.scanners else None
         denial = await scanning if scanning is not None else scan_payload(rails, event.payload)
         self.go_on()
         if denial is not None:
             await permission_denied(
-                self._emit_worker,
+                self._hooks.dispatch_in_worker,
                 "guardrail",
                 None,
                 denial.reason,
@@ -387,13 +274,13 @@ class EventRunner:
                 event_id=event.event_id,
                 trigger_type=event.trigger_type,
             )
-            await self._refuse(event, attempt, started, "guardrail refused", denial.reason)
+            await self._block(event, attempt, started, "guardrail refused", denial.reason)
             return False
-        budget = self._budget()
+        budget = self._changes.budget
         over = budget.check_run() if budget is not None else None
         if over is not None:
             await permission_denied(
-                self._emit_worker,
+                self._hooks.dispatch_in_worker,
                 "budget",
                 None,
                 over.reason,
@@ -403,12 +290,12 @@ class EventRunner:
                 current_value=over.current_value,
                 event_id=event.event_id,
             )
-            await self._refuse(event, attempt, started, "budget exceeded", over.reason)
+            await self._block(event, attempt, started, "budget exceeded", over.reason)
             return False
         return True
 
     async def _observed_run(self, prompt: str, event: TriggerEvent) -> RunResult:
-        observer = self._live.observer()
+        observer = self._live.observer
         if observer is None:
             return await self._run(prompt, event)
         with observer.run(self.name, event.event_id) as note:
@@ -435,12 +322,13 @@ class EventRunner:
     def _start_run(
         self, prompt: str, event: TriggerEvent, model: Model | None, tools: list[Tool]
     ) -> Awaitable[RunResult]:
-        loop = self._loop()
+        loop = self._live.agent_loop
         assert loop is not None
         transcript: list[dict[str, Any]] = []
-        usage = self._usage[event.event_id] = Usage()
-        if len(self._usage) > TRANSCRIPTS_KEPT:  # runs given up on at a stop never complete
-            self._usage.pop(next(iter(self._usage)))
+        usages = self._outcomes.usage
+        usage = usages[event.event_id] = Usage()
+        if len(usages) > TRANSCRIPTS_KEPT:  # runs given up on at a stop never complete
+            usages.pop(next(iter(usages)))
         self.transcripts[event.event_id] = transcript
         self.run_models[event.event_id] = model
         if len(self.transcripts) > TRANSCRIPTS_KEPT:
@@ -468,13 +356,13 @@ class EventRunner:
         self._supervision.run_failed()
         self._inflight.pop(event.event_id, None)
         self._durable.ended(event.event_id, saved=False)  # a retry starts afresh
-        config = self._live.config()
+        config = self._live.config
         misconfigured = is_misconfiguration(exc)  # a retry would meet the same missing key
         # A crash's restart keeps what waits (its supervisor is set): a retry waits for it too.
         if (
             not misconfigured
             and attempt <= config.max_retries
-            and (not self._live.stopping() or self._supervision.restarting)
+            and (not self._live.stopping or self._supervision.restarting)
         ):
             delay = min(config.retry_backoff * (2 ** (attempt - 1)), config.retry_backoff_max)
             handle = asyncio.get_running_loop().call_later(delay, self._retry, event.event_id)
@@ -482,19 +370,19 @@ class EventRunner:
             if self._journal is not None:
                 stored = self.redactor.declared.value(event.to_dict())
                 self._writes.write(event.event_id, self._journal.queued, stored, attempt)
-            await self.complete(event, "retrying", duration, error, worker=True)
+            await self._outcomes.complete(event, "retrying", duration, error, worker=True)
         else:
             reason = "model misconfigured" if misconfigured else "process failed"
             self._letters.add(event, reason, error, attempt)
-            await self.complete(event, "failed", duration, error, worker=True)
+            await self._outcomes.complete(event, "failed", duration, error, worker=True)
         self._supervision.crash_if_failing(error)
 
     def _retry(self, event_id: str) -> None:
         entry = self.retries.pop(event_id, None)
         if entry is not None:
             _, event, attempts = entry
-            if not self._enqueue(event, attempts):  # its hooks heard "retrying": say how it ended
-                self._letters.fire_later(event, "queue full")
+            if not self._intake.enqueue(event, attempts):  # its hooks heard "retrying": say how
+                self._letters.dispatch_later(event, "queue full")
 
     def go_on(self) -> None:
         """In a run that a stop gave up on (see WorkerPool.halt), raise CancelledError:
@@ -517,7 +405,7 @@ class EventRunner:
         if self._inflight.pop(event.event_id, None) is not None:
             self._letters.add(event, "process failed", error, attempt)
             try:
-                await self.complete(event, "failed", 0.0, error, worker=True)
+                await self._outcomes.complete(event, "failed", 0.0, error, worker=True)
             except BaseException as again:
                 if is_fatal(again):
                     raise
@@ -528,10 +416,12 @@ class EventRunner:
 
     async def requeue_cut_off(self) -> None:
         """Queue again the runs a crash's pause cut off: their attempt does not count."""
-        cut_off, self._cut_off = self._cut_off, []
+        cut_off, self._cut_off = self._cut_off, ()
         for event, attempt in cut_off:
-            if not self._enqueue(event, attempt - 1):  # it reached a worker: say how it ended
-                await self._letters.fire_dead_lettered([event], "queue full", None)
+            if not self._intake.enqueue(
+                event, attempt - 1
+            ):  # it reached a worker: say how it ended
+                await self._letters.dispatch_dead_lettered([event], "queue full", None)
 
     def waiting(self, final_state: ProcessState) -> list[tuple[TriggerEvent, int, str]]:
         """Take what waits for a retry or in the queue (given-back events first), to
@@ -548,7 +438,7 @@ class EventRunner:
     def unfinished(self, final_state: ProcessState) -> list[tuple[TriggerEvent, int, str]]:
         """Take every event a stop leaves to dead-letter: the runs it cut off, those it gave
         up on, then what waits."""
-        cut_off, self._cut_off = self._cut_off, []
+        cut_off, self._cut_off = self._cut_off, ()
         note = f"cancelled while running when the process {final_state.value}"
         return (
             [(event, attempt, note) for event, attempt in cut_off]

@@ -1,0 +1,87 @@
+"""The worker tasks of one process (WorkerPool): which of them run an event now, and halting
+them within ``stop_timeout`` at a stop (a run that ignores its cancellation is abandoned
+ABANDON_GRACE later: see ``WorkerPool.halt``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Final
+
+from ..hooks._hook import CLOSING
+
+if TYPE_CHECKING:
+    from ._event import TriggerEvent
+
+__all__ = ["ABANDON_GRACE", "WorkerPool"]
+
+logger = logging.getLogger("tether.process")
+
+#: Seconds a stop waits for a run it cancelled at stop_timeout before abandoning it.
+ABANDON_GRACE: Final = 1.0
+
+
+class WorkerPool:
+    """The worker tasks of one process, which of them run an event now, and halting them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        #: The events whose run is under way (by id), with their attempt: a worker given up
+        #: on takes its event out, to be dead-lettered and never run again.
+        self.inflight: dict[str, tuple[TriggerEvent, int]] = {}
+        # (Tuples replaced as a whole: a process that never started holds none of its own.)
+        self.tasks: tuple[asyncio.Task[None], ...] = ()
+        #: The workers running an event now, with its id.
+        self.busy: dict[asyncio.Task[None], str] = {}
+        #: Workers given up on at a stop: their run ignored its cancellation (see halt), and
+        #: their events, to dead-letter (not to re-run: the run may yet act).
+        self.abandoned: set[asyncio.Task[None]] = set()
+        self._given_up: tuple[tuple[TriggerEvent, int], ...] = ()
+
+    def take_given_up(self) -> list[tuple[TriggerEvent, int, str]]:
+        """The events of the runs a stop gave up on, to dead-letter."""
+        given_up, self._given_up = self._given_up, ()
+        note = "its run did not end when cancelled; abandoned, and not run again"
+        return [(event, attempt, note) for event, attempt in given_up]
+
+    async def halt(self, stop_timeout: float) -> None:
+        """Stop the workers: idle ones at once, busy ones after their run (or ``stop_timeout``).
+
+        A run still going then is cancelled; its worker records it as cut off.
+        """
+        idle = [w for w in self.tasks if w not in self.busy]
+        for worker in idle:
+            worker.cancel(CLOSING)
+        busy = [w for w in self.tasks if w in self.busy]
+        if busy:
+            _, pending = await asyncio.wait(busy, timeout=stop_timeout)
+            for worker in pending:
+                worker.cancel(CLOSING)
+            if pending:  # a run that swallows its cancellation is not waited on for ever
+                _, stuck = await asyncio.wait(pending, timeout=ABANDON_GRACE)
+                for worker in stuck:
+                    self._abandon(worker)
+        await asyncio.gather(
+            *(w for w in self.tasks if w not in self.abandoned), return_exceptions=True
+        )
+        self.tasks = ()
+        self.busy.clear()
+
+    def _abandon(self, worker: asyncio.Task[None]) -> None:
+        """Give up on a worker whose run did not end when cancelled (a tool or model that
+        swallows CancelledError): its event is cut off now, and whatever the run does when it
+        ends is ignored (its worker checks ``abandoned``), so a stop is bounded and nothing
+        is recorded twice."""
+        event_id = self.busy.pop(worker, None)
+        entry = self.inflight.pop(event_id, None) if event_id is not None else None
+        if entry is not None:  # dead-lettered, never run again: the run may yet act
+            self._given_up += (entry,)
+        self.abandoned.add(worker)  # referenced until it ends, then forgotten
+        worker.add_done_callback(self.abandoned.discard)
+        logger.error(
+            "process %s: the run of event %s did not end within %gs of being cancelled (a tool "
+            "or model swallowed the cancellation); it was abandoned and its event dead-lettered",
+            self.name,
+            event_id,
+            ABANDON_GRACE,
+        )
