@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Annotated, Any, Final, Union
+from typing import TYPE_CHECKING, Annotated, Any, Final, Union
 
 from pydantic import BeforeValidator, ConfigDict, GetCoreSchemaHandler, TypeAdapter
 from pydantic_core import core_schema
@@ -106,36 +106,40 @@ class _AnyKind(type):
         return isinstance(subclass, type) and issubclass(subclass, BaseHookConfig)
 
 
-class HookConfig(metaclass=_AnyKind):
-    """A hook declaration of any kind: ``HookConfig(event=..., command=...)`` builds the config
-    class of the kind its fields name (see :func:`parse_hook`), a BaseHookConfig, and every
-    kind's declaration is an instance of HookConfig.
-    """
+if TYPE_CHECKING:
+    #: To a type checker, a declaration of any kind is what every kind derives from.
+    HookConfig = BaseHookConfig
+else:
 
-    def __new__(cls, /, **fields: Any) -> Any:
-        return parse_hook(fields)
+    class HookConfig(metaclass=_AnyKind):
+        """A hook declaration of any kind: ``HookConfig(event=..., command=...)`` builds the config
+        class of the kind its fields name (see :func:`parse_hook`), a BaseHookConfig, and every
+        kind's declaration is an instance of HookConfig.
+        """
 
-    @classmethod
-    def model_validate(cls, obj: Any, **_: Any) -> Any:
-        return parse_hook(obj)
+        def __new__(cls, /, **fields: Any) -> Any:
+            return parse_hook(fields)
 
-    @classmethod
-    def model_validate_json(cls, json_data: str | bytes | bytearray, **_: Any) -> Any:
-        data = json.loads(json_data)
-        if isinstance(data, dict):  # validated as JSON by the class of its kind
-            return kind_class(data).model_validate_json(json_data)
-        return parse_hook(data)
+        @classmethod
+        def model_validate(cls, obj: Any, **_: Any) -> Any:
+            return parse_hook(obj)
 
-    @classmethod
-    def model_json_schema(cls) -> dict[str, Any]:
-        """The JSON Schema of a declaration of any kind."""
-        return _adapter().json_schema()
+        @classmethod
+        def model_validate_json(cls, json_data: str | bytes | bytearray, **_: Any) -> Any:
+            data = json.loads(json_data)
+            if isinstance(data, dict):  # validated as JSON by the class of its kind
+                return kind_class(data).model_validate_json(json_data)
+            return parse_hook(data)
 
-    @classmethod
-    def __get_pydantic_core_schema__(
-        cls, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return handler.generate_schema(_any_kind())
+        @classmethod
+        def model_json_schema(cls) -> dict[str, Any]:
+            """The JSON Schema of a declaration of any kind."""
+            return _adapter().json_schema()
 
+        @classmethod
+        def __get_pydantic_core_schema__(
+            cls, source: Any, handler: GetCoreSchemaHandler
+        ) -> core_schema.CoreSchema:
+            return handler.generate_schema(_any_kind())
 
-HookConfig.__module__ = "tether"
+    HookConfig.__module__ = "tether"
