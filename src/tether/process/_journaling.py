@@ -1,26 +1,41 @@
-"""Journal writes of an accepted event's progress: off the event loop, bounded, and a failed
-one never stops the process.
+"""Journal writes of an accepted event's progress: never a wait for the file on the event loop,
+bounded, and a failed one never stops the process.
 
-While a process runs (``start()`` to the end of its teardown), every journal write goes to its
-file's writer thread (one per file, shared by every process over it: see ``store._writer``),
-in order, those waiting together committed in one transaction: a file another program holds
-locked makes that thread wait (up to the journal's busy timeout), never the event loop, so
-one locked journal cannot stall every process on the loop. A write made while the process is
-not running (an event dead-lettered by a stopped process, say) runs at once, as before. A
-process takes its seat at the writer with its first write, so one that never received an
-event holds none.
+While a process runs (``start()`` to the end of its teardown), a journal write is made at once
+on the loop when nothing can make it wait there (see ``store._writer.Seat.now``): the file's
+lock free, no other connection holding the file, the file still the one opened; its own
+connection never waits for a lock (busy timeout 0) and never checkpoints the WAL (the sync is
+the writer thread's); one that fails is rolled back whole and handed to the thread, which runs
+it again and reports what fails. A commit then costs SQLite's own work (about 20-30 µs: the WAL
+pages written into the OS, no sync), not a hand-over to a thread and back (two wakes, each a
+switch of the GIL and on a busy host a wait for a CPU: more than the commit). Otherwise the
+write goes to the file's writer thread (one per file, shared by every process over it: see
+``store._writer``), in order, those waiting together committed in one transaction: a file
+another program holds locked makes that thread wait (up to the journal's busy timeout), never
+the event loop, so one locked journal cannot stall every process on the loop.
 
-``inject`` journals an event ``queued`` before it queues it, and waits for that write (off the
-loop) to be committed, ``JOURNAL_ACCEPT`` seconds at most: when it raises, or does not land in
-time (the file locked, a stalled disk), the event is refused (the caller gets the ``sqlite3``
-error), and nothing of it is left queued. A write given up on that has not taken the file's
-lock yet never lands (see ``_Waiter``). Every later write of the event's progress (``done``, a
-retry's ``queued``, ``dead``, an amended or redelivered dead letter) goes through
-``JournalWrites.write`` and is not waited for (``running``, which counts the attempt, is
-waited for by its worker, off the loop, within the same bound): when it fails (the file locked
-past its busy timeout, a full disk, the file deleted or replaced) a warning is logged,
-redacted, it is counted in ``status()`` (``journal_errors``, and the last error as
-``journal_error``), and the process goes on with its events.
+Order: a row of the event journal made at once never passes a row of the same process still on
+the writer thread, and any other write (a run's steps, the saved context, the hook history)
+passes nothing of the process there (see ``JournalWrites._now``). A write not waited for that is
+a row of the event journal (``done``, a retry's ``queued``, a dead letter) is held until the
+next write made at once carries it in its transaction (an event's ``done`` rides with the next
+event's ``running``) or the loop's next turn writes it; the saved context and a run's steps
+(batches of rows, JSON to make) go to the writer thread. A write made while the process is not
+running (an event dead-lettered by a stopped process, say) runs at once, as before. A process
+takes its seat at the writer with its first write, so one that never received an event holds
+none.
+
+``inject`` journals an event ``queued`` before it queues it, and waits for that write (at once,
+or off the loop) to be committed, ``JOURNAL_ACCEPT`` seconds at most: when it raises, or does
+not land in time (the file locked, a stalled disk), the event is refused (the caller gets the
+``sqlite3`` error), and nothing of it is left queued. A write given up on that has not taken the
+file's lock yet never lands (see ``_Waiter``). Every later write of the event's progress
+(``done``, a retry's ``queued``, ``dead``, an amended or redelivered dead letter) goes through
+``JournalWrites.write`` and is not waited for (``running``, which counts the attempt, is waited
+for by its worker, the same way, within the same bound): when it fails (the file locked past its
+busy timeout, a full disk, the file deleted or replaced) a warning is logged, redacted, it is
+counted in ``status()`` (``journal_errors``, and the last error as ``journal_error``), and the
+process goes on with its events.
 
 The writer thread survives every write: one that fails settles its own future only, and one
 whose waiter gave up before it began is skipped (that is no error). A stop waits for the
@@ -28,9 +43,9 @@ process's writes still queued ``JOURNAL_DRAIN`` seconds at most, whatever the fi
 thread still inside a write then (a stalled disk) fails the process's writes left once it
 returns, and gives the process's shares of the file back.
 
-Delivery stays at-least-once: a row whose write failed (or was still waiting when a crash came,
-or was given up at a stop, see ``JOURNAL_DRAIN``) still holds the event as queued or running,
-so the next process over the file (see ``_recovery``) runs it again; none is lost.
+Delivery stays at-least-once: a row whose write failed (or was still held or waiting when a
+crash came, or was given up at a stop, see ``JOURNAL_DRAIN``) still holds the event as queued or
+running, so the next process over the file (see ``_recovery``) runs it again; none is lost.
 """
 
 from __future__ import annotations

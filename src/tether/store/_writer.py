@@ -17,6 +17,13 @@ survives a crash of the host process) when its waiter wakes. The futures a trans
 settles are handed to their loop in one call: the thread wakes the loop once per batch (every
 wake of a thread or loop costs a switch of the GIL, and on a busy host a wait for a CPU).
 
+A write that cannot wait is made at once instead, on the loop's thread, when nothing can make
+it wait there (``Seat.now``, see ``Lease.write_now``): the thread and back cost more than
+the commit. Such writes never checkpoint the WAL (its copy into the file, then a sync); every
+``CHECKPOINT_EVERY`` of them the thread is handed a checkpoint, as SQLite would make one every
+1,000 pages of WAL. ``Seat.waiting`` counts a seat's writes the thread has not settled: its
+process keeps its own writes in order with it.
+
 The thread survives every write: a write whose future was cancelled before it began is
 skipped (no error), and the writes still queued of a seat given up (its process's stop
 waited long enough, see ``Seat.given_up``) fail at once. What a seat runs as it is given back
