@@ -15,15 +15,15 @@ another program holds locked makes that thread wait (up to the journal's busy ti
 the event loop, so one locked journal cannot stall every process on the loop.
 
 Order: a row of the event journal made at once never passes a row of the same process still on
-the writer thread, and any other write (a run's steps, the saved context, the hook history)
-passes nothing of the process there (see ``JournalWrites._now``). A write not waited for that is
-a row of the event journal (``done``, a retry's ``queued``, a dead letter) is held until the
-next write made at once carries it in its transaction (an event's ``done`` rides with the next
-event's ``running``) or the loop's next turn writes it; the saved context and a run's steps
-(batches of rows, JSON to make) go to the writer thread. A write made while the process is not
-running (an event dead-lettered by a stopped process, say) runs at once, as before. A process
-takes its seat at the writer with its first write, so one that never received an event holds
-none.
+the writer thread, and any other write (a run's steps waited for) passes nothing of the process
+there (see ``JournalWrites._now``). A write not waited for that is a row of the event journal
+(``done``, a retry's ``queued``, a dead letter) is held until the next write made at once
+carries it in its transaction (an event's ``done`` rides with the next event's ``running``) or
+the loop's next turn writes it; the saved context, a run's steps not waited for and the hook
+history (batches of rows, JSON to make) go to the writer thread. A write made while the process
+is not running (an event dead-lettered by a stopped process, say) runs at once, as before. A
+process takes its seat at the writer with its first write, so one that never received an event
+holds none.
 
 ``inject`` journals an event ``queued`` before it queues it, and waits for that write (at once,
 or off the loop) to be committed, ``JOURNAL_ACCEPT`` seconds at most: when it raises, or does
@@ -346,17 +346,13 @@ class JournalWrites:
             self._failed(about, name, exc)
 
     def history_offload(self, write: Callable[[], None]) -> asyncio.Future[None] | None:
-        """Run a hook-run history write (same file) while the process runs: at once if that
-        can be, else on the writer thread, in order with its journal writes; None when the
-        process does not run (the caller writes it at once)."""
+        """Run a hook-run history write (same file: a batch of runs, JSON to make) on the
+        writer thread while the process runs, in order with its journal writes; None when it
+        does not run (the caller writes it at once)."""
         if self._inline():
             return None
         try:
-            if self._now(write, row=False):
-                landed = asyncio.get_running_loop().create_future()
-                landed.set_result(None)
-                return landed
-            self._submit_held()
+            self._submit_held()  # (the writes held go first: they stay in order)
             return self._writer.submit(write)
         except sqlite3.Error:
             return None  # written at once: it fails there, and is kept for a later flush
