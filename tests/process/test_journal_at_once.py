@@ -14,6 +14,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
+
 from _process_support import eventually
 from tether._redact import Redactor
 from tether.process._journaling import JournalWrites
@@ -113,3 +115,10 @@ async def test_a_row_does_not_pass_a_row_of_its_process_on_the_writer_thread(
     assert writes.errors == 0
     await writes.close()
     journal.close()
+
+
+def test_the_old_name_of_a_writer_seat_still_works_and_says_it_is_deprecated() -> None:
+    from tether.process import _journaling
+
+    with pytest.warns(DeprecationWarning, match="JournalWriter is renamed WriterSeat"):
+        assert _journaling.JournalWriter is _journaling.WriterSeat
