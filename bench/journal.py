@@ -9,8 +9,9 @@ and no hook, so what is left is the machinery: inject to the last ``task_complet
 
 - "sequential": one producer awaits each ``inject`` before the next (each accepted event is
   on disk before its ``inject`` returns, so each waits for a commit of its own).
-- "concurrent": PRODUCERS producers inject at once (the journal's writes of concurrent events
-  share a transaction: group commit).
+- "concurrent": PRODUCERS producers inject at once (each ``inject`` still waits for its own
+  commit, made at once on the loop when the file is free; the writes waiting on the file's
+  writer thread, when it is not, share a transaction: group commit).
 - "SQLite alone": the same three statements an event's journal makes (its row queued, set
   running, deleted when done), each committed on its own, called directly on the loop's
   thread: the floor a write path off the loop is compared with.

@@ -236,7 +236,7 @@ async def test_a_run_whose_running_write_waits_past_its_bound_runs_and_is_report
 async def test_the_writer_thread_survives_a_failing_write_and_skips_a_cancelled_one(
     tmp_path: Path,
 ) -> None:
-    writer = _journaling.JournalWriter("survivor", str(tmp_path / "tether.db"))
+    writer = _journaling.WriterSeat("survivor", str(tmp_path / "tether.db"))
     gate = threading.Event()
     ran: list[str] = []
 

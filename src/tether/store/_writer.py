@@ -17,6 +17,13 @@ survives a crash of the host process) when its waiter wakes. The futures a trans
 settles are handed to their loop in one call: the thread wakes the loop once per batch (every
 wake of a thread or loop costs a switch of the GIL, and on a busy host a wait for a CPU).
 
+A write that cannot wait is made at once instead, on the loop's thread, when nothing can make
+it wait there (``Seat.now``, see ``Lease.write_now``): the thread and back cost more than
+the commit. Such writes never checkpoint the WAL (its copy into the file, then a sync); every
+``CHECKPOINT_EVERY`` of them the thread is handed a checkpoint, as SQLite would make one every
+1,000 pages of WAL. ``Seat.waiting`` counts a seat's writes the thread has not settled: its
+process keeps its own writes in order with it.
+
 The thread survives every write: a write whose future was cancelled before it began is
 skipped (no error), and the writes still queued of a seat given up (its process's stop
 waited long enough, see ``Seat.given_up``) fail at once. What a seat runs as it is given back
@@ -45,8 +52,14 @@ logger = logging.getLogger("tether.store")
 
 #: The most writes one transaction takes.
 BATCH: Final = 256
+#: Writes made at once (see Seat.now) between two checkpoints of the WAL the writer thread is
+#: handed. Such a write is a few pages of the WAL (its row, its index entries): about SQLite's
+#: own 1,000 pages between checkpoints.
+CHECKPOINT_EVERY: Final = 300
 
 _Done = asyncio.Future[None]
+#: A future, the outcome to settle it with, and the seat whose write it is (None: not one).
+_Outcome = tuple[_Done, "BaseException | None", "Seat | None"]
 
 
 class _Job:
@@ -74,21 +87,42 @@ class Seat:
     """One process's place at its file's writer: its writes run in the order submitted.
     Used from the event loop's thread."""
 
-    __slots__ = ("_writer", "given_up", "name")
+    __slots__ = ("_writer", "given_up", "name", "waiting")
 
     def __init__(self, writer: _FileWriter, name: str) -> None:
         self._writer = writer
         self.name = name
         #: Set when its process stops waiting for it: its writes still queued fail at once.
         self.given_up = False
+        #: Its writes submitted that the thread has not settled yet.
+        self.waiting = 0
 
     def submit(self, write: Callable[[], None]) -> _Done:
         """Queue ``write()``; its future (of the running loop) holds its outcome (an
         exception if it failed) once committed. Cancelling the future before the write
         began skips it."""
         job = _Job(write, self)
+        self.waiting += 1
         self._writer.jobs.put(job)
         return job.done
+
+    def now(self, write: Callable[[], None]) -> bool:
+        """Run ``write()`` at once on this thread (the loop's), committed when this returns
+        True, if that cannot wait (see ``Lease.write_now``); False: nothing was written
+        (submit it). The caller keeps its writes in order: a write made at once passes those
+        still queued (see ``waiting``).
+
+        The thread and back cost two wakes (each a switch of the GIL, and on a busy host a
+        wait for a CPU), more than the commit; the thread still takes every write that would
+        wait, and checkpoints the WAL those made at once grow (every CHECKPOINT_EVERY)."""
+        writer = self._writer
+        if not writer.file.write_now(write):
+            return False
+        writer.unchecked += 1
+        if writer.unchecked >= CHECKPOINT_EVERY:
+            writer.unchecked = 0
+            writer.jobs.put(_Job(writer.checkpoint, self, alone=True))
+        return True
 
     def leave(self, then: Callable[[], None] | None = None) -> tuple[_Done, _Done | None]:
         """Give the seat back: ``then()`` runs on the thread after the seat's writes. The
@@ -138,8 +172,9 @@ class _FileWriter:
     def __init__(self, key: str, shown: str) -> None:
         self.key = key
         self._shown = shown  # the path as the first process over it names it, for errors
-        self._file = Lease(key)  # the writer's share: the connection outlives every seat
+        self.file = Lease(key)  # the writer's share: the connection outlives every seat
         self.seats = 0
+        self.unchecked = 0  # writes made at once since the last checkpoint (see Seat.now)
         self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self.ended: _Done | None = None
         self.thread = threading.Thread(
@@ -152,9 +187,9 @@ class _FileWriter:
             while self._take_turn():
                 pass
         finally:
-            self._file.release()
+            self.file.release()
             if self.ended is not None:
-                ended: list[tuple[_Done, BaseException | None]] = [(self.ended, None)]
+                ended: list[_Outcome] = [(self.ended, None, None)]
                 with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                     self.ended.get_loop().call_soon_threadsafe(_settle, ended)
 
@@ -182,12 +217,19 @@ class _FileWriter:
         self._commit(batch)
         return True
 
+    def checkpoint(self) -> None:
+        """Copy the WAL into the file (PASSIVE: what no reader needs still), as SQLite does
+        after a commit of the shared connection past 1,000 pages of WAL."""
+        with self.file.write_lock:
+            self.file.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
     def _alone(self, job: _Job) -> None:
         outcome = _outcome(job.write)  # run even if its waiter gave it up
         if outcome is not None:
             logger.error(
-                "journal writer of %s: what process %s runs at its end failed",
+                "journal writer of %s: %s of process %s failed",
                 self._shown,
+                "a checkpoint" if job.write == self.checkpoint else "what runs at its end",
                 job.seat.name,
                 exc_info=outcome,
             )
@@ -195,7 +237,8 @@ class _FileWriter:
 
     def _begins(self, job: _Job) -> bool:
         if job.done.cancelled():
-            return False  # its waiter gave it up before it began: skipped, not an error
+            _post([job], [None])  # its waiter gave it up before it began: skipped, no error
+            return False
         if job.seat.given_up:
             error = sqlite3.OperationalError(
                 f"SQLite file {self._shown}: given up at the process's stop (the file was "
@@ -214,7 +257,7 @@ class _FileWriter:
         a write lost the transaction (they run in another)."""
         outcomes: list[BaseException | None] = []
         try:
-            with self._file.writing(self._shown) as db:
+            with self.file.writing(self._shown) as db:
                 for job in jobs:
                     outcomes.append(_outcome(job.write))
                     if not db.in_transaction:
@@ -250,17 +293,21 @@ def _outcome(write: Callable[[], None]) -> BaseException | None:
 def _post(jobs: list[_Job], outcomes: list[BaseException | None]) -> None:
     """Hand each job's outcome to its future's loop, one call per loop (the writer's
     thread)."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Done, BaseException | None]]] = {}
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
     for job, outcome in zip(jobs, outcomes, strict=True):
-        by_loop.setdefault(job.done.get_loop(), []).append((job.done, outcome))
+        seat = None if job.alone else job.seat  # (what a seat submitted: see Seat.waiting)
+        by_loop.setdefault(job.done.get_loop(), []).append((job.done, outcome, seat))
     for loop, settled in by_loop.items():
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
             loop.call_soon_threadsafe(_settle, settled)
 
 
-def _settle(outcomes: list[tuple[_Done, BaseException | None]]) -> None:
-    """Settle each future (on its loop's thread); one its waiter cancelled stays so."""
-    for done, outcome in outcomes:
+def _settle(outcomes: list[_Outcome]) -> None:
+    """Settle each future (on its loop's thread); one its waiter cancelled stays so. A seat's
+    write settled no longer waits on the thread."""
+    for done, outcome, seat in outcomes:
+        if seat is not None:
+            seat.waiting -= 1
         if done.done():
             continue
         if outcome is None:
