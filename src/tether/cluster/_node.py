@@ -16,6 +16,10 @@ holding its lease (``{prefix}:lease:{p}``: a fencing token and the host, with a 
   past its lease runs none for a run that is another host's now.
 * Takeover: the next holder claims what the stream holds pending (see ``StreamQueue.claim``)
   and starts the process; its session_start's ``recovered`` says what was reclaimed.
+* Durable runs (``durable_steps``, on unless turned off): each run's steps, the conversation,
+  the state dict and the pending approvals are journaled in Redis, fenced by the holder's token
+  (see ``_steps``); the next holder restores them and resumes the runs it reclaimed from their
+  last finished step (``recovered``'s ``resumed``).
 * A process stopped by an operator (the API or CLI, on any host) stays stopped cluster-wide
   (``{prefix}:desired:{p}``) until started again.
 """
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
     from ..process import AgentProcess, ProcessConfig
     from ..process._stream_queue import StreamQueue
     from ..runtime import AgentRuntime
+    from ._steps import RedisWrites
 
 __all__ = ["ClusterError", "ClusterNode", "cluster_config", "rendezvous"]
 
@@ -82,9 +87,9 @@ class ClusterError(TetherError, RuntimeError):
 
 
 def cluster_config(config: ProcessConfig, ttl: float) -> ProcessConfig:
-    """``config`` as a clustered process runs it: the stream holds its events, so it has no
-    journal; its stop_timeout is at most ``ttl / 4``, so that a host that lost the lease has
-    stopped its copy before another host may start one."""
+    """``config`` as a clustered process runs it: the stream holds its events and Redis its
+    steps, so it has no journal file; its stop_timeout is at most ``ttl / 4``, so that a host
+    that lost the lease has stopped its copy before another host may start one."""
     update: dict[str, Any] = {"journal_path": None}
     if config.stop_timeout > ttl / 4:
         update["stop_timeout"] = ttl / 4
@@ -135,6 +140,9 @@ class ClusterNode:
         self.leases = Leases(self.host)
         self.held = self.leases.held
         self._queues: dict[str, StreamQueue] = {}
+        #: The step journal of each process (with ``durable_steps``), and its blocking client.
+        self._steps: dict[str, RedisWrites] = {}
+        self._steps_client: Any = None
         self._tasks: list[asyncio.Task[None]] = []
         self._changes: set[asyncio.Task[None]] = set()
         self._history: dict[str, list[dict[str, Any]]] = {}
@@ -180,6 +188,8 @@ class ClusterNode:
             queue.on_fenced = self._fenced_callback(process.name)
             queue.fresh = self._fresh_callback(process.name)
             self._queues[process.name] = queue
+            if process.config.durable_steps:
+                self._steps[process.name] = self._step_journal(process, queue)
             self._record_history(process)
         loop = asyncio.get_running_loop()
 
@@ -206,6 +216,23 @@ class ClusterNode:
             loop.create_task(self._tend(), name=f"cluster-{self.host}-tend"),
             loop.create_task(self._serve_requests(), name=f"cluster-{self.host}-requests"),
         ]
+
+    def _step_journal(self, process: AgentProcess, queue: StreamQueue) -> RedisWrites:
+        """Where ``process``'s durable runs write while this host holds it (see _steps)."""
+        from ..store._redis_steps import RedisStepStore, connect_sync
+        from ._steps import RedisWrites
+
+        if self._steps_client is None:
+            self._steps_client = connect_sync(self.url, timeout=max(2.0, self.ttl / 2))
+        store = RedisStepStore(
+            self._steps_client,
+            self.keys,
+            process.name,
+            token=lambda: queue.token,
+            redact=process.redactor.declared.text,
+        )
+        fenced = self._fenced_callback(process.name)
+        return RedisWrites(process.name, process.redactor, store, fenced)
 
     async def _warm_up(self) -> None:
         """Import what the processes' first runs import, in a thread, before taking a lease:
@@ -237,6 +264,10 @@ class ClusterNode:
         self.runtime.cluster = None
         await self.client.aclose()
         await self.reader.aclose()
+        for writes in self._steps.values():
+            await asyncio.to_thread(writes.store.close)
+        if self._steps_client is not None:
+            self._steps_client.close()
 
     async def __aenter__(self) -> ClusterNode:
         await self.start()
@@ -311,6 +342,12 @@ class ClusterNode:
             # Redis's dead letters first: claim() may add one (an entry out of attempts).
             process.dead_letters[:] = await queue.dead_letters()
             recovered = await queue.claim(token, process.config.max_retries)
+            writes = self._steps.get(name)
+            if writes is not None:  # the runs that will not resume: their steps go
+                process.use_steps(writes.store, writes)
+                await asyncio.wrap_future(
+                    writes.store.submit(writes.store.prune_except, recovered["event_ids"])
+                )
             logger.warning(
                 "cluster host %s runs %s (fencing token %s; reclaimed %d events)",
                 self.host,

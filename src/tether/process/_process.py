@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ..hooks import HookRun
     from ..models import Model
     from ..store import HistoryStore, Journal
+    from ..store._steps import StepJournal
     from ._stream_queue import StreamQueue
 
 __all__ = ["AgentProcess", "ProcessState"]
@@ -631,6 +632,12 @@ class AgentProcess:
         queue.dead_letter = self._dead
         self._queue = self._stream = queue
 
+    def use_steps(self, store: StepJournal, writes: JournalWrites) -> None:
+        """Journal this process's steps, conversation, state and approvals to ``store``
+        through ``writes`` (a cluster's Redis: set at each takeover, before ``start``, which
+        restores them and resumes the runs the stream's claim took over)."""
+        self._durable.use(store, writes)
+
     def _start_failed(self) -> None:
         """A process whose start failed runs nothing, so it holds no journal lease: another
         object of its name (or this one, started again) may take the journal."""
@@ -647,7 +654,7 @@ class AgentProcess:
         from ._recovery import recover
 
         if self._stream is not None:  # a cluster's stream: what its claim() took over
-            return self._stream.take_recovered()
+            return self._durable.recover(self._stream.take_recovered())
         if self._journal is None or self._recovered_once:
             return None
         self._recovered_once = True
