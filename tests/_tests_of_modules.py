@@ -104,6 +104,10 @@ TESTED_BY: dict[str, tuple[str, ...]] = {
     "process/_supervise.py": ("process/test_concurrency_supervision.py",),
     "store/_artifacts.py": ("plugins/test_plugins_artifacts.py", "security/test_security_files.py"),
     "store/_redis.py": ("cluster/test_cluster_queue.py",),
+    "store/_redis_steps.py": (
+        "cluster/test_cluster_step_store.py",
+        "cluster/test_cluster_durable_steps.py",
+    ),
     "store/_sqlite.py": ("process/test_durability_journal.py", "process/test_journal_locked.py"),
     "telemetry/_tracing.py": ("telemetry/test_telemetry_spans.py",),
     "testing/__init__.py": ("models/test_models_api.py",),
