@@ -48,7 +48,11 @@ TESTED_BY: dict[str, tuple[str, ...]] = {
     "api/_server.py": ("api/test_api.py", "telemetry/test_telemetry_otlp.py"),
     "api/_views.py": ("api/test_api.py", "api/test_security_api.py"),
     "approval.py": ("agent/test_tool_call_hooks.py", "process/test_process_permissions.py"),
-    "cluster/_steward.py": ("cluster/test_cluster_healing.py", "cluster/test_cluster_fencing.py"),
+    "cluster/_steward.py": (
+        "cluster/test_cluster_healing.py",
+        "cluster/test_cluster_fencing.py",
+        "cluster/test_cluster_placement.py",
+    ),
     "cli/__main__.py": ("cli/test_cli_first_use.py",),
     "cli/_app.py": ("cli/test_cli.py", "cli/test_operator_cli.py"),
     "cli/_client.py": ("cli/test_cli.py", "cli/test_operator_cli.py"),

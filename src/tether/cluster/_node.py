@@ -4,9 +4,10 @@ Every host loads the same processes; each process runs on exactly one host at a 
 holding its lease (``{prefix}:lease:{p}``: a fencing token and the host, with a TTL).
 
 * Placement: a free lease is taken first by the process's preferred host (rendezvous hashing
-  over the live hosts, so each host prefers about as many), by any host once it has been free
-  for a whole TTL; a holder hands a process over to its preferred host once that host has been
-  live for two ticks, so a cluster that starts one host at a time ends up spread.
+  over the live hosts with bounded loads, so each host prefers as many, give or take one), by
+  any host once it has been free for a whole TTL; a holder hands a process over to its
+  preferred host once that host has been live for two ticks, so a cluster that starts one
+  host at a time ends up spread.
 * Placement and renewal: every ``ttl / 5`` s, from a thread of its own (``_steward``: a busy
   event loop delays neither). A holder that could not renew for ``ttl / 2`` s (a partition, a
   stalled Redis) stops its copy on its own, before the TTL runs out and another host may start
@@ -41,7 +42,7 @@ from .._urls import masked_in
 from ..errors import TetherError
 from ..process import ProcessState
 from ..store._redis import FENCED, Keys, Scripts, connect
-from ._steward import Held, Leases, Steward, rendezvous
+from ._steward import Held, Leases, Steward, placement, rendezvous
 
 if TYPE_CHECKING:
     from ..hooks._records import HookRun
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from ..runtime import AgentRuntime
     from ._steps import RedisWrites
 
-__all__ = ["ClusterError", "ClusterNode", "cluster_config", "rendezvous"]
+__all__ = ["ClusterError", "ClusterNode", "cluster_config", "placement", "rendezvous"]
 
 logger = logging.getLogger("tether.cluster")
 
@@ -290,12 +291,16 @@ class ClusterNode:
                 logger.warning("cluster host %s: %s", self.host, exc)
             await asyncio.sleep(self.tick)
 
-    def preferred(self, name: str) -> str:
-        """The live host that should run process ``name`` (see ``rendezvous``)."""
-        return rendezvous(name, self.leases.live)
+    def preferred(self, name: str) -> str | None:
+        """The live host that should run process ``name`` (see ``placement``)."""
+        return self._placement().get(name)
+
+    def _placement(self) -> dict[str, str]:
+        return placement(list(self._queues), self.leases.live)
 
     async def _round(self) -> None:
         leases = self.leases
+        placed = self._placement()
         for process in self.runtime:
             name = process.name
             if name not in self._queues or name in leases.leaving or name in leases.taking:
@@ -313,8 +318,8 @@ class ClusterNode:
                 self._queues[name].accepting = False
                 self._change(self._give_up(name, lost=False, reason="stopped"))
                 continue
-            preferred = self.preferred(name)
-            if preferred != self.host and leases.seen.get(preferred, 0) >= 2:
+            preferred = placed.get(name)
+            if preferred not in (None, self.host) and leases.seen.get(preferred or "", 0) >= 2:
                 self._change(self._give_up(name, lost=False, reason="handed over"))
                 continue
             await self._publish(process, held)
