@@ -304,32 +304,37 @@ async def row(
 async def scaling(args: argparse.Namespace) -> None:
     """1, 2 and 3 hosts on Redis, each host held to ``--cpu-budget`` CPUs."""
     budget = Budget(args.cpu_budget)
-    results: list[tuple[int, float]] = []
+    best = {1: 0.0, 2: 0.0, 3: 0.0}
     llm, model_url = await start_llm(args.tool)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            for hosts in (1, 2, 3):
-                rate = await row(
-                    Path(tmp),
-                    model_url,
-                    hosts,
-                    True,
-                    events=args.events,
-                    tool=args.tool,
-                    steps=not args.no_steps,
-                    budget=budget,
-                )
-                results.append((hosts, rate))
-                print(f"  measured: {hosts} host(s): {rate:.1f} events/s", flush=True)
+            # Rounds of 1, 2 and 3 hosts, best of the rounds each: a machine shared with other
+            # work slows some rows, and interleaving spreads that over all of them.
+            for _ in range(args.rounds):
+                for hosts in best:
+                    rate = await row(
+                        Path(tmp),
+                        model_url,
+                        hosts,
+                        True,
+                        events=args.events,
+                        tool=args.tool,
+                        steps=not args.no_steps,
+                        budget=budget,
+                    )
+                    best[hosts] = max(best[hosts], rate)
+                    print(f"  measured: {hosts} host(s): {rate:.1f} events/s", flush=True)
     finally:
         llm.send_signal(signal.SIGTERM)
         await llm.wait()
+    results = list(best.items())
     work = "one tool call per run" if args.tool else "no tool call"
     journal = "off" if args.no_steps else "on"
     print(
         f"\n{args.events} events, {len(PROCESSES)} processes x concurrency 4, {work}, step "
         f"journal {journal}, FakeLLM latency {LATENCY * 1000:.0f} ms, each host held to "
-        f"{args.cpu_budget:g} CPU; {os.cpu_count()} CPU cores (load {os.getloadavg()[0]:.1f})"
+        f"{args.cpu_budget:g} CPU, best of {args.rounds} round(s); {os.cpu_count()} CPU cores "
+        f"(load {os.getloadavg()[0]:.1f})"
     )
     one = results[0][1]
     print(f"{'hosts':<6} {'events/s':>10} {'vs 1 host':>10} {'per host':>9}  target")
@@ -348,6 +353,7 @@ async def main() -> None:
     parser.add_argument("--tool", action="store_true", help="each run calls one tool")
     parser.add_argument("--no-steps", action="store_true", help="durable_steps: false")
     parser.add_argument("--events", type=int, default=EVENTS)
+    parser.add_argument("--rounds", type=int, default=1, help="with --cpu-budget: best of N")
     args = parser.parse_args()
     if args.cpu_budget is not None:
         await scaling(args)

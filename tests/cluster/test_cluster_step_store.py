@@ -4,6 +4,7 @@ token, written in order on the store's thread, read back as the durable runs nee
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -142,3 +143,20 @@ async def test_approvals_are_kept_with_their_answer_until_forgotten(
     ]
     on_thread(store, store.forget_approval, "k1")
     assert [k for k, _, _ in store.approvals()] == ["k2"]
+
+
+async def test_a_write_queued_under_a_lease_this_host_has_since_taken_again_lands_nothing(
+    store: RedisStepStore, redis: Redis, redis_prefix: str, lease: Lease
+) -> None:
+    """A write of the last hold, still queued on the store's thread when the host took the
+    process over again (a new token), must not land over what was written since."""
+    await take(redis, redis_prefix, "1:h1")
+    gate = threading.Event()
+    store.submit(gate.wait, 10)  # the thread is busy: what follows waits behind it
+    stale = store.submit(store.write, "evt-1", [("model:1", "done", {"old": 1})], time.time())
+    lease.token = "3:h1"
+    await take(redis, redis_prefix, "3:h1")
+    gate.set()
+    with pytest.raises(StepsFenced):
+        await asyncio.wrap_future(stale)
+    assert store.steps("evt-1") == {}

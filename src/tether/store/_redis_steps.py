@@ -28,6 +28,7 @@ event still unfinished is in the stream's pending entries then, claimed by the n
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import json
 import logging
@@ -218,7 +219,8 @@ class RedisStepStore:
         self._approval = client.register_script(_APPROVAL)
         self._lock = threading.Lock()
         self._thread: concurrent.futures.ThreadPoolExecutor | None = None
-        self._thread_id: int | None = None
+        #: On the store's threads: ``mine``, and the token of the call running (see submit).
+        self._local = threading.local()
 
     def __repr__(self) -> str:
         return f"<RedisStepStore {self.process} {self.path}>"
@@ -228,27 +230,45 @@ class RedisStepStore:
     def submit(
         self, call: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs
     ) -> concurrent.futures.Future[_T]:
-        """Run ``call(*args)`` on the store's thread, after every call submitted before it."""
+        """Run ``call(*args)`` on the store's thread, after every call submitted before it,
+        under the lease token held now: a write that runs once the lease was lost, or taken
+        again (a later token), lands nothing (``StepsFenced``, without a round trip)."""
+        token = self._token()
+
+        def under_token() -> _T:
+            self._local.token = token
+            try:
+                return call(*args, **kwargs)
+            finally:
+                del self._local.token
+
         with self._lock:
             if self._thread is None:
                 self._thread = concurrent.futures.ThreadPoolExecutor(
                     1, f"tether-steps-{self.process}", initializer=self._mark_thread
                 )
-            return self._thread.submit(call, *args, **kwargs)
+            return self._thread.submit(under_token)
 
     def _mark_thread(self) -> None:
-        self._thread_id = threading.get_ident()
+        self._local.mine = True
 
     def on_thread(self) -> bool:
         """Whether this is the store's thread."""
-        return self._thread_id == threading.get_ident()
+        return bool(getattr(self._local, "mine", False))
 
     def close(self) -> None:
-        """End the thread once the calls submitted are done (a later call starts another)."""
+        """End the thread once the calls submitted are done, ``CALL_WAIT`` seconds at most
+        (those left then land nothing once the lease is lost: see ``submit``); a later call
+        starts another."""
         with self._lock:
             thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.shutdown(wait=not self.on_thread())
+        if thread is None:
+            return
+        if not self.on_thread():
+            drained = thread.submit(lambda: None)
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                drained.result(CALL_WAIT)
+        thread.shutdown(wait=False)
 
     def stored_id(self, event_id: str) -> str:
         return self._key(event_id)
@@ -258,8 +278,10 @@ class RedisStepStore:
             raise StepsFenced(f"process {self.process}: {what}: its lease is another host's")
 
     def _held(self, what: str) -> str:
+        """The token to write under: the lease's held when the call was submitted, while
+        it is still held (else StepsFenced)."""
         token = self._token()
-        if token is None:
+        if token is None or token != getattr(self._local, "token", token):
             raise StepsFenced(f"process {self.process}: {what}: its lease is not held here")
         return token
 
