@@ -499,6 +499,14 @@ class ClusterNode:
             out.append(summary)
         return out
 
+    async def pending_approvals(self, name: str) -> list[dict[str, Any]]:
+        """The approvals of process ``name`` journaled in Redis and not answered yet, oldest
+        first (what they ask, redacted when journaled): what its next holder will wait on."""
+        rows = await self.client.hgetall(self.keys.approvals(name))
+        asked = [json.loads(raw) for raw in rows.values()]
+        pending = [a["request"] for a in asked if a.get("decision") is None]
+        return sorted(pending, key=lambda request: float(request.get("asked_at") or 0))
+
     async def start_process(self, name: str) -> None:
         """Let the cluster run ``name`` again (after an operator's stop)."""
         await self.client.delete(self.keys.desired(name))
