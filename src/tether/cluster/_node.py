@@ -348,11 +348,15 @@ class ClusterNode:
             process.dead_letters[:] = await queue.dead_letters()
             recovered = await queue.claim(token, process.config.max_retries)
             writes = self._steps.get(name)
-            if writes is not None:  # the runs that will not resume: their steps go
+            if writes is not None:
                 process.use_steps(writes.store, writes)
-                await asyncio.wrap_future(
-                    writes.store.submit(writes.store.prune_except, recovered["event_ids"])
-                )
+                # The runs that will not resume: their steps go (housekeeping: retried at
+                # the next takeover when it fails).
+                kept = recovered["event_ids"]
+                try:
+                    await asyncio.wrap_future(writes.store.submit(writes.store.prune_except, kept))
+                except Exception as exc:
+                    logger.warning("process %s: pruning its steps failed: %s", name, exc)
             logger.warning(
                 "cluster host %s runs %s (fencing token %s; reclaimed %d events)",
                 self.host,
