@@ -13,7 +13,7 @@ import pytest
 from redis.asyncio import Redis
 
 from tether.store._redis import Keys
-from tether.store._redis_steps import RedisStepStore, StepsFenced, connect_sync
+from tether.store._redis_steps import CALL_WAIT, RedisStepStore, StepsFenced, connect_sync
 
 
 class Lease:
@@ -160,3 +160,25 @@ async def test_a_write_queued_under_a_lease_this_host_has_since_taken_again_land
     with pytest.raises(StepsFenced):
         await asyncio.wrap_future(stale)
     assert store.steps("evt-1") == {}
+
+
+async def test_a_stops_write_once_the_lease_is_lost_does_not_wait_for_a_stuck_thread(
+    store: RedisStepStore, lease: Lease, caplog: Any
+) -> None:
+    """A host cut off from Redis: its store's thread is stuck in a call; the stop's last
+    writes (on the event loop) are not made, and wait for nothing."""
+    gate, finished = threading.Event(), threading.Event()
+
+    def stuck() -> None:  # (shorter than a waiting call's bound: one that waited sees it end)
+        gate.wait(CALL_WAIT / 2)
+        finished.set()
+
+    store.submit(stuck)
+    lease.token = None  # the node fenced the queue: the lease is lost
+    try:
+        await asyncio.to_thread(store.write, "evt-1", [("model:1", "done", {})], time.time())
+        await asyncio.to_thread(store.close)
+        assert not finished.is_set()  # neither waited for the stuck call
+    finally:
+        gate.set()
+    assert "its lease is not held here" in caplog.text

@@ -169,7 +169,9 @@ def _written_on_thread(
     method: Callable[Concatenate[RedisStepStore, _P], None],
 ) -> Callable[Concatenate[RedisStepStore, _P], None]:
     """Run a write on the store's thread, as ``_on_thread``; one handed over that fails is
-    logged, not raised (a stop's last writes: the stop goes on)."""
+    logged, not raised (a stop's last writes: the stop goes on), and one handed over once the
+    lease is lost is not made (the thread may be stuck on a Redis that does not answer: the
+    caller, on the event loop, does not wait for it)."""
 
     @functools.wraps(method)
     def serial(store: RedisStepStore, /, *args: _P.args, **kwargs: _P.kwargs) -> None:
@@ -177,6 +179,7 @@ def _written_on_thread(
             method(store, *args, **kwargs)
             return
         try:
+            store.check_held(method.__name__)
             store.submit(method, store, *args, **kwargs).result(CALL_WAIT)
         except Exception as exc:
             logger.warning(
@@ -264,7 +267,7 @@ class RedisStepStore:
             thread, self._thread = self._thread, None
         if thread is None:
             return
-        if not self.on_thread():
+        if not self.on_thread() and self._token() is not None:  # (lost: nothing lands)
             drained = thread.submit(lambda: None)
             with contextlib.suppress(concurrent.futures.TimeoutError):
                 drained.result(CALL_WAIT)
@@ -276,6 +279,11 @@ class RedisStepStore:
     def _fenced(self, answer: Any, what: str) -> None:
         if answer == -1:
             raise StepsFenced(f"process {self.process}: {what}: its lease is another host's")
+
+    def check_held(self, what: str) -> None:
+        """StepsFenced when the lease is not held here (any longer)."""
+        if self._token() is None:
+            raise StepsFenced(f"process {self.process}: {what}: its lease is not held here")
 
     def _held(self, what: str) -> str:
         """The token to write under: the lease's held when the call was submitted, while
