@@ -269,3 +269,49 @@ async def test_the_feed_shows_what_a_claude_code_hook_tells_the_operator_under_i
             step = page.locator("#timeline li", has_text="router")
             await step.wait_for(timeout=10_000)
             assert (await step.inner_text()).endswith("· routed to the night shift")
+
+
+async def test_the_approvals_panel_lists_a_pending_call_and_its_buttons_answer_it(
+    browser: Browser,
+) -> None:
+    from tether import ApprovalPolicy
+    from tether.agent import tool
+
+    refunded: list[int] = []
+
+    @tool
+    async def refund(amount: int) -> str:
+        """Refund the customer."""
+        refunded.append(amount)
+        return f"refunded {amount}"
+
+    model = ScriptedModel(reply="Handled.", tool_calls=[("refund", {"amount": 5})])
+    config = ProcessConfig(
+        model=model,
+        tools=[refund],
+        approval=ApprovalPolicy(tools=["refund"], operator=True, timeout=60),
+    )
+    runtime = AgentRuntime()
+    async with runtime:
+        process = await runtime.add_process("payments", config)
+        async with OrchestrationAPI(runtime, port=0, webhooks=False) as api:
+            page = await open_dashboard(browser, api.url)
+            await process.inject(TriggerEvent("desk", "manual", {"ticket": "refund 5"}))
+            asked = page.locator("#approvals tbody tr", has_text="refund")
+            await asked.wait_for(timeout=10_000)
+            cells = await asked.locator("td").all_inner_texts()
+            assert cells[:2] == ["payments", "refund"]
+            assert '"amount": 5' in cells[2]  # what it asks
+            assert "1 waiting" in await page.locator("#approvals-state").inner_text()
+            await asked.locator("button.approve").click()
+            await eventually(lambda: refunded == [5], what="the approved call")
+            await asked.wait_for(state="detached", timeout=10_000)
+            # Denied: the call is not run, the run goes on with the refusal.
+            model.tool_calls.append(("refund", {"amount": 9}))
+            await process.inject(TriggerEvent("desk", "manual", {"ticket": "refund 9"}))
+            second = page.locator("#approvals tbody tr", has_text='"amount": 9')
+            await second.locator("button.deny").click(timeout=10_000)
+            await second.wait_for(state="detached", timeout=10_000)
+            await eventually(lambda: process.status()["invocation_count"] == 2, what="the runs")
+            assert process.pending_approvals == []
+    assert refunded == [5]

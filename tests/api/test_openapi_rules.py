@@ -14,7 +14,7 @@ import pytest
 from tether import AgentRuntime, OrchestrationAPI
 from tether.api._openapi import openapi_document
 from tether.api._routes import EVENT_ID_PATTERN, NAME_PATTERN
-from tether.process._state import validate_name
+from tether.process._names import validate_name
 
 TOKEN = "rules-token-1"
 

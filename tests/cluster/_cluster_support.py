@@ -20,8 +20,17 @@ from typing import Any
 from urllib.parse import urlparse
 
 from _net_support import free_port
+from tether.testing import FakeLLM
 
-__all__ = ["Host", "PrivateRedis", "RedisProxy", "hook_log", "seq", "write_manifests"]
+__all__ = [
+    "Host",
+    "PrivateRedis",
+    "RedisProxy",
+    "StallingLLM",
+    "hook_log",
+    "seq",
+    "write_manifests",
+]
 
 #: Appends what a session_start / session_end hook saw, with the host and the time, to a log.
 HOOK = """\
@@ -40,9 +49,11 @@ def write_manifests(
     *,
     concurrency: int = 2,
     logged: tuple[str, ...] = ("session_start", "session_end"),
+    extra: str = "",
 ) -> list[Path]:
     """One manifest per name: an OpenAI-compatible model (the FakeLLM the host's environment
-    names), and command hooks logging the ``logged`` events (session_start and session_end)."""
+    names), and command hooks logging the ``logged`` events (session_start and session_end);
+    ``extra`` is added to each (YAML: tools, approval ...)."""
     (folder / "log_hook.py").write_text(HOOK)
     hooks = "".join(
         f"""
@@ -64,6 +75,7 @@ instructions: Answer briefly.
 concurrency: {concurrency}
 max_retries: 2
 max_queue_size: 5000
+{extra}
 hooks:{hooks}
 """
         )
@@ -97,9 +109,11 @@ class Host:
         ttl: float,
         model_url: str,
         hook_log: Path,
+        env: dict[str, str] | None = None,
     ) -> Host:
         env = {
             **os.environ,
+            **(env or {}),
             "OPENAI_BASE_URL": model_url,
             "OPENAI_API_KEY": "test-key",
             "TEST_HOST": self.name,
@@ -158,6 +172,23 @@ class Host:
             except TimeoutError:
                 self.child.send_signal(signal.SIGKILL)
         await self.child.wait()
+
+
+class StallingLLM(FakeLLM):
+    """A FakeLLM that answers the requests numbered in ``stall`` (1 for the first) only after
+    an hour: the host asking is busy with that model call when a test kills or pauses it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.stall: set[int] = set()
+        super().__init__(port=0, **kwargs)
+
+    @property  # type: ignore[override]
+    def latency(self) -> float:  # read once a request is recorded: its number is known
+        return 3600.0 if len(self.requests) in self.stall else 0.0
+
+    @latency.setter
+    def latency(self, value: float) -> None:
+        """(Not used: the stall says which requests wait.)"""
 
 
 class RedisProxy:

@@ -5,6 +5,7 @@ real HTTP and their own ClusterNode, on one real Redis."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -220,3 +221,30 @@ async def test_a_process_stopped_through_another_host_stays_stopped_until_starte
         timeout=15,
         what="the process running again",
     )
+
+
+async def test_the_approvals_of_a_process_no_host_runs_are_listed_from_redis(
+    hosts: tuple[Host, Host], redis: Any, redis_prefix: str
+) -> None:
+    """Between a holder's loss and the takeover (or while stopped cluster-wide) the pending
+    approvals are what Redis journaled, not this host's idle copy."""
+    owner, _ = hosts
+    _, at_other = clients(hosts)
+    assert owner.node is not None
+    await at_other.post("/processes/alpha/stop")
+    await eventually(
+        lambda: not {"alpha"} & {*owner.node.held, *owner.node.leases.leaving},  # type: ignore[union-attr]
+        timeout=10,
+        what="the stop",
+    )
+    asked = {"request_id": "r-1", "tool_name": "refund", "arguments": {"n": 1}, "asked_at": 1.0}
+    answered = {**asked, "request_id": "r-2", "asked_at": 2.0}
+    await redis.hset(
+        f"{redis_prefix}:approvals:alpha",
+        mapping={
+            "k1": json.dumps({"request": asked, "decision": None}),
+            "k2": json.dumps({"request": answered, "decision": {"approved": True}}),
+        },
+    )
+    listed = (await at_other.get("/processes/alpha/approvals")).json()
+    assert listed == {"name": "alpha", "approvals": [asked]}

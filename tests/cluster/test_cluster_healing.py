@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +32,6 @@ from tether.models import OpenAIModel
 from tether.testing import FakeLLM
 
 TTL = 2.0
-
-
-@pytest.fixture
-async def private_redis(task_watchdog: None) -> AsyncIterator[PrivateRedis]:
-    server = PrivateRedis().start()
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 async def test_an_empty_redis_restart_in_the_middle_of_a_load_leaves_no_later_event_unrun(

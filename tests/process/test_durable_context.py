@@ -99,3 +99,25 @@ async def test_a_declared_secret_is_redacted_in_the_stored_conversation(tmp_path
     stored = b"".join(p.read_bytes() for p in sorted(tmp_path.glob("tether.db*")))  # noqa: ASYNC240
     assert b"CRM says" in stored
     assert b"tok-7f3a9" not in stored
+
+
+async def test_a_state_written_by_a_tool_of_a_run_that_ends_at_once_is_saved(
+    tmp_path: Path,
+) -> None:
+    """Regression: the state a tool wrote was taken as saved when its call's outcome was held
+    to be journaled with it; a run ending within the hold dropped both, and the run's end saw
+    no change to save: the next process over the file came back without it."""
+    journal = tmp_path / "tether.db"
+    model = ScriptedModel(reply="noted", tool_calls=[("update_state", {"key": "t", "value": 7})])
+    first = AgentProcess(
+        "notes",
+        ProcessConfig(
+            model=model, journal_path=str(journal), context=ContextConfig(state_tool=True)
+        ),
+    )
+    async with first:
+        await run_tickets(first, "remember t")
+        assert first.context.state == {"t": 7}
+    again = journaled(journal)
+    async with again:
+        assert again.context.state == {"t": 7}

@@ -11,7 +11,8 @@ In front of the routes when the runtime is in a cluster (``runtime.cluster``):
 * any other request about a process another host holds is forwarded to that host through
   Redis (not host-to-host HTTP) and served there by its own API, with its own rules;
 * a request about a process no host holds now (stopped, or being taken over) that would change
-  it is refused with 409 ``PROCESS_NOT_PLACED``; reads answer from this host's idle copy;
+  it is refused with 409 ``PROCESS_NOT_PLACED``; reads answer from this host's idle copy, but
+  ``GET /processes/{name}/approvals``, read from Redis (what the next holder will wait on);
 * while Redis does not answer, what needs it is refused with 503 ``CLUSTER_UNAVAILABLE`` and
   Retry-After (an inject: 503 ``QUEUE_UNAVAILABLE``), never a 500.
 
@@ -99,6 +100,9 @@ class ClusterRouter:
             return None
         holder = await node.holder(name)
         if holder is None or holder == node.host:
+            if rest == "/approvals" and method == "GET":  # journaled: its next holder's
+                approvals = await node.pending_approvals(name)
+                return JSONResponse({"name": name, "approvals": approvals})
             if method == "GET":
                 return None
             raise APIError(

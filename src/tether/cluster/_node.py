@@ -4,9 +4,10 @@ Every host loads the same processes; each process runs on exactly one host at a 
 holding its lease (``{prefix}:lease:{p}``: a fencing token and the host, with a TTL).
 
 * Placement: a free lease is taken first by the process's preferred host (rendezvous hashing
-  over the live hosts, so each host prefers about as many), by any host once it has been free
-  for a whole TTL; a holder hands a process over to its preferred host once that host has been
-  live for two ticks, so a cluster that starts one host at a time ends up spread.
+  over the live hosts with bounded loads, so each host prefers as many, give or take one), by
+  any host once it has been free for a whole TTL; a holder hands a process over to its
+  preferred host once that host has been live for two ticks, so a cluster that starts one
+  host at a time ends up spread.
 * Placement and renewal: every ``ttl / 5`` s, from a thread of its own (``_steward``: a busy
   event loop delays neither). A holder that could not renew for ``ttl / 2`` s (a partition, a
   stalled Redis) stops its copy on its own, before the TTL runs out and another host may start
@@ -16,6 +17,10 @@ holding its lease (``{prefix}:lease:{p}``: a fencing token and the host, with a 
   past its lease runs none for a run that is another host's now.
 * Takeover: the next holder claims what the stream holds pending (see ``StreamQueue.claim``)
   and starts the process; its session_start's ``recovered`` says what was reclaimed.
+* Durable runs (``durable_steps``, on unless turned off): each run's steps, the conversation,
+  the state dict and the pending approvals are journaled in Redis, fenced by the holder's token
+  (see ``_steps``); the next holder restores them and resumes the runs it reclaimed from their
+  last finished step (``recovered``'s ``resumed``).
 * A process stopped by an operator (the API or CLI, on any host) stays stopped cluster-wide
   (``{prefix}:desired:{p}``) until started again.
 """
@@ -37,14 +42,15 @@ from .._urls import masked_in
 from ..errors import TetherError
 from ..process import ProcessState
 from ..store import FENCED, Keys, Scripts, connect_redis
-from ._steward import Held, Leases, Steward, rendezvous
+from ._steward import Held, Leases, Steward, placement, rendezvous
 
 if TYPE_CHECKING:
     from ..hooks import HookRun
     from ..process import AgentProcess, ProcessConfig, StreamQueue
     from ..runtime import AgentRuntime
+    from ._steps import RedisWrites
 
-__all__ = ["ClusterError", "ClusterNode", "cluster_config", "rendezvous"]
+__all__ = ["ClusterError", "ClusterNode", "cluster_config", "placement", "rendezvous"]
 
 logger = logging.getLogger("tether.cluster")
 
@@ -81,9 +87,9 @@ class ClusterError(TetherError, RuntimeError):
 
 
 def cluster_config(config: ProcessConfig, ttl: float) -> ProcessConfig:
-    """``config`` as a clustered process runs it: the stream holds its events, so it has no
-    journal; its stop_timeout is at most ``ttl / 4``, so that a host that lost the lease has
-    stopped its copy before another host may start one."""
+    """``config`` as a clustered process runs it: the stream holds its events and Redis its
+    steps, so it has no journal file; its stop_timeout is at most ``ttl / 4``, so that a host
+    that lost the lease has stopped its copy before another host may start one."""
     update: dict[str, Any] = {"journal_path": None}
     if config.stop_timeout > ttl / 4:
         update["stop_timeout"] = ttl / 4
@@ -135,6 +141,9 @@ class ClusterNode:
         self.leases = Leases(self.host)
         self.held = self.leases.held
         self._queues: dict[str, StreamQueue] = {}
+        #: The step journal of each process (with ``durable_steps``), and its blocking client.
+        self._steps: dict[str, RedisWrites] = {}
+        self._steps_client: Any = None
         self._tasks: list[asyncio.Task[None]] = []
         self._changes: set[asyncio.Task[None]] = set()
         self._history: dict[str, list[dict[str, Any]]] = {}
@@ -180,6 +189,8 @@ class ClusterNode:
             queue.on_fenced = self._fenced_callback(process.name)
             queue.fresh = self._fresh_callback(process.name)
             self._queues[process.name] = queue
+            if process.config.durable_steps:
+                self._steps[process.name] = self._step_journal(process, queue)
             self._record_history(process)
         loop = asyncio.get_running_loop()
 
@@ -206,6 +217,23 @@ class ClusterNode:
             loop.create_task(self._tend(), name=f"cluster-{self.host}-tend"),
             loop.create_task(self._serve_requests(), name=f"cluster-{self.host}-requests"),
         ]
+
+    def _step_journal(self, process: AgentProcess, queue: StreamQueue) -> RedisWrites:
+        """Where ``process``'s durable runs write while this host holds it (see _steps)."""
+        from ..store import RedisStepStore, connect_sync
+        from ._steps import RedisWrites
+
+        if self._steps_client is None:
+            self._steps_client = connect_sync(self.url, timeout=max(2.0, self.ttl / 2))
+        store = RedisStepStore(
+            self._steps_client,
+            self.keys,
+            process.name,
+            token=lambda: queue.token,
+            redact=process.redactor.declared.text,
+        )
+        fenced = self._fenced_callback(process.name)
+        return RedisWrites(process.name, process.redactor, store, fenced)
 
     async def _warm_up(self) -> None:
         """Import what the processes' first runs import, in a thread, before taking a lease:
@@ -237,6 +265,10 @@ class ClusterNode:
         self.runtime.cluster = None
         await self.client.aclose()
         await self.reader.aclose()
+        for writes in self._steps.values():
+            await asyncio.to_thread(writes.store.close)
+        if self._steps_client is not None:
+            self._steps_client.close()
 
     async def __aenter__(self) -> ClusterNode:
         await self.start()
@@ -259,12 +291,16 @@ class ClusterNode:
                 logger.warning("cluster host %s: %s", self.host, exc)
             await asyncio.sleep(self.tick)
 
-    def preferred(self, name: str) -> str:
-        """The live host that should run process ``name`` (see ``rendezvous``)."""
-        return rendezvous(name, self.leases.live)
+    def preferred(self, name: str) -> str | None:
+        """The live host that should run process ``name`` (see ``placement``)."""
+        return self._placement().get(name)
+
+    def _placement(self) -> dict[str, str]:
+        return placement(list(self._queues), self.leases.live)
 
     async def _round(self) -> None:
         leases = self.leases
+        placed = self._placement()
         for process in self.runtime:
             name = process.name
             if name not in self._queues or name in leases.leaving or name in leases.taking:
@@ -282,8 +318,8 @@ class ClusterNode:
                 self._queues[name].accepting = False
                 self._change(self._give_up(name, lost=False, reason="stopped"))
                 continue
-            preferred = self.preferred(name)
-            if preferred != self.host and leases.seen.get(preferred, 0) >= 2:
+            preferred = placed.get(name)
+            if preferred not in (None, self.host) and leases.seen.get(preferred or "", 0) >= 2:
                 self._change(self._give_up(name, lost=False, reason="handed over"))
                 continue
             await self._publish(process, held)
@@ -311,6 +347,16 @@ class ClusterNode:
             # Redis's dead letters first: claim() may add one (an entry out of attempts).
             process.dead_letters[:] = await queue.dead_letters()
             recovered = await queue.claim(token, process.config.max_retries)
+            writes = self._steps.get(name)
+            if writes is not None:
+                process.use_steps(writes.store, writes)
+                # The runs that will not resume: their steps go (housekeeping: retried at
+                # the next takeover when it fails).
+                kept = recovered["event_ids"]
+                try:
+                    await asyncio.wrap_future(writes.store.submit(writes.store.prune_except, kept))
+                except Exception as exc:
+                    logger.warning("process %s: pruning its steps failed: %s", name, exc)
             logger.warning(
                 "cluster host %s runs %s (fencing token %s; reclaimed %d events)",
                 self.host,
@@ -456,6 +502,14 @@ class ClusterNode:
                 summary.update(host=holder, state=state)
             out.append(summary)
         return out
+
+    async def pending_approvals(self, name: str) -> list[dict[str, Any]]:
+        """The approvals of process ``name`` journaled in Redis and not answered yet, oldest
+        first (what they ask, redacted when journaled): what its next holder will wait on."""
+        rows = await self.client.hgetall(self.keys.approvals(name))
+        asked = [json.loads(raw) for raw in rows.values()]
+        pending = [a["request"] for a in asked if a.get("decision") is None]
+        return sorted(pending, key=lambda request: float(request.get("asked_at") or 0))
 
     async def start_process(self, name: str) -> None:
         """Let the cluster run ``name`` again (after an operator's stop)."""

@@ -5,9 +5,9 @@ Every ``tick`` (TTL/5) s, with a Redis client of its own, the steward
 1. writes the host's heartbeat and reads which hosts are live;
 2. renews each lease the node holds, and reports one it could not renew for TTL/2 s, or
    found taken (fenced);
-3. takes each free lease the node may take (its preferred host at once, any host once it has
-   been free for a whole TTL), and hands it to the node's event loop, which claims the
-   stream's pending entries and starts the process.
+3. takes each free lease the node may take (its preferred host, see ``placement``, at once,
+   any host once it has been free for a whole TTL), and hands it to the node's event loop,
+   which claims the stream's pending entries and starts the process.
 
 A thread, not a task: a loop kept busy by runs, hooks or a slow import delays none of it, so
 a survivor takes a dead host's processes over within about TTL plus one tick however loaded
@@ -29,17 +29,46 @@ from typing import Any
 
 from ..store import ACQUIRE, FENCED, RENEW, Keys
 
-__all__ = ["Held", "Leases", "Steward", "rendezvous"]
+__all__ = ["Held", "Leases", "Steward", "placement", "rendezvous"]
 
 logger = logging.getLogger("tether.cluster")
+
+
+def _score(name: str, host: str) -> bytes:
+    import hashlib
+
+    return hashlib.sha256(f"{name}\0{host}".encode()).digest()
 
 
 def rendezvous(name: str, hosts: list[str]) -> str:
     """The host of ``hosts`` that prefers process ``name`` most (rendezvous hashing: each
     host prefers about as many processes, and a host joining or leaving moves only its own)."""
-    import hashlib
+    return max(hosts, key=lambda h: _score(name, h))
 
-    return max(hosts, key=lambda h: hashlib.sha256(f"{name}\0{h}".encode()).digest())
+
+def placement(names: list[str], hosts: list[str]) -> dict[str, str]:
+    """The host of each process of ``names`` over the live ``hosts``: rendezvous hashing with
+    bounded loads. In name order, each process goes to the host that prefers it most among
+    those with room (each holds processes / hosts, rounded down, and the remainder one more
+    each), so the hosts run as many processes each, give or take one (plain rendezvous put
+    four of six processes on one of two hosts: that host bounded the cluster's throughput).
+    Every host computes the same answer from
+    the same names and live hosts; one process alone goes where ``rendezvous`` says."""
+    if not hosts:
+        return {}
+    fewest, more = divmod(len(names), len(hosts))  # ``more`` hosts run one more than the rest
+    load = dict.fromkeys(hosts, 0)
+    placed: dict[str, str] = {}
+    for name in sorted(names):
+        host = max(
+            (h for h in hosts if load[h] < fewest or (load[h] == fewest and more > 0)),
+            key=lambda h: _score(name, h),
+        )
+        if load[host] == fewest:
+            more -= 1
+        load[host] += 1
+        placed[name] = host
+    return placed
 
 
 @dataclass(slots=True)
@@ -144,11 +173,12 @@ class Steward(threading.Thread):
         except (RedisError, OSError) as exc:
             logger.warning("cluster host %s: heartbeat failed: %s", self.host, exc)
         self._renew(renew)
+        placed = placement(self.names, self.leases.live)
         for name in self.names:
             if self._halt.is_set():
                 return
             try:
-                self._take(client, acquire, name)
+                self._take(client, acquire, name, placed.get(name))
             except (RedisError, OSError) as exc:
                 logger.warning("cluster host %s: placing %s failed: %s", self.host, name, exc)
                 return  # Redis away: the next round tries again
@@ -185,9 +215,10 @@ class Steward(threading.Thread):
             if time.monotonic() - held.renewed >= self.ttl / 2:
                 self._tell(name, held, f"its lease was not renewed for {self.ttl / 2:g}s")
 
-    def _take(self, client: Any, acquire: Any, name: str) -> None:
+    def _take(self, client: Any, acquire: Any, name: str, preferred: str | None) -> None:
         """Take the lease of ``name`` if it is free and this host may (see the module
-        docstring); the node's loop then starts the process."""
+        docstring: ``preferred`` is the host placement wants it on); the node's loop then
+        starts the process."""
         if not self.leases.is_free(name) or not self.wanted(name):
             self._free_since.pop(name, None)
             return
@@ -198,7 +229,7 @@ class Steward(threading.Thread):
             return
         now = time.monotonic()
         free_since = self._free_since.setdefault(name, now)
-        if rendezvous(name, self.leases.live) != self.host and now - free_since < self.ttl:
+        if preferred != self.host and now - free_since < self.ttl:
             return
         taken = acquire(
             keys=[self.keys.lease(name), self.keys.fence(name), self.keys.epoch],

@@ -39,6 +39,8 @@ from ._order import DeclarationError as DeclarationError
 from ._order import Declared as Declared
 from ._order import declaration_problems as declaration_problems
 from ._programs import SAFE_ENV_VARS as SAFE_ENV_VARS
+from ._programs import minimal_env as minimal_env
+from ._programs import signal_group as signal_group
 from ._recording import redacted_trace as redacted_trace
 from ._records import OUTCOMES as OUTCOMES
 from ._records import HookRun as HookRun

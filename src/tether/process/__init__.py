@@ -30,15 +30,16 @@ from ._event import TriggerEvent as TriggerEvent
 from ._event import check_traceparent as check_traceparent
 from ._event import current_event_id as current_event_id
 from ._event import current_process as current_process
+from ._journaling import JournalWrites as JournalWrites
 from ._mcp import McpServerConfig as McpServerConfig
 from ._mcp import McpServers as McpServers
 from ._mcp import is_stdio as is_stdio
 from ._mcp import repr_args as repr_args
 from ._mcp import server_name as server_name
+from ._names import validate_name as validate_name
 from ._process import AgentProcess as AgentProcess
 from ._process import ProcessState as ProcessState
 from ._rewind import REWIND_WAIT as REWIND_WAIT
-from ._state import validate_name as validate_name
 
 if TYPE_CHECKING:
     from ._stream_queue import StreamQueue as StreamQueue

@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..agent._steps import current_tool_call
+from ..agent import current_tool_call
 from ..approval import ApprovalDecision, ApprovalPolicy, ApprovalRequest
 
 if TYPE_CHECKING:
-    from ..store._steps import StepStore
+    from ..store import StepJournal
     from ._journaling import JournalWrites
 
 __all__ = ["ApprovalDesk"]
@@ -39,7 +39,7 @@ class _Request:
 class ApprovalDesk:
     """The approvals of one process (see the module docstring); ``store`` None: in memory."""
 
-    def __init__(self, store: StepStore | None, writes: JournalWrites) -> None:
+    def __init__(self, store: StepJournal | None, writes: JournalWrites) -> None:
         self._store = store
         self._writes = writes
         self._requests: dict[str, _Request] = {}

@@ -14,13 +14,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..agent import AgentLoop, Tool, as_tool
-from ..hooks import HookManager
-from ..hooks._prompt import DEFAULT_MODELS
+from ..hooks import DEFAULT_MODELS, HookManager
 
 if TYPE_CHECKING:
     from .._redact import Redactor
-    from ..agent import AgentContext
-    from ..agent._transcript import TranscriptFile
+    from ..agent import AgentContext, TranscriptFile
     from ..models import Model
     from ._changes import ConfigChanges
     from ._config import ProcessConfig
@@ -41,7 +39,7 @@ __all__ = [
 def tools_of(declared: list[Any]) -> list[Tool]:
     """The Tools a configuration declares; an import path is imported now, and one that
     cannot be is a ValueError naming the entry and what is wrong."""
-    from ..agent._tools import import_tool
+    from ..agent import import_tool
 
     tools: list[Tool] = []
     for index, entry in enumerate(declared):
@@ -160,7 +158,7 @@ def hook_metadata(
         metadata["parent"] = parent["process_name"]
     inherited = parent is not None and "transcript_path" in parent
     if inherited or any(getattr(h, "protocol", None) == "claude-code" for h in config.hooks):
-        from ..hooks._claude_code import session_folder
+        from ..hooks import session_folder
 
         metadata["transcript_path"] = os.path.join(session_folder(process_id), "transcript.jsonl")
         asks = config.approval is not None and config.approval.handler is not None
@@ -175,8 +173,8 @@ def transcript_file(
     path = metadata.get("transcript_path")
     if path is None:
         return None
-    from ..agent._transcript import TranscriptFile
-    from ..hooks._claude_code import session_folder
+    from ..agent import TranscriptFile
+    from ..hooks import session_folder
 
     session_folder(process_id)  # again at each start: a stop removed it
 
@@ -186,6 +184,6 @@ def transcript_file(
 def forget_session(process_id: str) -> None:
     """Remove the files of the process's Claude Code session (its ``CLAUDE_ENV_FILE``, its
     transcript) at its stop: a later start is a new session."""
-    from ..hooks._claude_code import remove_session
+    from ..hooks import remove_session
 
     remove_session(process_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Final, Literal
 
@@ -15,11 +16,9 @@ from pydantic import (
     model_validator,
 )
 
-from ..agent._config import BudgetConfig, ContextConfig, GuardrailConfig, ModelPrice
-from ..agent._tools import Tool
+from ..agent import BudgetConfig, ContextConfig, GuardrailConfig, ModelPrice, Tool
 from ..approval import ApprovalPolicy
-from ..hooks._config import HookConfig, SecretText
-from ._config_secrets import secrets_masked
+from ..hooks import HookConfig, SecretText, masked_errors
 from ._mcp import McpServers, repr_args
 
 __all__ = [
@@ -74,6 +73,26 @@ def check_mission(value: object) -> str | None:
             f"mission is {len(text)} characters long; at most {MISSION_MAX_CHARS} are allowed"
         )
     return text
+
+
+#: A field whose location says it may hold a secret: its value is never shown in an error.
+_PLAIN: Final = (str, int, float, bool, type(None))
+_SECRETISH = re.compile(r"secret|env|header|token|password|passwd|key|auth|url", re.IGNORECASE)
+
+
+def secrets_masked(exc: ValidationError) -> ValidationError:
+    """``exc`` with the value of each field that may hold a secret (by its name, or being
+    unknown: a misspelt ``secret=``) or that is no plain value (a mapping, a list, an object,
+    which may hold one) shown as ``'<not shown>'``; every other error keeps its value."""
+    return masked_errors(exc, _may_be_secret)
+
+
+def _may_be_secret(loc: tuple[Any, ...], value: Any, kind: str) -> bool:
+    return (
+        kind == "extra_forbidden"
+        or type(value) not in _PLAIN  # a mapping, a list, an object: it may hold one
+        or _SECRETISH.search(".".join(str(part) for part in loc)) is not None
+    )
 
 
 class _Trigger(BaseModel):
@@ -399,7 +418,7 @@ class ProcessConfig(BaseModel):
     def _tools(cls, value: list[Any]) -> list[Any]:
         import inspect
 
-        from ..agent._tools import check_import_path
+        from ..agent import check_import_path
 
         for index, fn in enumerate(value):
             if isinstance(fn, str):

@@ -3,45 +3,24 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-from pydantic import SecretStr, ValidationError
+from pydantic import SecretStr
 
 from .._urls import url_password
-from ..hooks._config import masked_errors
-from ..hooks._errors import HookError
+from ..hooks import HookError
 
 if TYPE_CHECKING:
     from ._config import ProcessConfig, TriggerConfig
 
-__all__ = ["config_secrets", "resolve_secrets", "secrets_masked", "server_secrets"]
-
-#: A field whose location says it may hold a secret: its value is never shown in an error.
-_PLAIN: Final = (str, int, float, bool, type(None))
-_SECRETISH = re.compile(r"secret|env|header|token|password|passwd|key|auth|url", re.IGNORECASE)
-
-
-def secrets_masked(exc: ValidationError) -> ValidationError:
-    """``exc`` with the value of each field that may hold a secret (by its name, or being
-    unknown: a misspelt ``secret=``) or that is no plain value (a mapping, a list, an object,
-    which may hold one) shown as ``'<not shown>'``; every other error keeps its value."""
-    return masked_errors(exc, _may_be_secret)
-
-
-def _may_be_secret(loc: tuple[Any, ...], value: Any, kind: str) -> bool:
-    return (
-        kind == "extra_forbidden"
-        or type(value) not in _PLAIN  # a mapping, a list, an object: it may hold one
-        or _SECRETISH.search(".".join(str(part) for part in loc)) is not None
-    )
+__all__ = ["config_secrets", "resolve_secrets", "server_secrets"]
 
 
 def resolve_secrets(config: ProcessConfig) -> list[tuple[str, str]]:
     """(name, value) of each secret, ``${VAR}``/``${VAR:-default}`` read from the environment
     now (a manifest's ``secrets:`` keeps its references until the process is made)."""
-    from ..hooks._shell import resolve_refs
+    from ..hooks import resolve_refs
 
     values = []
     for name, secret in config.secrets.items():

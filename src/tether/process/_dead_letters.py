@@ -15,16 +15,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from ..hooks._hook import CLOSING
+from ..hooks import CLOSING
 from ._supervise import describe, is_fatal
 
 if TYPE_CHECKING:
     from .._redact import Redactor
     from ..store import Journal
     from ._event import TriggerEvent
-    from ._intake import Intake
     from ._journaling import JournalWrites
     from ._outcomes import Outcomes
     from ._state import LiveState
@@ -36,6 +35,12 @@ logger = logging.getLogger("tether.process")
 #: Ends the error of a dead letter whose task_completed a stop's deadline cut off (or never
 #: let start).
 UNFIRED: Final = "task_completed cut off: the stop's deadline passed"
+
+
+class Injects(Protocol):
+    """What redelivers a dead letter: the process's intake."""
+
+    async def inject(self, event: TriggerEvent) -> str: ...
 
 
 class DeadLetterBox:
@@ -181,7 +186,7 @@ class DeadLetterBox:
             + (", ..." if len(entries) > 5 else ""),
         )
 
-    async def redeliver(self, intake: Intake, event_ids: list[str] | None = None) -> int:
+    async def redeliver(self, intake: Injects, event_ids: list[str] | None = None) -> int:
         """Inject dead-lettered events again (all, or those named) through ``intake``; return
         how many.
 

@@ -16,6 +16,10 @@ The conversation buffer and the state dict are saved when a run ends, and the st
 each tool call that changed it; the first start over the file restores them. Saves are
 coalesced: one waiting on the writer thread takes the newest snapshot when it runs.
 
+In a cluster the same is kept in Redis (``use``: ``store._redis_steps``, written from a thread
+of its own, fenced by the holder's token): the host that takes the process over restores the
+conversation, the state and the pending approvals, and resumes the runs it reclaimed.
+
 Secrets declared to the process are redacted in what is written (as in the event journal).
 """
 
@@ -26,7 +30,7 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any, Final
 
-from ..agent._steps import RunSteps, describe_step
+from ..agent import RunSteps, describe_step
 from ._approvals import ApprovalDesk
 from ._run_journal import RunJournal
 from ._saved_context import SavedContext
@@ -34,7 +38,7 @@ from ._saved_context import SavedContext
 if TYPE_CHECKING:
     from .._redact import Redactor
     from ..agent import AgentContext
-    from ..store._steps import StepStore
+    from ..store import StepJournal
     from ._config import ProcessConfig
     from ._journaling import JournalWrites
 
@@ -53,7 +57,7 @@ class DurableRuns:
     def __init__(
         self,
         name: str,
-        store: StepStore | None,
+        store: StepJournal | None,
         writes: JournalWrites,
         context: AgentContext,
         redactor: Redactor,
@@ -74,9 +78,20 @@ class DurableRuns:
         self._ended: list[tuple[str, float]] = []
 
     @property
-    def store(self) -> StepStore | None:
+    def store(self) -> StepJournal | None:
         """The step store (None: no journal, or ``durable_steps`` off)."""
         return self._store
+
+    def use(self, store: StepJournal, writes: JournalWrites) -> None:
+        """Journal to ``store`` through ``writes`` from now on, starting afresh: a cluster's
+        Redis (``tether.cluster``), set by each takeover before the process starts, and read
+        by its ``recover``."""
+        self._store, self._writes = store, writes
+        self._runs.clear()
+        self._journals.clear()
+        self._ended.clear()
+        self._saved = SavedContext(store, writes, self._context, self._redactor)
+        self.approvals = ApprovalDesk(store, writes)
 
     def close(self) -> None:
         """At a stop, once the journal writer is done: write the steps held and the context
@@ -117,8 +132,9 @@ class DurableRuns:
         if store is None:
             return
         journal = self._journals.pop(event_id, None)
-        if journal is not None:
-            journal.drop()  # not written: its steps are forgotten
+        # Not written: its steps are forgotten; a state held with them is saved below.
+        if journal is not None and journal.drop() and self._saved is not None:
+            self._saved.state_unsaved()
         if self._runs.pop(event_id, None):
             self._ended.append((event_id, time.time()))
             if not saved or len(self._ended) >= FORGET_BATCH:  # a failed run's: at once
@@ -163,7 +179,7 @@ def durable_runs(
     """The DurableRuns of a process: with its journal's step store when it has one."""
     store = None
     if config.journal_path and config.durable_steps:
-        from ..store._steps import StepStore
+        from ..store import StepStore
 
         store = StepStore(config.journal_path, name, redact=writes.redactor.declared.text)
     return DurableRuns(name, store, writes, context, writes.redactor)

@@ -13,8 +13,8 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..agent._observer import Note
-from ..hooks._hook import closing
+from ..agent import Note
+from ..hooks import closing
 from ._event import CURRENT_EVENT, TriggerEvent
 from ._state import ProcessState, accepts_events
 from ._supervise import describe, is_fatal

@@ -62,7 +62,7 @@ from ._supervise import describe
 
 if TYPE_CHECKING:
     from .._redact import Redactor
-    from ..store._writer import Seat
+    from ..store import Seat
 
 __all__ = ["JOURNAL_ACCEPT", "JOURNAL_DRAIN", "JournalWrites", "WriterSeat"]
 
@@ -91,7 +91,7 @@ def _is_row(write: Callable[..., None]) -> bool:
 
 @functools.cache
 def _journal_class() -> type:
-    from ..store._sqlite import Journal  # imported with the first write, not with tether
+    from ..store import Journal  # imported with the first write, not with tether
 
     return Journal
 
@@ -164,7 +164,7 @@ class WriterSeat:
 
     def _taken(self) -> Seat:
         if self._seat is None:
-            from ..store._writer import seat
+            from ..store import seat
 
             assert self.path is not None, "a process without a journal writes nothing"
             self._seat = seat(self.path, self.name)
@@ -441,7 +441,7 @@ class JournalWrites:
 
     def _notice(self, exc: BaseException) -> None:
         """Log once, as an error, that the journal file was deleted or replaced."""
-        from ..store._sqlite import JournalFileGone
+        from ..store import JournalFileGone
 
         if isinstance(exc, JournalFileGone) and not self._gone_told:
             self._gone_told = True

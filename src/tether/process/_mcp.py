@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from .._urls import masked_url
-from ._state import NAME_RE
+from ._names import NAME_RE
 
 __all__ = [
     "MCP_TRANSPORTS",

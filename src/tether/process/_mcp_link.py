@@ -94,8 +94,7 @@ def _resolved(values: dict[str, Any], field: str, server: str) -> dict[str, str]
     """An entry's ``env`` or ``headers``: SecretStr values read, ``${VAR}`` resolved now."""
     import os
 
-    from ..hooks._errors import HookError
-    from ..hooks._shell import resolve_refs
+    from ..hooks import HookError, resolve_refs
 
     out = {}
     for key, raw in values.items():
@@ -589,7 +588,7 @@ class McpConnections:
 def _meta() -> RequestParamsMeta | None:
     """The call's ``_meta``: the idempotency key of the tool call running (see
     ``tether.current_tool_call``) as ``tether/idempotency_key``."""
-    from ..agent._steps import current_tool_call
+    from ..agent import current_tool_call
 
     info = current_tool_call()
     if info is None:

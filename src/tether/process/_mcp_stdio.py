@@ -28,7 +28,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp.shared.message import SessionMessage
 
 from ..errors import TetherError
-from ..hooks._programs import minimal_env, signal_group
+from ..hooks import minimal_env, signal_group
 
 if TYPE_CHECKING:
     from anyio.abc import Process

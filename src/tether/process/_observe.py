@@ -6,13 +6,12 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..hooks import HookEvent, HookManager, HookRun
-from ..hooks._context import DRY_RUN_KEY
+from ..hooks import DRY_RUN_KEY, HookEvent, HookManager, HookRun
 from ._state import ProcessState
 
 if TYPE_CHECKING:
     from .._redact import Redactor
-    from ..hooks._history import HistoryRecorder
+    from ..hooks import HistoryRecorder
     from ..store import HistoryStore
     from ._state import LiveState
 
@@ -106,7 +105,7 @@ class HookInspector:
         and ``payload``). Returns the per-hook trace and the final decision (``decision``:
         ``blocked`` or ``allowed``, as ``blocked`` says; ``reason`` when blocked).
         """
-        from ..hooks._history import HistoryRecorder
+        from ..hooks import HistoryRecorder
 
         tracer = HistoryRecorder(
             self.name, redact=self.redactor.text if self.redactor else None, trace=True

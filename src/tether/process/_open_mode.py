@@ -50,8 +50,9 @@ class ChildSpawner:
         triggers: list[dict[str, Any]] | None = None,
     ) -> AgentProcess | str:
         """Spawn a child process; return it, or the refusal text."""
+        from ._names import validate_name
         from ._process import AgentProcess
-        from ._state import ProcessState, validate_name
+        from ._state import ProcessState
 
         parent = self._parent
         if self._live.ending:

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from ..agent import Usage, UsageMeter
-    from ..agent._observer import Note
+    from ..agent import Note, Usage, UsageMeter
     from ..hooks import DispatchResult
     from ._event import TriggerEvent
     from ._lifecycle import ProcessHooks

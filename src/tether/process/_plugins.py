@@ -9,8 +9,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..hooks import HookContext
-from ..hooks._plugin import (
+from ..hooks import (
+    HookContext,
     Plugin,
     PluginContext,
     PluginError,

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._redact import Redactor
 from ..agent import AgentContext, AgentLoop, Tool, UsageMeter
-from ..hooks import HookEvent, HookManager
-from ..hooks._secrets import CommandSecrets
+from ..hooks import CommandSecrets, HookEvent, HookManager
 from ._builders import agent_loop_of, hook_metadata, hooks_of, model_of, tools_of, transcript_file
 from ._changes import AppliedChange, ConfigChanges, Saved
 from ._config import (
@@ -44,21 +43,22 @@ from ._intake import Intake
 from ._journaling import JournalWrites
 from ._lifecycle import ProcessHooks, Watcher
 from ._mcp import McpServerConfig, check_entries
+from ._names import validate_name
 from ._observe import HookInspector
 from ._outcomes import Outcomes
 from ._queue import MemoryQueue
 from ._rewind import REWIND_WAIT, Rewinder
-from ._state import LiveState, ProcessState, validate_name
+from ._state import LiveState, ProcessState
 from ._supervise import Supervisor
 from ._teardown import Child, Teardown, stop_deadline
 from ._triggers import TriggerRunners
 from ._workers import WorkerPool
 
 if TYPE_CHECKING:
-    from ..agent._observer import Observer
+    from ..agent import Observer
     from ..hooks import DispatchResult, HookRun
     from ..models import Model
-    from ..store import HistoryStore, Journal
+    from ..store import HistoryStore, Journal, StepJournal
     from ._open_mode import ChildSpawner
     from ._stream_queue import StreamQueue
 
@@ -144,7 +144,7 @@ class AgentProcess:
         """The journal and hook-run history (in SQLite with a journal), how events enter
         (Intake), are run (EventRunner) and end (Outcomes, DeadLetterBox), the configuration's
         changes and rewinds, and what a stop does with them (Teardown)."""
-        from ..hooks._history import HistoryRecorder
+        from ..hooks import HistoryRecorder
 
         live, hooks, redactor = self._live, self._hooks, self.redactor
         self._journal: Journal | None = None
@@ -551,6 +551,12 @@ class AgentProcess:
         queue.dead_letter = self._dead
         self._live.queue = self._live.stream = queue
 
+    def use_steps(self, store: StepJournal, writes: JournalWrites) -> None:
+        """Journal this process's steps, conversation, state and approvals to ``store``
+        through ``writes`` (a cluster's Redis: set at each takeover, before ``start``, which
+        restores them and resumes the runs the stream's claim took over)."""
+        self._durable.use(store, writes)
+
     def _start_failed(self) -> None:
         """A process whose start failed runs nothing, so it holds no journal lease: another
         object of its name (or this one, started again) may take the journal."""
@@ -569,7 +575,7 @@ class AgentProcess:
         from ._recovery import recover
 
         if self._live.stream is not None:  # a cluster's stream: what its claim() took over
-            return self._live.stream.take_recovered()
+            return self._durable.recover(self._live.stream.take_recovered())
         if self._journal is None or self._recovered_once:
             return None
         self._recovered_once = True

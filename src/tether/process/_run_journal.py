@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from ..store._steps import Row, StepStore
+    from ..store import Row, StepJournal
     from ._journaling import JournalWrites
 
 __all__ = ["HOLD", "RunJournal"]
@@ -38,7 +38,7 @@ class RunJournal:
         self,
         event_id: str,
         found: Found,
-        store: StepStore,
+        store: StepJournal,
         writes: JournalWrites,
         shown: Callable[[Any], Any],
         state: Callable[[], dict[str, Any] | None],
@@ -94,13 +94,15 @@ class RunJournal:
                 self.event_id, self._store.write, self.event_id, rows, time.time(), state=state
             )
 
-    def drop(self) -> None:
-        """The run ended: what is held is not written (its steps are forgotten)."""
+    def drop(self) -> bool:
+        """The run ended: what is held is not written (its steps are forgotten). True when a
+        state was held with them: it is not saved yet (the caller saves it)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._held.clear()
-        self._held_state = None
+        state, self._held_state = self._held_state, None
+        return state is not None
 
     def write_held(self) -> None:
         """At a stop, on the writer thread once its queue is done: write what is held."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from .._redact import Redactor
     from ..agent import AgentContext
-    from ..store._steps import Change, StepStore
+    from ..store import Change, StepJournal
     from ._journaling import JournalWrites
 
 __all__ = ["SAVE_INTERVAL", "SavedContext"]
@@ -42,7 +42,7 @@ class SavedContext:
     """Saves and restores one process's conversation and state (see the module docstring)."""
 
     def __init__(
-        self, store: StepStore, writes: JournalWrites, context: AgentContext, redactor: Redactor
+        self, store: StepJournal, writes: JournalWrites, context: AgentContext, redactor: Redactor
     ) -> None:
         self._store = store
         self._writes = writes
@@ -85,6 +85,11 @@ class SavedContext:
         saved, taken as saved (the caller writes it, with a tool call's outcome); else None."""
         state = self._state_changed()
         return None if state is None else self._shown(state)
+
+    def state_unsaved(self) -> None:
+        """The state last taken as saved (``changed_state``) was not written: the next save
+        writes it."""
+        self._state = None
 
     def _state_changed(self) -> dict[str, Any] | None:
         if self._context.state == self._state:

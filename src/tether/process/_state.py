@@ -4,22 +4,18 @@ may be."""
 from __future__ import annotations
 
 import asyncio
-import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..agent import AgentLoop
-    from ..agent._observer import Observer
+    from ..agent import AgentLoop, Observer
     from ..models import Model
     from ._config import ProcessConfig
     from ._event import TriggerEvent
     from ._stream_queue import StreamQueue
 
-__all__ = ["NAME_RE", "LiveState", "ProcessState", "accepts_events", "validate_name"]
-
-NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+__all__ = ["LiveState", "ProcessState", "accepts_events"]
 
 
 class ProcessState(StrEnum):
@@ -78,15 +74,3 @@ def accepts_events(state: ProcessState, *, restarting: bool) -> bool:
     return state in (ProcessState.CREATED, ProcessState.STARTING, ProcessState.RUNNING) or (
         state == ProcessState.FAILED and restarting
     )
-
-
-def validate_name(name: object) -> str:
-    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:
-        shown = repr(name)
-        if len(shown) > 80:  # an error quotes a line's worth of a bad name, not all of it
-            shown = f"{shown[:70]}... ({len(name) if isinstance(name, str) else '?'} characters)"
-        raise ValueError(
-            f"process name {shown} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit"
-        )
-    return name

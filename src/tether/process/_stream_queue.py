@@ -11,13 +11,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ..hooks import DispatchResult
-from ..store._redis import FENCED, GROUP, is_nogroup
+from ..store import FENCED, GROUP, is_nogroup
 from ._errors import QueueUnavailableError
 from ._event import TriggerEvent
 from ._queue import Item, MemoryQueue
 
 if TYPE_CHECKING:
-    from ..store._redis import Keys, Scripts
+    from ..store import Keys, Scripts
 
 __all__ = ["StreamQueue"]
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..hooks._hook import CLOSING
+from ..hooks import CLOSING
 from ._state import ProcessState
 
 if TYPE_CHECKING:

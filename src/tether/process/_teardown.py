@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from ..hooks._background import drain as drain_async_hooks
+from ..hooks import drain as drain_async_hooks
 from ._journaling import JOURNAL_DRAIN
 from ._state import ProcessState
 from ._supervise import cleanly
@@ -26,8 +26,7 @@ from ._workers import ABANDON_GRACE
 
 if TYPE_CHECKING:
     from .._redact import Redactor
-    from ..hooks import HookManager
-    from ..hooks._history import HistoryRecorder
+    from ..hooks import HistoryRecorder, HookManager
     from ..models import Model
     from ..store import Journal
     from ._changes import ConfigChanges

@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Final
 
 from .._redact import redacted_trace
-from ..hooks._hook import CLOSING
+from ..hooks import CLOSING
 from ._config import CronTrigger, FileWatchTrigger, split_zone
 from ._errors import ProcessStateError
 from ._supervise import describe, is_fatal

@@ -8,7 +8,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Final
 
-from ..hooks._hook import CLOSING
+from ..hooks import CLOSING
 
 if TYPE_CHECKING:
     from ._event import TriggerEvent

@@ -16,12 +16,18 @@ from ._redis import Keys as Keys
 from ._redis import Scripts as Scripts
 from ._redis import connect as _connect_redis
 from ._redis import is_nogroup as is_nogroup
+from ._redis_steps import RedisStepStore as RedisStepStore
+from ._redis_steps import StepsFenced as StepsFenced
+from ._redis_steps import connect_sync as connect_sync
 from ._sqlite import Journal as Journal
 from ._sqlite import JournalFileGone as JournalFileGone
 from ._sqlite import connect as connect
 from ._steps import Change as Change
 from ._steps import Row as Row
+from ._steps import StepJournal as StepJournal
 from ._steps import StepStore as StepStore
+from ._writer import Seat as Seat
+from ._writer import seat as seat
 
 #: A Redis client for a cluster's URL (``connect`` is SQLite's).
 connect_redis = _connect_redis

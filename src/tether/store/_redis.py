@@ -9,6 +9,9 @@ Every key of one cluster starts with its prefix (``tether`` unless told), so sev
 * ``{prefix}:lease:{p}``     "<fencing token>:<host>", with a TTL; ``{prefix}:fence:{p}`` counts
 * ``{prefix}:desired:{p}``   "stopped" while an operator has stopped it cluster-wide
 * ``{prefix}:history:{p}``   its hook runs, a stream capped by length
+* ``{prefix}:steps:{p}``     the step journal of its unfinished runs (see ``_redis_steps``), and
+  ``{prefix}:conversation:{p}``, ``{prefix}:context:{p}`` (its state dict) and
+  ``{prefix}:approvals:{p}``
 
 and per cluster ``{prefix}:status`` (process -> JSON summary), ``{prefix}:host:{h}`` (a host's
 heartbeat, with a TTL), ``{prefix}:cmd:{h}`` (requests for host ``h``), ``{prefix}:reply:{id}``,
@@ -16,9 +19,9 @@ heartbeat, with a TTL), ``{prefix}:cmd:{h}`` (requests for host ``h``), ``{prefi
 epoch and lost under another was lost with the data, and so were its entries).
 
 The writes a lease holder makes (acknowledge, dead-letter, count an attempt, renew, publish
-its status and take it back) are Lua scripts that first compare the lease with the holder's
-fencing token, so a host that lost its lease (paused, partitioned, too slow) can change
-nothing; the script answers ``FENCED``.
+its status and take it back, journal a step, the context or an approval) are Lua scripts that
+first compare the lease with the holder's fencing token, so a host that lost its lease (paused,
+partitioned, too slow) can change nothing; the script answers ``FENCED``.
 
 A Redis that lost its data (restarted empty, a failover to an empty replica, ``FLUSHALL``)
 loses the streams and their consumer group with it: ``ADD`` creates the group with the stream,
@@ -102,6 +105,18 @@ class Keys:
 
     def history(self, process: str) -> str:
         return f"{self.prefix}:history:{process}"
+
+    def steps(self, process: str) -> str:
+        return f"{self.prefix}:steps:{process}"
+
+    def conversation(self, process: str) -> str:
+        return f"{self.prefix}:conversation:{process}"
+
+    def context(self, process: str) -> str:
+        return f"{self.prefix}:context:{process}"
+
+    def approvals(self, process: str) -> str:
+        return f"{self.prefix}:approvals:{process}"
 
     @property
     def epoch(self) -> str:

@@ -25,11 +25,11 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from ._sqlite import BUSY_TIMEOUT, JournalWriteAbandoned, Lease, named
 
-__all__ = ["Change", "Row", "StepStore"]
+__all__ = ["Change", "Row", "StepJournal", "StepStore"]
 
 #: SQLite's default: the WAL is checkpointed by the commit that takes it past this many pages.
 WAL_AUTOCHECKPOINT: Final = 1000
@@ -69,6 +69,47 @@ CREATE TABLE IF NOT EXISTS context (
     updated_at  REAL NOT NULL
 );
 """
+
+
+class StepJournal(Protocol):
+    """What a process's durable runs need of where their steps are kept: ``StepStore`` (one
+    host's SQLite file) or ``RedisStepStore`` (a cluster's Redis, see ``_redis_steps``)."""
+
+    def stored_id(self, event_id: str) -> str: ...
+
+    def write(
+        self,
+        event_id: str,
+        rows: list[Row],
+        at: float,
+        *,
+        state: dict[str, Any] | None = None,
+        proceed: Callable[[], bool] | None = None,
+    ) -> None: ...
+
+    def write_now(
+        self, event_id: str, rows: list[Row], state: dict[str, Any] | None = None
+    ) -> bool: ...
+
+    def forget(self, ended: list[tuple[str, float]]) -> None: ...
+
+    def steps(self, event_id: str) -> dict[str, tuple[str, dict[str, Any]]]: ...
+
+    def prune(self) -> None: ...
+
+    def save_context(self, changes: list[Change], state: str | None) -> None: ...
+
+    def context(self) -> tuple[list[tuple[int, dict[str, Any]]], dict[str, Any] | None]: ...
+
+    def save_approval(
+        self, key: str, request: dict[str, Any], decision: dict[str, Any] | None
+    ) -> None: ...
+
+    def forget_approval(self, key: str) -> None: ...
+
+    def approvals(self) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]: ...
+
+    def close(self) -> None: ...
 
 
 class StepStore:

@@ -94,6 +94,7 @@ async function refresh() {
     }));
     syncOptions("f-process", processNames);
     syncOptions("c-process", processNames);
+    await refreshApprovals(processes);
     await refreshCharts();
     await refreshDeadLetters(processes);
     await refreshCatalog();
@@ -140,6 +141,46 @@ async function refreshCharts() {
     tr.dataset.hook = h.hook_id;
     return tr;
   }));
+}
+
+// The tool calls waiting for an operator (status's awaiting_approval), each with what it
+// asks and its answer buttons; in a cluster the request goes to the host running the process.
+async function refreshApprovals(processes) {
+  const rows = [];
+  for (const p of processes) {
+    if (!p.awaiting_approval || !p.awaiting_approval.length) continue;
+    const path = "/processes/" + encodeURIComponent(p.name) + "/approvals";
+    let approvals = [];
+    try {
+      ({ approvals } = await api(path));
+    } catch (err) { continue; /* answered, or the process moved, meanwhile */ }
+    for (const a of approvals) {
+      const buttons = el("span");
+      for (const [label, approved] of [["approve", true], ["deny", false]]) {
+        const button = el("button", label, label);
+        button.addEventListener("click", async () => {
+          for (const b of buttons.children) b.disabled = true;
+          try {
+            await api(path + "/" + encodeURIComponent(a.request_id), {
+              method: "POST",
+              body: JSON.stringify({ approved, reviewer: "dashboard" }),
+            });
+          } catch (err) {
+            alert(err.message);
+          }
+          refresh();
+        });
+        buttons.appendChild(button);
+      }
+      const tr = row([p.name, a.tool_name, JSON.stringify(a.arguments, null, 1), a.reason || "",
+        new Date(a.asked_at * 1000).toLocaleTimeString(), taskLink(p.name, a.event_id), buttons]);
+      tr.dataset.request = a.request_id;
+      rows.push(tr);
+    }
+  }
+  document.getElementById("approvals-state").textContent =
+    rows.length ? rows.length + " waiting" : "none waiting";
+  fill("approvals", rows);
 }
 
 async function refreshDeadLetters(processes) {
