@@ -255,3 +255,16 @@ async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
 
     async with key_prefix(redis_url) as name:
         yield name
+
+
+@pytest.fixture
+async def private_redis(task_watchdog: None) -> AsyncIterator[Any]:
+    """A redis-server of the test's own on a free port (killed after the test): the cluster
+    tests that restart, flush or kill it."""
+    from _cluster_support import PrivateRedis
+
+    server = PrivateRedis().start()
+    try:
+        yield server
+    finally:
+        server.kill()

@@ -27,9 +27,7 @@ from _imports_support import SRC, imported_modules, is_module, module_name
 KNOWN_PRIVATE_IMPORTS: set[str] = set()
 
 #: Cycles still to break, each the sorted members of one strongly connected part.
-KNOWN_MODULE_CYCLES: set[tuple[str, ...]] = {
-    ("tether.process._open_mode", "tether.process._plugins", "tether.process._process"),
-}
+KNOWN_MODULE_CYCLES: set[tuple[str, ...]] = set()
 KNOWN_UNIT_CYCLES: set[tuple[str, ...]] = set()
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -10,14 +11,40 @@ from ..agent import Tool, as_tool
 from ._config import CronTrigger, EventTrigger, TriggerConfig
 
 if TYPE_CHECKING:
+    from ._config import ProcessConfig
     from ._lifecycle import ProcessHooks
-    from ._process import AgentProcess
     from ._state import LiveState
 
-__all__ = ["ChildSpawner", "open_mode_tools"]
+__all__ = ["ChildSpawner", "OpenModeProcess", "open_mode_tools"]
 
 
-def _host_trigger_refusal(process: AgentProcess, triggers: list[Any]) -> str | None:
+class Child(Protocol):
+    """A spawned process, as its spawn tool tells of it."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class OpenModeProcess(Protocol):
+    """What the meta-tools use of the process they belong to (an AgentProcess)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> ProcessConfig: ...
+
+    @property
+    def children(self) -> Mapping[str, object]: ...
+
+    async def adopt_child(self, name: str, config: ProcessConfig) -> Child: ...
+
+    async def update_instructions(self, instructions: str, *, source: str = ...) -> bool: ...
+
+    async def add_trigger(self, trigger: TriggerConfig, *, source: str = ...) -> bool: ...
+
+
+def _host_trigger_refusal(process: OpenModeProcess, triggers: list[Any]) -> str | None:
     """An agent's own trigger may not reach the host (paths, ports) unless the mode allows it."""
     if process.config.open_mode.allow_host_triggers:
         return None
@@ -36,7 +63,7 @@ class ChildSpawner:
     ``hooks`` are the parent's hook points (each spawn's subagent_start, from a worker);
     ``live`` the parent's state (a stop under way refuses a spawn)."""
 
-    def __init__(self, parent: AgentProcess, hooks: ProcessHooks, live: LiveState) -> None:
+    def __init__(self, parent: OpenModeProcess, hooks: ProcessHooks, live: LiveState) -> None:
         self._parent = parent
         self._hooks = hooks
         self._live = live
@@ -48,11 +75,9 @@ class ChildSpawner:
         name: str,
         instructions: str,
         triggers: list[dict[str, Any]] | None = None,
-    ) -> AgentProcess | str:
+    ) -> Child | str:
         """Spawn a child process; return it, or the refusal text."""
         from ._names import validate_name
-        from ._process import AgentProcess
-        from ._state import ProcessState
 
         parent = self._parent
         if self._live.ending:
@@ -93,19 +118,10 @@ class ChildSpawner:
                 "journal_path": None,
             }
         )
-        child = AgentProcess(name, config, parent=parent)
-        child._live.model = parent.model  # share the client; the parent closes it
-        if parent.observer is not None:
-            child.observe(parent.observer)
-        parent.children[name] = child
-        if parent.on_spawn is not None:
-            await parent.on_spawn(child)
-        if child.state != ProcessState.RUNNING:
-            await child.start()
-        return child
+        return await parent.adopt_child(name, config)
 
 
-def open_mode_tools(process: AgentProcess, spawner: ChildSpawner) -> list[Tool]:
+def open_mode_tools(process: OpenModeProcess, spawner: ChildSpawner) -> list[Tool]:
     """spawn_process, update_instructions and add_trigger, as the open mode allows
     (``spawner`` spawns the process's children)."""
     tools: list[Tool] = []

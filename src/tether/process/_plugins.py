@@ -6,8 +6,8 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..hooks import (
     HookContext,
@@ -24,9 +24,42 @@ from ..store import ArtifactStore, check_artifact_path, open_artifacts
 from ._observe import withhold
 
 if TYPE_CHECKING:
-    from ._process import AgentProcess
+    from .._redact import Redactor
+    from ..agent import AgentLoop
+    from ..hooks import HookManager
+    from ..models import Model
+    from ._config import ProcessConfig
 
-__all__ = ["PluginManager"]
+__all__ = ["PluginManager", "PluginProcess"]
+
+
+class PluginProcess(Protocol):
+    """What the plugins of a process use of it (an AgentProcess)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def process_id(self) -> str: ...
+
+    @property
+    def config(self) -> ProcessConfig: ...
+
+    @property
+    def hooks(self) -> HookManager: ...
+
+    @property
+    def redactor(self) -> Redactor: ...
+
+    @property
+    def agent_loop(self) -> AgentLoop | None: ...
+
+    @property
+    def transcripts(self) -> Mapping[str, list[dict[str, Any]]]: ...
+
+    @property
+    def run_models(self) -> Mapping[str, Model | None]: ...
+
 
 logger = logging.getLogger("tether.process")
 
@@ -36,7 +69,7 @@ WARNINGS_PER_TASK = 100
 WARNING_CHARS = 4000
 
 
-def _task_id(ctx: HookContext, process: AgentProcess) -> str:
+def _task_id(ctx: HookContext, process: PluginProcess) -> str:
     event_id = ctx.data.get("event_id")
     return str(event_id) if event_id else f"session-{process.process_id}"
 
@@ -67,7 +100,7 @@ def _stamped(ctx: HookContext, payload: Any) -> Any:
 class PluginManager:
     """The plugins active on one process, by name. Removing one drains all its handlers."""
 
-    def __init__(self, process: AgentProcess) -> None:
+    def __init__(self, process: PluginProcess) -> None:
         self._process = process
         self._plugins: dict[str, Plugin] = {}
         self.artifacts: ArtifactStore = open_artifacts(

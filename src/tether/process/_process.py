@@ -26,13 +26,7 @@ from ..agent import AgentContext, AgentLoop, Tool, UsageMeter
 from ..hooks import CommandSecrets, HookEvent, HookManager
 from ._builders import agent_loop_of, hook_metadata, hooks_of, model_of, tools_of, transcript_file
 from ._changes import AppliedChange, ConfigChanges, Saved
-from ._config import (
-    EventTrigger,
-    ProcessConfig,
-    RestartPolicy,
-    TriggerConfig,
-    WebhookTrigger,
-)
+from ._config import EventTrigger, ProcessConfig, RestartPolicy, TriggerConfig, WebhookTrigger
 from ._config_secrets import config_secrets, resolve_secrets
 from ._dead_letters import DeadLetterBox
 from ._durable import durable_runs
@@ -714,10 +708,19 @@ class AgentProcess:
 
     # -- subagents -------------------------------------------------------------------------
 
-    async def _child_stopped(self, child: AgentProcess) -> None:
-        if self.children.pop(child.name, None) is not child:
-            return  # told already (a failed child stopped again): subagent_stop is dispatched once
-        await self._hooks.subagent_stop(child.name, child.state.value)
+    async def adopt_child(self, name: str, config: ProcessConfig) -> AgentProcess:
+        """Make, keep and start the child an open-mode spawn allowed (it shares this process's
+        model client, which this process closes, and its observer)."""
+        child = AgentProcess(name, config, parent=self)
+        child._live.model = self.model
+        if self.observer is not None:
+            child.observe(self.observer)
+        self.children[name] = child
+        if self.on_spawn is not None:
+            await self.on_spawn(child)
+        if child.state != ProcessState.RUNNING:
+            await child.start()
+        return child
 
     # -- status ----------------------------------------------------------------------------
 
@@ -743,18 +746,12 @@ class AgentProcess:
                 else None
             ),
             "last_error": self.last_error,
-            # Tool calls waiting for an approval (answer_approval, the API, the CLI).
             "awaiting_approval": self.pending_approvals,
-            # Journal writes that failed (the process went on: see _journaling), the last error.
             "journal_errors": self.journal_errors,
             "journal_error": self.journal_error,
-            # The journal file deleted or replaced while open (None: there, or no journal).
             "journal_file": self.journal_file,
-            # Triggers whose runner ended with an error: they fire no more until a restart.
             "trigger_errors": self._triggers.errors(),
-            # Each declared MCP server's connection (state, tools, last error).
             "mcp_servers": self._changes.mcp_status(),
-            # Model tokens and cost so far (by the pricing), and today's cost.
             "usage": self._changes.meter.to_dict(),
         }
 
@@ -797,5 +794,7 @@ class _Owner:
         return (p._journal, p._history_store, p.plugins.artifacts, p._durable)
 
     async def stopped(self) -> None:
-        if self._process.parent is not None:
-            await self._process.parent._child_stopped(self._process)
+        child, parent = self._process, self._process.parent
+        # subagent_stop is dispatched once (a failed child may be stopped again).
+        if parent is not None and parent.children.pop(child.name, None) is child:
+            await parent._hooks.subagent_stop(child.name, child.state.value)
