@@ -82,8 +82,6 @@ TESTED_BY: dict[str, tuple[str, ...]] = {
     "hooks/_records.py": ("hooks/test_history.py",),
     "hooks/_resources.py": ("hooks/test_http_hooks.py", "hooks/test_persistent_hooks.py"),
     "hooks/_secrets.py": ("hooks/test_hook_kinds.py", "security/test_security_hook_env.py"),
-    "hooks/_plugin.py": ("plugins/test_plugins.py",),
-    "hooks/_prompt.py": ("agent/test_prompt_hooks.py",),
     "hooks/kinds/_base.py": ("hooks/test_hooks_config.py", "hooks/test_executors.py"),
     "hooks/kinds/_callback.py": ("hooks/test_executors.py",),
     "hooks/kinds/_plugin.py": ("plugins/test_plugins.py", "plugins/test_plugins_lifecycle.py"),

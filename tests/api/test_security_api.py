@@ -15,7 +15,7 @@ import pytest
 from _net_support import free_port
 from tether import AgentProcess, AgentRuntime, HookManager, OrchestrationAPI, Plugin, PluginError
 from tether.api import webhook_headers
-from tether.hooks._plugin import register_plugin
+from tether.hooks import register_plugin
 from tether.store._artifacts import DirArtifacts
 
 

@@ -10,8 +10,15 @@ import pytest
 
 from _process_support import Recorder, eventually, ticket
 from tether import AgentProcess, ProcessConfig, TriggerEvent
-from tether.hooks import HookErrorInfo, HookEvent, HookManager, Plugin, PluginContext, implements
-from tether.hooks._plugin import register_plugin
+from tether.hooks import (
+    HookErrorInfo,
+    HookEvent,
+    HookManager,
+    Plugin,
+    PluginContext,
+    implements,
+    register_plugin,
+)
 from tether.models import ScriptedModel
 
 NAME = "ticket.classify"

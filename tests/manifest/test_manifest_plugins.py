@@ -14,8 +14,14 @@ import pytest
 from _process_support import eventually, ticket
 from conftest import Install
 from tether import AgentProcess, AgentRuntime, ProcessConfig
-from tether.hooks import HookManager, Plugin, PluginContext, PluginError, implements
-from tether.hooks._plugin import register_plugin
+from tether.hooks import (
+    HookManager,
+    Plugin,
+    PluginContext,
+    PluginError,
+    implements,
+    register_plugin,
+)
 from tether.manifest import (
     ManifestError,
     load_manifest,

@@ -22,8 +22,9 @@ from tether.hooks import (
     available_plugins,
     hook_options,
     implements,
+    register_plugin,
+    resolve_plugin,
 )
-from tether.hooks._plugin import register_plugin, resolve_plugin
 from tether.models import ScriptedModel
 from tether.plugins.debrief import DebriefPlugin
 

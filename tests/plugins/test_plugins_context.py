@@ -16,8 +16,7 @@ from _process_support import Recorder, completions, eventually, run_one_task, ru
 from _process_support import plugin_process as make_process
 from tether import AgentProcess
 from tether.agent import GuardrailConfig
-from tether.hooks import HookEvent, HookManager, Plugin, PluginContext, PluginError
-from tether.hooks._plugin import register_plugin
+from tether.hooks import HookEvent, HookManager, Plugin, PluginContext, PluginError, register_plugin
 from tether.models import ScriptedModel
 
 ERROR_TEXT = "upstream 502: bad gateway"

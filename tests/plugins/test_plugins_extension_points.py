@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tether import HookErrorInfo, HookManager, Plugin, PluginContext, implements
-from tether.hooks._plugin import register_plugin
+from tether.hooks import register_plugin
 
 NAME = "ticket.classify"
 

@@ -23,8 +23,15 @@ from _process_support import (
 )
 from _process_support import plugin_process as make_process
 from tether import TriggerEvent
-from tether.hooks import HookEvent, HookManager, Plugin, PluginContext, PluginError, implements
-from tether.hooks._plugin import register_plugin
+from tether.hooks import (
+    HookEvent,
+    HookManager,
+    Plugin,
+    PluginContext,
+    PluginError,
+    implements,
+    register_plugin,
+)
 from tether.models import ModelReply, ScriptedModel
 
 # -- declaration: handlers that could never be called, and the order of ties ----------------

@@ -15,8 +15,15 @@ from _process_support import completions, run_one_task, run_task, task_warnings
 from _process_support import plugin_process as make_process
 from conftest import Install
 from tether import AgentProcess
-from tether.hooks import HookEvent, Plugin, PluginContext, PluginError, hook_options, implements
-from tether.hooks._plugin import resolve_plugin
+from tether.hooks import (
+    HookEvent,
+    Plugin,
+    PluginContext,
+    PluginError,
+    hook_options,
+    implements,
+    resolve_plugin,
+)
 from tether.models import ScriptedModel
 from tether.plugins.debrief import DebriefPlugin
 
