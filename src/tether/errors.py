@@ -32,6 +32,7 @@ Exception tree::
     ├── JournalFileGone                 store      [sqlite3.OperationalError] the file was replaced
     ├── FileInUse                       store      [sqlite3.OperationalError] another program has it
     ├── _Lost                           store      a batch's transaction rolled back under it
+    ├── StepsFenced                     store      [RuntimeError] a step write after the lease went
     ├── ModelError                      models     a model call failed
     │   ├── ModelConfigError            models     the model is misconfigured
     │   ├── ModelUnavailableError       models     unreachable, timed out or kept failing

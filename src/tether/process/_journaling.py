@@ -6,7 +6,7 @@ on the loop when nothing can make it wait there (see ``store._writer.Seat.now``)
 lock free, no other connection holding the file, the file still the one opened; its own
 connection never waits for a lock (busy timeout 0) and never checkpoints the WAL (the sync is
 the writer thread's); one that fails is rolled back whole and handed to the thread, which runs
-it again and reports what fails. A commit then costs SQLite's own work (about 20-30 µs: the WAL
+it again and reports what fails. A commit then costs SQLite's own work (the WAL
 pages written into the OS, no sync), not a hand-over to a thread and back (two wakes, each a
 switch of the GIL and on a busy host a wait for a CPU: more than the commit). Otherwise the
 write goes to the file's writer thread (one per file, shared by every process over it: see

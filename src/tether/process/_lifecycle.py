@@ -141,9 +141,8 @@ class ProcessHooks:
             "run_usage": run_usage,
             "process_usage": process_usage,
         }
-        if worker:
-            return self.dispatch_in_worker(HookEvent.TASK_COMPLETED, data)
-        return self.dispatch(HookEvent.TASK_COMPLETED, data)
+        dispatch = self.dispatch_in_worker if worker else self.dispatch
+        return dispatch(HookEvent.TASK_COMPLETED, data)
 
     def file_changed(self, event: TriggerEvent) -> Dispatch:
         """A file-watch trigger saw a change (``event``, not injected yet): a block filters

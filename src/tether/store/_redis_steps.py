@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
 
 from .._urls import masked_url
+from ..errors import TetherError
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -124,7 +125,7 @@ return 1
 """
 
 
-class StepsFenced(RuntimeError):
+class StepsFenced(TetherError, RuntimeError):
     """The process's lease is not this host's (any longer): the write was not made."""
 
 
