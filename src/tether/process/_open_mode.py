@@ -8,21 +8,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import TypeAdapter, ValidationError
 
 from ..agent import Tool, as_tool
-from ._config import CronTrigger, EventTrigger, TriggerConfig
+from ._config import CronTrigger, EventTrigger, ProcessConfig, TriggerConfig
 
 if TYPE_CHECKING:
-    from ._config import ProcessConfig
     from ._lifecycle import ProcessHooks
     from ._state import LiveState
+    from ._teardown import Child
 
 __all__ = ["ChildSpawner", "OpenModeProcess", "open_mode_tools"]
-
-
-class Child(Protocol):
-    """A spawned process, as its spawn tool tells of it."""
-
-    @property
-    def name(self) -> str: ...
 
 
 class OpenModeProcess(Protocol):
