@@ -28,6 +28,11 @@ TESTED_BY: dict[str, tuple[str, ...]] = {
     "_json.py": ("api/test_operator_api.py", "cli/test_operator_cli.py"),
     "_manifest_errors.py": ("cli/test_validate_bad_files.py", "manifest/test_manifest.py"),
     "_manifest_programs.py": ("cli/test_validate_programs.py",),
+    "_manifest_problems.py": (
+        "manifest/test_manifest_hook_order.py",
+        "manifest/test_manifest_plugins.py",
+        "manifest/test_manifest.py",
+    ),
     "_manifest_yaml.py": ("manifest/test_operator_manifest.py", "manifest/test_manifest.py"),
     "_redact.py": ("security/test_security_redaction.py", "hooks/test_history_redaction_env.py"),
     "_urls.py": ("security/test_security_url_passwords.py",),

@@ -29,7 +29,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -56,6 +56,8 @@ from ._manifest_errors import ManifestError as ManifestError
 from ._manifest_errors import ManifestIssue as ManifestIssue
 from ._manifest_errors import issues_of as issues_of
 from ._manifest_errors import secretish as secretish
+from ._manifest_problems import hook_order_problems as hook_order_problems
+from ._manifest_problems import mcp_problems, plugin_problems
 from ._manifest_programs import program_problems
 from ._manifest_tools import Origin, import_tools, tool_issues
 from ._manifest_yaml import Loc as Loc
@@ -70,18 +72,15 @@ from .hooks import (
     MAX_FILE_BYTES,
     BaseHookConfig,
     CommandHookConfig,
-    Declared,
     FileRefused,
     HookConfig,
     HttpHookConfig,
     PromptHookConfig,
     SecretText,
-    declaration_problems,
     read_small_file,
 )
 from .process import (
     FileWatchTrigger,
-    McpServerConfig,
     McpServers,
     OpenModeConfig,
     ProcessConfig,
@@ -501,7 +500,7 @@ def _parse(
         # The MCP servers are checked apart from the model: their problems too, at once.
         servers = data.get("mcp_servers")
         if isinstance(servers, list):
-            issues += _issues(lines, _mcp_problems(servers))
+            issues += _issues(lines, mcp_problems(servers))
         if not issues:  # only values the unset variables hold are wrong: they are the problem
             issues, unset = unset, []
     else:
@@ -628,31 +627,6 @@ def spec_to_process_config(
 _CONVERTED: Final = frozenset({"hooks", "approval", "guardrails", "plugins"})
 
 
-def _mcp_problems(servers: list[dict[str, Any]]) -> list[tuple[tuple[str | int, ...], str]]:
-    problems: list[tuple[tuple[str | int, ...], str]] = []
-    names: dict[str, int] = {}
-    for i, entry in enumerate(servers):
-        try:
-            server = McpServerConfig.model_validate(entry)
-        except ValidationError as exc:
-            # _issues never echoes a value under a secret-looking key (headers, env).
-            problems += [
-                (("mcp_servers", i, *loc), it.message)
-                for loc, it, _ in issues_of(exc, McpServerConfig, {})
-            ]
-            continue
-        if server.name in names:
-            problems.append(
-                (
-                    ("mcp_servers", i, "name"),
-                    f"MCP server name {server.name!r} is already used by "
-                    f"mcp_servers[{names[server.name]}]",
-                )
-            )
-        names.setdefault(server.name, i)
-    return problems
-
-
 def spec_problems(
     spec: ProcessSpec, *, hook_names: Collection[str] | None = None
 ) -> list[tuple[tuple[str | int, ...], str]]:
@@ -665,8 +639,8 @@ def spec_problems(
         spec.hooks, known=hook_names
     )
     if spec.plugins:
-        problems += _plugin_problems(spec.plugins)
-    problems += _mcp_problems(spec.mcp_servers)
+        problems += plugin_problems(spec.plugins)
+    problems += mcp_problems(spec.mcp_servers)
     ids: dict[str, int] = {}
     hooks_at: dict[tuple[int, str], int] = {}
     hosts: dict[int, tuple[str, int]] = {}
@@ -700,66 +674,6 @@ def spec_problems(
                         f"triggers[{host[1]}]; one port listens on one host",
                     )
                 )
-    return problems
-
-
-def hook_order_problems(
-    hooks: Sequence[BaseHookConfig], *, known: Collection[str] | None = None
-) -> list[tuple[tuple[str | int, ...], str]]:
-    """The before/after problems of hooks declared together, as the process checks them when
-    it registers them: a cycle, blamed on the hook that closes it (``hooks[i].after``), and,
-    with ``known`` (the names a run adds: its runtime's shared hooks), a name that is neither
-    a hook of the list nor known. ``None``: a name the list lacks may come at run time."""
-    if not any(h.before or h.after for h in hooks):
-        return []
-    by_event: dict[str, list[tuple[int, Declared]]] = {}
-    for i, hook in enumerate(hooks):
-        named = Declared(_name_of(hook), tuple(hook.before), tuple(hook.after))
-        by_event.setdefault(hook.event, []).append((i, named))
-    found = [
-        p
-        for event, mine in by_event.items()
-        for p in declaration_problems(mine, [], event, known=known)
-    ]
-    return [
-        (("hooks", p.position, p.field) if p.field else ("hooks", p.position), p.message)
-        for p in sorted(found, key=lambda p: p.position)
-    ]
-
-
-def _name_of(hook: BaseHookConfig) -> str:
-    """A hook's name as its catalog shows it: its own, else its executor's (command line, URL,
-    policy), read from an executor built for a manager of its own and dropped."""
-    if hook.name:
-        return hook.name
-    from .hooks import HookManager
-
-    try:
-        return str(getattr(hook.executor(HookManager()), "name", ""))
-    except Exception:  # a kind that cannot be built here: no name (nothing can name it)
-        return ""
-
-
-def _plugin_problems(names: list[str]) -> list[tuple[tuple[str | int, ...], str]]:
-    """Unknown or repeated plugin names (resolving a name imports nothing)."""
-    from .hooks import available_plugins
-
-    available = available_plugins()
-    problems: list[tuple[tuple[str | int, ...], str]] = []
-    seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        if name in seen:
-            problems.append(
-                (("plugins", i), f"plugin {name!r} is already named by plugins[{seen[name]}]")
-            )
-        elif name not in available:
-            problems.append(
-                (
-                    ("plugins", i),
-                    f"unknown plugin {name!r}; available: {', '.join(available) or 'none'}",
-                )
-            )
-        seen.setdefault(name, i)
     return problems
 
 
