@@ -130,8 +130,11 @@ async def read_pid(path: Path, within: float = 10.0, *, whole_line: bool = False
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
-    """Hold ``path`` locked from another connection (as another program would) until exit."""
-    other = sqlite3.connect(path, isolation_level=None)
+    """Hold ``path`` locked from another connection (as another program would) until exit;
+    opened through the unix-excl VFS, as tether opens its files, so it shares a file tether
+    holds open in this process."""
+    other = sqlite3.connect(f"{path.resolve().as_uri()}?vfs=unix-excl", uri=True)
+    other.isolation_level = None
     try:
         other.execute("BEGIN EXCLUSIVE")
         yield

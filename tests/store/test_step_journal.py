@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from _process_support import locked
 from tether.store import Journal
 from tether.store._sqlite import JournalWriteAbandoned
 from tether.store._steps import StepStore
@@ -22,19 +21,6 @@ from tether.store._steps import StepStore
 @pytest.fixture
 def path(tmp_path: Path) -> Path:
     return tmp_path / "tether.db"
-
-
-@contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Another connection holding ``path`` locked (BEGIN EXCLUSIVE) until the block ends."""
-    db = sqlite3.connect(f"{path.resolve().as_uri()}?vfs=unix-excl", uri=True)
-    db.isolation_level = None
-    db.execute("BEGIN EXCLUSIVE")
-    try:
-        yield
-    finally:
-        db.execute("ROLLBACK")
-        db.close()
 
 
 def test_a_run_s_steps_are_read_back_in_order_by_a_new_store(path: Path) -> None:

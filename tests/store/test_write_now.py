@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from _process_support import locked
 from tether.store import Journal, _sqlite, _writer
 from tether.store._sqlite import Lease
 from tether.store._writer import seat
@@ -27,19 +26,6 @@ def rows(path: Path) -> list[str]:
     try:
         return [r[0] for r in db.execute("SELECT event_id FROM events ORDER BY rowid")]
     finally:
-        db.close()
-
-
-@contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Another connection holding ``path`` locked (BEGIN EXCLUSIVE) until the block ends."""
-    db = sqlite3.connect(f"{path.resolve().as_uri()}?vfs=unix-excl", uri=True)
-    db.isolation_level = None
-    db.execute("BEGIN EXCLUSIVE")
-    try:
-        yield
-    finally:
-        db.execute("ROLLBACK")
         db.close()
 
 
