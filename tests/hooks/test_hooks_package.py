@@ -30,6 +30,7 @@ LAYERS: list[set[str]] = [
         "manifest",
         "_manifest_yaml",
         "_manifest_errors",
+        "_manifest_problems",
         "_manifest_programs",
         "_manifest_tools",
         "_manifest_claude",
