@@ -29,6 +29,11 @@ from . import _leases
 
 __all__ = ["Journal", "JournalFileGone", "JournalWriteAbandoned", "Lease", "connect"]
 
+#: The events table holds only what is not finished (queued, running) and the dead letters: a row
+#: is deleted once its event is done. Its reads (recovery at a start, the dead letters) take a
+#: process's rows by the primary key's first column, so no second index: one would be written on
+#: every state change of every event (a third of each commit's WAL pages) for reads made once a
+#: start. A file an earlier version made loses that index when it is opened.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     process     TEXT NOT NULL,
@@ -41,7 +46,7 @@ CREATE TABLE IF NOT EXISTS events (
     updated_at  REAL NOT NULL,
     PRIMARY KEY (process, event_id)
 );
-CREATE INDEX IF NOT EXISTS events_state ON events (process, state);
+DROP INDEX IF EXISTS events_state;
 """
 
 #: Seconds a write waits for a file another connection has locked before it raises
