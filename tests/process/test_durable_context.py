@@ -121,3 +121,49 @@ async def test_a_state_written_by_a_tool_of_a_run_that_ends_at_once_is_saved(
     again = journaled(journal)
     async with again:
         assert again.context.state == {"t": 7}
+
+
+async def test_many_runs_between_two_writes_leave_the_buffer_stored_as_it_is(
+    tmp_path: Path,
+) -> None:
+    """Runs far quicker than a write (SAVE_INTERVAL): their changes, compactions and a rewind
+    among them, are written together, and what is stored is the buffer."""
+    journal = tmp_path / "tether.db"
+    first = journaled(journal, max_messages=6)
+    async with first:
+        await run_tickets(first, *(f"ticket {i}" for i in range(25)))
+        await first.rewind(2)
+        await run_tickets(first, *(f"late {i}" for i in range(7)))
+    assert stored_rows(journal) == 6
+    again = journaled(journal, max_messages=6)
+    async with again:
+        assert again.context.conversation.messages == first.context.conversation.messages
+        assert "late 6" in users(again)[-1]
+
+
+def test_the_changes_queued_between_two_writes_are_written_as_one() -> None:
+    from tether.process._saved_context import _together
+
+    def m(seq: int) -> dict[str, str]:
+        return {"role": "user", "content": str(seq)}
+
+    one = [(False, None, [(0, m(0)), (1, m(1))])]
+    assert _together(one) == one  # nothing to fold
+    # Added, then compacted away before the write: never written.
+    folded = _together(
+        [
+            (False, None, [(0, m(0)), (1, m(1))]),
+            (False, 1, [(2, m(2)), (3, m(3))]),
+            (False, 3, [(4, m(4))]),
+        ]
+    )
+    assert folded == [(False, 3, [(3, m(3)), (4, m(4))])]
+    # A clear (a rewind) forgets what came before it; a later drop still applies.
+    folded = _together(
+        [
+            (False, 2, [(5, m(5))]),
+            (True, None, [(6, m(6)), (7, m(7))]),
+            (False, 7, [(8, m(8))]),
+        ]
+    )
+    assert folded == [(True, None, [(7, m(7)), (8, m(8))])]

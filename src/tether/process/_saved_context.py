@@ -165,8 +165,26 @@ class SavedContext:
         shown = self._shown
         stored: list[Change] = [
             (clear, drop, [(seq, json.dumps(shown(m), default=str)) for seq, m in added])
-            for clear, drop, added in changes
+            for clear, drop, added in _together(changes)
         ]
         self._store.save_context(
             stored, None if state is None else json.dumps(shown(state), default=str)
         )
+
+
+def _together(changes: list[_Queued]) -> list[_Queued]:
+    """The changes queued since the last write as one: what they leave stored, without the
+    messages one added and a later one dropped (a process running many short runs between two
+    writes adds and compacts away far more than it keeps)."""
+    if len(changes) < 2:
+        return changes
+    clear, drop_before = False, None
+    added: dict[int, Message] = {}
+    for cleared, dropped, new in changes:
+        if cleared:
+            clear, drop_before, added = True, None, {}
+        elif dropped is not None:
+            drop_before = dropped if drop_before is None else max(drop_before, dropped)
+            added = {seq: m for seq, m in added.items() if seq >= dropped}
+        added.update(new)
+    return [(clear, None if clear else drop_before, sorted(added.items()))]
