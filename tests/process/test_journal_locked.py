@@ -18,7 +18,8 @@ from _process_support import FailsOnceModel, GatedModel, Recorder, eventually, l
 from tether import AgentProcess, HookBlocked, HookContext, HookEvent, ProcessConfig, TriggerEvent
 from tether.api._views import process_detail
 from tether.models import ScriptedModel
-from tether.store import Journal, _sqlite
+from tether.process import JournalWrites
+from tether.store import Journal, StepStore, _sqlite
 
 
 @pytest.fixture(autouse=True)
@@ -241,3 +242,39 @@ async def test_a_journal_error_naming_a_file_whose_path_holds_a_secret_shows_no_
         assert canary not in caplog.text
     finally:
         await process.stop()
+
+
+async def take_over_on_a_locked_step_journal(
+    process: AgentProcess, path: Path, rec: Recorder, runs: int
+) -> int:
+    """Give ``process`` a step journal in ``path`` and its writes (as a cluster's takeover
+    does), run one event while the file is held locked; the writes' failures (the
+    conversation's save at the run's end)."""
+    writes = JournalWrites("triage", process.redactor, running=lambda: True, path=str(path))
+    process.use_steps(StepStore(path, "triage"), writes)
+    try:
+        with locked(path):
+            await process.start()
+            await process.inject(ticket())
+            await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == runs)
+            await eventually(lambda: writes.errors >= 1, what="the save failed")
+    finally:
+        await process.stop()  # (the file free again: a stop's last save lands)
+        await writes.close()
+    return writes.errors
+
+
+async def test_the_failed_writes_of_each_step_journal_given_are_counted_and_kept(
+    tmp_path: Path,
+) -> None:
+    """A cluster gives a process a step journal and its writes at each takeover (use_steps):
+    status() counts their failures with its own, and keeps those of the writes given before."""
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))  # no journal
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    first = await take_over_on_a_locked_step_journal(process, tmp_path / "1.db", rec, 1)
+    assert process.status()["journal_errors"] == first
+    assert "database is locked" in (process.journal_error or "")
+    second = await take_over_on_a_locked_step_journal(process, tmp_path / "2.db", rec, 2)
+    status = process.status()
+    assert status["journal_errors"] == first + second
+    assert f"SQLite file {tmp_path / '2.db'}: database is locked" in status["journal_error"]

@@ -4,9 +4,10 @@ Each process of the runtime gets a ``RedisStepStore`` (its steps, conversation, 
 approvals, fenced by the token of the lease its stream queue holds) and ``RedisWrites``, what
 its durable runs write through: the same calls as the journal writes of one host
 (``JournalWrites``), made on the store's thread, in order, off the event loop. A write that
-fails is logged and counted, never raised (a run goes on; a step lost makes it run again
-after a takeover, a call's mark lost leaves the call's outcome unknown: never a call run twice
-unasked); one that finds the lease another host's stops this host's copy (``fenced``).
+fails is logged and counted (in the process's ``journal_errors`` too), never raised (a run
+goes on; a step lost makes it run again after a takeover, a call's mark lost leaves the
+call's outcome unknown: never a call run twice unasked); one that finds the lease another
+host's stops this host's copy (``fenced``), and is not counted.
 
 Each takeover hands them to the process before it starts (``AgentProcess.use_steps``), and
 forgets the steps of every run that will not resume (``prune_except``: those of the events the

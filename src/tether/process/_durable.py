@@ -18,7 +18,9 @@ coalesced: one waiting on the writer thread takes the newest snapshot when it ru
 
 In a cluster the same is kept in Redis (``use``: ``store._redis_steps``, written from a thread
 of its own, fenced by the holder's token): the host that takes the process over restores the
-conversation, the state and the pending approvals, and resumes the runs it reclaimed.
+conversation, the state and the pending approvals, and resumes the runs it reclaimed. A
+failed write there is counted with the process's own (``status()``'s ``journal_errors``); one
+fenced (the lease another host's) is not an error.
 
 Secrets declared to the process are redacted in what is written (as in the event journal).
 """
@@ -64,7 +66,7 @@ class DurableRuns:
     ) -> None:
         self.name = name
         self._store = store
-        self._writes = writes
+        self._writes = self._process_writes = writes
         self._context = context
         self._redactor = redactor
         #: The steps of each run under way or cut off, by event id (with a journal only).
@@ -85,7 +87,9 @@ class DurableRuns:
     def use(self, store: StepJournal, writes: JournalWrites) -> None:
         """Journal to ``store`` through ``writes`` from now on, starting afresh: a cluster's
         Redis (``tether.cluster``), set by each takeover before the process starts, and read
-        by its ``recover``."""
+        by its ``recover``. The process's journal writes count the failures of ``writes``
+        (and of those of every earlier takeover) with their own."""
+        writes.count_in(self._process_writes)
         self._store, self._writes = store, writes
         self._runs.clear()
         self._journals.clear()

@@ -232,6 +232,7 @@ class JournalWrites:
         #: Writes that failed since the process was created, and the last one's error.
         self.errors = 0
         self.error: str | None = None
+        self._tally: JournalWrites | None = None  # counts these failures too (see count_in)
         self._writer = WriterSeat(name, path)
         self._pending = 0  # on the loop's thread only
         #: Writes not waited for, held until the next write made at once carries them (in
@@ -426,9 +427,20 @@ class JournalWrites:
         self._hand_over()
         return await self._writer.close(within, then)
 
-    def _failed(self, about: str, name: str, exc: BaseException) -> None:
+    def count_in(self, tally: JournalWrites) -> None:
+        """Count this one's failures in ``tally``'s ``errors`` and ``error`` too: a cluster's
+        step journal writes, in those of its process (see ``DurableRuns.use``)."""
+        self._tally = None if tally is self else tally
+
+    def _count(self, error: str) -> None:
         self.errors += 1
-        self.error = error = self.redactor.text(describe(exc))
+        self.error = error
+        if self._tally is not None:
+            self._tally._count(error)
+
+    def _failed(self, about: str, name: str, exc: BaseException) -> None:
+        error = self.redactor.text(describe(exc))
+        self._count(error)
         self._notice(exc)
         logger.warning(
             "%s",

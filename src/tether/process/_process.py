@@ -311,7 +311,7 @@ class AgentProcess:
 
     @property
     def journal_errors(self) -> int:
-        """Journal writes that failed since the process was created (see _journaling)."""
+        """Journal writes that failed since creation, a cluster's step journal's included."""
         return self._journal_writes.errors
 
     @property
