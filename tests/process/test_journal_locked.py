@@ -278,3 +278,27 @@ async def test_the_failed_writes_of_each_step_journal_given_are_counted_and_kept
     status = process.status()
     assert status["journal_errors"] == first + second
     assert f"SQLite file {tmp_path / '2.db'}: database is locked" in status["journal_error"]
+
+
+async def test_a_stop_whose_last_save_fails_on_a_locked_step_journal_stops_and_counts_it(
+    tmp_path: Path,
+) -> None:
+    """The stop writes what is left of the context itself: on a file still locked then, that
+    write fails, is counted with the process's journal errors, and the stop ends as stops do
+    (it raised the sqlite3 error before)."""
+    path = tmp_path / "steps.db"
+    process = AgentProcess("triage", ProcessConfig(model=ScriptedModel()))  # no journal
+    rec = Recorder().attach(process.hooks, HookEvent.TASK_COMPLETED)
+    writes = JournalWrites("triage", process.redactor, running=lambda: True, path=str(path))
+    process.use_steps(StepStore(path, "triage"), writes)
+    with locked(path):
+        await process.start()
+        await process.inject(ticket())
+        await eventually(lambda: len(rec.of(HookEvent.TASK_COMPLETED)) == 1)
+        await eventually(lambda: writes.errors >= 1, what="the save failed")
+        before = process.status()["journal_errors"]
+        await process.stop()
+        assert process.state.value == "stopped"
+        assert process.status()["journal_errors"] > before
+        assert "database is locked" in (process.journal_error or "")
+    await writes.close()

@@ -96,6 +96,9 @@ class RedisWrites(JournalWrites):
         finally:
             self._handed -= 1
 
+    def failed(self, about: str, name: str, exc: BaseException) -> None:
+        self._failed_or_fenced(about, name, exc)
+
     def _failed_or_fenced(self, about: str, name: str, exc: BaseException) -> None:
         if isinstance(exc, StepsFenced):
             logger.error("%s", exc)

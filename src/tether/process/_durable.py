@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from ..agent import RunSteps, describe_step
@@ -101,14 +102,23 @@ class DurableRuns:
         """At a stop, once the journal writer is done: write the steps held and the context
         left to save, and give the file back."""
         for journal in list(self._journals.values()):
-            journal.write_held()
+            self._last_write(journal.event_id, journal.write_held)
         if self._store is not None:
             with contextlib.suppress(sqlite3.Error):  # housekeeping: done at a later stop
                 self._store.prune()
         if self._saved is not None:
-            self._saved.close()
+            self._last_write("context", self._saved.close)
         if self._store is not None:
             self._store.close()
+
+    def _last_write(self, about: str, write: Callable[[], None]) -> None:
+        """A write the stop makes itself: one that fails (the file locked, Redis gone) is
+        logged and counted as any journal write is, not raised into the stop (the file is
+        still given back)."""
+        try:
+            write()
+        except Exception as exc:
+            self._writes.failed(about, write.__name__, exc)
 
     def for_run(self, event_id: str) -> RunSteps:
         """The steps of a run of ``event_id``: those of an earlier run of it cut off (by a

@@ -438,6 +438,11 @@ class JournalWrites:
         if self._tally is not None:
             self._tally._count(error)
 
+    def failed(self, about: str, name: str, exc: BaseException) -> None:
+        """Log and count the failure ``exc`` of the write ``name`` of ``about``, made
+        outside these writes (a stop's last writes: see ``DurableRuns.close``)."""
+        self._failed(about, name, exc)
+
     def _failed(self, about: str, name: str, exc: BaseException) -> None:
         error = self.redactor.text(describe(exc))
         self._count(error)
