@@ -528,7 +528,7 @@ class AgentProcess:
         # journal, kept through a crash's restart) or come from a cluster's stream.
         live = self._live
         waiting = live.stream is not None or not live.queue.empty() or self._rewinder.waiting
-        self._pool.open(self._runner.work, self.config.concurrency, now=bool(waiting))
+        self._pool.open(self._runner, self.config.concurrency, now=bool(waiting))
         for trigger_id, trigger in self._changes.triggers:
             if trigger_id not in self._runners:  # one added by a session_start hook runs already
                 self._triggers.start(trigger_id, trigger)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from ..hooks import CLOSING
 
 if TYPE_CHECKING:
     from ._event import TriggerEvent
+    from ._event_runner import EventRunner
 
 __all__ = ["ABANDON_GRACE", "WorkerPool"]
 
@@ -44,27 +44,28 @@ class WorkerPool:
         #: their events, to dead-letter (not to re-run: the run may yet act).
         self.abandoned: set[asyncio.Task[None]] = set()
         self._given_up: tuple[tuple[TriggerEvent, int], ...] = ()
-        # While the pool is open: what each worker runs, and how many workers there are.
-        self._work: Callable[[], Coroutine[Any, Any, None]] | None = None
+        # While the pool is open: what its workers run, and how many there are.
+        self._runner: EventRunner | None = None
         self._count = 0
 
-    def open(self, work: Callable[[], Coroutine[Any, Any, None]], count: int, *, now: bool) -> None:
-        """The process runs: ``count`` workers, each running ``work()``, are made at the
-        first ``wake`` (an event queued), or at once when ``now`` (events wait already, or
+    def open(self, runner: EventRunner, count: int, *, now: bool) -> None:
+        """The process runs: ``count`` workers, each running ``runner.work()``, are made at
+        the first ``wake`` (an event queued), or at once when ``now`` (events wait already, or
         reach the queue without an enqueue: a cluster's stream, which its reader fills)."""
-        self._work, self._count = work, count
+        self._runner, self._count = runner, count
         if now:
             self.wake()
 
     def wake(self) -> None:
         """An event was queued: make the workers, unless they are made already or the pool
         is not open (the process does not run now: its next start makes them)."""
-        work = self._work
-        if work is None or self.tasks:
+        runner = self._runner
+        if runner is None or self.tasks:
             return
         loop = asyncio.get_running_loop()
         self.tasks = tuple(
-            loop.create_task(work(), name=f"{self.name}-worker-{i}") for i in range(self._count)
+            loop.create_task(runner.work(), name=f"{self.name}-worker-{i}")
+            for i in range(self._count)
         )
 
     def take_given_up(self) -> list[tuple[TriggerEvent, int, str]]:
@@ -79,7 +80,7 @@ class WorkerPool:
         A run still going then is cancelled; its worker records it as cut off. The pool is
         closed from here: an event queued meanwhile waits for the next start.
         """
-        self._work = None
+        self._runner = None
         idle = [w for w in self.tasks if w not in self.busy]
         for worker in idle:
             worker.cancel(CLOSING)
