@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -142,7 +141,9 @@ class ConfigChanges:
         self.meter = meter
         self._hooks = hooks
         self._runners = triggers
-        self._config_history: deque[AppliedChange] = deque(maxlen=CONFIG_HISTORY_KEPT)
+        # The last CONFIG_HISTORY_KEPT applied changes, oldest first (replaced as a whole: a
+        # process never changed holds none of its own).
+        self._config_history: tuple[AppliedChange, ...] = ()
         # The connections to the MCP servers, made once a running process has one (sync_mcp).
         self._mcp: McpConnections | None = None
         # Held from a change's config_change dispatch until it has applied (and by rollback()
@@ -277,17 +278,16 @@ class ConfigChanges:
         self.redactor.declare(config_secrets((t for _, t in self.triggers), self.config))
         if saved is not None:
             undo, restored, *triggers = saved
-            self._config_history.append(
-                AppliedChange(
-                    change,
-                    source,
-                    details,
-                    restored,
-                    undo,
-                    datetime.now(UTC),
-                    triggers[0] if triggers else None,
-                )
+            applied = AppliedChange(
+                change,
+                source,
+                details,
+                restored,
+                undo,
+                datetime.now(UTC),
+                triggers[0] if triggers else None,
             )
+            self._config_history = (*self._config_history, applied)[-CONFIG_HISTORY_KEPT:]
 
     @property
     def config_history(self) -> list[dict[str, Any]]:
@@ -335,7 +335,8 @@ class ConfigChanges:
                 check(entry)
 
             async def apply() -> None:
-                self._config_history.remove(entry)  # still the newest: the lock is held
+                history = self._config_history  # (entry is still the newest: the lock is held)
+                self._config_history = tuple(c for c in history if c is not entry)
                 outcome = entry.undo()
                 if outcome is not None:
                     await outcome
