@@ -7,20 +7,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Final
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..hooks import CLOSING
 
 if TYPE_CHECKING:
     from ._event import TriggerEvent
-    from ._event_runner import EventRunner
 
-__all__ = ["ABANDON_GRACE", "WorkerPool"]
+__all__ = ["ABANDON_GRACE", "Runner", "WorkerPool"]
 
 logger = logging.getLogger("tether.process")
 
 #: Seconds a stop waits for a run it cancelled at stop_timeout before abandoning it.
 ABANDON_GRACE: Final = 1.0
+
+
+class Runner(Protocol):
+    """What the workers run (the process's EventRunner)."""
+
+    def work(self) -> Coroutine[Any, Any, None]:
+        """One worker's loop: take events and attempt each, until a stop or a crash."""
+        ...
 
 
 class WorkerPool:
@@ -45,10 +53,10 @@ class WorkerPool:
         self.abandoned: set[asyncio.Task[None]] = set()
         self._given_up: tuple[tuple[TriggerEvent, int], ...] = ()
         # While the pool is open: what its workers run, and how many there are.
-        self._runner: EventRunner | None = None
+        self._runner: Runner | None = None
         self._count = 0
 
-    def open(self, runner: EventRunner, count: int, *, now: bool) -> None:
+    def open(self, runner: Runner, count: int, *, now: bool) -> None:
         """The process runs: ``count`` workers, each running ``runner.work()``, are made at
         the first ``wake`` (an event queued), or at once when ``now`` (events wait already, or
         reach the queue without an enqueue: a cluster's stream, which its reader fills)."""
