@@ -113,7 +113,6 @@ TESTED_BY: dict[str, tuple[str, ...]] = {
     "process/_teardown.py": ("process/test_stop_bounds.py", "process/test_stop_cancellation.py"),
     "process/_stream_queue.py": ("cluster/test_cluster_queue.py",),
     "process/_supervise.py": ("process/test_concurrency_supervision.py",),
-    "process/_workers.py": ("process/test_process_abandoned_runs.py",),
     "store/_artifacts.py": ("plugins/test_plugins_artifacts.py", "security/test_security_files.py"),
     "store/_redis.py": ("cluster/test_cluster_queue.py",),
     "store/_redis_steps.py": (

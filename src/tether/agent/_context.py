@@ -23,7 +23,9 @@ class ConversationBuffer:
         self.max_messages = max_messages
         self.messages: list[dict[str, Any]] = []
         self.on_compact = on_compact
-        self._compacting = asyncio.Lock()
+        # One compaction at a time (a Lock made at the first: a buffer never compacted holds
+        # none).
+        self._compacting: asyncio.Lock | None = None
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -46,6 +48,8 @@ class ConversationBuffer:
         # One compaction at a time, its size read once the one before it is over: runs that
         # end together (concurrency > 1) while pre_compact hooks wait would each drop what was
         # over when they looked, emptying the buffer, and drop what their hooks were not shown.
+        if self._compacting is None:
+            self._compacting = asyncio.Lock()
         async with self._compacting:
             over = len(self.messages) - self.max_messages
             if over <= 0:

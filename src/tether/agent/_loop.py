@@ -151,8 +151,8 @@ class AgentLoop:
         self.max_turns = max_turns
         self.max_continuations = max_continuations
         self.tool_timeout = tool_timeout
-        #: Tools already logged for holding the event loop (once each).
-        self._held_logged: set[str] = set()
+        #: Tools already logged for holding the event loop (once each; replaced as a whole).
+        self._held_logged: tuple[str, ...] = ()
         #: Told of each model call and tool call (telemetry); None: nothing is called.
         self.observer = observer
         #: The process's price table and running totals of model calls.
@@ -632,7 +632,7 @@ class AgentLoop:
         note.attributes["tether.tool.loop_held_s"] = round(held, 3)
         if name in self._held_logged:
             return
-        self._held_logged.add(name)
+        self._held_logged += (name,)
         logger.warning(
             "tool %s blocked the event loop for %.3gs (logged once per tool): a blocking call "
             "in an async tool stalls every process; use await or asyncio.to_thread",

@@ -41,8 +41,8 @@ class ExtensionPoints:
         redact: Callable[[str], str] | None
         _cache: dict[HookEvent | str, tuple[_Hook, ...]]
         _cache_gen: int
-        _deferred: set[asyncio.Task[Any]]
-        _timers: set[asyncio.TimerHandle]
+        _due: dict[asyncio.TimerHandle, str]
+        _deferred: dict[asyncio.Task[Any], str]
 
         def _resolved(self, key: HookEvent | str) -> tuple[_Hook, ...]: ...
 
@@ -136,31 +136,21 @@ class ExtensionPoints:
         if isinstance(key, HookEvent):
             raise ValueError(f"{name!r} is a lifecycle event; use dispatch() for events")
         loop = asyncio.get_running_loop()
-        due = self._due()
 
         def fire() -> None:
-            self._timers.discard(handle)
-            due.pop(handle, None)
+            self._due.pop(handle, None)
             task = loop.create_task(self.call(name, **kwargs), name=f"deferred call of {name}")
-            self._deferred.add(task)
+            self._deferred[task] = name
             task.add_done_callback(lambda done: self._deferred_ended(done, name))
 
         handle = loop.call_later(delay, fire)
-        self._timers.add(handle)
-        due[handle] = name
-
-    def _due(self) -> dict[asyncio.TimerHandle, str]:
-        """The point each deferred call not yet fired will call (for what a close drops)."""
-        due: dict[asyncio.TimerHandle, str] | None = self.__dict__.get("_due_points")
-        if due is None:
-            due = self.__dict__["_due_points"] = {}
-        return due
+        self._due[handle] = name
 
     def _deferred_ended(self, task: asyncio.Task[Any], name: str) -> None:
         """Forget a deferred call that ended. What its handlers raised past ``call`` (what no
         layer isolates) is logged here, through the manager's redactor: left to asyncio, it
         would be logged as raised, secrets and all."""
-        self._deferred.discard(task)
+        self._deferred.pop(task, None)
         if task.cancelled() or (exc := task.exception()) is None:
             return
         from ._recording import redacted_trace
@@ -173,12 +163,10 @@ class ExtensionPoints:
         the calling task, and those in ``keep``: a deferred call awaiting what closes this).
         Running ones are cancelled with the CLOSING message: no fault of their handlers.
         Then what the hooks' executors hold open is closed (see hooks/_resources.py)."""
-        due = self._due()
-        dropped = sorted(due.get(handle, "?") for handle in self._timers)
-        for handle in self._timers:
+        dropped = sorted(self._due.values())
+        for handle in self._due:
             handle.cancel()
-        self._timers.clear()
-        due.clear()
+        self._due.clear()
         me = asyncio.current_task()
         tasks = [task for task in self._deferred if task is not me and task not in keep]
         for task in tasks:

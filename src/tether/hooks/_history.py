@@ -94,7 +94,8 @@ class HistoryRecorder:
         self._unlogged = 0
         #: Keep each hook's data before and after (dry runs); off for ordinary history.
         self.trace = trace
-        self._listeners: list[tuple[Callable[..., None], bool]] = []
+        #: (Replaced as a whole: a listener may remove itself while the listeners are told.)
+        self._listeners: tuple[tuple[Callable[..., None], bool], ...] = ()
 
     def send_to(self, sink: Callable[[list[HookRun]], None]) -> None:
         """Hand the runs recorded from now on to ``sink`` instead, on the loop at each flush
@@ -111,11 +112,11 @@ class HistoryRecorder:
         builds them instead, to call when (and if) it needs them. A listener that raises is
         logged and never fails the dispatch.
         """
-        self._listeners.append((listener, lazy))
+        self._listeners += ((listener, lazy),)
 
     def remove_listener(self, listener: Callable[..., None]) -> None:
         """Stop calling ``listener`` (a listener not added: nothing happens)."""
-        self._listeners = [entry for entry in self._listeners if entry[0] != listener]
+        self._listeners = tuple(entry for entry in self._listeners if entry[0] != listener)
 
     # -- recording (hot path: store, do not build) -------------------------------------------
 
@@ -129,7 +130,7 @@ class HistoryRecorder:
 
     def _tell(self, entry: Entry) -> None:
         runs: list[HookRun] | None = None
-        for listener, lazy in list(self._listeners):  # a listener may remove itself
+        for listener, lazy in self._listeners:
             try:
                 if lazy:
                     listener(functools.partial(self._expand, entry))

@@ -339,7 +339,7 @@ class Engine(Protocol):
     redact: Callable[[str], str] | None
     redact_declared: Callable[[str], str] | None
     _by_id: dict[str, _Hook]
-    _error_listeners: list[Callable[[HookErrorInfo], Any]]
+    _error_listeners: tuple[Callable[[HookErrorInfo], Any], ...]
 
     @property
     def _shared(self) -> Engine | None: ...

@@ -103,21 +103,25 @@ class HookManager(ExtensionPoints):
         #: Seconds a hook's step may hold the event loop before a warning (None: only a hold
         #: past the hook's timeout is reported, and that one times the hook out).
         self.loop_block_warn = loop_block_warn
+        # (The tuples and dicts here are replaced as a whole, or start empty: a process's
+        # manager, one per process, holds none of its own until it has something to keep.)
         #: The hooks whose holding of the event loop was logged (it is logged once per hook).
-        self._held_logged: set[str] = set()
+        self._held_logged: tuple[str, ...] = ()
         #: How often a hook's step held the event loop in this manager's dispatches, by
         #: (event, kind): "timed_out" (past the hook's timeout) or "warned" (past
         #: ``loop_block_warn``). Only ever counts up (telemetry reads it after each dispatch).
         self.loop_blocks: dict[tuple[str, str], int] = {}
         self._hooks: dict[HookEvent | str, list[_Hook]] = {}
         self._by_id: dict[str, _Hook] = {}
-        self._inherited: list[HookManager] = []
+        self._inherited: tuple[HookManager, ...] = ()
         self._shared: HookManager | None = None
         self._cache: dict[HookEvent | str, tuple[_Hook, ...]] = {}
         self._cache_gen = -1
-        self._error_listeners: list[Callable[[HookErrorInfo], Any]] = []
-        self._deferred: set[asyncio.Task[Any]] = set()
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._error_listeners: tuple[Callable[[HookErrorInfo], Any], ...] = ()
+        #: Deferred extension-point calls (call_later): those not yet due and those running,
+        #: with the point each calls.
+        self._due: dict[asyncio.TimerHandle, str] = {}
+        self._deferred: dict[asyncio.Task[Any], str] = {}
         #: While register_configs runs: the hooks it registered, whose order it checks at once.
         self._declaring: list[_Hook] | None = None
         self.recorder: RunRecorder | None = None
@@ -134,12 +138,12 @@ class HookManager(ExtensionPoints):
         if parent is self or self in parent._lineage():
             raise ValueError("a hook manager cannot inherit itself")
         if parent not in self._inherited:
-            self._inherited.append(parent)
+            before, self._inherited = self._inherited, (*self._inherited, parent)
             _bump()
             try:
                 self._check_links()
             except OrderError as exc:
-                self._inherited.remove(parent)
+                self._inherited = before
                 _bump()
                 raise ValueError(f"cannot inherit {parent!r}: {exc}") from None
 
@@ -162,7 +166,7 @@ class HookManager(ExtensionPoints):
 
     @property
     def inherited(self) -> tuple[HookManager, ...]:
-        return tuple(self._inherited)
+        return self._inherited
 
     def _lineage(self) -> list[HookManager]:
         seen: list[HookManager] = []
@@ -547,7 +551,7 @@ class HookManager(ExtensionPoints):
 
     def on_error(self, listener: Callable[[HookErrorInfo], Any]) -> Callable[[HookErrorInfo], Any]:
         """Call ``listener(info)`` for every isolated hook error (sync or async listener)."""
-        self._error_listeners.append(listener)
+        self._error_listeners += (listener,)
         return listener
 
     async def _report(self, info: HookErrorInfo, owner: Engine) -> None:
@@ -698,7 +702,7 @@ class HookManager(ExtensionPoints):
         """Log, once per hook, that one of its steps held the event loop ``held`` seconds."""
         if hook.hook_id in self._held_logged:
             return
-        self._held_logged.add(hook.hook_id)
+        self._held_logged += (hook.hook_id,)
         bound = f"its {timeout:g}s timeout" if timeout is not None else "no timeout"
         logger.warning(
             "hook %s (%s) blocked the event loop for %.3gs on %s (%s; logged once per hook): "

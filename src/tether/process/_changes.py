@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -63,7 +62,7 @@ SOURCES: Final = ("agent", "operator")
 Undo = Callable[[], Awaitable[None] | None]
 #: What a change's snapshot returns: its undo, and the state that undo restores (as hooks see
 #: it); a trigger change adds the triggers themselves.
-Saved = tuple[Undo, dict[str, Any]] | tuple[Undo, dict[str, Any], list[tuple[str, Any]]]
+Saved = tuple[Undo, dict[str, Any]] | tuple[Undo, dict[str, Any], tuple[tuple[str, Any], ...]]
 
 
 def check_source(source: str) -> None:
@@ -82,7 +81,7 @@ class AppliedChange:
     undo: Undo
     at: datetime
     #: For a trigger change: the triggers its undo brings back (the API checks their webhooks).
-    triggers: list[tuple[str, TriggerConfig]] | None = None
+    triggers: tuple[tuple[str, TriggerConfig], ...] | None = None
 
 
 async def _to_the_end(
@@ -134,15 +133,17 @@ class ConfigChanges:
         config = live.config
         #: Called after each change of ``triggers`` (see AgentProcess.on_triggers_change).
         self.triggers_changed: Callable[[], None] | None = None
-        self._triggers: list[tuple[str, TriggerConfig]] = [
+        self._triggers: tuple[tuple[str, TriggerConfig], ...] = tuple(
             (t.id or f"{t.type}-{i}", t) for i, t in enumerate(config.triggers)
-        ]
+        )
         self.budget = BudgetTracker(config.budget) if config.budget else None
         #: The price table and the running totals of the process's model calls.
         self.meter = meter
         self._hooks = hooks
         self._runners = triggers
-        self._config_history: deque[AppliedChange] = deque(maxlen=CONFIG_HISTORY_KEPT)
+        # The last CONFIG_HISTORY_KEPT applied changes, oldest first (replaced as a whole: a
+        # process never changed holds none of its own).
+        self._config_history: tuple[AppliedChange, ...] = ()
         # The connections to the MCP servers, made once a running process has one (sync_mcp).
         self._mcp: McpConnections | None = None
         # Held from a change's config_change dispatch until it has applied (and by rollback()
@@ -170,13 +171,13 @@ class ConfigChanges:
         return self._live.state == ProcessState.RUNNING
 
     @property
-    def triggers(self) -> list[tuple[str, TriggerConfig]]:
+    def triggers(self) -> tuple[tuple[str, TriggerConfig], ...]:
         """The triggers by id, in order; replaced as a whole (never changed in place), so
         ``triggers_changed`` hears of every change."""
         return self._triggers
 
     @triggers.setter
-    def triggers(self, triggers: list[tuple[str, TriggerConfig]]) -> None:
+    def triggers(self, triggers: tuple[tuple[str, TriggerConfig], ...]) -> None:
         self._triggers = triggers
         if self.triggers_changed is not None:
             self.triggers_changed()
@@ -277,17 +278,16 @@ class ConfigChanges:
         self.redactor.declare(config_secrets((t for _, t in self.triggers), self.config))
         if saved is not None:
             undo, restored, *triggers = saved
-            self._config_history.append(
-                AppliedChange(
-                    change,
-                    source,
-                    details,
-                    restored,
-                    undo,
-                    datetime.now(UTC),
-                    triggers[0] if triggers else None,
-                )
+            applied = AppliedChange(
+                change,
+                source,
+                details,
+                restored,
+                undo,
+                datetime.now(UTC),
+                triggers[0] if triggers else None,
             )
+            self._config_history = (*self._config_history, applied)[-CONFIG_HISTORY_KEPT:]
 
     @property
     def config_history(self) -> list[dict[str, Any]]:
@@ -335,7 +335,8 @@ class ConfigChanges:
                 check(entry)
 
             async def apply() -> None:
-                self._config_history.remove(entry)  # still the newest: the lock is held
+                history = self._config_history  # (entry is still the newest: the lock is held)
+                self._config_history = tuple(c for c in history if c is not entry)
                 outcome = entry.undo()
                 if outcome is not None:
                     await outcome
@@ -444,10 +445,10 @@ class ConfigChanges:
     # -- triggers --------------------------------------------------------------------------
 
     def _triggers_snapshot(self) -> Saved:
-        before = list(self.triggers)
+        before = self.triggers
 
         async def undo() -> None:
-            self.triggers = list(before)
+            self.triggers = before
             kept = {i for i, _ in before}
             for trigger_id in [i for i in self._runners.runners if i not in kept]:
                 await self._runners.stop(trigger_id)
@@ -481,7 +482,7 @@ class ConfigChanges:
             def apply() -> None:
                 if self._running():
                     self._runners.start(trigger_id, trigger)
-                self.triggers = [*self.triggers, (trigger_id, trigger)]
+                self.triggers = (*self.triggers, (trigger_id, trigger))
 
             details = {"trigger_id": trigger_id, "trigger": trigger.model_dump(mode="json")}
             return await self.apply_change(
@@ -496,7 +497,7 @@ class ConfigChanges:
                 raise KeyError(f"process {self.name!r} has no trigger {trigger_id!r}")
 
             async def apply() -> None:
-                self.triggers = [(i, t) for i, t in self.triggers if i != trigger_id]
+                self.triggers = tuple((i, t) for i, t in self.triggers if i != trigger_id)
                 await self._runners.stop(trigger_id)
 
             details = {"trigger_id": trigger_id}

@@ -77,8 +77,8 @@ class DurableRuns:
         self.approvals = ApprovalDesk(store, writes)
         #: The journal writes of each run under way or cut off, by event id.
         self._journals: dict[str, RunJournal] = {}
-        #: Runs ended whose steps are not forgotten yet (see ended).
-        self._ended: list[tuple[str, float]] = []
+        #: Runs ended whose steps are not forgotten yet (see ended; replaced as a whole).
+        self._ended: tuple[tuple[str, float], ...] = ()
 
     @property
     def store(self) -> StepJournal | None:
@@ -94,7 +94,7 @@ class DurableRuns:
         self._store, self._writes = store, writes
         self._runs.clear()
         self._journals.clear()
-        self._ended.clear()
+        self._ended = ()
         self._saved = SavedContext(store, writes, self._context, self._redactor)
         self.approvals = ApprovalDesk(store, writes)
 
@@ -150,9 +150,9 @@ class DurableRuns:
         if journal is not None and journal.drop() and self._saved is not None:
             self._saved.state_unsaved()
         if self._runs.pop(event_id, None):
-            self._ended.append((event_id, time.time()))
+            self._ended += ((event_id, time.time()),)
             if not saved or len(self._ended) >= FORGET_BATCH:  # a failed run's: at once
-                ended, self._ended = self._ended, []
+                ended, self._ended = list(self._ended), ()
                 self._writes.write("steps", store.forget, ended)
         if saved:
             self.save()

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._lifecycle import ProcessHooks
     from ._state import LiveState
     from ._supervise import Supervisor
+    from ._workers import WorkerPool
 
 __all__ = ["Intake"]
 
@@ -38,7 +39,8 @@ class Intake:
 
     It is handed the process's state (``live``), its hook points (task_created,
     file_changed), its supervision (a process failed with a restart coming still takes
-    events), its dead letters, journal and journal writes.
+    events), its dead letters, journal and journal writes, and its workers (``pool``: an
+    event queued wakes them).
     """
 
     def __init__(
@@ -50,6 +52,7 @@ class Intake:
         letters: DeadLetterBox,
         journal: Journal | None,
         writes: JournalWrites,
+        pool: WorkerPool,
     ) -> None:
         self.name = hooks.name
         self.redactor = hooks.redactor
@@ -59,6 +62,7 @@ class Intake:
         self._letters = letters
         self._journal = journal
         self._writes = writes
+        self._pool = pool
         #: File changes a file_changed hook filtered out.
         self.filtered_count = 0
 
@@ -133,7 +137,8 @@ class Intake:
         return gate
 
     def enqueue(self, event: TriggerEvent, attempts: int, *, journaled: bool = False) -> bool:
-        """Queue ``event`` (journaled); False when the queue is full: it is dead-lettered.
+        """Queue ``event`` (journaled) and wake the workers; False when the queue is full: it
+        is dead-lettered.
 
         ``journaled`` (inject): its ``queued`` write was made already. A retry's or
         recovery's event is queued even if the write fails (see _journaling)."""
@@ -147,6 +152,7 @@ class Intake:
             stored = self.redactor.declared.value(event.to_dict())
             self._writes.write(event.event_id, self._journal.queued, stored, attempts)
         queue.put_nowait((event, attempts))
+        self._pool.wake()
         return True
 
     def _not_queued(self, event: TriggerEvent, hook: str, exc: BaseException) -> None:

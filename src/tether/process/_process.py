@@ -176,6 +176,7 @@ class AgentProcess:
             letters=self._letters,
             journal=journal,
             writes=writes,
+            pool=self._pool,
         )
         self._triggers = TriggerRunners(self.name, self._intake, redactor)
         self._runners = self._triggers.runners
@@ -522,12 +523,12 @@ class AgentProcess:
         await self._changes.sync_mcp()
         if self.state != ProcessState.RUNNING:  # stopped meanwhile
             return
-        self._pool.tasks = tuple(
-            asyncio.get_running_loop().create_task(
-                self._runner.work(), name=f"{self.name}-worker-{i}"
-            )
-            for i in range(self.config.concurrency)
-        )
+        # The workers are made at the first event queued (an idle process holds none), or
+        # now: when events wait already (injected before the start, recovered from the
+        # journal, kept through a crash's restart) or come from a cluster's stream.
+        live = self._live
+        waiting = live.stream is not None or not live.queue.empty() or self._rewinder.waiting
+        self._pool.open(self._runner, self.config.concurrency, now=bool(waiting))
         for trigger_id, trigger in self._changes.triggers:
             if trigger_id not in self._runners:  # one added by a session_start hook runs already
                 self._triggers.start(trigger_id, trigger)

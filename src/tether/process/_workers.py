@@ -1,19 +1,21 @@
-"""The worker tasks of one process (WorkerPool): which of them run an event now, and halting
-them within ``stop_timeout`` at a stop (a run that ignores its cancellation is abandoned
+"""The worker tasks of one process (WorkerPool): made at the first event queued (a process
+that never received an event holds none), which of them run an event now, and halting them
+within ``stop_timeout`` at a stop (a run that ignores its cancellation is abandoned
 ABANDON_GRACE later: see ``WorkerPool.halt``)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Final
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..hooks import CLOSING
 
 if TYPE_CHECKING:
     from ._event import TriggerEvent
 
-__all__ = ["ABANDON_GRACE", "WorkerPool"]
+__all__ = ["ABANDON_GRACE", "Runner", "WorkerPool"]
 
 logger = logging.getLogger("tether.process")
 
@@ -21,8 +23,21 @@ logger = logging.getLogger("tether.process")
 ABANDON_GRACE: Final = 1.0
 
 
+class Runner(Protocol):
+    """What the workers run (the process's EventRunner)."""
+
+    def work(self) -> Coroutine[Any, Any, None]:
+        """One worker's loop: take events and attempt each, until a stop or a crash."""
+        ...
+
+
 class WorkerPool:
-    """The worker tasks of one process, which of them run an event now, and halting them."""
+    """The worker tasks of one process, which of them run an event now, and halting them.
+
+    While the process runs the pool is open (``open``): its workers are made at the first
+    event queued (``wake``), all at once, and live until the pool is halted (a stop, or a
+    crash's pause); the next start opens it again.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -37,6 +52,29 @@ class WorkerPool:
         #: their events, to dead-letter (not to re-run: the run may yet act).
         self.abandoned: set[asyncio.Task[None]] = set()
         self._given_up: tuple[tuple[TriggerEvent, int], ...] = ()
+        # While the pool is open: what its workers run, and how many there are.
+        self._runner: Runner | None = None
+        self._count = 0
+
+    def open(self, runner: Runner, count: int, *, now: bool) -> None:
+        """The process runs: ``count`` workers, each running ``runner.work()``, are made at
+        the first ``wake`` (an event queued), or at once when ``now`` (events wait already, or
+        reach the queue without an enqueue: a cluster's stream, which its reader fills)."""
+        self._runner, self._count = runner, count
+        if now:
+            self.wake()
+
+    def wake(self) -> None:
+        """An event was queued: make the workers, unless they are made already or the pool
+        is not open (the process does not run now: its next start makes them)."""
+        runner = self._runner
+        if runner is None or self.tasks:
+            return
+        loop = asyncio.get_running_loop()
+        self.tasks = tuple(
+            loop.create_task(runner.work(), name=f"{self.name}-worker-{i}")
+            for i in range(self._count)
+        )
 
     def take_given_up(self) -> list[tuple[TriggerEvent, int, str]]:
         """The events of the runs a stop gave up on, to dead-letter."""
@@ -47,8 +85,10 @@ class WorkerPool:
     async def halt(self, stop_timeout: float) -> None:
         """Stop the workers: idle ones at once, busy ones after their run (or ``stop_timeout``).
 
-        A run still going then is cancelled; its worker records it as cut off.
+        A run still going then is cancelled; its worker records it as cut off. The pool is
+        closed from here: an event queued meanwhile waits for the next start.
         """
+        self._runner = None
         idle = [w for w in self.tasks if w not in self.busy]
         for worker in idle:
             worker.cancel(CLOSING)
