@@ -1,6 +1,10 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# pytest-xdist workers of `make test` (and test-fast, test-slow): two, the cores of CI's machine;
+# much of the suite waits on subprocesses, servers and sockets. `make test JOBS=0`: one process.
+JOBS ?= 2
+XDIST := -n $(JOBS) --dist loadgroup
 
 .PHONY: demo test test-fast test-slow lint typecheck bench clean
 
@@ -21,14 +25,14 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy src
 
 test: lint typecheck
-	$(PY) -m pytest -W error --cov=tether --cov-report=term --cov-fail-under=90 -q
+	$(PY) -m pytest $(XDIST) -W error --cov=tether --cov-report=term --cov-fail-under=90 -q
 
 # Everything but the tests marked slow: the loop to run while editing (lint and types apart).
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -m "not slow"
+	$(PY) -m pytest $(XDIST) -q -p no:cacheprovider -m "not slow"
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -m slow
+	$(PY) -m pytest $(XDIST) -q -p no:cacheprovider -m slow
 
 bench: $(STAMP)
 	$(PY) bench/dispatch.py

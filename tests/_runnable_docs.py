@@ -441,4 +441,8 @@ def run_document(doc: Path, work: Path) -> int:
 
 
 if __name__ == "__main__":
+    # The docs' commands are stopped with Ctrl-C (SIGINT to their group). Started with SIGINT
+    # ignored (pytest run as a background job of a script), this runner would hand that on to
+    # them, and a command stopping at Python's KeyboardInterrupt (`--follow`) would never stop.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(run_document(Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()))

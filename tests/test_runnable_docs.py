@@ -27,7 +27,9 @@ from _runnable_docs import (
 )
 from _tutorial_support import isolating_prefix
 
-pytestmark = pytest.mark.slow
+#: One worker runs them all under pytest-xdist: the module's fixture starts every document's
+#: runner at once, and a second worker would start them all again.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("runnable-docs")]
 
 RUNNER = Path(__file__).resolve().parent / "_runnable_docs.py"
 MARKED = [doc for doc in documents() if marked_blocks(doc)]

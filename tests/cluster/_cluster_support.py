@@ -249,18 +249,34 @@ class PrivateRedis:
     def __init__(self) -> None:
         self.port = free_port()
         self.child: subprocess.Popen[bytes] | None = None
+        self._started = False
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> PrivateRedis:
+        """Start it (a restart: on the same port). On the first start, a port another program
+        took between free_port() and the server's bind (a test running beside this one, under
+        pytest-xdist) is replaced by a new free port."""
+        for _ in range(1 if self._started else 3):
+            if self._start_once():
+                self._started = True
+                return self
+            if self._started:
+                break
+            self.port = free_port()
+        raise AssertionError(f"redis-server did not start on port {self.port}")
+
+    def _start_once(self) -> bool:
+        """Start the server; True once it answers on the port as this very OS process (the
+        pid its INFO gives), False if it could not take the port."""
         server = shutil.which("redis-server")
         if server is None:
             import pytest
 
             pytest.skip("these tests start a redis-server of their own: none is installed")
-        self.child = subprocess.Popen(
+        child = self.child = subprocess.Popen(
             [
                 server,
                 "--port",
@@ -276,15 +292,27 @@ class PrivateRedis:
             stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and child.poll() is None:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
-                        return self
+                    sock.sendall(b"INFO server\r\n")
+                    answer = b""
+                    while b"\r\nprocess_id:" not in answer or not answer.endswith(b"\r\n"):
+                        data = sock.recv(65536)
+                        if not data:
+                            break
+                        answer += data
+                found = re.search(rb"\r\nprocess_id:(\d+)\r\n", answer)
+                if found and int(found[1]) == child.pid:
+                    return True
+                if found:  # another program's server holds the port
+                    break
             except OSError:
                 time.sleep(0.02)
-        raise AssertionError(f"redis-server did not start on port {self.port}")
+        child.kill()
+        child.wait()
+        self.child = None
+        return False
 
     def kill(self) -> None:
         """SIGKILL: everything it held is gone."""

@@ -5,6 +5,7 @@ real HTTP and their own ClusterNode, on one real Redis."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -69,6 +70,18 @@ def clients(hosts: tuple[Host, Host]) -> tuple[httpx.AsyncClient, httpx.AsyncCli
     return owner.http, other.http
 
 
+async def published(host: Host, *, timeout: float) -> None:
+    """Wait until ``host`` lists "alpha" running: the holder takes the lease first and
+    publishes the process's status next, and in between every host lists it "starting"."""
+    assert host.node is not None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while [p["state"] for p in await host.node.processes()] != ["running"]:
+        if loop.time() > deadline:
+            raise AssertionError(f"gave up after {timeout:g}s waiting for alpha's status")
+        await asyncio.sleep(0.01)
+
+
 @pytest.fixture
 async def hosts(
     redis_url: str, redis_prefix: str, llm: FakeLLM
@@ -82,6 +95,7 @@ async def hosts(
         other = second if owner is first else first
         assert owner.node is not None
         await eventually(lambda: "alpha" in owner.node.held, timeout=15, what="the placement")
+        await published(other, timeout=15)
         yield owner, other
     finally:
         await second.stop()

@@ -56,7 +56,7 @@ async def main() -> None:
         await process.inject(ticket("Please reset my password")),
         await process.inject(ticket("Login page is down")),
     ]
-    for event_id in ids:  # wait for each run to end
+    for event_id in ids[1:]:  # wait for each run to end (task_created refused the first: it never runs)
         await process.outcome(event_id, timeout=30)
 
     print("runs:", process.status()["invocation_count"])
