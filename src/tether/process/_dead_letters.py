@@ -99,6 +99,15 @@ class DeadLetterBox:
             stream.dead(entry)
         return entry
 
+    def refuse(
+        self, event: TriggerEvent, reason: str, error: str | None, attempts: int
+    ) -> dict[str, Any]:
+        """Dead-letter ``event``, which no worker took (see Intake): its outcome is decided
+        ``dead_lettered`` at once (see Outcomes.refused)."""
+        entry = self.add(event, reason, error, attempts)
+        self._outcomes.refused(event.event_id)
+        return entry
+
     async def dead_letter_all(
         self,
         events: list[tuple[TriggerEvent, int, str]],

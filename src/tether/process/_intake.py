@@ -70,7 +70,7 @@ class Intake:
         """Queue an event (after task_created); return its id. Never drops: see dead_letters."""
         if not isinstance(event, TriggerEvent):
             raise TypeError(f"inject() takes a TriggerEvent, got {type(event).__name__}")
-        dead = self._letters.add
+        dead = self._letters.refuse
         if not self._accepts():
             dead(event, "process stopped", f"process is {self._live.state.value}", 0)
             return event.event_id
@@ -146,7 +146,7 @@ class Intake:
         if queue.full():
             size = self._live.config.max_queue_size
             why = f"the queue holds max_queue_size={size} events"
-            self._letters.add(event, "queue full", why, attempts)
+            self._letters.refuse(event, "queue full", why, attempts)
             return False
         if self._journal is not None and not journaled:
             stored = self.redactor.declared.value(event.to_dict())
@@ -160,7 +160,7 @@ class Intake:
         isolate, or was cut off by the stop (or crash) of the process or the removal of its
         trigger (its runner cancelled); not when the caller itself was cancelled, or the host
         goes down."""
-        dead, state = self._letters.add, self._live.state
+        dead, state = self._letters.refuse, self._live.state
         if closing(exc):
             if state == ProcessState.FAILED:
                 dead(event, "process failed", f"the process failed during {hook}", 0)

@@ -83,6 +83,12 @@ class Outcomes:
         # Only while this host holds the lease; a decided outcome is acknowledged after.
         return stream.completed(dispatch, event, decided=outcome != "retrying")
 
+    def refused(self, event_id: str) -> None:
+        """``event_id`` was dead-lettered before a worker took it (refused by ``inject``, or
+        a full queue): decided ``dead_lettered``, with no task_completed (no attempt of it
+        ran), so a wait for its outcome ends now."""
+        self._decide(event_id, "dead_lettered")
+
     def _decide(self, event_id: str, outcome: str) -> None:
         self.decided.pop(event_id, None)  # (a redelivered event is decided again)
         self.decided[event_id] = outcome

@@ -667,9 +667,9 @@ class AgentProcess:
         return await self._intake.inject(event)
 
     async def outcome(self, event_id: str, *, timeout: float = 0.0) -> str | None:
-        """The task_completed outcome an event was decided with (``success``, ``failed``,
-        ``blocked``, ``dead_lettered``; never ``retrying``), waiting up to ``timeout`` seconds
-        for it; None when it is not decided by then. The last 1000 decided are kept."""
+        """The outcome an event was decided with (task_completed's: ``success``, ``failed``,
+        ``blocked``, ``dead_lettered``; ``dead_lettered`` too, with none, when it was refused
+        unqueued), waiting ``timeout`` seconds at most; else None. The last 1000 are kept."""
         return await self._outcomes.wait(event_id, timeout)
 
     async def inject_trigger(
