@@ -67,7 +67,7 @@ class RedisWrites(JournalWrites):
             try:
                 write(*args, **kwargs)
             except Exception as exc:
-                self._failed_or_fenced(about, write.__name__, exc)
+                self.failed(about, write.__name__, exc)
             return
         done = asyncio.wrap_future(self.store.submit(write, *args, **kwargs), loop=loop)
         self._handed += 1
@@ -76,7 +76,7 @@ class RedisWrites(JournalWrites):
         def settled(done: asyncio.Future[None]) -> None:
             self._handed -= 1
             if not done.cancelled() and (exc := done.exception()) is not None:
-                self._failed_or_fenced(about, name, exc)
+                self.failed(about, name, exc)
 
         done.add_done_callback(settled)
 
@@ -92,17 +92,15 @@ class RedisWrites(JournalWrites):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._failed_or_fenced(about, write.__name__, exc)
+            self.failed(about, write.__name__, exc)
         finally:
             self._handed -= 1
 
     def failed(self, about: str, name: str, exc: BaseException) -> None:
-        self._failed_or_fenced(about, name, exc)
-
-    def _failed_or_fenced(self, about: str, name: str, exc: BaseException) -> None:
+        """A fenced write stops this host's copy (not counted); any other is counted."""
         if isinstance(exc, StepsFenced):
             logger.error("%s", exc)
             with contextlib.suppress(RuntimeError):  # no event loop: nothing runs anyway
                 self._fenced()
             return
-        self._failed(about, name, exc)
+        super().failed(about, name, exc)

@@ -267,7 +267,7 @@ class JournalWrites:
             try:
                 write(*args, **kwargs)
             except sqlite3.Error as exc:
-                self._failed(about, write.__name__, exc)
+                self.failed(about, write.__name__, exc)
             return
         held = (about, write.__name__, functools.partial(write, *args, **kwargs))
         if not _is_row(write):
@@ -325,7 +325,7 @@ class JournalWrites:
         try:
             done = self._thread(write, row=row)
         except sqlite3.Error as exc:  # the writer could not open the file
-            self._failed(about, name, exc)
+            self.failed(about, name, exc)
             return
         self._pending += 1
         done.add_done_callback(functools.partial(self._settled, about, name))
@@ -344,7 +344,7 @@ class JournalWrites:
     def _settled(self, about: str, name: str, done: asyncio.Future[None]) -> None:
         self._pending -= 1
         if not done.cancelled() and (exc := done.exception()) is not None:
-            self._failed(about, name, exc)
+            self.failed(about, name, exc)
 
     def history_offload(self, write: Callable[[], None]) -> asyncio.Future[None] | None:
         """Run a hook-run history write (same file: a batch of runs, JSON to make) on the
@@ -417,7 +417,7 @@ class JournalWrites:
         try:
             await self.accept(about, write, *args, **kwargs)
         except sqlite3.Error as exc:
-            self._failed(about, write.__name__, exc)
+            self.failed(about, write.__name__, exc)
 
     async def close(
         self, within: float = JOURNAL_DRAIN, then: Callable[[], None] | None = None
@@ -439,11 +439,8 @@ class JournalWrites:
             self._tally._count(error)
 
     def failed(self, about: str, name: str, exc: BaseException) -> None:
-        """Log and count the failure ``exc`` of the write ``name`` of ``about``, made
-        outside these writes (a stop's last writes: see ``DurableRuns.close``)."""
-        self._failed(about, name, exc)
-
-    def _failed(self, about: str, name: str, exc: BaseException) -> None:
+        """Log and count the failure ``exc`` of the write ``name`` of ``about`` (made here, or
+        by a stop itself: see ``DurableRuns.close``)."""
         error = self.redactor.text(describe(exc))
         self._count(error)
         self._notice(exc)
