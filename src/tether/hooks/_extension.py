@@ -141,16 +141,16 @@ class ExtensionPoints:
             self._due.pop(handle, None)
             task = loop.create_task(self.call(name, **kwargs), name=f"deferred call of {name}")
             self._deferred[task] = name
-            task.add_done_callback(lambda done: self._deferred_ended(done, name))
+            task.add_done_callback(self._deferred_ended)
 
         handle = loop.call_later(delay, fire)
         self._due[handle] = name
 
-    def _deferred_ended(self, task: asyncio.Task[Any], name: str) -> None:
+    def _deferred_ended(self, task: asyncio.Task[Any]) -> None:
         """Forget a deferred call that ended. What its handlers raised past ``call`` (what no
         layer isolates) is logged here, through the manager's redactor: left to asyncio, it
         would be logged as raised, secrets and all."""
-        self._deferred.pop(task, None)
+        name = self._deferred.pop(task, "?")
         if task.cancelled() or (exc := task.exception()) is None:
             return
         from ._recording import redacted_trace
