@@ -523,9 +523,8 @@ class AgentProcess:
         await self._changes.sync_mcp()
         if self.state != ProcessState.RUNNING:  # stopped meanwhile
             return
-        # The workers are made at the first event queued (an idle process holds none), or
-        # now: when events wait already (injected before the start, recovered from the
-        # journal, kept through a crash's restart) or come from a cluster's stream.
+        # Workers are made at the first event queued (an idle process holds none), or now: events
+        # wait already (injected before, recovered, kept through a crash) or come from a stream.
         live = self._live
         waiting = live.stream is not None or not live.queue.empty() or self._rewinder.waiting
         self._pool.open(self._runner, self.config.concurrency, now=bool(waiting))
